@@ -1,0 +1,175 @@
+//===- TransformerOps.td - The transformer dialect ---------*- tablegen -*-===//
+//
+// The ops that upstream MLIR lacks for Transformer models: attention, softmax
+// and layer normalisation as single, decomposable ops on tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_DIALECT_TRANSFORMER_IR_TRANSFORMEROPS_TD
+#define TFC_DIALECT_TRANSFORMER_IR_TRANSFORMEROPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+def Transformer_Dialect : Dialect {
+  let name = "transformer";
+  let cppNamespace = "::tfc::transformer";
+  let summary = "Transformer building blocks recognised by tfc's fusion passes";
+  let description = [{
+    The `transformer` dialect holds the few operations that upstream MLIR
+    lacks for Transformer inference: a fused scaled-dot-product attention, a
+    numerically safe softmax and a layer normalisation. Each is a pure
+    operation on ranked tensors with an exact decomposition back to TOSA and
+    linalg primitives (the unfused path), so a fused and an unfused build of
+    the same model always exist side by side.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::tosa::TosaDialect"
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Transformer_Float : AnyTypeOf<[F32, F16, BF16]>;
+def Transformer_FloatTensor : RankedTensorOf<[F32, F16, BF16]>;
+
+class Transformer_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Transformer_Dialect, mnemonic, !listconcat(traits, [
+        Pure,
+        DeclareOpInterfaceMethods<InferTypeOpInterface>,
+        DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>
+      ])>;
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+def Transformer_AttentionOp : Transformer_Op<"attention"> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    Computes `softmax(scale * Q·Kᵀ + mask) · V` for every batch and query
+    head, without naming the `Sq x Skv` score matrix.
+
+    - `query`: `[B, Hq, Sq, D]`; `key`: `[B, Hkv, Skv, D]`;
+      `value`: `[B, Hkv, Skv, Dv]`; result: `[B, Hq, Sq, Dv]`.
+    - Grouped-query attention: `Hkv` must divide `Hq`; query head `h` reads
+      key/value head `h / (Hq / Hkv)`.
+    - `mask` (optional) is additive and broadcastable to `[B, Hq, Sq, Skv]`
+      (numpy rules: rank at most 4, each dimension 1 or equal). A mask value
+      of `-inf` hides a key.
+    - `scale` defaults to `1/sqrt(D)`.
+    - `is_causal`: key `j` is visible to query `i` iff `j <= i + (Skv - Sq)`
+      (the last query sees every key).
+    - A query row with no visible key (fully masked, or causal with
+      `Sq > Skv`) yields zeros, never NaN.
+
+    Example:
+
+    ```mlir
+    %o = transformer.attention %q, %k, %v mask %m {is_causal, scale = 0.125 : f32}
+        : tensor<1x12x77x64xf32>, tensor<1x4x200x64xf32>, tensor<1x4x200x64xf32>,
+          tensor<1x1x77x200xf32> -> tensor<1x12x77x64xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    Transformer_FloatTensor:$query,
+    Transformer_FloatTensor:$key,
+    Transformer_FloatTensor:$value,
+    Optional<Transformer_FloatTensor>:$mask,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$is_causal
+  );
+  let results = (outs Transformer_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? attr-dict `:`
+    type($query) `,` type($key) `,` type($value) (`,` type($mask)^)?
+    `->` type($result)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The scale applied to Q·Kᵀ: the attribute, or 1/sqrt(D) without it.
+    double getEffectiveScale();
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+def Transformer_SoftmaxOp : Transformer_Op<"softmax"> {
+  let summary = "numerically safe softmax along one dimension";
+  let description = [{
+    `exp(x - max(x)) / sum(exp(x - max(x)))` along `dimension`. The maximum
+    is subtracted first, so large inputs do not overflow.
+
+    Example:
+
+    ```mlir
+    %y = transformer.softmax %x {dimension = 3 : i64}
+        : tensor<2x12x128x128xf32> -> tensor<2x12x128x128xf32>
+    ```
+  }];
+
+  let arguments = (ins Transformer_FloatTensor:$input, I64Attr:$dimension);
+  let results = (outs Transformer_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// LayerNormOp
+//===----------------------------------------------------------------------===//
+
+def Transformer_LayerNormOp : Transformer_Op<"layer_norm"> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * gamma + beta`, with mean and the
+    biased variance taken over the last dimension `N` of `input`. `gamma`
+    and `beta` have shape `[N]`.
+
+    Example:
+
+    ```mlir
+    %y = transformer.layer_norm %x, %gamma, %beta {epsilon = 1.0e-12 : f32}
+        : tensor<8x128x384xf32>, tensor<384xf32>, tensor<384xf32>
+          -> tensor<8x128x384xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    Transformer_FloatTensor:$input,
+    Transformer_FloatTensor:$gamma,
+    Transformer_FloatTensor:$beta,
+    DefaultValuedAttr<F32Attr, "1.0e-5">:$epsilon
+  );
+  let results = (outs Transformer_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` type($input) `,` type($gamma)
+    `,` type($beta) `->` type($result)
+  }];
+
+  let hasVerifier = 1;
+}
+
+#endif // TFC_DIALECT_TRANSFORMER_IR_TRANSFORMEROPS_TD

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set-up (packages, configure) + build + the whole test suite.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
+bash "$ROOT/scripts/setup.sh"
+ninja -C "$BUILD"
+cd "$BUILD"
+ctest --output-on-failure
