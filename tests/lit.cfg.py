@@ -22,3 +22,4 @@ tool_dirs = [config.tfc_tools_dir, config.llvm_tools_dir]
 tools = ["tfc-opt"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.tfc_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

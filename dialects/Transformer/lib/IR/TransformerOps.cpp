@@ -265,6 +265,9 @@ LogicalResult SoftmaxOp::verify() {
   if (dim < 0 || dim >= rank)
     return emitOpError() << "dimension " << dim << " is out of range [0, "
                          << rank << ") for input " << getInput().getType();
+  if (getResult().getType() != getInput().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal input type " << getInput().getType();
   return success();
 }
 
@@ -314,6 +317,9 @@ LogicalResult LayerNormOp::verify() {
   if (!std::isfinite(eps) || eps < 0)
     return emitOpError() << "epsilon must be finite and non-negative, got "
                          << eps;
+  if (getResult().getType() != x)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal input type " << x;
   return success();
 }
 
