@@ -11,7 +11,7 @@ LLVM_PREFIX=/usr/lib/llvm-22
 APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   libomp-22-dev libclang-rt-22-dev
-  cmake ninja-build ccache libgtest-dev python3-numpy
+  cmake ninja-build ccache libgtest-dev
 )
 
 missing=()
@@ -27,6 +27,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
 fi
+
+# The test suite's reference computations and .npy fixtures use numpy, for
+# whichever python3 is first on PATH.
+python3 -c "import numpy" 2>/dev/null || python3 -m pip install -q numpy
 
 BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
 if [[ ! -f "$BUILD/build.ninja" ]]; then

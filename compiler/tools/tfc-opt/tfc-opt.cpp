@@ -6,8 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tfc/Conversion/Passes.h"
 #include "tfc/Dialect/Transformer/IR/Transformer.h"
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
+#include "tfc/Pipelines/CPU.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -18,6 +20,8 @@
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   tfc::transformer::registerTransformerPasses();
+  tfc::registerTFCConversionPasses();
+  tfc::registerCPUPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

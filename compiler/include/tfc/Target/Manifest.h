@@ -1,0 +1,44 @@
+//===- Manifest.h - The signature of a compiled model -----------*- C++ -*-===//
+//
+// What tfc-compile records of the entry function before lowering: names,
+// roles, dtypes and shapes of its arguments and results. It becomes the
+// `tfc_manifest` of runtime/include/tfc/runtime/abi.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_TARGET_MANIFEST_H
+#define TFC_TARGET_MANIFEST_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+#include <vector>
+
+namespace tfc {
+
+struct TensorSpec {
+  std::string name;
+  int32_t dtype; // tfc_dtype
+  int32_t role;  // tfc_tensor_role
+  std::vector<int64_t> shape;
+};
+
+struct Manifest {
+  std::string entry;
+  std::string target;
+  std::vector<TensorSpec> args;
+  std::vector<TensorSpec> results;
+};
+
+/// Reads the signature of the entry function: `entry` if given, else the only
+/// public function. Arguments and results must be statically shaped tensors
+/// of a supported dtype; names come from `tfc.name` attributes (else
+/// `input<i>` / `output<i>`), roles from `tfc.role` ("input" or "weight").
+/// Emits an error naming the function and argument otherwise.
+mlir::FailureOr<Manifest> extractManifest(mlir::ModuleOp module,
+                                          llvm::StringRef entry);
+
+} // namespace tfc
+
+#endif // TFC_TARGET_MANIFEST_H

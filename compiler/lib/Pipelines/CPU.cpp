@@ -1,0 +1,50 @@
+//===- CPU.cpp - tfc's CPU compilation pipeline ---------------------------===//
+
+#include "tfc/Pipelines/CPU.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+namespace tfc {
+
+std::string getCPUPipeline(const CPUPipelineOptions &options) {
+  std::string p;
+  // Graph level: fuse, then lower the fused ops to micro-kernel calls; the
+  // unfused build decomposes every transformer op instead.
+  if (options.fuse)
+    p += "transformer-fuse,convert-transformer-to-cpu,";
+  else
+    p += "transformer-decompose,";
+  p += "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
+       "tosa-to-tensor),canonicalize,cse,"
+       "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,";
+  // Buffers: function results become caller-provided out-parameters, and
+  // temporaries are allocated through the runtime's caching allocator.
+  p += "one-shot-bufferize{bufferize-function-boundaries "
+       "function-boundary-type-conversion=identity-layout-map},"
+       "buffer-results-to-out-params{modify-public-functions=true "
+       "hoist-static-allocs=true},"
+       "buffer-deallocation-pipeline,";
+  p += "func.func(convert-linalg-to-loops),"
+       "lower-affine,convert-scf-to-cf,expand-strided-metadata,"
+       "finalize-memref-to-llvm{use-generic-functions=true},"
+       "convert-to-llvm,reconcile-unrealized-casts";
+  return p;
+}
+
+void registerCPUPipelines() {
+  for (bool fuse : {true, false}) {
+    std::string name = fuse ? "tfc-cpu-pipeline" : "tfc-cpu-pipeline-unfused";
+    std::string pipeline = getCPUPipeline({fuse});
+    mlir::PassPipelineRegistration<>(
+        name,
+        fuse ? "Lower a graph to the LLVM dialect for the CPU, fused"
+             : "Lower a graph to the LLVM dialect for the CPU, unfused",
+        [pipeline](mlir::OpPassManager &pm) {
+          if (mlir::failed(mlir::parsePassPipeline(pipeline, pm)))
+            llvm::report_fatal_error("tfc: invalid CPU pipeline");
+        });
+  }
+}
+
+} // namespace tfc

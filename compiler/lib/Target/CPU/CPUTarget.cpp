@@ -1,0 +1,316 @@
+//===- CPUTarget.cpp - Emit a CPU model library ---------------------------===//
+//
+// LLVM dialect -> LLVM IR -> ABI entry points + manifest -> -O3 for the host
+// CPU -> object -> shared library linked with the micro-kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfc/Target/CPU.h"
+#include "tfc/runtime/abi.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/Analysis/CGSCCPassManager.h"
+#include "llvm/Analysis/LoopAnalysisManager.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/Transforms/Utils/ModuleUtils.h"
+
+using namespace mlir;
+
+namespace tfc {
+
+namespace {
+
+std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return nullptr;
+  llvm::SubtargetFeatures features;
+  for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(name, enabled);
+  llvm::TargetOptions options;
+  return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(), options,
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+/// Adds `tfc_model_run(void **buffers)`, which unpacks one pointer per
+/// argument and result into the memref calling convention of the entry.
+bool addRunEntry(llvm::Module &mod, const Manifest &manifest,
+                 std::string &error) {
+  llvm::Function *entry = mod.getFunction(manifest.entry);
+  if (!entry) {
+    error = "entry function @" + manifest.entry + " not found after lowering";
+    return false;
+  }
+  llvm::LLVMContext &ctx = mod.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *fnType =
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
+  auto *run = llvm::Function::Create(fnType, llvm::Function::ExternalLinkage,
+                                     "tfc_model_run", mod);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", run));
+  std::vector<llvm::Value *> args;
+  std::vector<const TensorSpec *> all;
+  for (const TensorSpec &s : manifest.args)
+    all.push_back(&s);
+  for (const TensorSpec &s : manifest.results)
+    all.push_back(&s);
+  for (auto [i, spec] : llvm::enumerate(all)) {
+    llvm::Value *slot = b.CreateConstInBoundsGEP1_64(ptr, run->getArg(0), i);
+    llvm::Value *p = b.CreateLoad(ptr, slot);
+    args.push_back(p); // allocated
+    args.push_back(p); // aligned
+    args.push_back(llvm::ConstantInt::get(i64, 0));
+    for (int64_t d : spec->shape)
+      args.push_back(llvm::ConstantInt::get(i64, d));
+    int64_t stride = 1;
+    std::vector<int64_t> strides(spec->shape.size());
+    for (int64_t d = int64_t(spec->shape.size()) - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= spec->shape[d];
+    }
+    for (int64_t s : strides)
+      args.push_back(llvm::ConstantInt::get(i64, s));
+  }
+  if (args.size() != entry->arg_size()) {
+    error = "entry function @" + manifest.entry + " takes " +
+            std::to_string(entry->arg_size()) +
+            " lowered arguments, the manifest implies " +
+            std::to_string(args.size());
+    return false;
+  }
+  b.CreateCall(entry, args);
+  b.CreateRetVoid();
+  return true;
+}
+
+llvm::Constant *cString(llvm::Module &mod, llvm::StringRef s) {
+  llvm::IRBuilder<> b(mod.getContext());
+  auto *init = llvm::ConstantDataArray::getString(mod.getContext(), s);
+  auto *gv = new llvm::GlobalVariable(mod, init->getType(), true,
+                                      llvm::GlobalValue::PrivateLinkage, init,
+                                      ".tfc.str");
+  return gv;
+}
+
+/// Adds the manifest as constant data and `tfc_model_manifest()`.
+void addManifest(llvm::Module &mod, const Manifest &m) {
+  llvm::LLVMContext &ctx = mod.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *descType = llvm::StructType::create(ctx, {ptr, i32, i32, i32, ptr},
+                                            "tfc_tensor_desc");
+  auto descs = [&](const std::vector<TensorSpec> &specs) -> llvm::Constant * {
+    std::vector<llvm::Constant *> elems;
+    for (const TensorSpec &s : specs) {
+      auto *shapeInit = llvm::ConstantDataArray::get(ctx, s.shape);
+      auto *shape = new llvm::GlobalVariable(mod, shapeInit->getType(), true,
+                                             llvm::GlobalValue::PrivateLinkage,
+                                             shapeInit, ".tfc.shape");
+      (void)i64;
+      elems.push_back(llvm::ConstantStruct::get(
+          descType,
+          {cString(mod, s.name), llvm::ConstantInt::get(i32, s.dtype),
+           llvm::ConstantInt::get(i32, s.role),
+           llvm::ConstantInt::get(i32, int32_t(s.shape.size())), shape}));
+    }
+    auto *arrType = llvm::ArrayType::get(descType, elems.size());
+    return new llvm::GlobalVariable(
+        mod, arrType, true, llvm::GlobalValue::PrivateLinkage,
+        llvm::ConstantArray::get(arrType, elems), ".tfc.descs");
+  };
+  auto *manifestType = llvm::StructType::create(
+      ctx, {i32, i32, ptr, ptr, i32, i32, ptr, ptr}, "tfc_manifest");
+  auto *init = llvm::ConstantStruct::get(
+      manifestType,
+      {llvm::ConstantInt::get(i32, TFC_MANIFEST_MAGIC),
+       llvm::ConstantInt::get(i32, TFC_ABI_VERSION), cString(mod, m.entry),
+       cString(mod, m.target), llvm::ConstantInt::get(i32, m.args.size()),
+       llvm::ConstantInt::get(i32, m.results.size()), descs(m.args),
+       descs(m.results)});
+  auto *gv = new llvm::GlobalVariable(mod, manifestType, true,
+                                      llvm::GlobalValue::PrivateLinkage, init,
+                                      ".tfc.manifest");
+  auto *fn = llvm::Function::Create(llvm::FunctionType::get(ptr, false),
+                                    llvm::Function::ExternalLinkage,
+                                    "tfc_model_manifest", mod);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  b.CreateRet(gv);
+}
+
+/// A load-time constructor calling omp_set_num_threads(threads).
+void addDefaultThreads(llvm::Module &mod, int threads) {
+  llvm::LLVMContext &ctx = mod.getContext();
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *voidTy = llvm::Type::getVoidTy(ctx);
+  llvm::FunctionCallee setThreads = mod.getOrInsertFunction(
+      "omp_set_num_threads", llvm::FunctionType::get(voidTy, {i32}, false));
+  auto *ctor = llvm::Function::Create(llvm::FunctionType::get(voidTy, false),
+                                      llvm::Function::InternalLinkage,
+                                      "tfc.set_default_threads", mod);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", ctor));
+  b.CreateCall(setThreads, {llvm::ConstantInt::get(i32, threads)});
+  b.CreateRetVoid();
+  llvm::appendToGlobalCtors(mod, ctor, 65535);
+}
+
+/// Everything but the two ABI symbols and external declarations becomes
+/// internal: a model's `main` must never interpose the host program's.
+void internalize(llvm::Module &mod) {
+  for (llvm::Function &f : mod) {
+    if (f.isDeclaration() || f.getName() == "tfc_model_run" ||
+        f.getName() == "tfc_model_manifest")
+      continue;
+    f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
+}
+
+void optimize(llvm::Module &mod, llvm::TargetMachine &tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm =
+      pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(mod, mam);
+}
+
+bool writeObject(llvm::Module &mod, llvm::TargetMachine &tm,
+                 llvm::StringRef path, std::string &error) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write " + path.str() + ": " + ec.message();
+    return false;
+  }
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, out.os(), nullptr,
+                             llvm::CodeGenFileType::ObjectFile)) {
+    error = "the host target cannot emit object files";
+    return false;
+  }
+  pm.run(mod);
+  out.keep();
+  return true;
+}
+
+bool link(llvm::StringRef object, const CPUEmitOptions &options,
+          std::string &error) {
+  llvm::ErrorOr<std::string> linker =
+      llvm::sys::findProgramByName(options.linker);
+  if (!linker) {
+    error = "linker '" + options.linker + "' not found";
+    return false;
+  }
+  llvm::SmallString<128> ompDir(llvm::sys::path::parent_path(*linker));
+  llvm::sys::path::remove_filename(ompDir);
+  llvm::sys::path::append(ompDir, "lib");
+  std::string rpath = "-Wl,-rpath," + std::string(ompDir);
+  llvm::SmallVector<llvm::StringRef> args = {
+      *linker,        "-shared",
+      "-fuse-ld=lld", "-fopenmp",
+      "-o",           options.outputPath,
+      object,         options.ukernelArchive,
+      rpath,          "-Wl,--no-undefined-version"};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0) {
+    error = "linking " + options.outputPath + " failed (" +
+            (message.empty() ? "exit " + std::to_string(rc) : message) + ")";
+    return false;
+  }
+  return true;
+}
+
+} // namespace
+
+LogicalResult emitCPUArtifact(ModuleOp module, const Manifest &manifest,
+                              const CPUEmitOptions &options,
+                              std::string &error) {
+  DialectRegistry registry;
+  registerAllToLLVMIRTranslations(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> mod =
+      translateModuleToLLVMIR(module, llvmContext, "tfc_model");
+  if (!mod) {
+    error = "translation to LLVM IR failed";
+    return failure();
+  }
+  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(error);
+  if (!tm)
+    return failure();
+  mod->setTargetTriple(tm->getTargetTriple());
+  mod->setDataLayout(tm->createDataLayout());
+
+  internalize(*mod);
+  if (!addRunEntry(*mod, manifest, error))
+    return failure();
+  addManifest(*mod, manifest);
+  if (options.defaultThreads > 0)
+    addDefaultThreads(*mod, options.defaultThreads);
+  std::string verifyMessage;
+  llvm::raw_string_ostream vos(verifyMessage);
+  if (llvm::verifyModule(*mod, &vos)) {
+    error = "invalid LLVM IR: " + verifyMessage;
+    return failure();
+  }
+  optimize(*mod, *tm);
+
+  if (options.kind == CPUEmitKind::LLVMIR) {
+    std::error_code ec;
+    llvm::ToolOutputFile out(options.outputPath, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      error = "cannot write " + options.outputPath + ": " + ec.message();
+      return failure();
+    }
+    mod->print(out.os(), nullptr);
+    out.keep();
+    return success();
+  }
+  if (options.kind == CPUEmitKind::Object)
+    return success(writeObject(*mod, *tm, options.outputPath, error));
+
+  llvm::SmallString<128> object;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("tfc-model", "o", object)) {
+    error = "cannot create a temporary object file: " + ec.message();
+    return failure();
+  }
+  bool ok =
+      writeObject(*mod, *tm, object, error) && link(object, options, error);
+  llvm::sys::fs::remove(object);
+  return success(ok);
+}
+
+} // namespace tfc

@@ -1,0 +1,126 @@
+//===- Manifest.cpp - The signature of a compiled model -------------------===//
+
+#include "tfc/Target/Manifest.h"
+#include "tfc/runtime/abi.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace tfc {
+
+static FailureOr<int32_t> dtypeOf(Type t) {
+  if (t.isF32())
+    return int32_t(TFC_DTYPE_F32);
+  if (t.isF16())
+    return int32_t(TFC_DTYPE_F16);
+  if (t.isBF16())
+    return int32_t(TFC_DTYPE_BF16);
+  if (t.isInteger(64))
+    return int32_t(TFC_DTYPE_I64);
+  if (t.isInteger(32))
+    return int32_t(TFC_DTYPE_I32);
+  if (t.isInteger(1))
+    return int32_t(TFC_DTYPE_BOOL);
+  return failure();
+}
+
+static FailureOr<TensorSpec> specOf(func::FuncOp fn, Type type,
+                                    DictionaryAttr attrs, StringRef what,
+                                    unsigned index, bool isResult) {
+  auto fail = [&]() {
+    return fn.emitError() << what << " " << index << " of @" << fn.getSymName()
+                          << " ";
+  };
+  auto tt = dyn_cast<RankedTensorType>(type);
+  if (!tt) {
+    fail() << "has type " << type << "; tfc compiles ranked tensors";
+    return failure();
+  }
+  if (!tt.hasStaticShape()) {
+    fail() << "has dynamic shape " << type
+           << "; tfc compiles static shapes (choose them at compile time)";
+    return failure();
+  }
+  FailureOr<int32_t> dtype = dtypeOf(tt.getElementType());
+  if (failed(dtype)) {
+    fail() << "has element type " << tt.getElementType()
+           << "; supported: f32, f16, bf16, i64, i32, i1";
+    return failure();
+  }
+  TensorSpec spec;
+  spec.dtype = *dtype;
+  spec.shape.assign(tt.getShape().begin(), tt.getShape().end());
+  spec.role = isResult ? TFC_ROLE_OUTPUT : TFC_ROLE_INPUT;
+  spec.name = (Twine(isResult ? "output" : "input") + Twine(index)).str();
+  if (attrs) {
+    if (auto name = attrs.getAs<StringAttr>("tfc.name"))
+      spec.name = name.str();
+    if (auto role = attrs.getAs<StringAttr>("tfc.role")) {
+      if (role.getValue() == "weight" && !isResult)
+        spec.role = TFC_ROLE_WEIGHT;
+      else if (role.getValue() != "input" || isResult) {
+        fail() << "has tfc.role \"" << role.getValue()
+               << "\"; expected \"input\" or \"weight\"";
+        return failure();
+      }
+    }
+  }
+  return spec;
+}
+
+FailureOr<Manifest> extractManifest(ModuleOp module, StringRef entry) {
+  func::FuncOp fn;
+  if (!entry.empty()) {
+    fn = module.lookupSymbol<func::FuncOp>(entry);
+    if (!fn || fn.isExternal()) {
+      module.emitError() << "no function @" << entry << " to compile";
+      return failure();
+    }
+  } else {
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.isPrivate() || f.isExternal())
+        continue;
+      if (fn) {
+        module.emitError() << "several public functions (@" << fn.getSymName()
+                           << ", @" << f.getSymName()
+                           << "); choose one with --entry";
+        return failure();
+      }
+      fn = f;
+    }
+    if (!fn) {
+      module.emitError() << "no public function to compile";
+      return failure();
+    }
+  }
+  Manifest m;
+  m.entry = fn.getSymName().str();
+  m.target = "cpu";
+  FunctionType type = fn.getFunctionType();
+  for (unsigned i = 0; i < type.getNumInputs(); ++i) {
+    FailureOr<TensorSpec> s =
+        specOf(fn, type.getInput(i), fn.getArgAttrDict(i), "argument", i,
+               /*isResult=*/false);
+    if (failed(s))
+      return failure();
+    m.args.push_back(*s);
+  }
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    FailureOr<TensorSpec> s =
+        specOf(fn, type.getResult(i), fn.getResultAttrDict(i), "result", i,
+               /*isResult=*/true);
+    if (failed(s))
+      return failure();
+    m.results.push_back(*s);
+  }
+  if (m.results.empty()) {
+    fn.emitError() << "@" << fn.getSymName()
+                   << " returns nothing; a model returns at least one tensor";
+    return failure();
+  }
+  return m;
+}
+
+} // namespace tfc

@@ -1,0 +1,221 @@
+//===- tfc-compile.cpp - Compile a model to a native library --------------===//
+//
+//   tfc-compile model.mlir -o model.so [--no-fusion] [--emit=mlir|llvm|obj|so]
+//               [--dump-ir-after=PASS] [--threads=N] [--entry=NAME]
+//
+// Parses, fuses (unless --no-fusion), lowers for the host CPU and links a
+// shared library with the manifest that tfc-run reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfc/Conversion/Passes.h"
+#include "tfc/Dialect/Transformer/IR/Transformer.h"
+#include "tfc/Dialect/Transformer/Transforms/Passes.h"
+#include "tfc/Pipelines/CPU.h"
+#include "tfc/Target/CPU.h"
+#include "tfc/Target/Manifest.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+#ifndef TFC_LINKER
+#define TFC_LINKER "clang++"
+#endif
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("tfc-compile options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
+                                      cl::Required, cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("path"), cl::Required,
+                                       cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("Target (cpu)"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<bool> noFusion("no-fusion",
+                              cl::desc("Build the unfused graph: decompose "
+                                       "every transformer op to primitives"),
+                              cl::cat(category));
+
+enum class Emit { MLIR, LLVM, Obj, SO };
+static cl::opt<Emit>
+    emit("emit", cl::desc("What to write"), cl::init(Emit::SO),
+         cl::values(clEnumValN(Emit::MLIR, "mlir", "the fused graph IR"),
+                    clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR"),
+                    clEnumValN(Emit::Obj, "obj", "an object file"),
+                    clEnumValN(Emit::SO, "so", "a model library (default)")),
+         cl::cat(category));
+static cl::opt<std::string>
+    dumpIRAfter("dump-ir-after",
+                cl::desc("Print the IR to stderr after every pass with this "
+                         "argument name (e.g. transformer-fuse)"),
+                cl::value_desc("pass"), cl::cat(category));
+static cl::opt<int> threads("model-threads",
+                            cl::desc("Default number of threads of the model "
+                                     "(0: the OpenMP default)"),
+                            cl::init(0), cl::cat(category));
+static cl::opt<std::string> entry("entry",
+                                  cl::desc("Function to compile (default: the "
+                                           "only public one)"),
+                                  cl::cat(category));
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "tfc-compile: error: " << message << "\n";
+  return 1;
+}
+
+/// Counts the transformer ops of `module`.
+static std::string fusionSummary(ModuleOp module) {
+  int attention = 0, softmax = 0, layerNorm = 0;
+  module.walk([&](Operation *op) {
+    if (isa<tfc::transformer::AttentionOp>(op))
+      ++attention;
+    else if (isa<tfc::transformer::SoftmaxOp>(op))
+      ++softmax;
+    else if (isa<tfc::transformer::LayerNormOp>(op))
+      ++layerNorm;
+  });
+  return "fused " + std::to_string(attention) + " attention, " +
+         std::to_string(softmax) + " softmax, " + std::to_string(layerNorm) +
+         " layer_norm";
+}
+
+static void configure(PassManager &pm) {
+  if (failed(applyPassManagerCLOptions(pm)))
+    return;
+  if (dumpIRAfter.empty())
+    return;
+  std::string name = dumpIRAfter;
+  pm.enableIRPrinting(
+      /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
+      /*shouldPrintAfterPass=*/
+      [name](Pass *pass, Operation *) { return pass->getArgument() == name; },
+      /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
+}
+
+/// The micro-kernel archive next to this executable: <bin>/../lib.
+static std::string ukernelArchive(const char *argv0) {
+  std::string exe =
+      llvm::sys::fs::getMainExecutable(argv0, (void *)&ukernelArchive);
+  llvm::SmallString<256> path(llvm::sys::path::parent_path(exe));
+  llvm::sys::path::append(path, "..", "lib", "libtfc_ukernels.a");
+  return std::string(path);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAllPasses();
+  tfc::transformer::registerTransformerPasses();
+  tfc::registerTFCConversionPasses();
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  cl::HideUnrelatedOptions(category);
+  // libLLVM already owns an option named "threads": accept the documented
+  // --threads=N by renaming it before parsing.
+  std::vector<std::string> renamed;
+  renamed.reserve(argc);
+  std::vector<char *> args(argv, argv + argc);
+  for (char *&arg : args) {
+    llvm::StringRef a(arg);
+    if (a.consume_front("--threads") || a.consume_front("-threads")) {
+      if (a.empty() || a.starts_with("=")) {
+        renamed.push_back(("--model-threads" + a).str());
+        arg = renamed.back().data();
+      }
+    }
+  }
+  argv = args.data();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "tfc-compile: compile a model to a native "
+                              "library\n");
+
+  if (target != "cpu")
+    return fail("unknown --target '" + target + "' (supported: cpu)");
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<tfc::transformer::TransformerDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
+  if (!input)
+    return fail(error);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+
+  // Graph level: fusion (or decomposition, for the unfused build).
+  PassManager graph(&context);
+  configure(graph);
+  if (failed(parsePassPipeline(
+          noFusion ? "transformer-decompose" : "transformer-fuse", graph)))
+    return fail("cannot build the graph pipeline");
+  if (failed(graph.run(*module)))
+    return fail("graph optimisation of " + inputFile + " failed");
+  if (!noFusion)
+    llvm::errs() << "tfc-compile: " << fusionSummary(*module) << "\n";
+
+  FailureOr<tfc::Manifest> manifest = tfc::extractManifest(*module, entry);
+  if (failed(manifest))
+    return 1;
+
+  if (emit == Emit::MLIR) {
+    auto out = openOutputFile(outputFile, &error);
+    if (!out)
+      return fail(error);
+    module->print(out->os());
+    out->keep();
+    return 0;
+  }
+
+  PassManager lower(&context);
+  configure(lower);
+  tfc::CPUPipelineOptions options;
+  options.fuse = !noFusion;
+  // The graph step already ran fusion; the lowering starts after it.
+  std::string pipeline = tfc::getCPUPipeline(options);
+  llvm::StringRef rest(pipeline);
+  rest.consume_front("transformer-fuse,");
+  rest.consume_front("transformer-decompose,");
+  if (failed(parsePassPipeline(rest, lower)))
+    return fail("cannot build the CPU pipeline");
+  if (failed(lower.run(*module)))
+    return fail("lowering " + inputFile + " for the CPU failed");
+
+  tfc::CPUEmitOptions emitOptions;
+  emitOptions.outputPath = outputFile;
+  emitOptions.kind = emit == Emit::LLVM  ? tfc::CPUEmitKind::LLVMIR
+                     : emit == Emit::Obj ? tfc::CPUEmitKind::Object
+                                         : tfc::CPUEmitKind::SharedLibrary;
+  emitOptions.ukernelArchive = ukernelArchive(argv[0]);
+  emitOptions.linker = TFC_LINKER;
+  emitOptions.defaultThreads = threads;
+  if (failed(tfc::emitCPUArtifact(*module, *manifest, emitOptions, error)))
+    return fail(error);
+  return 0;
+}

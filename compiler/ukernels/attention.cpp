@@ -1,0 +1,408 @@
+//===- attention.cpp - Flash attention for the CPU ------------------------===//
+//
+// One task computes a block of Br queries of one (batch, head): it walks the
+// key/value blocks once with an online softmax (running max, running sum,
+// rescaled accumulator) and never forms the Sq x Skv score matrix.
+//
+// The block is held transposed: scores St[key][query] and the accumulator
+// Ot[channel][query] keep queries along the vector lanes, so the per-query
+// softmax state (max, sum, rescale factor) is one vector per 16 queries and
+// every row reduction is a vertical vector operation. Both products are
+// register-blocked broadcast-FMA kernels (12 rows x Br lanes):
+//   St = K_blk . Qt          (K read in place, Q packed once per task)
+//   Ot = Ot * alpha + Vt . P (V read in place)
+// Scores are kept in base 2 (scale * log2 e folded into Q), so exp is exp2.
+// Causal blocks past the diagonal are skipped; grouped-query heads share
+// their K/V head without a copy; a single query row splits the keys across
+// tasks and reduces the partial results (split-KV).
+//
+//===----------------------------------------------------------------------===//
+
+#include "simd.h"
+#include "ukernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+using tfc::uk::exp2;
+using tfc::uk::kLog2e;
+using tfc::uk::kNegInf;
+using tfc::uk::MemRef;
+
+namespace {
+
+/// Shapes and strides of one attention call, in elements.
+struct Problem {
+  int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+  const float *q, *k, *v, *mask;
+  float *out;
+  int64_t qs[4], ks[4], vs[4], ms[4], os[4];
+  float scale;
+  bool causal;
+  int64_t causalOffset; // key j visible to query i iff j <= i + offset
+};
+
+/// Float reference used when a layout or size is outside the fast path.
+void attentionReference(const Problem &p) {
+  int64_t group = p.Hq / p.Hkv;
+  std::vector<float> s(p.Skv);
+  std::vector<double> acc(p.Dv);
+#pragma omp parallel for collapse(2) firstprivate(s, acc) schedule(dynamic)
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.Hq; ++h) {
+      int64_t kh = h / group;
+      for (int64_t i = 0; i < p.Sq; ++i) {
+        const float *qi = p.q + b * p.qs[0] + h * p.qs[1] + i * p.qs[2];
+        float mx = kNegInf;
+        for (int64_t j = 0; j < p.Skv; ++j) {
+          const float *kj = p.k + b * p.ks[0] + kh * p.ks[1] + j * p.ks[2];
+          float dot = 0;
+          for (int64_t d = 0; d < p.D; ++d)
+            dot += qi[d * p.qs[3]] * kj[d * p.ks[3]];
+          float x = dot * p.scale;
+          if (p.mask)
+            x += p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]];
+          if (p.causal && j > i + p.causalOffset)
+            x = kNegInf;
+          s[j] = x;
+          mx = std::max(mx, x);
+        }
+        float *oi = p.out + b * p.os[0] + h * p.os[1] + i * p.os[2];
+        std::fill(acc.begin(), acc.end(), 0.0);
+        double sum = 0;
+        if (mx != kNegInf) {
+          for (int64_t j = 0; j < p.Skv; ++j) {
+            double e = std::exp(double(s[j]) - mx);
+            sum += e;
+            const float *vj = p.v + b * p.vs[0] + kh * p.vs[1] + j * p.vs[2];
+            for (int64_t c = 0; c < p.Dv; ++c)
+              acc[c] += e * vj[c * p.vs[3]];
+          }
+        }
+        for (int64_t c = 0; c < p.Dv; ++c)
+          oi[c * p.os[3]] = sum > 0 ? float(acc[c] / sum) : 0.0f;
+      }
+    }
+}
+
+#ifdef __AVX512F__
+
+constexpr int kMR = 12;          // rows of a register block
+constexpr int64_t kBc = 128;     // keys per block
+constexpr int64_t kMaxDim = 256; // largest D and Dv on the fast path
+
+/// C[r][0:NV*16] (+)= sum_t A[r * lda + t * astep] * Bm[t][0:NV*16] for
+/// r < MR, t < n. A is read by broadcast, Bm (row stride NV*16) by vector
+/// loads. With `scaleC`, C is first multiplied by `alpha` (per lane);
+/// without `accumulate`, C starts at zero.
+template <int MR, int NV>
+inline void microKernel(const float *a, int64_t lda, int64_t astep,
+                        const float *bm, int64_t n, float *c, bool accumulate,
+                        const __m512 *alpha) {
+  __m512 acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) {
+      if (accumulate) {
+        acc[r][v] = _mm512_load_ps(c + r * NV * 16 + v * 16);
+        if (alpha)
+          acc[r][v] = _mm512_mul_ps(acc[r][v], alpha[v]);
+      } else {
+        acc[r][v] = _mm512_setzero_ps();
+      }
+    }
+  for (int64_t t = 0; t < n; ++t) {
+    __m512 bv[NV];
+    for (int v = 0; v < NV; ++v)
+      bv[v] = _mm512_load_ps(bm + t * NV * 16 + v * 16);
+    for (int r = 0; r < MR; ++r) {
+      __m512 av = _mm512_set1_ps(a[r * lda + t * astep]);
+      for (int v = 0; v < NV; ++v)
+        acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v)
+      _mm512_store_ps(c + r * NV * 16 + v * 16, acc[r][v]);
+}
+
+/// Runs microKernel over `rows` rows in blocks of kMR (remainder included).
+template <int NV>
+void blockProduct(const float *a, int64_t lda, int64_t astep, const float *bm,
+                  int64_t n, float *c, int64_t rows, bool accumulate,
+                  const __m512 *alpha) {
+  int64_t r = 0;
+  for (; r + kMR <= rows; r += kMR)
+    microKernel<kMR, NV>(a + r * lda, lda, astep, bm, n, c + r * NV * 16,
+                         accumulate, alpha);
+  const float *ar = a + r * lda;
+  float *cr = c + r * NV * 16;
+  switch (rows - r) {
+#define TFC_REMAINDER(M)                                                       \
+  case M:                                                                      \
+    microKernel<M, NV>(ar, lda, astep, bm, n, cr, accumulate, alpha);          \
+    break;
+    TFC_REMAINDER(1)
+    TFC_REMAINDER(2)
+    TFC_REMAINDER(3)
+    TFC_REMAINDER(4)
+    TFC_REMAINDER(5)
+    TFC_REMAINDER(6)
+    TFC_REMAINDER(7)
+    TFC_REMAINDER(8)
+    TFC_REMAINDER(9)
+    TFC_REMAINDER(10)
+    TFC_REMAINDER(11)
+#undef TFC_REMAINDER
+  default:
+    break;
+  }
+}
+
+/// Online-softmax state of one query block, unnormalised.
+template <int NV> struct BlockState {
+  alignas(64) float ot[kMaxDim * NV * 16]; // Ot[channel][query]
+  __m512 m[NV], l[NV];
+};
+
+/// Walks keys [kvBegin, kvEnd) for queries [i0, i0 + nq) of (b, h), leaving
+/// the unnormalised accumulator and the softmax state in `st`.
+template <int NV>
+void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                 int64_t kvBegin, int64_t kvEnd, BlockState<NV> &st) {
+  constexpr int64_t Br = NV * 16;
+  alignas(64) float qt[kMaxDim * Br]; // Qt[d][query], pre-scaled, base 2
+  alignas(64) float sc[kBc * Br];     // St[key][query], then P
+  int64_t kh = h / (p.Hq / p.Hkv);
+  const float *qb = p.q + b * p.qs[0] + h * p.qs[1];
+  const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
+  const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
+  const float *mb = p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] : nullptr;
+
+  float qscale = p.scale * kLog2e;
+  for (int64_t d = 0; d < p.D; ++d)
+    for (int64_t i = 0; i < Br; ++i)
+      qt[d * Br + i] = i < nq ? qb[(i0 + i) * p.qs[2] + d] * qscale : 0.0f;
+
+  for (int v = 0; v < NV; ++v) {
+    st.m[v] = _mm512_set1_ps(kNegInf);
+    st.l[v] = _mm512_setzero_ps();
+  }
+  std::memset(st.ot, 0, sizeof(float) * p.Dv * Br);
+
+  // Causal: no query of this block sees a key past the last one's limit.
+  if (p.causal)
+    kvEnd = std::min(kvEnd, i0 + nq + p.causalOffset);
+
+  __m512i lane =
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512 log2e = _mm512_set1_ps(kLog2e);
+  for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += kBc) {
+    int64_t nb = std::min(kBc, kvEnd - j0);
+    // St = K_blk . Qt
+    blockProduct<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc, nb,
+                     /*accumulate=*/false, nullptr);
+
+    // Mask, causal limit, invalid query lanes; then the block's max.
+    __m512 mnew[NV];
+    for (int v = 0; v < NV; ++v)
+      mnew[v] = st.m[v];
+    for (int64_t j = 0; j < nb; ++j) {
+      int64_t key = j0 + j;
+      for (int v = 0; v < NV; ++v) {
+        __m512 s = _mm512_load_ps(sc + j * Br + v * 16);
+        int64_t qbase = i0 + v * 16;
+        if (mb) {
+          const float *mrow = mb + key * p.ms[3];
+          __m512 mv;
+          if (p.ms[2] == 0) {
+            mv = _mm512_set1_ps(*mrow);
+          } else {
+            __m512i idx = _mm512_mullo_epi32(
+                _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(qbase))),
+                _mm512_set1_epi32(int32_t(p.ms[2])));
+            __mmask16 valid =
+                nq - v * 16 >= 16
+                    ? __mmask16(0xffff)
+                    : __mmask16((1u << std::max<int64_t>(nq - v * 16, 0)) - 1);
+            mv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, idx, mrow,
+                                          4);
+          }
+          s = _mm512_fmadd_ps(mv, log2e, s);
+        }
+        if (p.causal) {
+          // Visible iff key <= query + offset, i.e. query >= key - offset.
+          __m512i qi =
+              _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(qbase)));
+          __mmask16 hidden = _mm512_cmplt_epi32_mask(
+              qi, _mm512_set1_epi32(int32_t(key - p.causalOffset)));
+          s = _mm512_mask_mov_ps(s, hidden, _mm512_set1_ps(kNegInf));
+        }
+        _mm512_store_ps(sc + j * Br + v * 16, s);
+        mnew[v] = _mm512_max_ps(mnew[v], s);
+      }
+    }
+
+    // Rescale factor for what was accumulated so far; P = 2^(S - m).
+    __m512 alpha[NV], msub[NV], lsum[NV];
+    for (int v = 0; v < NV; ++v) {
+      __mmask16 empty =
+          _mm512_cmp_ps_mask(mnew[v], _mm512_set1_ps(kNegInf), _CMP_EQ_OQ);
+      msub[v] = _mm512_mask_mov_ps(mnew[v], empty, _mm512_setzero_ps());
+      alpha[v] = exp2(_mm512_sub_ps(st.m[v], msub[v]));
+      st.m[v] = mnew[v];
+      lsum[v] = _mm512_setzero_ps();
+    }
+    for (int64_t j = 0; j < nb; ++j)
+      for (int v = 0; v < NV; ++v) {
+        __m512 e =
+            exp2(_mm512_sub_ps(_mm512_load_ps(sc + j * Br + v * 16), msub[v]));
+        _mm512_store_ps(sc + j * Br + v * 16, e);
+        lsum[v] = _mm512_add_ps(lsum[v], e);
+      }
+    for (int v = 0; v < NV; ++v)
+      st.l[v] = _mm512_fmadd_ps(st.l[v], alpha[v], lsum[v]);
+
+    // Ot = Ot * alpha + Vt . P, with Vt[c][key] = V[key][c].
+    blockProduct<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot, p.Dv,
+                     /*accumulate=*/true, alpha);
+  }
+}
+
+/// Writes out[i0 + i][c] = Ot[c][i] / l[i] (0 where no key was visible).
+template <int NV>
+void storeBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
+                BlockState<NV> &st) {
+  constexpr int64_t Br = NV * 16;
+  alignas(64) float inv[Br];
+  for (int v = 0; v < NV; ++v) {
+    __mmask16 empty =
+        _mm512_cmp_ps_mask(st.l[v], _mm512_setzero_ps(), _CMP_EQ_OQ);
+    __m512 r = _mm512_div_ps(_mm512_set1_ps(1.0f), st.l[v]);
+    _mm512_store_ps(inv + v * 16,
+                    _mm512_mask_mov_ps(r, empty, _mm512_setzero_ps()));
+  }
+  float *ob = p.out + b * p.os[0] + h * p.os[1];
+  for (int64_t i = 0; i < nq; ++i) {
+    float *orow = ob + (i0 + i) * p.os[2];
+    for (int64_t c = 0; c < p.Dv; ++c)
+      orow[c] = st.ot[c * Br + i] * inv[i];
+  }
+}
+
+template <int NV> void attentionBlocked(const Problem &p) {
+  constexpr int64_t Br = NV * 16;
+  int64_t qBlocks = (p.Sq + Br - 1) / Br;
+  int64_t tasks = p.B * p.Hq * qBlocks;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t t = 0; t < tasks; ++t) {
+    int64_t qb = t % qBlocks, bh = t / qBlocks;
+    int64_t b = bh / p.Hq, h = bh % p.Hq;
+    int64_t i0 = qb * Br, nq = std::min(Br, p.Sq - i0);
+    BlockState<NV> st;
+    attendBlock<NV>(p, b, h, i0, nq, 0, p.Skv, st);
+    storeBlock<NV>(p, b, h, i0, nq, st);
+  }
+}
+
+/// One query row per (batch, head): the keys are split into chunks attended
+/// in parallel, then the partial results are merged.
+void attentionSplitKV(const Problem &p) {
+  constexpr int64_t kChunk = 512;
+  int64_t chunks = (p.Skv + kChunk - 1) / kChunk;
+  int64_t heads = p.B * p.Hq;
+  std::vector<float> partO(heads * chunks * p.Dv), partM(heads * chunks),
+      partL(heads * chunks);
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t t = 0; t < heads * chunks; ++t) {
+    int64_t c = t % chunks, bh = t / chunks;
+    BlockState<1> st;
+    attendBlock<1>(p, bh / p.Hq, bh % p.Hq, 0, 1, c * kChunk,
+                   std::min(p.Skv, (c + 1) * kChunk), st);
+    partM[t] = _mm512_cvtss_f32(st.m[0]);
+    partL[t] = _mm512_cvtss_f32(st.l[0]);
+    for (int64_t d = 0; d < p.Dv; ++d)
+      partO[t * p.Dv + d] = st.ot[d * 16];
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t bh = 0; bh < heads; ++bh) {
+    float mx = kNegInf;
+    for (int64_t c = 0; c < chunks; ++c)
+      mx = std::max(mx, partM[bh * chunks + c]);
+    float l = 0;
+    std::vector<float> acc(p.Dv, 0.0f);
+    if (mx != kNegInf)
+      for (int64_t c = 0; c < chunks; ++c) {
+        int64_t t = bh * chunks + c;
+        if (partM[t] == kNegInf)
+          continue;
+        float w = std::exp2(partM[t] - mx);
+        l += partL[t] * w;
+        for (int64_t d = 0; d < p.Dv; ++d)
+          acc[d] += partO[t * p.Dv + d] * w;
+      }
+    float *o = p.out + (bh / p.Hq) * p.os[0] + (bh % p.Hq) * p.os[1];
+    for (int64_t d = 0; d < p.Dv; ++d)
+      o[d] = l > 0 ? acc[d] / l : 0.0f;
+  }
+}
+
+bool fastPathApplies(const Problem &p) {
+  auto fits32 = [](int64_t x) {
+    return x >= 0 && x < std::numeric_limits<int32_t>::max() / 2;
+  };
+  return p.qs[3] == 1 && p.ks[3] == 1 && p.vs[3] == 1 && p.os[3] == 1 &&
+         p.D <= kMaxDim && p.Dv <= kMaxDim && fits32(p.Sq) && fits32(p.Skv) &&
+         (!p.mask || fits32(p.ms[2] * (p.Sq + 32)));
+}
+
+#endif // __AVX512F__
+
+} // namespace
+
+extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
+                                                  MemRef<4> *v, MemRef<4> *mask,
+                                                  MemRef<4> *out, float scale,
+                                                  int32_t hasMask,
+                                                  int32_t causal) {
+  Problem p;
+  p.B = q->sizes[0];
+  p.Hq = q->sizes[1];
+  p.Sq = q->sizes[2];
+  p.D = q->sizes[3];
+  p.Hkv = k->sizes[1];
+  p.Skv = k->sizes[2];
+  p.Dv = v->sizes[3];
+  p.q = q->data();
+  p.k = k->data();
+  p.v = v->data();
+  p.out = out->data();
+  p.mask = hasMask ? mask->data() : nullptr;
+  for (int d = 0; d < 4; ++d) {
+    p.qs[d] = q->strides[d];
+    p.ks[d] = k->strides[d];
+    p.vs[d] = v->strides[d];
+    p.os[d] = out->strides[d];
+    // Size-1 mask dimensions broadcast.
+    p.ms[d] = hasMask && mask->sizes[d] != 1 ? mask->strides[d] : 0;
+  }
+  p.scale = scale;
+  p.causal = causal != 0;
+  p.causalOffset = p.Skv - p.Sq;
+  if (p.B == 0 || p.Hq == 0 || p.Sq == 0 || p.Dv == 0)
+    return;
+#ifdef __AVX512F__
+  if (fastPathApplies(p)) {
+    if (p.Sq == 1 && p.Skv > 512)
+      attentionSplitKV(p);
+    else if (p.Sq <= 16)
+      attentionBlocked<1>(p);
+    else
+      attentionBlocked<2>(p);
+    return;
+  }
+#endif
+  attentionReference(p);
+}

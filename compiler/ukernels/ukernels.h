@@ -1,0 +1,61 @@
+//===- ukernels.h - CPU micro-kernels linked into compiled models -*- C++ -*-//
+//
+// tfc lowers `transformer.attention`, `transformer.softmax` and
+// `transformer.layer_norm` on the CPU to calls into these kernels, which
+// tfc-compile links into every model library (as IREE links its ukernels).
+// They take MLIR memref descriptors (the `llvm.emit_c_interface` convention)
+// so that any strided view can be passed without a copy.
+//
+// This library includes nothing from LLVM or MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_UKERNELS_UKERNELS_H
+#define TFC_UKERNELS_UKERNELS_H
+
+#include <cstdint>
+
+namespace tfc::uk {
+
+/// The layout of a ranked MLIR memref descriptor.
+template <int Rank> struct MemRef {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
+
+  float *data() const { return aligned + offset; }
+};
+
+/// Parameters of one attention call.
+struct AttentionParams {
+  float scale;
+  bool causal;
+};
+
+} // namespace tfc::uk
+
+extern "C" {
+/// out[B,Hq,Sq,Dv] = attention(q[B,Hq,Sq,D], k[B,Hkv,Skv,D], v[B,Hkv,Skv,Dv],
+/// mask broadcast to [B,Hq,Sq,Skv] (size-1 dims broadcast), scale, causal).
+/// `hasMask` = 0 ignores `mask`.
+void _mlir_ciface_tfc_uk_attention_f32(tfc::uk::MemRef<4> *q,
+                                       tfc::uk::MemRef<4> *k,
+                                       tfc::uk::MemRef<4> *v,
+                                       tfc::uk::MemRef<4> *mask,
+                                       tfc::uk::MemRef<4> *out, float scale,
+                                       int32_t hasMask, int32_t causal);
+
+/// Softmax along the last dimension of a [rows, n] view.
+void _mlir_ciface_tfc_uk_softmax_f32(tfc::uk::MemRef<2> *in,
+                                     tfc::uk::MemRef<2> *out);
+
+/// Layer normalisation along the last dimension of a [rows, n] view.
+void _mlir_ciface_tfc_uk_layer_norm_f32(tfc::uk::MemRef<2> *in,
+                                        tfc::uk::MemRef<1> *gamma,
+                                        tfc::uk::MemRef<1> *beta,
+                                        tfc::uk::MemRef<2> *out, float epsilon);
+}
+
+#endif // TFC_UKERNELS_UKERNELS_H
