@@ -14,12 +14,13 @@ config.test_exec_root = os.path.join(config.tfc_obj_root, "tests")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%tfc_src_root", config.tfc_src_root))
+config.substitutions.append(("%tfc_bin", config.tfc_tools_dir))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.tfc_tools_dir, config.llvm_tools_dir]
-tools = ["tfc-opt"]
+tools = ["tfc-opt", "tfc-import", "tfc-compile", "tfc-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.tfc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

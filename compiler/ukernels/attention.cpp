@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "microkernel.h"
 #include "simd.h"
 #include "ukernels.h"
 
@@ -27,10 +28,13 @@
 #include <limits>
 #include <vector>
 
+using tfc::uk::blockProduct;
 using tfc::uk::exp2;
+using tfc::uk::firstLanes;
 using tfc::uk::kLog2e;
 using tfc::uk::kNegInf;
 using tfc::uk::MemRef;
+using tfc::uk::packedTile;
 
 namespace {
 
@@ -90,76 +94,8 @@ void attentionReference(const Problem &p) {
 
 #ifdef __AVX512F__
 
-constexpr int kMR = 12;          // rows of a register block
 constexpr int64_t kBc = 128;     // keys per block
 constexpr int64_t kMaxDim = 256; // largest D and Dv on the fast path
-
-/// C[r][0:NV*16] (+)= sum_t A[r * lda + t * astep] * Bm[t][0:NV*16] for
-/// r < MR, t < n. A is read by broadcast, Bm (row stride NV*16) by vector
-/// loads. With `scaleC`, C is first multiplied by `alpha` (per lane);
-/// without `accumulate`, C starts at zero.
-template <int MR, int NV>
-inline void microKernel(const float *a, int64_t lda, int64_t astep,
-                        const float *bm, int64_t n, float *c, bool accumulate,
-                        const __m512 *alpha) {
-  __m512 acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) {
-      if (accumulate) {
-        acc[r][v] = _mm512_load_ps(c + r * NV * 16 + v * 16);
-        if (alpha)
-          acc[r][v] = _mm512_mul_ps(acc[r][v], alpha[v]);
-      } else {
-        acc[r][v] = _mm512_setzero_ps();
-      }
-    }
-  for (int64_t t = 0; t < n; ++t) {
-    __m512 bv[NV];
-    for (int v = 0; v < NV; ++v)
-      bv[v] = _mm512_load_ps(bm + t * NV * 16 + v * 16);
-    for (int r = 0; r < MR; ++r) {
-      __m512 av = _mm512_set1_ps(a[r * lda + t * astep]);
-      for (int v = 0; v < NV; ++v)
-        acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-    }
-  }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v)
-      _mm512_store_ps(c + r * NV * 16 + v * 16, acc[r][v]);
-}
-
-/// Runs microKernel over `rows` rows in blocks of kMR (remainder included).
-template <int NV>
-void blockProduct(const float *a, int64_t lda, int64_t astep, const float *bm,
-                  int64_t n, float *c, int64_t rows, bool accumulate,
-                  const __m512 *alpha) {
-  int64_t r = 0;
-  for (; r + kMR <= rows; r += kMR)
-    microKernel<kMR, NV>(a + r * lda, lda, astep, bm, n, c + r * NV * 16,
-                         accumulate, alpha);
-  const float *ar = a + r * lda;
-  float *cr = c + r * NV * 16;
-  switch (rows - r) {
-#define TFC_REMAINDER(M)                                                       \
-  case M:                                                                      \
-    microKernel<M, NV>(ar, lda, astep, bm, n, cr, accumulate, alpha);          \
-    break;
-    TFC_REMAINDER(1)
-    TFC_REMAINDER(2)
-    TFC_REMAINDER(3)
-    TFC_REMAINDER(4)
-    TFC_REMAINDER(5)
-    TFC_REMAINDER(6)
-    TFC_REMAINDER(7)
-    TFC_REMAINDER(8)
-    TFC_REMAINDER(9)
-    TFC_REMAINDER(10)
-    TFC_REMAINDER(11)
-#undef TFC_REMAINDER
-  default:
-    break;
-  }
-}
 
 /// Online-softmax state of one query block, unnormalised.
 template <int NV> struct BlockState {
@@ -202,8 +138,9 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += kBc) {
     int64_t nb = std::min(kBc, kvEnd - j0);
     // St = K_blk . Qt
-    blockProduct<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc, nb,
-                     /*accumulate=*/false, nullptr);
+    blockProduct<NV>(packedTile<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc,
+                                    /*accumulate=*/false, nullptr),
+                     nb);
 
     // Mask, causal limit, invalid query lanes; then the block's max.
     __m512 mnew[NV];
@@ -223,10 +160,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
             __m512i idx = _mm512_mullo_epi32(
                 _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(qbase))),
                 _mm512_set1_epi32(int32_t(p.ms[2])));
-            __mmask16 valid =
-                nq - v * 16 >= 16
-                    ? __mmask16(0xffff)
-                    : __mmask16((1u << std::max<int64_t>(nq - v * 16, 0)) - 1);
+            __mmask16 valid = firstLanes(nq - v * 16);
             mv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, idx, mrow,
                                           4);
           }
@@ -266,8 +200,9 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
       st.l[v] = _mm512_fmadd_ps(st.l[v], alpha[v], lsum[v]);
 
     // Ot = Ot * alpha + Vt . P, with Vt[c][key] = V[key][c].
-    blockProduct<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot, p.Dv,
-                     /*accumulate=*/true, alpha);
+    blockProduct<NV>(packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb,
+                                    st.ot, /*accumulate=*/true, alpha),
+                     p.Dv);
   }
 }
 

@@ -32,8 +32,10 @@ inline __m512 exp2(__m512 x) {
   return _mm512_scalef_ps(r, n);
 }
 
-/// Lanes [0, n) of a 16-lane vector, n in [0, 16].
+/// Lanes [0, n) of a 16-lane vector (none for n <= 0, all for n >= 16).
 inline __mmask16 firstLanes(int64_t n) {
+  if (n <= 0)
+    return 0;
   return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
 }
 #endif

@@ -17,15 +17,15 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
     p += "transformer-decompose,";
   p += "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
        "tosa-to-tensor),canonicalize,cse,"
-       "func.func(linalg-fuse-elementwise-ops),canonicalize,cse,";
+       "func.func(tfc-fuse-elementwise),canonicalize,cse,";
   // Buffers: function results become caller-provided out-parameters, and
   // temporaries are allocated through the runtime's caching allocator.
   p += "one-shot-bufferize{bufferize-function-boundaries "
        "function-boundary-type-conversion=identity-layout-map},"
        "buffer-results-to-out-params{modify-public-functions=true "
        "hoist-static-allocs=true},"
-       "buffer-deallocation-pipeline,";
-  p += "func.func(convert-linalg-to-loops),"
+       "buffer-deallocation-pipeline,convert-linalg-matmul-to-cpu,";
+  p += "func.func(convert-linalg-to-loops),tfc-math-approximation,"
        "lower-affine,convert-scf-to-cf,expand-strided-metadata,"
        "finalize-memref-to-llvm{use-generic-functions=true},"
        "convert-to-llvm,reconcile-unrealized-casts";

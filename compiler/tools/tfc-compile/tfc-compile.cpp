@@ -2,6 +2,7 @@
 //
 //   tfc-compile model.mlir -o model.so [--no-fusion] [--emit=mlir|llvm|obj|so]
 //               [--dump-ir-after=PASS] [--threads=N] [--entry=NAME]
+//   tfc-compile --hf DIR --batch B --seq-len S -o model.so [...]
 //
 // Parses, fuses (unless --no-fusion), lowers for the host CPU and links a
 // shared library with the manifest that tfc-run reads.
@@ -11,6 +12,7 @@
 #include "tfc/Conversion/Passes.h"
 #include "tfc/Dialect/Transformer/IR/Transformer.h"
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
+#include "tfc/Importer/HuggingFace.h"
 #include "tfc/Pipelines/CPU.h"
 #include "tfc/Target/CPU.h"
 #include "tfc/Target/Manifest.h"
@@ -44,7 +46,17 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("tfc-compile options");
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"),
-                                      cl::Required, cl::cat(category));
+                                      cl::cat(category));
+static cl::opt<std::string>
+    hfDir("hf",
+          cl::desc("Import a Hugging Face model directory (config.json + "
+                   "model.safetensors) instead of reading MLIR"),
+          cl::value_desc("dir"), cl::cat(category));
+static cl::opt<int64_t> batch("batch", cl::desc("Batch size (with --hf)"),
+                              cl::init(1), cl::cat(category));
+static cl::opt<int64_t> seqLen("seq-len",
+                               cl::desc("Sequence length (with --hf)"),
+                               cl::init(128), cl::cat(category));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::Required,
                                        cl::cat(category));
@@ -155,19 +167,37 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registry.insert<tfc::transformer::TransformerDialect>();
+  tfc::registerCPUBufferizationModels(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
   std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFile, &error);
-  if (!input)
-    return fail(error);
+  if (hfDir.empty() == inputFile.empty())
+    return fail("give exactly one of <model.mlir> and --hf DIR");
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    return 1;
+  OwningOpRef<ModuleOp> module;
+  std::string inputName = inputFile;
+  if (!hfDir.empty()) {
+    inputName = hfDir;
+    tfc::ImportOptions importOptions;
+    importOptions.batch = batch;
+    importOptions.seqLen = seqLen;
+    auto imported =
+        tfc::importHuggingFace(context, hfDir, importOptions, error);
+    if (failed(imported))
+      return fail(error);
+    module = std::move(*imported);
+  } else {
+    std::unique_ptr<llvm::MemoryBuffer> input =
+        openInputFile(inputFile, &error);
+    if (!input)
+      return fail(error);
+    sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+    module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+    if (!module)
+      return 1;
+  }
 
   // Graph level: fusion (or decomposition, for the unfused build).
   PassManager graph(&context);
@@ -176,7 +206,7 @@ int main(int argc, char **argv) {
           noFusion ? "transformer-decompose" : "transformer-fuse", graph)))
     return fail("cannot build the graph pipeline");
   if (failed(graph.run(*module)))
-    return fail("graph optimisation of " + inputFile + " failed");
+    return fail("graph optimisation of " + inputName + " failed");
   if (!noFusion)
     llvm::errs() << "tfc-compile: " << fusionSummary(*module) << "\n";
 
@@ -205,7 +235,7 @@ int main(int argc, char **argv) {
   if (failed(parsePassPipeline(rest, lower)))
     return fail("cannot build the CPU pipeline");
   if (failed(lower.run(*module)))
-    return fail("lowering " + inputFile + " for the CPU failed");
+    return fail("lowering " + inputName + " for the CPU failed");
 
   tfc::CPUEmitOptions emitOptions;
   emitOptions.outputPath = outputFile;

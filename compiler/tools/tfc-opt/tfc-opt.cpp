@@ -27,6 +27,7 @@ int main(int argc, char **argv) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registry.insert<tfc::transformer::TransformerDialect>();
+  tfc::registerCPUBufferizationModels(registry);
 
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tfc optimiser driver\n", registry));

@@ -6,33 +6,34 @@
 include "mlir/Pass/PassBase.td"
 
 def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp"> {
-  let summary = "Lower transformer ops to calls into tfc's CPU micro-kernels";
+  let summary = "Prepare transformer ops for tfc's CPU micro-kernels";
   let description = [{
-    Replaces `transformer.attention`, `transformer.softmax` and
-    `transformer.layer_norm` by calls into the CPU micro-kernels that
-    tfc-compile links into every model (`compiler/ukernels/`): a flash
-    attention with an online softmax that never forms the score matrix, and
-    one-pass-per-row softmax and layer normalisation. The calls take memref
-    descriptors (`llvm.emit_c_interface`); operands cross from tensors with
-    `bufferization.to_buffer` and the result, written into a fresh 64-byte
-    aligned buffer, comes back with `bufferization.to_tensor`, so one-shot
-    bufferization sees no copy. f16 and bf16 operands are widened to f32
-    around the call. Softmax over an inner dimension is transposed to the
-    last one first.
+    Prepares `transformer.attention`, `transformer.softmax` and
+    `transformer.layer_norm` for the CPU micro-kernels that tfc-compile links
+    into every model (`compiler/ukernels/`): a flash attention with an online
+    softmax that never forms the score matrix, and one-pass-per-row softmax
+    and layer normalisation. Operands become f32 (f16 and bf16 are widened
+    around the op), the attention mask rank 4, softmax and layer_norm work
+    on `[rows, n]` over the last dimension (an inner softmax dimension is
+    transposed there and back). The kernels are declared in the module with
+    `llvm.emit_c_interface`.
+
+    One-shot bufferization then turns each op into a call that reads its
+    operands' buffers in place and writes a fresh 64-byte aligned buffer
+    (`registerCPUBufferizationModels`).
 
     Before:
     ```mlir
-    %o = transformer.attention %q, %k, %v {is_causal}
-        : tensor<1x12x128x64xf32>, tensor<1x12x128x64xf32>,
-          tensor<1x12x128x64xf32> -> tensor<1x12x128x64xf32>
+    %y = transformer.softmax %x {dimension = 0 : i64}
+        : tensor<8x4xf16> -> tensor<8x4xf16>
     ```
     After:
     ```mlir
-    %qb = bufferization.to_buffer %q read_only : tensor<1x12x128x64xf32> to memref<1x12x128x64xf32>
-    ...
-    %ob = memref.alloc() {alignment = 64 : i64} : memref<1x12x128x64xf32>
-    func.call @tfc_uk_attention_f32(%qc, %kc, %vc, %qc, %oc, %scale, %c0_i32, %c1_i32) : (...) -> ()
-    %o = bufferization.to_tensor %ob restrict writable : memref<1x12x128x64xf32> to tensor<1x12x128x64xf32>
+    %0 = tosa.cast %x : (tensor<8x4xf16>) -> tensor<8x4xf32>
+    %1 = tosa.transpose %0 {perms = array<i32: 1, 0>} : ... -> tensor<4x8xf32>
+    %2 = transformer.softmax %1 {dimension = 1 : i64} : tensor<4x8xf32> -> tensor<4x8xf32>
+    %3 = tosa.transpose %2 {perms = array<i32: 1, 0>} : ... -> tensor<8x4xf32>
+    %y = tosa.cast %3 : (tensor<8x4xf32>) -> tensor<8x4xf16>
     ```
   }];
   let dependentDialects = [
@@ -42,6 +43,64 @@ def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp
     "::mlir::memref::MemRefDialect",
     "::mlir::tosa::TosaDialect"
   ];
+}
+
+def MathApproximation : Pass<"tfc-math-approximation"> {
+  let summary = "Replace math ops by vectorisable polynomial approximations";
+  let description = [{
+    Rewrites `math.exp`, `math.erf`, `math.tanh`, `math.log`, ... on f32
+    (scalars and vectors) into polynomial approximations built from
+    arithmetic (MLIR's `populateMathPolynomialApproximationPatterns`). LLVM
+    has no intrinsic for `erf` (GELU), and its `exp` on vectors becomes one
+    libm call per element; the polynomial forms vectorise and run about ten
+    times faster on AVX-512 with a relative error of about 1e-7.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
+def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
+  let summary = "Lower f32 matmuls on buffers to tfc's packed GEMM kernel";
+  let description = [{
+    Replaces `linalg.matmul` and `linalg.batch_matmul` on f32 memrefs (with
+    their default indexing maps) by calls into the packed AVX-512 GEMM
+    micro-kernel linked into every model: B is packed into 32-column panels
+    per 256-deep slice and a 12 x 32 block of C stays in registers. The op's
+    accumulate semantics (C += A . B) are kept. Runs after bufferization.
+
+    Before:
+    ```mlir
+    linalg.batch_matmul ins(%a, %b : memref<1x128x384xf32>, memref<1x384x384xf32>)
+                        outs(%c : memref<1x128x384xf32>)
+    ```
+    After:
+    ```mlir
+    %a1 = memref.cast %a : memref<1x128x384xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+    ...
+    call @tfc_uk_batch_matmul_f32(%a1, %b1, %c1) : (...) -> ()
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def FuseElementwise : Pass<"tfc-fuse-elementwise"> {
+  let summary = "Fuse elementwise linalg.generic producers into their consumers";
+  let description = [{
+    Upstream elementwise fusion restricted to what keeps matmuls recognisable:
+    an elementwise `linalg.generic` producer is fused into a consumer
+    `linalg.generic` (elementwise or a reduction), so bias, activation and
+    residual chains and the exp/sum of a softmax become single loops. Unlike
+    `linalg-fuse-elementwise-ops`, reshapes are not propagated through named
+    ops, so `linalg.batch_matmul` stays a matmul that
+    `convert-linalg-matmul-to-cpu` can hand to the GEMM kernel.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
 #endif // TFC_CONVERSION_PASSES_TD

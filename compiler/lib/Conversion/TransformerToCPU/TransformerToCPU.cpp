@@ -1,10 +1,12 @@
 //===- TransformerToCPU.cpp - transformer ops to CPU micro-kernels --------===//
 
+#include "tfc/Conversion/KernelCalls.h"
 #include "tfc/Conversion/Passes.h"
 #include "tfc/Dialect/Transformer/IR/Transformer.h"
 #include "tfc/Dialect/Transformer/Utils/TosaBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -23,117 +25,46 @@ namespace tfc {
 namespace tfc {
 namespace {
 
-/// memref<?x...x?xf32, strided<[?, ...], offset: ?>>: the kernels' operand
-/// type, which any f32 memref casts to.
-MemRefType dynamicMemRefType(MLIRContext *ctx, int64_t rank) {
-  SmallVector<int64_t> dyn(rank, ShapedType::kDynamic);
-  auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn);
-  return MemRefType::get(dyn, Float32Type::get(ctx), layout);
-}
-
-/// Declares `name` (once per module) with the C interface.
-func::FuncOp getOrDeclareKernel(RewriterBase &rewriter, Operation *from,
-                                StringRef name, TypeRange argTypes) {
-  auto module = from->getParentOfType<ModuleOp>();
-  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
-    return fn;
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(module.getBody());
-  auto fn = func::FuncOp::create(rewriter, module.getLoc(), name,
-                                 rewriter.getFunctionType(argTypes, {}));
-  fn.setPrivate();
-  fn->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
-  return fn;
-}
-
-/// Helper that moves tensors across to the kernels' memrefs and back.
-class KernelCall {
-public:
-  KernelCall(RewriterBase &rewriter, Location loc)
-      : rewriter(rewriter), loc(loc), tosa(rewriter, loc) {}
-
-  /// An f32 tensor as the kernels' dynamic memref type.
-  Value operand(Value tensor) {
-    tensor = tosa.cast(tensor, rewriter.getF32Type());
-    auto tt = cast<RankedTensorType>(tensor.getType());
-    auto buffer = bufferization::ToBufferOp::create(
-        rewriter, loc, MemRefType::get(tt.getShape(), tt.getElementType()),
-        tensor, /*read_only=*/true);
-    return toDynamic(buffer);
-  }
-
-  /// A fresh aligned f32 buffer of `shape`.
-  Value result(ArrayRef<int64_t> shape) {
-    auto type = MemRefType::get(shape, rewriter.getF32Type());
-    return memref::AllocOp::create(rewriter, loc, type,
-                                   rewriter.getI64IntegerAttr(64));
-  }
-
-  Value toDynamic(Value buffer) {
-    auto type = cast<MemRefType>(buffer.getType());
-    return memref::CastOp::create(
-        rewriter, loc, dynamicMemRefType(rewriter.getContext(), type.getRank()),
-        buffer);
-  }
-
-  /// The result buffer as a tensor of `elementType`.
-  Value toTensor(Value buffer, Type elementType) {
-    auto type = cast<MemRefType>(buffer.getType());
-    Value t = bufferization::ToTensorOp::create(
-        rewriter, loc,
-        RankedTensorType::get(type.getShape(), type.getElementType()), buffer,
-        rewriter.getUnitAttr(), rewriter.getUnitAttr());
-    return tosa.cast(t, elementType);
-  }
-
-  void call(Operation *anchor, StringRef name, ValueRange args) {
-    func::FuncOp fn =
-        getOrDeclareKernel(rewriter, anchor, name, ValueRange(args).getTypes());
-    func::CallOp::create(rewriter, loc, fn, args);
-  }
-
-  Value f32(double v) {
-    return arith::ConstantOp::create(rewriter, loc,
-                                     rewriter.getF32FloatAttr(float(v)));
-  }
-  Value i32(int32_t v) {
-    return arith::ConstantOp::create(rewriter, loc,
-                                     rewriter.getI32IntegerAttr(v));
-  }
-
-  TosaBuilder &tosaBuilder() { return tosa; }
-
-private:
-  RewriterBase &rewriter;
-  Location loc;
-  TosaBuilder tosa;
+/// The kernel each op bufferizes into, with its argument types.
+struct KernelSignature {
+  StringRef name;
+  SmallVector<Type> args;
 };
 
-struct AttentionToKernel : OpRewritePattern<transformer::AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(transformer::AttentionOp op,
-                                PatternRewriter &rewriter) const override {
-    if (!op.getType().hasStaticShape() ||
-        !llvm::all_of(op->getOperandTypes(), [](Type t) {
-          return cast<RankedTensorType>(t).hasStaticShape();
-        }))
-      return rewriter.notifyMatchFailure(op, "dynamic shapes");
-    KernelCall k(rewriter, op.getLoc());
-    Value q = k.operand(op.getQuery());
-    Value key = k.operand(op.getKey());
-    Value v = k.operand(op.getValue());
-    Value mask = q;
-    if (Value m = op.getMask())
-      mask = k.operand(k.tosaBuilder().expandToRank(m, 4));
-    Value out = k.result(op.getType().getShape());
-    k.call(op, "tfc_uk_attention_f32",
-           {q, key, v, mask, k.toDynamic(out), k.f32(op.getEffectiveScale()),
-            k.i32(op.getMask() ? 1 : 0), k.i32(op.getIsCausal() ? 1 : 0)});
-    rewriter.replaceOp(op, k.toTensor(out, op.getType().getElementType()));
-    return success();
+KernelSignature kernelFor(Operation *op) {
+  MLIRContext *ctx = op->getContext();
+  Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
+  if (isa<transformer::AttentionOp>(op)) {
+    MemRefType m = dynamicF32MemRef(ctx, 4);
+    return {"tfc_uk_attention_f32", {m, m, m, m, m, f32, i32, i32}};
   }
-};
+  MemRefType m1 = dynamicF32MemRef(ctx, 1), m2 = dynamicF32MemRef(ctx, 2);
+  if (isa<transformer::SoftmaxOp>(op))
+    return {"tfc_uk_softmax_f32", {m2, m2}};
+  return {"tfc_uk_layer_norm_f32", {m2, m1, m1, m2, f32}};
+}
+
+/// Whether `op` already has the form the kernels take: f32, statically
+/// shaped, attention with a rank-4 mask, softmax and layer_norm on [rows, n]
+/// over the last dimension.
+bool isKernelForm(Operation *op) {
+  for (Type t : op->getOperandTypes())
+    if (!cast<RankedTensorType>(t).getElementType().isF32())
+      return false;
+  if (auto a = dyn_cast<transformer::AttentionOp>(op))
+    return !a.getMask() || a.getMask().getType().getRank() == 4;
+  if (auto s = dyn_cast<transformer::SoftmaxOp>(op))
+    return s.getType().getRank() == 2 && s.getDimension() == 1;
+  return cast<transformer::LayerNormOp>(op).getType().getRank() == 2;
+}
+
+bool hasStaticShapes(Operation *op) {
+  auto isStatic = [](Type t) {
+    return cast<RankedTensorType>(t).hasStaticShape();
+  };
+  return llvm::all_of(op->getOperandTypes(), isStatic) &&
+         llvm::all_of(op->getResultTypes(), isStatic);
+}
 
 /// [d0, ..., dn] -> [d0 * ... * d(n-1), dn].
 SmallVector<int64_t> rowsByLast(ArrayRef<int64_t> shape) {
@@ -143,62 +74,144 @@ SmallVector<int64_t> rowsByLast(ArrayRef<int64_t> shape) {
   return {rows, shape.back()};
 }
 
-struct SoftmaxToKernel : OpRewritePattern<transformer::SoftmaxOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// Rewrites an op into kernel form around itself: f32 operands, a rank-4
+/// mask, rows by the last dimension (softmax over an inner dimension is
+/// transposed there and back).
+struct PrepareForKernel : RewritePattern {
+  PrepareForKernel(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
 
-  LogicalResult matchAndRewrite(transformer::SoftmaxOp op,
+  LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    RankedTensorType type = op.getType();
-    if (!type.hasStaticShape())
+    if (!isa<transformer::AttentionOp, transformer::SoftmaxOp,
+             transformer::LayerNormOp>(op) ||
+        isKernelForm(op))
+      return failure();
+    if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shapes");
-    KernelCall k(rewriter, op.getLoc());
-    TosaBuilder &t = k.tosaBuilder();
-    int64_t rank = type.getRank(), dim = op.getDimension();
-    // Move the softmax dimension last.
-    SmallVector<int32_t> perm;
-    for (int64_t i = 0; i < rank; ++i)
-      if (i != dim)
-        perm.push_back(int32_t(i));
-    perm.push_back(int32_t(dim));
-    Value x = op.getInput();
-    if (dim != rank - 1)
-      x = t.transpose(x, perm);
-    SmallVector<int64_t> moved(cast<RankedTensorType>(x.getType()).getShape());
-    Value in = k.operand(t.reshape(x, rowsByLast(moved)));
-    Value out = k.result(rowsByLast(moved));
-    k.call(op, "tfc_uk_softmax_f32", {in, k.toDynamic(out)});
-    Value y = t.reshape(k.toTensor(out, type.getElementType()), moved);
-    if (dim != rank - 1) {
-      SmallVector<int32_t> inverse(rank);
+    TosaBuilder t(rewriter, op->getLoc());
+    Type f32 = rewriter.getF32Type();
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    Value result;
+    if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
+      Value mask =
+          a.getMask() ? t.expandToRank(t.cast(a.getMask(), f32), 4) : Value();
+      auto fused = transformer::AttentionOp::create(
+          rewriter, a.getLoc(), t.cast(a.getQuery(), f32),
+          t.cast(a.getKey(), f32), t.cast(a.getValue(), f32), mask,
+          rewriter.getF32FloatAttr(float(a.getEffectiveScale())),
+          a.getIsCausal());
+      result = fused.getResult();
+    } else if (auto s = dyn_cast<transformer::SoftmaxOp>(op)) {
+      int64_t rank = resultType.getRank(), dim = s.getDimension();
+      SmallVector<int32_t> perm;
       for (int64_t i = 0; i < rank; ++i)
-        inverse[perm[i]] = int32_t(i);
-      y = t.transpose(y, inverse);
+        if (i != dim)
+          perm.push_back(int32_t(i));
+      perm.push_back(int32_t(dim));
+      Value x = t.cast(s.getInput(), f32);
+      if (dim != rank - 1)
+        x = t.transpose(x, perm);
+      SmallVector<int64_t> moved(
+          cast<RankedTensorType>(x.getType()).getShape());
+      auto rows = transformer::SoftmaxOp::create(
+          rewriter, s.getLoc(), t.reshape(x, rowsByLast(moved)),
+          rewriter.getI64IntegerAttr(1));
+      result = t.reshape(rows, moved);
+      if (dim != rank - 1) {
+        SmallVector<int32_t> inverse(rank);
+        for (int64_t i = 0; i < rank; ++i)
+          inverse[perm[i]] = int32_t(i);
+        result = t.transpose(result, inverse);
+      }
+    } else {
+      auto ln = cast<transformer::LayerNormOp>(op);
+      auto rows = transformer::LayerNormOp::create(
+          rewriter, ln.getLoc(),
+          t.reshape(t.cast(ln.getInput(), f32),
+                    rowsByLast(resultType.getShape())),
+          t.cast(ln.getGamma(), f32), t.cast(ln.getBeta(), f32),
+          ln.getEpsilonAttr());
+      result = t.reshape(rows, resultType.getShape());
     }
-    rewriter.replaceOp(op, y);
+    rewriter.replaceOp(op, t.cast(result, resultType.getElementType()));
     return success();
   }
 };
 
-struct LayerNormToKernel : OpRewritePattern<transformer::LayerNormOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// Bufferizes a transformer op in kernel form into a call: it reads its
+/// operands where it stands and writes a fresh buffer.
+template <typename OpTy>
+struct KernelCallBufferization
+    : bufferization::BufferizableOpInterface::ExternalModel<
+          KernelCallBufferization<OpTy>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const bufferization::AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const bufferization::AnalysisState &) const {
+    return false;
+  }
+  bufferization::AliasingValueList
+  getAliasingValues(Operation *, OpOperand &,
+                    const bufferization::AnalysisState &) const {
+    return {};
+  }
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
 
-  LogicalResult matchAndRewrite(transformer::LayerNormOp op,
-                                PatternRewriter &rewriter) const override {
-    RankedTensorType type = op.getType();
-    if (!type.hasStaticShape() || !op.getGamma().getType().hasStaticShape() ||
-        !op.getBeta().getType().hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "dynamic shapes");
-    KernelCall k(rewriter, op.getLoc());
-    TosaBuilder &t = k.tosaBuilder();
-    Value in = k.operand(t.reshape(op.getInput(), rowsByLast(type.getShape())));
-    Value gamma = k.operand(op.getGamma());
-    Value beta = k.operand(op.getBeta());
-    Value out = k.result(rowsByLast(type.getShape()));
-    k.call(op, "tfc_uk_layer_norm_f32",
-           {in, gamma, beta, k.toDynamic(out),
-            k.f32(op.getEpsilon().convertToDouble())});
-    rewriter.replaceOp(
-        op, t.reshape(k.toTensor(out, type.getElementType()), type.getShape()));
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const bufferization::BufferizationOptions &options,
+                          bufferization::BufferizationState &state) const {
+    if (!isKernelForm(op) || !hasStaticShapes(op))
+      return op->emitError()
+             << "'" << op->getName()
+             << "' is not in CPU kernel form; run convert-transformer-to-cpu";
+    Location loc = op->getLoc();
+    MLIRContext *ctx = op->getContext();
+    auto toDynamic = [&](Value buffer) -> Value {
+      auto type = cast<MemRefType>(buffer.getType());
+      return memref::CastOp::create(
+          rewriter, loc, dynamicF32MemRef(ctx, type.getRank()), buffer);
+    };
+    SmallVector<Value> buffers;
+    for (Value operand : op->getOperands()) {
+      FailureOr<Value> b =
+          bufferization::getBuffer(rewriter, operand, options, state);
+      if (failed(b))
+        return failure();
+      buffers.push_back(toDynamic(*b));
+    }
+    auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+    Value out = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get(resultType.getShape(), resultType.getElementType()),
+        rewriter.getI64IntegerAttr(64));
+    SmallVector<Value> args;
+    auto f32 = [&](double v) -> Value {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getF32FloatAttr(float(v)));
+    };
+    auto i32 = [&](int32_t v) -> Value {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getI32IntegerAttr(v));
+    };
+    if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
+      bool hasMask = bool(a.getMask());
+      args = {buffers[0],     buffers[1],
+              buffers[2],     hasMask ? buffers[3] : buffers[0],
+              toDynamic(out), f32(a.getEffectiveScale()),
+              i32(hasMask),   i32(a.getIsCausal())};
+    } else if (isa<transformer::SoftmaxOp>(op)) {
+      args = {buffers[0], toDynamic(out)};
+    } else {
+      auto ln = cast<transformer::LayerNormOp>(op);
+      args = {buffers[0], buffers[1], buffers[2], toDynamic(out),
+              f32(ln.getEpsilon().convertToDouble())};
+    }
+    KernelSignature sig = kernelFor(op);
+    func::CallOp::create(rewriter, loc, sig.name, TypeRange(), args);
+    bufferization::replaceOpWithBufferizedValues(rewriter, op, out);
     return success();
   }
 };
@@ -206,15 +219,22 @@ struct LayerNormToKernel : OpRewritePattern<transformer::LayerNormOp> {
 struct ConvertTransformerToCPUPass
     : impl::ConvertTransformerToCPUBase<ConvertTransformerToCPUPass> {
   void runOnOperation() override {
+    ModuleOp module = getOperation();
     RewritePatternSet patterns(&getContext());
     populateTransformerToCPUPatterns(patterns);
-    walkAndApplyPatterns(getOperation(), std::move(patterns));
-    WalkResult r = getOperation()->walk([](Operation *op) {
-      if (isa<transformer::TransformerDialect>(op->getDialect())) {
+    walkAndApplyPatterns(module, std::move(patterns));
+    // Declare the kernels that bufferization will call.
+    IRRewriter rewriter(&getContext());
+    WalkResult r = module->walk([&](Operation *op) {
+      if (!isa<transformer::TransformerDialect>(op->getDialect()))
+        return WalkResult::advance();
+      if (!isKernelForm(op) || !hasStaticShapes(op)) {
         op->emitError() << "cannot lower '" << op->getName()
                         << "' to the CPU: its shapes must be static";
         return WalkResult::interrupt();
       }
+      KernelSignature sig = kernelFor(op);
+      declareKernel(rewriter, module, sig.name, sig.args);
       return WalkResult::advance();
     });
     if (r.wasInterrupted())
@@ -225,8 +245,19 @@ struct ConvertTransformerToCPUPass
 } // namespace
 
 void populateTransformerToCPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<AttentionToKernel, SoftmaxToKernel, LayerNormToKernel>(
-      patterns.getContext());
+  patterns.add<PrepareForKernel>(patterns.getContext());
+}
+
+void registerCPUBufferizationModels(DialectRegistry &registry) {
+  registry.addExtension(
+      +[](MLIRContext *ctx, transformer::TransformerDialect *) {
+        transformer::AttentionOp::attachInterface<
+            KernelCallBufferization<transformer::AttentionOp>>(*ctx);
+        transformer::SoftmaxOp::attachInterface<
+            KernelCallBufferization<transformer::SoftmaxOp>>(*ctx);
+        transformer::LayerNormOp::attachInterface<
+            KernelCallBufferization<transformer::LayerNormOp>>(*ctx);
+      });
 }
 
 } // namespace tfc

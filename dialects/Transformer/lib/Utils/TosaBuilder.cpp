@@ -148,6 +148,32 @@ Value TosaBuilder::reduceSum(Value v, int32_t axis) {
                                    b.getI32IntegerAttr(axis));
 }
 
+Value TosaBuilder::gather(Value values, Value indices) {
+  RankedTensorType v = tensorType(values), i = tensorType(indices);
+  auto type = RankedTensorType::get(
+      {v.getDimSize(0), i.getDimSize(1), v.getDimSize(2)}, v.getElementType());
+  return tosa::GatherOp::create(b, loc, type, values, indices);
+}
+
+static Value constShape(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
+  auto shapeType = tosa::shapeType::get(b.getContext(), values.size());
+  auto attr = DenseIntElementsAttr::get(
+      RankedTensorType::get({static_cast<int64_t>(values.size())},
+                            b.getIndexType()),
+      values);
+  return tosa::ConstShapeOp::create(b, loc, shapeType, attr);
+}
+
+Value TosaBuilder::slice(Value v, ArrayRef<int64_t> start,
+                         ArrayRef<int64_t> size) {
+  if (llvm::all_of(start, [](int64_t s) { return s == 0; }) &&
+      tensorType(v).getShape() == size)
+    return v;
+  auto type = RankedTensorType::get(size, tensorType(v).getElementType());
+  return tosa::SliceOp::create(b, loc, type, v, constShape(b, loc, start),
+                               constShape(b, loc, size));
+}
+
 Value TosaBuilder::expandToRank(Value v, int64_t rank) {
   RankedTensorType t = tensorType(v);
   if (t.getRank() == rank)

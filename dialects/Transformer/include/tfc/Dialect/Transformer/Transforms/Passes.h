@@ -17,6 +17,32 @@ namespace tfc::transformer {
 /// Patterns that replace every transformer op by its decomposition.
 void populateDecomposePatterns(mlir::RewritePatternSet &patterns);
 
+/// Softmax chains (`exp`, `reduce_sum`, `reciprocal`, `mul`, with or
+/// without `reduce_max`) to `transformer.softmax`.
+void populateFuseSoftmaxPatterns(mlir::RewritePatternSet &patterns);
+
+/// Mean/centre/variance/rsqrt/scale/shift chains to `transformer.layer_norm`.
+void populateFuseLayerNormPatterns(mlir::RewritePatternSet &patterns);
+
+/// `matmul -> scale -> mask -> softmax -> matmul` to `transformer.attention`.
+void populateFuseAttentionPatterns(mlir::RewritePatternSet &patterns);
+
+/// All of the above.
+void populateFusePatterns(mlir::RewritePatternSet &patterns);
+
+/// Kinds of fusion candidates that `explainMissedFusions` reports on.
+enum class FusionKind : unsigned {
+  Softmax = 1,
+  LayerNorm = 2,
+  Attention = 4,
+  All = 7,
+};
+
+/// Emits a remark at every candidate under `root` of the given kinds
+/// (a bit set of `FusionKind`) that does not match, naming the first failed
+/// condition.
+void explainMissedFusions(mlir::Operation *root, unsigned kinds);
+
 #define GEN_PASS_REGISTRATION
 #include "tfc/Dialect/Transformer/Transforms/Passes.h.inc"
 

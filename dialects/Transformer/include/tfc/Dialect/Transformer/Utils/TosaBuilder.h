@@ -54,6 +54,12 @@ public:
   mlir::Value reduceMax(mlir::Value v, int32_t axis);
   mlir::Value reduceSum(mlir::Value v, int32_t axis);
 
+  /// tosa.gather: values [N, K, C], indices [N, W] (i32) -> [N, W, C].
+  mlir::Value gather(mlir::Value values, mlir::Value indices);
+  /// tosa.slice of `size` elements starting at `start` in every dimension.
+  mlir::Value slice(mlir::Value v, llvm::ArrayRef<int64_t> start,
+                    llvm::ArrayRef<int64_t> size);
+
   /// Reshapes `v` to rank `rank` by prepending ones.
   mlir::Value expandToRank(mlir::Value v, int64_t rank);
 

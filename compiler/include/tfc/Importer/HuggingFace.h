@@ -1,0 +1,66 @@
+//===- HuggingFace.h - Import Hugging Face model directories -----*- C++
+//-*-===//
+//
+// Reads a Hugging Face model directory (config.json + model.safetensors, as
+// saved by transformers / sentence-transformers) and emits the *unfused* TOSA
+// graph that the reference implementation computes, as one `func.func @main`.
+//
+// Weights are never embedded in the IR: every tensor the model uses is a
+// function argument carrying its safetensors name (`tfc.name`) and
+// `tfc.role = "weight"`; the model inputs carry `tfc.role = "input"`.
+//
+// Architectures are dispatched through a small registry (see
+// lib/Importer/Registry.cpp); BERT is the first, decoders (GPT-2, LLaMA) plug
+// in the same way using the shared layer helpers in lib/Importer/Layers.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_IMPORTER_HUGGINGFACE_H
+#define TFC_IMPORTER_HUGGINGFACE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tfc {
+
+/// What the emitted function returns.
+enum class ImportOutput {
+  /// The sentence-transformers pipeline: pooling (mean over the attention mask
+  /// or CLS, from 1_Pooling/config.json; mean when absent), then L2
+  /// normalisation when modules.json lists a Normalize module (or has no
+  /// modules.json). Result: tensor<B x hidden x f32>.
+  SentenceEmbedding,
+  /// The encoder's last hidden state: tensor<B x S x hidden x f32>.
+  LastHiddenState,
+};
+
+struct ImportOptions {
+  int64_t batch = 1;
+  int64_t seqLen = 128;
+  ImportOutput output = ImportOutput::SentenceEmbedding;
+  /// Add a `token_type_ids` input (tensor<BxSxi64>) after attention_mask; when
+  /// false the token types are all zero, as transformers does by default.
+  bool tokenTypeIds = false;
+};
+
+/// Imports the model in `dir`. On failure returns failure() and sets `error`
+/// to one line naming the file and the field or tensor at fault (no "error:"
+/// prefix). The returned module has been verified.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+importHuggingFace(mlir::MLIRContext &context, llvm::StringRef dir,
+                  const ImportOptions &options, std::string &error);
+
+/// The architectures (config.json "architectures" entries) the importer
+/// knows, for help texts and error messages.
+std::vector<std::string> supportedHuggingFaceArchitectures();
+
+} // namespace tfc
+
+#endif // TFC_IMPORTER_HUGGINGFACE_H

@@ -1,0 +1,223 @@
+//===- Bert.cpp - BERT encoders (BertModel and its task variants) ---------===//
+//
+// Follows transformers' modeling_bert.py (eager attention): embeddings
+// (word + token type, then + position, LayerNorm), N encoder layers
+// (self-attention, dense + residual + LayerNorm, intermediate + activation,
+// dense + residual + LayerNorm). Task heads (pooler, MLM, classifier) are not
+// part of the graph; their tensors are not arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Architectures.h"
+#include "Layers.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace llvm;
+
+namespace tfc::importer {
+
+namespace {
+struct BertConfig {
+  int64_t hidden, layers, heads, intermediate, vocab, maxPositions, typeVocab;
+  double eps;
+  Activation act;
+};
+} // namespace
+
+static FailureOr<BertConfig> readConfig(const JsonConfig &c,
+                                        std::string &error) {
+  BertConfig cfg;
+  auto get = [&](StringRef field, int64_t &out) {
+    FailureOr<int64_t> v = c.positiveInt(field, error);
+    if (failed(v))
+      return false;
+    out = *v;
+    return true;
+  };
+  if (!get("hidden_size", cfg.hidden) ||
+      !get("num_hidden_layers", cfg.layers) ||
+      !get("num_attention_heads", cfg.heads) ||
+      !get("intermediate_size", cfg.intermediate) ||
+      !get("vocab_size", cfg.vocab) ||
+      !get("max_position_embeddings", cfg.maxPositions))
+    return failure();
+  if (c.has("type_vocab_size")) {
+    if (!get("type_vocab_size", cfg.typeVocab))
+      return failure();
+  } else {
+    cfg.typeVocab = 2;
+  }
+  if (cfg.hidden % cfg.heads != 0) {
+    (void)c.fieldError(
+        "num_attention_heads",
+        "does not divide hidden_size (" + Twine(cfg.hidden) + ")", error);
+    return failure();
+  }
+  FailureOr<double> eps = c.number("layer_norm_eps", error, 1e-12);
+  if (failed(eps))
+    return failure();
+  if (*eps <= 0) {
+    (void)c.fieldError("layer_norm_eps", "expected a positive number", error);
+    return failure();
+  }
+  cfg.eps = *eps;
+  FailureOr<std::string> act = c.string("hidden_act", error, "gelu");
+  if (failed(act))
+    return failure();
+  FailureOr<Activation> parsed = parseActivation(*act);
+  if (failed(parsed)) {
+    (void)c.fieldError("hidden_act",
+                       "unsupported activation \"" + *act +
+                           "\" (supported: gelu, gelu_new, "
+                           "gelu_pytorch_tanh, gelu_fast, relu)",
+                       error);
+    return failure();
+  }
+  cfg.act = *parsed;
+  FailureOr<std::string> pos =
+      c.string("position_embedding_type", error, "absolute");
+  if (failed(pos))
+    return failure();
+  if (*pos != "absolute") {
+    (void)c.fieldError(
+        "position_embedding_type",
+        "unsupported value \"" + *pos + "\" (supported: absolute)", error);
+    return failure();
+  }
+  return cfg;
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
+  FailureOr<BertConfig> cfgOr = readConfig(r.config, r.error);
+  if (failed(cfgOr))
+    return failure();
+  const BertConfig &cfg = *cfgOr;
+  const ImportOptions &o = r.options;
+  if (o.seqLen > cfg.maxPositions) {
+    r.error =
+        ("--seq-len " + Twine(o.seqLen) + " exceeds max_position_embeddings (" +
+         Twine(cfg.maxPositions) + ") in " + r.config.path())
+            .str();
+    return failure();
+  }
+
+  FailureOr<std::string> prefix =
+      r.weights.findPrefix("embeddings.word_embeddings.weight");
+  if (failed(prefix)) {
+    r.error = r.weights.primaryFile() +
+              ": missing tensor \"embeddings.word_embeddings.weight\" (with "
+              "or without a prefix such as \"bert.\")";
+    return failure();
+  }
+
+  ModelBuilder mb(r.context, r.weights, *prefix, r.error);
+  OpBuilder &b = mb.getBuilder();
+  auto i64 = RankedTensorType::get({o.batch, o.seqLen}, b.getI64Type());
+  Value ids = mb.addInput("input_ids", i64);
+  Value mask = mb.addInput("attention_mask", i64);
+  Value typeIds = o.tokenTypeIds ? mb.addInput("token_type_ids", i64) : Value();
+
+  // Embeddings.
+  Value h;
+  {
+    TosaBuilder tb = mb.at("embeddings");
+    FailureOr<Value> word =
+        mb.weight("embeddings.word_embeddings.weight", {cfg.vocab, cfg.hidden});
+    if (failed(word))
+      return failure();
+    FailureOr<Value> position =
+        mb.weight("embeddings.position_embeddings.weight",
+                  {cfg.maxPositions, cfg.hidden});
+    if (failed(position))
+      return failure();
+    FailureOr<Value> tokenType = mb.weight(
+        "embeddings.token_type_embeddings.weight", {cfg.typeVocab, cfg.hidden});
+    if (failed(tokenType))
+      return failure();
+    Value tt = typeIds ? embeddingLookup(tb, *tokenType, typeIds)
+                       : leadingRows(tb, *tokenType, 1);
+    h = tb.add(embeddingLookup(tb, *word, ids), tt);
+    h = tb.add(h, leadingRows(tb, *position, o.seqLen));
+    FailureOr<Value> ln = layerNorm(mb, tb, h, "embeddings.LayerNorm", cfg.eps);
+    if (failed(ln))
+      return failure();
+    h = *ln;
+  }
+
+  Value extMask = [&] {
+    TosaBuilder tb = mb.at("extended_attention_mask");
+    return extendedAttentionMask(tb, mask);
+  }();
+  double scale = 1.0 / std::sqrt(static_cast<double>(cfg.hidden / cfg.heads));
+
+  for (int64_t l = 0; l < cfg.layers; ++l) {
+    std::string layer = "encoder.layer." + std::to_string(l);
+    Value attnOut;
+    {
+      std::string self = layer + ".attention.self";
+      TosaBuilder tb = mb.at(self);
+      FailureOr<Value> q = linear(mb, tb, h, self + ".query", cfg.hidden);
+      if (failed(q))
+        return failure();
+      FailureOr<Value> k = linear(mb, tb, h, self + ".key", cfg.hidden);
+      if (failed(k))
+        return failure();
+      FailureOr<Value> v = linear(mb, tb, h, self + ".value", cfg.hidden);
+      if (failed(v))
+        return failure();
+      // Named temporaries keep the op order independent of the compiler's
+      // argument evaluation order.
+      Value qh = splitHeads(tb, *q, cfg.heads);
+      Value kh = splitHeads(tb, *k, cfg.heads);
+      Value vh = splitHeads(tb, *v, cfg.heads);
+      Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale);
+      attnOut = mergeHeads(tb, ctx);
+    }
+    {
+      std::string out = layer + ".attention.output";
+      TosaBuilder tb = mb.at(out);
+      FailureOr<Value> d = linear(mb, tb, attnOut, out + ".dense", cfg.hidden);
+      if (failed(d))
+        return failure();
+      FailureOr<Value> ln =
+          layerNorm(mb, tb, tb.add(*d, h), out + ".LayerNorm", cfg.eps);
+      if (failed(ln))
+        return failure();
+      h = *ln;
+    }
+    Value inter;
+    {
+      std::string name = layer + ".intermediate";
+      TosaBuilder tb = mb.at(name);
+      FailureOr<Value> d = linear(mb, tb, h, name + ".dense", cfg.intermediate);
+      if (failed(d))
+        return failure();
+      inter = activation(tb, *d, cfg.act);
+    }
+    {
+      std::string out = layer + ".output";
+      TosaBuilder tb = mb.at(out);
+      FailureOr<Value> d = linear(mb, tb, inter, out + ".dense", cfg.hidden);
+      if (failed(d))
+        return failure();
+      FailureOr<Value> ln =
+          layerNorm(mb, tb, tb.add(*d, h), out + ".LayerNorm", cfg.eps);
+      if (failed(ln))
+        return failure();
+      h = *ln;
+    }
+  }
+
+  if (o.output == ImportOutput::LastHiddenState)
+    return mb.finish({h});
+  FailureOr<Value> emb = sentenceEmbedding(r, mb, h, mask);
+  if (failed(emb))
+    return failure();
+  return mb.finish({*emb});
+}
+
+} // namespace tfc::importer

@@ -1,0 +1,63 @@
+//===- Config.h - Typed access to a Hugging Face config.json ----*- C++ -*-===//
+//
+// Every getter reports a bad or missing field as one line naming the file and
+// the field, e.g. `DIR/config.json: field "hidden_size": expected a positive
+// integer`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_LIB_IMPORTER_CONFIG_H
+#define TFC_LIB_IMPORTER_CONFIG_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tfc::importer {
+
+class JsonConfig {
+public:
+  /// Reads and parses `path`; the top level must be an object.
+  static mlir::FailureOr<JsonConfig> load(llvm::StringRef path,
+                                          std::string &error);
+
+  const std::string &path() const { return filePath; }
+  const llvm::json::Object &object() const { return root; }
+  bool has(llvm::StringRef field) const { return root.get(field) != nullptr; }
+
+  /// An integer > 0 (a JSON number with no fraction).
+  mlir::FailureOr<int64_t> positiveInt(llvm::StringRef field,
+                                       std::string &error) const;
+  /// A number; `fallback` when the field is absent (an error when there is
+  /// no fallback).
+  mlir::FailureOr<double> number(llvm::StringRef field, std::string &error,
+                                 std::optional<double> fallback = {}) const;
+  mlir::FailureOr<std::string>
+  string(llvm::StringRef field, std::string &error,
+         std::optional<llvm::StringRef> fallback = {}) const;
+  /// A boolean; `fallback` when absent.
+  mlir::FailureOr<bool> boolean(llvm::StringRef field, std::string &error,
+                                bool fallback) const;
+  /// An array of strings; empty when absent.
+  mlir::FailureOr<std::vector<std::string>>
+  stringList(llvm::StringRef field, std::string &error) const;
+
+  /// Sets `error` to `PATH: field "FIELD": MESSAGE` and returns failure.
+  mlir::LogicalResult fieldError(llvm::StringRef field,
+                                 const llvm::Twine &message,
+                                 std::string &error) const;
+
+private:
+  JsonConfig(std::string path, llvm::json::Object root)
+      : filePath(std::move(path)), root(std::move(root)) {}
+
+  std::string filePath;
+  llvm::json::Object root;
+};
+
+} // namespace tfc::importer
+
+#endif // TFC_LIB_IMPORTER_CONFIG_H

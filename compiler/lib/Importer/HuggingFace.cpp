@@ -1,0 +1,201 @@
+//===- HuggingFace.cpp - Import Hugging Face model directories ------------===//
+
+#include "tfc/Importer/HuggingFace.h"
+
+#include "Architectures.h"
+#include "Layers.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace llvm;
+
+namespace tfc {
+namespace importer {
+
+static const StringRef bertNames[] = {
+    "BertModel",
+    "BertForMaskedLM",
+    "BertForSequenceClassification",
+    "BertForTokenClassification",
+    "BertForQuestionAnswering",
+    "BertForMultipleChoice",
+    "BertForNextSentencePrediction",
+    "BertForPreTraining",
+    "BertLMHeadModel",
+};
+
+ArrayRef<Architecture> architectures() {
+  static const Architecture registry[] = {
+      {"bert", bertNames, buildBert},
+  };
+  return registry;
+}
+
+static std::string join(StringRef dir, StringRef a, StringRef b = "") {
+  SmallString<256> path(dir);
+  sys::path::append(path, a);
+  if (!b.empty())
+    sys::path::append(path, b);
+  return std::string(path);
+}
+
+FailureOr<Value> sentenceEmbedding(ImportRequest &r, ModelBuilder &mb,
+                                   Value hidden, Value mask) {
+  bool cls = false;
+  std::string poolingPath = join(r.dir, "1_Pooling", "config.json");
+  if (sys::fs::exists(poolingPath)) {
+    FailureOr<JsonConfig> pooling = JsonConfig::load(poolingPath, r.error);
+    if (failed(pooling))
+      return failure();
+    FailureOr<bool> mean =
+        pooling->boolean("pooling_mode_mean_tokens", r.error, false);
+    FailureOr<bool> first =
+        pooling->boolean("pooling_mode_cls_token", r.error, false);
+    if (failed(mean) || failed(first))
+      return failure();
+    for (StringRef other :
+         {"pooling_mode_max_tokens", "pooling_mode_mean_sqrt_len_tokens",
+          "pooling_mode_weightedmean_tokens", "pooling_mode_lasttoken"}) {
+      FailureOr<bool> on = pooling->boolean(other, r.error, false);
+      if (failed(on))
+        return failure();
+      if (*on) {
+        (void)pooling->fieldError(other, "this pooling mode is not supported",
+                                  r.error);
+        return failure();
+      }
+    }
+    if (*mean == *first) {
+      (void)pooling->fieldError(
+          "pooling_mode_mean_tokens",
+          "expected exactly one of pooling_mode_mean_tokens and "
+          "pooling_mode_cls_token to be true",
+          r.error);
+      return failure();
+    }
+    cls = *first;
+  }
+
+  bool normalize = true;
+  std::string modulesPath = join(r.dir, "modules.json");
+  if (sys::fs::exists(modulesPath)) {
+    auto buffer = MemoryBuffer::getFile(modulesPath, /*IsText=*/true);
+    Expected<json::Value> parsed =
+        buffer ? json::parse((*buffer)->getBuffer())
+               : Expected<json::Value>(
+                     createStringError(buffer.getError(), "cannot read"));
+    if (!parsed) {
+      r.error = modulesPath + ": " + toString(parsed.takeError());
+      return failure();
+    }
+    const json::Array *modules = parsed->getAsArray();
+    if (!modules) {
+      r.error = modulesPath + ": expected a JSON array of modules";
+      return failure();
+    }
+    normalize = false;
+    for (const json::Value &m : *modules) {
+      const json::Object *obj = m.getAsObject();
+      std::optional<StringRef> type =
+          obj ? obj->getString("type") : std::nullopt;
+      if (!type) {
+        r.error = modulesPath + ": each module needs a string \"type\"";
+        return failure();
+      }
+      if (type->ends_with(".Normalize"))
+        normalize = true;
+    }
+  }
+
+  TosaBuilder tb = mb.at("pooling");
+  Value pooled = cls ? clsPool(tb, hidden) : meanPool(tb, hidden, mask);
+  if (!normalize)
+    return pooled;
+  TosaBuilder nb = mb.at("normalize");
+  return l2Normalize(nb, pooled);
+}
+
+} // namespace importer
+
+std::vector<std::string> supportedHuggingFaceArchitectures() {
+  std::vector<std::string> out;
+  for (const importer::Architecture &a : importer::architectures())
+    for (StringRef n : a.names)
+      out.push_back(n.str());
+  return out;
+}
+
+FailureOr<OwningOpRef<ModuleOp>> importHuggingFace(MLIRContext &context,
+                                                   StringRef dir,
+                                                   const ImportOptions &options,
+                                                   std::string &error) {
+  using namespace importer;
+  if (options.batch <= 0 || options.seqLen <= 0) {
+    error = "batch and sequence length must be positive";
+    return failure();
+  }
+  if (!sys::fs::is_directory(dir)) {
+    error = (dir + ": not a directory").str();
+    return failure();
+  }
+  std::string configPath = join(dir, "config.json");
+  if (!sys::fs::exists(configPath)) {
+    error = configPath + ": no such file";
+    return failure();
+  }
+  FailureOr<JsonConfig> config = JsonConfig::load(configPath, error);
+  if (failed(config))
+    return failure();
+
+  FailureOr<std::vector<std::string>> names =
+      config->stringList("architectures", error);
+  if (failed(names))
+    return failure();
+  FailureOr<std::string> modelType = config->string("model_type", error, "");
+  if (failed(modelType))
+    return failure();
+
+  const Architecture *chosen = nullptr;
+  for (const Architecture &a : architectures()) {
+    for (const std::string &n : *names)
+      if (llvm::is_contained(a.names, StringRef(n)))
+        chosen = &a;
+    if (!chosen && names->empty() && a.modelType == *modelType)
+      chosen = &a;
+    if (chosen)
+      break;
+  }
+  if (!chosen) {
+    std::string supported;
+    for (const std::string &s : supportedHuggingFaceArchitectures())
+      supported += (supported.empty() ? "" : ", ") + s;
+    if (names->empty())
+      (void)config->fieldError(
+          "architectures",
+          modelType->empty() ? Twine("missing (and no known \"model_type\")")
+                             : Twine("missing, and model_type \"" + *modelType +
+                                     "\" is not supported"),
+          error);
+    else
+      (void)config->fieldError("architectures",
+                               "unsupported architecture \"" + names->front() +
+                                   "\" (supported: " + supported + ")",
+                               error);
+    return failure();
+  }
+
+  FailureOr<WeightIndex> weights = WeightIndex::load(dir, error);
+  if (failed(weights))
+    return failure();
+
+  context.loadDialect<func::FuncDialect, tosa::TosaDialect>();
+  ImportRequest request{context, dir.str(), *config, *weights, options, error};
+  return chosen->build(request);
+}
+
+} // namespace tfc

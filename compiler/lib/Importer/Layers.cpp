@@ -1,0 +1,183 @@
+//===- Layers.cpp - Transformer building blocks as TOSA primitives --------===//
+
+#include "Layers.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace llvm;
+
+namespace tfc::importer {
+
+static RankedTensorType typeOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+static Value scalar(TosaBuilder &tb, double value, int64_t rank) {
+  return tb.splat(value, tb.builder().getF32Type(), rank);
+}
+
+FailureOr<Activation> parseActivation(StringRef name) {
+  std::optional<Activation> act =
+      llvm::StringSwitch<std::optional<Activation>>(name)
+          .Case("gelu", Activation::GeluErf)
+          .Case("gelu_new", Activation::GeluTanh)
+          .Case("gelu_pytorch_tanh", Activation::GeluTanh)
+          .Case("gelu_fast", Activation::GeluTanh)
+          .Case("relu", Activation::Relu)
+          .Default(std::nullopt);
+  if (!act)
+    return failure();
+  return *act;
+}
+
+FailureOr<Value> linear(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                        StringRef name, int64_t out, bool bias) {
+  RankedTensorType t = typeOf(x);
+  int64_t in = t.getShape().back();
+  int64_t rows = t.getNumElements() / in;
+  FailureOr<Value> w = mb.weight((name + ".weight").str(), {out, in});
+  if (failed(w))
+    return failure();
+  Value wt = tb.transpose(tb.reshape(*w, {1, out, in}), {0, 2, 1});
+  Value y = tb.matmul(tb.reshape(x, {1, rows, in}), wt);
+  if (bias) {
+    FailureOr<Value> b = mb.weight((name + ".bias").str(), {out});
+    if (failed(b))
+      return failure();
+    y = tb.add(y, tb.reshape(*b, {1, 1, out}));
+  }
+  SmallVector<int64_t> shape(t.getShape());
+  shape.back() = out;
+  return tb.reshape(y, shape);
+}
+
+FailureOr<Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                           StringRef name, double eps) {
+  RankedTensorType t = typeOf(x);
+  int64_t rank = t.getRank(), n = t.getShape().back();
+  FailureOr<Value> gamma = mb.weight((name + ".weight").str(), {n});
+  if (failed(gamma))
+    return failure();
+  FailureOr<Value> beta = mb.weight((name + ".bias").str(), {n});
+  if (failed(beta))
+    return failure();
+  int32_t axis = rank - 1;
+  Value invN = scalar(tb, 1.0 / static_cast<double>(n), rank);
+  Value mean = tb.mul(tb.reduceSum(x, axis), invN);
+  Value centred = tb.sub(x, mean);
+  Value var = tb.mul(tb.reduceSum(tb.mul(centred, centred), axis), invN);
+  Value inv = tb.rsqrt(tb.add(var, scalar(tb, eps, rank)));
+  Value y = tb.mul(centred, inv);
+  y = tb.mul(y, tb.expandToRank(*gamma, rank));
+  return tb.add(y, tb.expandToRank(*beta, rank));
+}
+
+Value activation(TosaBuilder &tb, Value x, Activation act) {
+  int64_t rank = typeOf(x).getRank();
+  switch (act) {
+  case Activation::GeluErf: {
+    // 0.5 * x * (1 + erf(x / sqrt(2)))
+    Value e = tb.erf(tb.mul(x, scalar(tb, 1.0 / std::sqrt(2.0), rank)));
+    Value half = tb.mul(scalar(tb, 0.5, rank), x);
+    return tb.mul(half, tb.add(scalar(tb, 1.0, rank), e));
+  }
+  case Activation::GeluTanh: {
+    // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
+    Value x3 = tb.mul(tb.mul(x, x), x);
+    Value inner = tb.add(x, tb.mul(scalar(tb, 0.044715, rank), x3));
+    Value th = tb.tanh(tb.mul(scalar(tb, std::sqrt(2.0 / M_PI), rank), inner));
+    Value half = tb.mul(scalar(tb, 0.5, rank), x);
+    return tb.mul(half, tb.add(scalar(tb, 1.0, rank), th));
+  }
+  case Activation::Relu:
+    return tb.maximum(x, scalar(tb, 0.0, rank));
+  }
+  llvm_unreachable("unknown activation");
+}
+
+Value embeddingLookup(TosaBuilder &tb, Value table, Value ids) {
+  RankedTensorType tt = typeOf(table), it = typeOf(ids);
+  int64_t vocab = tt.getDimSize(0), hidden = tt.getDimSize(1);
+  int64_t b = it.getDimSize(0), s = it.getDimSize(1);
+  Value idx = tb.reshape(tb.cast(ids, tb.builder().getI32Type()), {1, b * s});
+  Value rows = tb.gather(tb.reshape(table, {1, vocab, hidden}), idx);
+  return tb.reshape(rows, {b, s, hidden});
+}
+
+Value leadingRows(TosaBuilder &tb, Value table, int64_t count) {
+  int64_t hidden = typeOf(table).getDimSize(1);
+  return tb.reshape(tb.slice(table, {0, 0}, {count, hidden}),
+                    {1, count, hidden});
+}
+
+Value splitHeads(TosaBuilder &tb, Value x, int64_t heads) {
+  ArrayRef<int64_t> s = typeOf(x).getShape();
+  Value v = tb.reshape(x, {s[0], s[1], heads, s[2] / heads});
+  return tb.transpose(v, {0, 2, 1, 3});
+}
+
+Value mergeHeads(TosaBuilder &tb, Value x) {
+  ArrayRef<int64_t> s = typeOf(x).getShape(); // [B, H, S, dh]
+  Value v = tb.transpose(x, {0, 2, 1, 3});
+  return tb.reshape(v, {s[0], s[2], s[1] * s[3]});
+}
+
+Value extendedAttentionMask(TosaBuilder &tb, Value mask) {
+  ArrayRef<int64_t> s = typeOf(mask).getShape();
+  Value m =
+      tb.reshape(tb.cast(mask, tb.builder().getF32Type()), {s[0], 1, 1, s[1]});
+  Value inverted = tb.sub(scalar(tb, 1.0, 4), m);
+  return tb.mul(inverted, scalar(tb, std::numeric_limits<float>::lowest(), 4));
+}
+
+Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
+                                Value mask, double scale) {
+  ArrayRef<int64_t> qs = typeOf(q).getShape(), ks = typeOf(k).getShape(),
+                    vs = typeOf(v).getShape();
+  int64_t b = qs[0], h = qs[1], sq = qs[2], d = qs[3], skv = ks[2], dv = vs[3];
+  // scores = Q @ K^T, batched over B*H.
+  Value kt = tb.transpose(k, {0, 1, 3, 2});
+  Value q3 = tb.reshape(q, {b * h, sq, d});
+  Value kt3 = tb.reshape(kt, {b * h, d, skv});
+  Value scores = tb.matmul(q3, kt3);
+  scores = tb.reshape(scores, {b, h, sq, skv});
+  scores = tb.mul(scores, scalar(tb, scale, 4));
+  if (mask)
+    scores = tb.add(scores, mask);
+  // softmax over the last axis.
+  Value shifted = tb.sub(scores, tb.reduceMax(scores, 3));
+  Value e = tb.exp(shifted);
+  Value probs = tb.mul(e, tb.reciprocal(tb.reduceSum(e, 3)));
+  Value p3 = tb.reshape(probs, {b * h, sq, skv});
+  Value v3 = tb.reshape(v, {b * h, skv, dv});
+  Value ctx = tb.matmul(p3, v3);
+  return tb.reshape(ctx, {b, h, sq, dv});
+}
+
+Value meanPool(TosaBuilder &tb, Value hidden, Value mask) {
+  ArrayRef<int64_t> s = typeOf(hidden).getShape(); // [B, S, H]
+  Value m =
+      tb.reshape(tb.cast(mask, tb.builder().getF32Type()), {s[0], s[1], 1});
+  Value sum = tb.reduceSum(tb.mul(hidden, m), 1); // [B, 1, H]
+  Value count = tb.reduceSum(m, 1);               // [B, 1, 1]
+  count = tb.maximum(count, scalar(tb, 1e-9, 3));
+  Value pooled = tb.mul(sum, tb.reciprocal(count));
+  return tb.reshape(pooled, {s[0], s[2]});
+}
+
+Value clsPool(TosaBuilder &tb, Value hidden) {
+  ArrayRef<int64_t> s = typeOf(hidden).getShape();
+  return tb.reshape(tb.slice(hidden, {0, 0, 0}, {s[0], 1, s[2]}), {s[0], s[2]});
+}
+
+Value l2Normalize(TosaBuilder &tb, Value x) {
+  Value sq = tb.reduceSum(tb.mul(x, x), 1);
+  Value inv = tb.rsqrt(tb.maximum(sq, scalar(tb, 1e-24, 2)));
+  return tb.mul(x, inv);
+}
+
+} // namespace tfc::importer

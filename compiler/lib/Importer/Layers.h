@@ -1,0 +1,74 @@
+//===- Layers.h - Transformer building blocks as TOSA primitives -*- C++
+//-*-===//
+//
+// The shared pieces every Hugging Face importer uses, each written the way
+// the reference (PyTorch / transformers) computes it, as unfused primitives:
+// the fusion passes recognise them later. Activations are [B, S, H] f32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_LIB_IMPORTER_LAYERS_H
+#define TFC_LIB_IMPORTER_LAYERS_H
+
+#include "ModelBuilder.h"
+
+namespace tfc::importer {
+
+enum class Activation { GeluErf, GeluTanh, Relu };
+
+/// Maps a config.json "hidden_act" value; failure when unknown.
+mlir::FailureOr<Activation> parseActivation(llvm::StringRef name);
+
+/// nn.Linear: x [B, S, in] -> x @ W^T + b, W = `name`.weight [out, in],
+/// b = `name`.bias [out] (when `bias`). Emitted as a [1, B*S, in] x
+/// [1, in, out] tosa.matmul with the weight transposed in the graph.
+mlir::FailureOr<mlir::Value> linear(ModelBuilder &mb, TosaBuilder &tb,
+                                    mlir::Value x, llvm::StringRef name,
+                                    int64_t out, bool bias = true);
+
+/// nn.LayerNorm over the last axis as primitives: mean = sum(x) * 1/N,
+/// d = x - mean, var = sum(d * d) * 1/N, d * rsqrt(var + eps) * gamma + beta,
+/// gamma = `name`.weight, beta = `name`.bias.
+mlir::FailureOr<mlir::Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb,
+                                       mlir::Value x, llvm::StringRef name,
+                                       double eps);
+
+mlir::Value activation(TosaBuilder &tb, mlir::Value x, Activation act);
+
+/// nn.Embedding: table [V, H], ids [B, S] (any integer type) -> [B, S, H],
+/// as tosa.gather of [1, V, H] with [1, B*S] i32 indices.
+mlir::Value embeddingLookup(TosaBuilder &tb, mlir::Value table,
+                            mlir::Value ids);
+
+/// The first `count` rows of `table` [N, H] as [1, count, H] (embeddings of
+/// positions 0..count-1).
+mlir::Value leadingRows(TosaBuilder &tb, mlir::Value table, int64_t count);
+
+/// [B, S, heads*dh] -> [B, heads, S, dh] (view + permute(0, 2, 1, 3)).
+mlir::Value splitHeads(TosaBuilder &tb, mlir::Value x, int64_t heads);
+/// [B, heads, S, dh] -> [B, S, heads*dh].
+mlir::Value mergeHeads(TosaBuilder &tb, mlir::Value x);
+
+/// transformers' extended attention mask: mask [B, S] (1 = keep) ->
+/// (1 - mask) * finfo(f32).min as [B, 1, 1, S] f32.
+mlir::Value extendedAttentionMask(TosaBuilder &tb, mlir::Value mask);
+
+/// Eager attention: softmax(Q K^T * scale + mask) V with Q, K, V
+/// [B, H, S, dh]; `mask` additive [B, 1, 1, S] or null. Softmax as
+/// reduce_max, sub, exp, reduce_sum, reciprocal, mul.
+mlir::Value scaledDotProductAttention(TosaBuilder &tb, mlir::Value q,
+                                      mlir::Value k, mlir::Value v,
+                                      mlir::Value mask, double scale);
+
+/// sentence-transformers mean pooling: sum(h * m, 1) / max(sum(m, 1), 1e-9)
+/// with h [B, S, H], mask [B, S] -> [B, H].
+mlir::Value meanPool(TosaBuilder &tb, mlir::Value hidden, mlir::Value mask);
+/// The first token's state: [B, S, H] -> [B, H].
+mlir::Value clsPool(TosaBuilder &tb, mlir::Value hidden);
+/// F.normalize(x, p=2, dim=-1): x / max(||x||, 1e-12), written as
+/// x * rsqrt(max(sum(x * x), 1e-24)); x [B, H].
+mlir::Value l2Normalize(TosaBuilder &tb, mlir::Value x);
+
+} // namespace tfc::importer
+
+#endif // TFC_LIB_IMPORTER_LAYERS_H

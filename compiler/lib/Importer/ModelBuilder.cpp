@@ -1,0 +1,128 @@
+//===- ModelBuilder.cpp - Shared state of one model import ----------------===//
+
+#include "ModelBuilder.h"
+
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace llvm;
+
+namespace tfc::importer {
+
+static std::string shapeText(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? ", " : "") + std::to_string(d);
+  return s + "]";
+}
+
+ModelBuilder::ModelBuilder(MLIRContext &context, const WeightIndex &weights,
+                           std::string prefix, std::string &error)
+    : builder(&context), weights(weights), prefix(std::move(prefix)),
+      error(error) {
+  Location loc = NameLoc::get(builder.getStringAttr("model"));
+  module = ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(module->getBody());
+  func = func::FuncOp::create(builder, loc, "main",
+                              builder.getFunctionType({}, {}));
+  body = func.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+}
+
+TosaBuilder ModelBuilder::at(StringRef scope) {
+  return TosaBuilder(builder, NameLoc::get(builder.getStringAttr(scope)));
+}
+
+Value ModelBuilder::addInput(StringRef name, RankedTensorType type) {
+  Value arg =
+      body->addArgument(type, NameLoc::get(builder.getStringAttr(name)));
+  argAttrs.push_back(builder.getDictionaryAttr(
+      {builder.getNamedAttr("tfc.name", builder.getStringAttr(name)),
+       builder.getNamedAttr("tfc.role", builder.getStringAttr("input"))}));
+  return arg;
+}
+
+LogicalResult ModelBuilder::fail(const Twine &message) {
+  error = message.str();
+  return failure();
+}
+
+FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape) {
+  std::string full = prefix + name.str();
+  auto cached = weightValues.find(full);
+  if (cached != weightValues.end())
+    return cached->second;
+
+  const WeightInfo *info = weights.lookup(full);
+  if (!info) {
+    (void)fail(weights.primaryFile() + ": missing tensor \"" + full +
+               "\" (expected shape " + shapeText(shape) + ")");
+    return failure();
+  }
+  if (ArrayRef<int64_t>(info->shape) != shape) {
+    (void)fail(info->file + ": tensor \"" + full + "\": expected shape " +
+               shapeText(shape) + ", got " + shapeText(info->shape));
+    return failure();
+  }
+  Type elementType;
+  switch (info->dtype) {
+  case DType::F32:
+    elementType = builder.getF32Type();
+    break;
+  case DType::F16:
+    elementType = builder.getF16Type();
+    break;
+  case DType::BF16:
+    elementType = builder.getBF16Type();
+    break;
+  default:
+    (void)fail(info->file + ": tensor \"" + full + "\": dtype " +
+               safetensorsDTypeName(info->dtype) +
+               " is not supported (expected F32, F16 or BF16)");
+    return failure();
+  }
+
+  Location loc = NameLoc::get(builder.getStringAttr(full));
+  Value arg = body->addArgument(RankedTensorType::get(shape, elementType), loc);
+  argAttrs.push_back(builder.getDictionaryAttr(
+      {builder.getNamedAttr("tfc.name", builder.getStringAttr(full)),
+       builder.getNamedAttr("tfc.role", builder.getStringAttr("weight"))}));
+  // Casts of a weight sit at the top of the function, before their users.
+  Value value = arg;
+  if (!elementType.isF32()) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(body);
+    value = TosaBuilder(builder, loc).cast(arg, builder.getF32Type());
+  }
+  weightValues[full] = value;
+  return value;
+}
+
+FailureOr<OwningOpRef<ModuleOp>> ModelBuilder::finish(ArrayRef<Value> results) {
+  func::ReturnOp::create(builder, func.getLoc(), results);
+  SmallVector<Type> resultTypes;
+  for (Value r : results)
+    resultTypes.push_back(r.getType());
+  func.setType(builder.getFunctionType(body->getArgumentTypes(), resultTypes));
+  func.setAllArgAttrs(argAttrs);
+
+  std::string diagnostics;
+  {
+    ScopedDiagnosticHandler handler(getContext(), [&](Diagnostic &diag) {
+      raw_string_ostream os(diagnostics);
+      os << diag.getLocation() << ": " << diag << "; ";
+      return success();
+    });
+    if (failed(verify(*module))) {
+      (void)fail("internal error: the emitted module does not verify: " +
+                 diagnostics);
+      return failure();
+    }
+  }
+  return std::move(module);
+}
+
+} // namespace tfc::importer

@@ -1,0 +1,73 @@
+//===- ModelBuilder.h - Shared state of one model import --------*- C++ -*-===//
+//
+// Owns the module and `func.func @main` being built. Inputs are added first;
+// weights are added as arguments on first use (so the argument order is the
+// order in which the graph uses them, fixed for an architecture) after their
+// dtype and shape have been checked against the safetensors header.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_LIB_IMPORTER_MODELBUILDER_H
+#define TFC_LIB_IMPORTER_MODELBUILDER_H
+
+#include "WeightIndex.h"
+
+#include "tfc/Dialect/Transformer/Utils/TosaBuilder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+
+namespace tfc::importer {
+
+class ModelBuilder {
+public:
+  ModelBuilder(mlir::MLIRContext &context, const WeightIndex &weights,
+               std::string prefix, std::string &error);
+
+  mlir::MLIRContext *getContext() { return builder.getContext(); }
+  mlir::OpBuilder &getBuilder() { return builder; }
+  /// The safetensors name prefix ("", "bert.", ...) of this model's tensors.
+  const std::string &getPrefix() const { return prefix; }
+
+  /// A TosaBuilder whose ops are located at `scope` (a NameLoc such as
+  /// "encoder.layer.0.attention.self"), so that remarks name the layer.
+  TosaBuilder at(llvm::StringRef scope);
+
+  /// Adds a model input (`tfc.role = "input"`).
+  mlir::Value addInput(llvm::StringRef name, mlir::RankedTensorType type);
+
+  /// The weight `prefix + name` as an f32 value of `shape`; it becomes a
+  /// function argument (in its file dtype; f16/bf16 are cast to f32) on first
+  /// use. Fails with a message when the tensor is missing, has another shape
+  /// or an unsupported dtype.
+  mlir::FailureOr<mlir::Value> weight(llvm::StringRef name,
+                                      llvm::ArrayRef<int64_t> shape);
+
+  /// Records `message` as the error and returns failure.
+  mlir::LogicalResult fail(const llvm::Twine &message);
+
+  /// Returns `results`, sets the function type and argument attributes and
+  /// verifies the module.
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+  finish(llvm::ArrayRef<mlir::Value> results);
+
+private:
+  mlir::OpBuilder builder;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp func;
+  mlir::Block *body;
+  const WeightIndex &weights;
+  std::string prefix;
+  std::string &error;
+  llvm::SmallVector<mlir::DictionaryAttr> argAttrs;
+  llvm::StringMap<mlir::Value> weightValues;
+};
+
+} // namespace tfc::importer
+
+#endif // TFC_LIB_IMPORTER_MODELBUILDER_H

@@ -1,0 +1,445 @@
+//===- tfc-bench.cpp - Fused against unfused, measured in one run ---------===//
+//
+//   tfc-bench [--kernel=attention|softmax|layer_norm] [--shapes=S1;S2;...]
+//             [--causal] [--threads=N] [--repeat=R] [--json=FILE]
+//
+// For each shape, compiles the fused and the unfused build of one kernel
+// with tfc-compile, checks that they agree, then times them interleaved
+// (median of R runs each after warm-up) next to a reference measured in the
+// same run: oneDNN's sgemm for attention (GFLOP/s and the fraction of that
+// rate), and a plain copy of the same bytes (one read, one write) for the
+// memory-bound softmax and layer_norm. Peak memory is the inputs, outputs
+// and the working memory the model obtains from the runtime's allocator.
+//
+// Shapes: attention B x H x S x D (Sq = Skv = S), softmax and layer_norm
+// ROWS x N.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfc/runtime/api.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+struct Options {
+  std::string kernel = "attention";
+  std::string shapes;
+  bool causal = false;
+  int threads = 1;
+  int repeat = 15;
+  std::string json;
+  std::string workdir;
+};
+
+[[noreturn]] void die(const std::string &message) {
+  std::fprintf(stderr, "tfc-bench: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+void check(tfc_status s, const std::string &what) {
+  if (!s)
+    return;
+  std::string m = tfc_status_message(s);
+  tfc_status_free(s);
+  die(what + ": " + m);
+}
+
+std::vector<int64_t> parseShape(const std::string &text, size_t rank) {
+  std::vector<int64_t> dims;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, 'x')) {
+    char *end = nullptr;
+    long long v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end || v <= 0)
+      die("bad shape '" + text + "': expected positive integers joined by x");
+    dims.push_back(v);
+  }
+  if (dims.size() != rank)
+    die("bad shape '" + text + "': expected " + std::to_string(rank) +
+        " dimensions");
+  return dims;
+}
+
+std::string tensorType(const std::vector<int64_t> &shape) {
+  std::string s = "tensor<";
+  for (int64_t d : shape)
+    s += std::to_string(d) + "x";
+  return s + "f32>";
+}
+
+/// The MLIR of one kernel and the shapes of its inputs and output.
+struct KernelSpec {
+  std::string mlir;
+  std::vector<std::vector<int64_t>> inputs;
+  std::vector<int64_t> output;
+  double flops = 0; // attention only
+};
+
+KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
+  KernelSpec k;
+  if (o.kernel == "attention") {
+    int64_t b = dims[0], h = dims[1], s = dims[2], d = dims[3];
+    std::vector<int64_t> qkv = {b, h, s, d};
+    std::string t = tensorType(qkv);
+    k.inputs = {qkv, qkv, qkv};
+    k.output = qkv;
+    k.mlir = "func.func @main(%q: " + t + ", %k: " + t + ", %v: " + t +
+             ") -> " + t + " {\n  %o = transformer.attention %q, %k, %v " +
+             (o.causal ? "{is_causal} " : "") + ": " + t + ", " + t + ", " + t +
+             " -> " + t + "\n  return %o : " + t + "\n}\n";
+    k.flops = 4.0 * b * h * double(s) * s * d * (o.causal ? 0.5 : 1.0);
+    return k;
+  }
+  int64_t rows = dims[0], n = dims[1];
+  std::vector<int64_t> x = {rows, n};
+  std::string t = tensorType(x), tn = tensorType({n});
+  k.output = x;
+  if (o.kernel == "softmax") {
+    k.inputs = {x};
+    k.mlir = "func.func @main(%x: " + t + ") -> " + t +
+             " {\n  %y = transformer.softmax %x {dimension = 1 : i64} : " + t +
+             " -> " + t + "\n  return %y : " + t + "\n}\n";
+  } else {
+    k.inputs = {x, {n}, {n}};
+    k.mlir = "func.func @main(%x: " + t + ", %g: " + tn + ", %b: " + tn +
+             ") -> " + t +
+             " {\n  %y = transformer.layer_norm %x, %g, %b : " + t + ", " + tn +
+             ", " + tn + " -> " + t + "\n  return %y : " + t + "\n}\n";
+  }
+  return k;
+}
+
+std::string selfDir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0)
+    die("cannot locate the tfc-bench executable");
+  buf[n] = 0;
+  std::string p(buf);
+  return p.substr(0, p.rfind('/'));
+}
+
+void compile(const std::string &src, const std::string &lib, bool fused) {
+  std::string compiler = selfDir() + "/tfc-compile";
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<const char *> argv = {compiler.c_str(), src.c_str(), "-o",
+                                      lib.c_str()};
+    if (!fused)
+      argv.push_back("--no-fusion");
+    argv.push_back(nullptr);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 2);
+    execv(compiler.c_str(), const_cast<char *const *>(argv.data()));
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    die("tfc-compile failed on " + src);
+}
+
+struct Buffer {
+  float *data = nullptr;
+  size_t count = 0;
+  explicit Buffer(size_t n) : count(n) {
+    data =
+        static_cast<float *>(std::aligned_alloc(64, ((n * 4 + 63) / 64) * 64));
+    std::memset(data, 0, n * 4); // pre-fault
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer &) = delete;
+};
+
+size_t elements(const std::vector<int64_t> &shape) {
+  size_t n = 1;
+  for (int64_t d : shape)
+    n *= size_t(d);
+  return n;
+}
+
+double now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+/// A loaded build with its bound buffers.
+struct Build {
+  tfc_model *model = nullptr;
+  std::unique_ptr<Buffer> out;
+  uint64_t workBytes = 0;
+  ~Build() { tfc_model_destroy(model); }
+};
+
+void loadAndBind(Build &b, const std::string &lib,
+                 std::vector<std::unique_ptr<Buffer>> &inputs,
+                 const KernelSpec &k) {
+  check(tfc_model_load(lib.c_str(), &b.model), "loading " + lib);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    check(tfc_model_bind_input(b.model, int32_t(i), inputs[i]->data),
+          "binding input");
+  b.out = std::make_unique<Buffer>(elements(k.output));
+  check(tfc_model_bind_output(b.model, 0, b.out->data), "binding output");
+  // Working memory: what the model's first run obtains from the allocator
+  // with nothing cached.
+  tfc_allocator_trim();
+  tfc_allocator_stats before, after;
+  tfc_allocator_get_stats(&before);
+  check(tfc_model_invoke(b.model), "running " + lib);
+  tfc_allocator_get_stats(&after);
+  b.workBytes = after.fresh_bytes - before.fresh_bytes;
+}
+
+/// oneDNN's sgemm (row-major), looked up at run time.
+using SgemmFn = int (*)(char, char, int64_t, int64_t, int64_t, float,
+                        const float *, int64_t, const float *, int64_t, float,
+                        float *, int64_t);
+
+SgemmFn findSgemm() {
+  for (const char *name : {"libdnnl.so.2", "libdnnl.so.3", "libdnnl.so"})
+    if (void *h = dlopen(name, RTLD_NOW | RTLD_LOCAL))
+      if (void *f = dlsym(h, "dnnl_sgemm"))
+        return reinterpret_cast<SgemmFn>(f);
+  return nullptr;
+}
+
+struct Row {
+  std::string shape;
+  double fusedMs, unfusedMs, refMs, gflops, refRate, fraction;
+  double fusedMiB, unfusedMiB;
+  double error;
+};
+
+void setThreads(int n) {
+  using Fn = void (*)(int);
+  if (auto f = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "omp_set_num_threads")))
+    f(n);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char *flag) -> const char * {
+      size_t n = std::strlen(flag);
+      return a.compare(0, n, flag) == 0 ? argv[i] + n : nullptr;
+    };
+    if (const char *v = value("--kernel="))
+      o.kernel = v;
+    else if (const char *v = value("--shapes="))
+      o.shapes = v;
+    else if (a == "--causal")
+      o.causal = true;
+    else if (const char *v = value("--threads="))
+      o.threads = std::atoi(v);
+    else if (const char *v = value("--repeat="))
+      o.repeat = std::atoi(v);
+    else if (const char *v = value("--json="))
+      o.json = v;
+    else if (a == "--help" || a == "-h") {
+      std::printf("usage: tfc-bench [--kernel=attention|softmax|layer_norm] "
+                  "[--shapes=S1;S2;...] [--causal] [--threads=N] "
+                  "[--repeat=R] [--json=FILE]\n");
+      return 0;
+    } else
+      die("unknown argument '" + a + "' (see --help)");
+  }
+  if (o.kernel != "attention" && o.kernel != "softmax" &&
+      o.kernel != "layer_norm")
+    die("unknown --kernel '" + o.kernel +
+        "' (attention, softmax or layer_norm)");
+  if (o.threads < 1 || o.repeat < 3)
+    die("--threads must be at least 1 and --repeat at least 3");
+  if (o.shapes.empty())
+    o.shapes = o.kernel == "attention"
+                   ? "1x12x512x64;1x12x1024x64;1x12x2048x64;1x12x4096x64"
+                   : "8192x384;2048x1536;1536x4096";
+  // Every OpenMP runtime in the process (the models' and oneDNN's) reads
+  // this before it starts.
+  setenv("OMP_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
+  setThreads(o.threads);
+
+  char tmpl[] = "/tmp/tfc-bench-XXXXXX";
+  if (!mkdtemp(tmpl))
+    die("cannot create a temporary directory");
+  o.workdir = tmpl;
+
+  SgemmFn sgemm = o.kernel == "attention" ? findSgemm() : nullptr;
+  const int64_t gemmN = 1024;
+  std::unique_ptr<Buffer> ga, gb, gc;
+  if (sgemm) {
+    ga = std::make_unique<Buffer>(gemmN * gemmN);
+    gb = std::make_unique<Buffer>(gemmN * gemmN);
+    gc = std::make_unique<Buffer>(gemmN * gemmN);
+    for (size_t i = 0; i < ga->count; ++i)
+      ga->data[i] = gb->data[i] = float(i % 7) * 0.1f;
+  }
+
+  std::vector<Row> rows;
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> normal;
+  std::stringstream shapeList(o.shapes);
+  std::string shapeText;
+  bool mismatch = false;
+  while (std::getline(shapeList, shapeText, ';')) {
+    std::vector<int64_t> dims =
+        parseShape(shapeText, o.kernel == "attention" ? 4 : 2);
+    KernelSpec k = makeKernel(o, dims);
+    std::string base = o.workdir + "/" + o.kernel + "_" + shapeText;
+    {
+      FILE *f = std::fopen((base + ".mlir").c_str(), "w");
+      if (!f)
+        die("cannot write " + base + ".mlir");
+      std::fputs(k.mlir.c_str(), f);
+      std::fclose(f);
+    }
+    compile(base + ".mlir", base + ".fused.so", true);
+    compile(base + ".mlir", base + ".unfused.so", false);
+
+    std::vector<std::unique_ptr<Buffer>> inputs;
+    size_t ioBytes = elements(k.output) * 4;
+    for (auto &shape : k.inputs) {
+      inputs.push_back(std::make_unique<Buffer>(elements(shape)));
+      for (size_t i = 0; i < inputs.back()->count; ++i)
+        inputs.back()->data[i] = normal(rng);
+      ioBytes += elements(shape) * 4;
+    }
+    Build fused, unfused;
+    loadAndBind(fused, base + ".fused.so", inputs, k);
+    loadAndBind(unfused, base + ".unfused.so", inputs, k);
+
+    double num = 0, den = 0;
+    for (size_t i = 0; i < fused.out->count; ++i) {
+      double d = double(fused.out->data[i]) - unfused.out->data[i];
+      num += d * d;
+      den += double(unfused.out->data[i]) * unfused.out->data[i];
+    }
+    double error = std::sqrt(num / std::max(den, 1e-300));
+    if (!(error <= 1e-4)) {
+      std::fprintf(stderr, "tfc-bench: %s %s: fused and unfused differ (%g)\n",
+                   o.kernel.c_str(), shapeText.c_str(), error);
+      mismatch = true;
+    }
+
+    // The reference: sgemm (compute) or a copy of the output's bytes (memory).
+    Buffer copySrc(elements(k.output)), copyDst(elements(k.output));
+    auto reference = [&]() {
+      if (sgemm)
+        sgemm('N', 'N', gemmN, gemmN, gemmN, 1.0f, ga->data, gemmN, gb->data,
+              gemmN, 0.0f, gc->data, gemmN);
+      else
+        std::memcpy(copyDst.data, copySrc.data, copySrc.count * 4);
+    };
+    reference();
+    std::vector<double> tf, tu, tr;
+    for (int r = 0; r < o.repeat; ++r) {
+      double t0 = now();
+      check(tfc_model_invoke(fused.model), "fused run");
+      double t1 = now();
+      check(tfc_model_invoke(unfused.model), "unfused run");
+      double t2 = now();
+      reference();
+      double t3 = now();
+      tf.push_back(t1 - t0);
+      tu.push_back(t2 - t1);
+      tr.push_back(t3 - t2);
+    }
+    Row row;
+    row.shape = shapeText;
+    row.fusedMs = median(tf) * 1e3;
+    row.unfusedMs = median(tu) * 1e3;
+    row.refMs = median(tr) * 1e3;
+    row.error = error;
+    if (o.kernel == "attention") {
+      row.gflops = k.flops / (row.fusedMs * 1e6);
+      row.refRate = sgemm ? 2.0 * gemmN * gemmN * gemmN / (row.refMs * 1e6) : 0;
+      row.fraction = sgemm ? row.gflops / row.refRate : 0;
+    } else {
+      // Bandwidth of the kernel counted as one read and one write, and its
+      // time over the copy's.
+      row.gflops = 2.0 * elements(k.output) * 4 / (row.fusedMs * 1e6);
+      row.refRate = 2.0 * elements(k.output) * 4 / (row.refMs * 1e6);
+      row.fraction = row.fusedMs / row.refMs;
+    }
+    row.fusedMiB = (ioBytes + fused.workBytes) / 1048576.0;
+    row.unfusedMiB = (ioBytes + unfused.workBytes) / 1048576.0;
+    rows.push_back(row);
+  }
+
+  bool att = o.kernel == "attention";
+  std::printf("tfc-bench: %s%s, %d thread%s, median of %d interleaved runs\n",
+              o.kernel.c_str(), att && o.causal ? " (causal)" : "", o.threads,
+              o.threads == 1 ? "" : "s", o.repeat);
+  if (att)
+    std::printf("| shape BxHxSxD | fused ms | unfused ms | speedup | fused "
+                "GFLOP/s | sgemm GFLOP/s | of sgemm | fused MiB | unfused "
+                "MiB |\n|---|---|---|---|---|---|---|---|---|\n");
+  else
+    std::printf("| shape RxN | fused ms | unfused ms | speedup | fused GB/s "
+                "| copy GB/s | time / copy | fused MiB | unfused MiB |\n"
+                "|---|---|---|---|---|---|---|---|---|\n");
+  for (const Row &r : rows)
+    std::printf("| %s | %.3f | %.3f | %.2fx | %.1f | %.1f | %.2f%s | %.1f | "
+                "%.1f |\n",
+                r.shape.c_str(), r.fusedMs, r.unfusedMs,
+                r.unfusedMs / r.fusedMs, r.gflops, r.refRate,
+                att ? r.fraction * 100 : r.fraction, att ? "%" : "x",
+                r.fusedMiB, r.unfusedMiB);
+  if (att && !sgemm)
+    std::printf("(oneDNN not found: no sgemm reference)\n");
+
+  if (!o.json.empty()) {
+    FILE *f = std::fopen(o.json.c_str(), "w");
+    if (!f)
+      die("cannot write " + o.json);
+    std::fprintf(f,
+                 "{\"kernel\": \"%s\", \"causal\": %s, \"threads\": %d, "
+                 "\"repeat\": %d, \"rows\": [\n",
+                 o.kernel.c_str(), o.causal ? "true" : "false", o.threads,
+                 o.repeat);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row &r = rows[i];
+      std::fprintf(
+          f,
+          "  {\"shape\": \"%s\", \"fused_ms\": %.6f, \"unfused_ms\": %.6f, "
+          "\"speedup\": %.4f, \"%s\": %.3f, \"%s\": %.3f, \"%s\": %.4f, "
+          "\"fused_peak_mib\": %.3f, \"unfused_peak_mib\": %.3f, "
+          "\"fused_vs_unfused_rel_error\": %.3g}%s\n",
+          r.shape.c_str(), r.fusedMs, r.unfusedMs, r.unfusedMs / r.fusedMs,
+          att ? "fused_gflops" : "fused_gbps", r.gflops,
+          att ? "sgemm_gflops" : "copy_gbps", r.refRate,
+          att ? "fraction_of_sgemm" : "time_over_copy", r.fraction, r.fusedMiB,
+          r.unfusedMiB, r.error, i + 1 < rows.size() ? "," : "");
+    }
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  std::string cleanup = "rm -rf '" + o.workdir + "'";
+  if (std::system(cleanup.c_str()) != 0)
+    std::fprintf(stderr, "tfc-bench: could not remove %s\n", o.workdir.c_str());
+  return mismatch ? 1 : 0;
+}

@@ -1,0 +1,92 @@
+//===- tfc-import.cpp - Hugging Face model directory -> TOSA MLIR ---------===//
+//
+//   tfc-import --hf DIR --batch B --seq-len S [-o out.mlir]
+//
+// Prints the unfused graph of the model in DIR as MLIR text. Every bad input
+// is reported as one line `tfc-import: error: ...` and exit status 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfc/Importer/HuggingFace.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+static cl::OptionCategory category("tfc-import options");
+
+static cl::opt<std::string> hfDir("hf",
+                                  cl::desc("Hugging Face model directory "
+                                           "(config.json, model.safetensors)"),
+                                  cl::value_desc("dir"), cl::Required,
+                                  cl::cat(category));
+static cl::opt<int64_t> batch("batch", cl::desc("Batch size"), cl::init(1),
+                              cl::cat(category));
+static cl::opt<int64_t> seqLen("seq-len", cl::desc("Sequence length"),
+                               cl::init(128), cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(category));
+static cl::opt<tfc::ImportOutput> outputKind(
+    "output", cl::desc("What @main returns"),
+    cl::values(clEnumValN(tfc::ImportOutput::SentenceEmbedding, "embedding",
+                          "pooled (and normalised) sentence embedding "
+                          "[B, hidden] (default)"),
+               clEnumValN(tfc::ImportOutput::LastHiddenState, "hidden",
+                          "last hidden state [B, S, hidden]")),
+    cl::init(tfc::ImportOutput::SentenceEmbedding), cl::cat(category));
+static cl::opt<bool> tokenTypeIds(
+    "token-type-ids",
+    cl::desc("Take token_type_ids as a third input (default: all zero)"),
+    cl::init(false), cl::cat(category));
+
+static int fail(const Twine &message) {
+  errs() << "tfc-import: error: " << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "tfc-import: Hugging Face model directory -> unfused TOSA graph\n");
+
+  if (batch <= 0)
+    return fail("--batch: expected a positive integer");
+  if (seqLen <= 0)
+    return fail("--seq-len: expected a positive integer");
+
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::func::FuncDialect, mlir::tosa::TosaDialect>();
+  mlir::MLIRContext context(registry);
+
+  tfc::ImportOptions options;
+  options.batch = batch;
+  options.seqLen = seqLen;
+  options.output = outputKind;
+  options.tokenTypeIds = tokenTypeIds;
+  std::string error;
+  auto module = tfc::importHuggingFace(context, hfDir, options, error);
+  if (failed(module))
+    return fail(error);
+
+  std::string openError;
+  std::unique_ptr<ToolOutputFile> out =
+      mlir::openOutputFile(outputFile, &openError);
+  if (!out)
+    return fail(openError);
+  (*module)->print(out->os());
+  out->os() << "\n";
+  out->keep();
+  return 0;
+}

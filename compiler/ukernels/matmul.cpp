@@ -1,0 +1,137 @@
+//===- matmul.cpp - Packed f32 matmul for the CPU -------------------------===//
+//
+// C[b] += A[b] . B[b]. B is packed per KC-deep slice into 32-column panels
+// (zero-padded), which stay in L1 while blocks of A rows stream through the
+// shared register-blocked kernel (12 rows x 32 columns of C in registers).
+// Blocks of rows x panels run in parallel. The packing buffer lives across
+// calls: after the first run, a model allocates nothing here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "microkernel.h"
+#include "ukernels.h"
+
+#include <algorithm>
+#include <vector>
+
+using tfc::uk::MemRef;
+
+namespace {
+
+struct Matmul {
+  int64_t batch, m, n, k;
+  const float *a, *b;
+  float *c;
+  int64_t as[3], bs[3], cs[3]; // strides, batch first
+};
+
+void matmulReference(const Matmul &p) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t bt = 0; bt < p.batch; ++bt)
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t j = 0; j < p.n; ++j) {
+        float acc = 0;
+        for (int64_t l = 0; l < p.k; ++l)
+          acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
+                 p.b[bt * p.bs[0] + l * p.bs[1] + j * p.bs[2]];
+        p.c[bt * p.cs[0] + i * p.cs[1] + j * p.cs[2]] += acc;
+      }
+}
+
+#ifdef __AVX512F__
+
+constexpr int64_t kNR = 32;  // columns of a panel
+constexpr int64_t kKC = 256; // depth of a packed slice
+constexpr int64_t kMC = 96;  // rows of A per task (a multiple of kMR)
+
+void matmulPacked(const Matmul &p) {
+  using namespace tfc::uk;
+  int64_t panels = (p.n + kNR - 1) / kNR;
+  int64_t rowBlocks = (p.m + kMC - 1) / kMC;
+  static thread_local std::vector<float, std::allocator<float>> storage;
+  size_t need = size_t(panels * kNR * kKC) + 16;
+  if (storage.size() < need)
+    storage.resize(need);
+  // 64-byte align the panels.
+  float *packed = reinterpret_cast<float *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+
+  for (int64_t bt = 0; bt < p.batch; ++bt) {
+    const float *ab = p.a + bt * p.as[0];
+    const float *bb = p.b + bt * p.bs[0];
+    float *cb = p.c + bt * p.cs[0];
+    for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
+      int64_t kc = std::min(kKC, p.k - k0);
+#pragma omp parallel for schedule(static)
+      for (int64_t pn = 0; pn < panels; ++pn) {
+        float *dst = packed + pn * kNR * kKC;
+        for (int64_t l = 0; l < kc; ++l)
+          for (int64_t j = 0; j < kNR; ++j) {
+            int64_t col = pn * kNR + j;
+            dst[l * kNR + j] =
+                col < p.n ? bb[(k0 + l) * p.bs[1] + col * p.bs[2]] : 0.0f;
+          }
+      }
+#pragma omp parallel for collapse(2) schedule(dynamic)
+      for (int64_t pn = 0; pn < panels; ++pn)
+        for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+          int64_t i0 = rb * kMC, rows = std::min(kMC, p.m - i0);
+          int64_t cols = std::min(kNR, p.n - pn * kNR);
+          Tile<2> t{ab + i0 * p.as[1] + k0 * p.as[2],
+                    p.as[1],
+                    p.as[2],
+                    packed + pn * kNR * kKC,
+                    kc,
+                    cb + i0 * p.cs[1] + pn * kNR,
+                    p.cs[1],
+                    {firstLanes(cols), firstLanes(cols - 16)},
+                    /*accumulate=*/true,
+                    nullptr};
+          blockProduct<2>(t, rows);
+        }
+    }
+  }
+}
+
+#endif // __AVX512F__
+
+void run(const Matmul &p) {
+  if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0)
+    return;
+#ifdef __AVX512F__
+  if (p.cs[2] == 1) {
+    matmulPacked(p);
+    return;
+  }
+#endif
+  matmulReference(p);
+}
+
+} // namespace
+
+extern "C" void _mlir_ciface_tfc_uk_batch_matmul_f32(MemRef<3> *a, MemRef<3> *b,
+                                                     MemRef<3> *c) {
+  Matmul p{c->sizes[0], c->sizes[1], c->sizes[2], a->sizes[2], a->data(),
+           b->data(),   c->data(),   {},          {},          {}};
+  for (int d = 0; d < 3; ++d) {
+    p.as[d] = a->strides[d];
+    p.bs[d] = b->strides[d];
+    p.cs[d] = c->strides[d];
+  }
+  run(p);
+}
+
+extern "C" void _mlir_ciface_tfc_uk_matmul_f32(MemRef<2> *a, MemRef<2> *b,
+                                               MemRef<2> *c) {
+  Matmul p{1,
+           c->sizes[0],
+           c->sizes[1],
+           a->sizes[1],
+           a->data(),
+           b->data(),
+           c->data(),
+           {0, a->strides[0], a->strides[1]},
+           {0, b->strides[0], b->strides[1]},
+           {0, c->strides[0], c->strides[1]}};
+  run(p);
+}

@@ -1,0 +1,209 @@
+/*===- api.h - The tfc runtime C API --------------------------------------===*
+ *
+ * Loads a compiled model (a shared library implementing abi.h), binds its
+ * weights from a safetensors file and its inputs and outputs to caller
+ * buffers, and runs it.
+ *
+ *   tfc_model *model;
+ *   tfc_status s = tfc_model_load("model.so", &model);
+ *   if (!s) s = tfc_model_bind_weights(model, "model.safetensors");
+ *   if (!s) s = tfc_model_bind_input(model, 0, x);   // 64-byte aligned
+ *   if (!s) s = tfc_model_bind_output(model, 0, y);
+ *   if (!s) s = tfc_model_invoke(model);
+ *   if (s) { fprintf(stderr, "%s\n", tfc_status_message(s));
+ *tfc_status_free(s); } tfc_model_destroy(model);
+ *
+ * Conventions:
+ *  - A tfc_status is NULL on success; otherwise the caller owns it and frees it
+ *    with tfc_status_free. Its message is one line naming the file, the tensor
+ *    or argument, and what was expected.
+ *  - No C++ exception crosses this API.
+ *  - Handles are created and destroyed explicitly. A model may be used from
+ *    one thread at a time; different models are independent. The allocator
+ *    behind compiled code is thread-safe.
+ *  - Tensors are indexed per role: inputs 0..num_inputs-1 and weights
+ *    0..num_weights-1 in the manifest's argument order, outputs
+ *    0..num_outputs-1 in result order.
+ *
+ * This header is C and includes nothing from LLVM or MLIR.
+ *===----------------------------------------------------------------------===*/
+
+#ifndef TFC_RUNTIME_API_H
+#define TFC_RUNTIME_API_H
+
+#include "tfc/runtime/abi.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define TFC_API __attribute__((visibility("default")))
+#else
+#define TFC_API
+#endif
+
+/*===-- Status ------------------------------------------------------------===*/
+
+typedef enum tfc_status_code {
+  TFC_OK = 0,
+  TFC_INVALID_ARGUMENT = 1,    /* a bad parameter: NULL, index out of range */
+  TFC_NOT_FOUND = 2,           /* a file, symbol or tensor that is absent */
+  TFC_IO_ERROR = 3,            /* open/read/write/map failed */
+  TFC_BAD_FORMAT = 4,          /* a malformed file or manifest */
+  TFC_MISMATCH = 5,            /* dtype or shape differs from the manifest */
+  TFC_FAILED_PRECONDITION = 6, /* e.g. running with an unbound argument */
+  TFC_OUT_OF_MEMORY = 7,
+  TFC_UNIMPLEMENTED = 8,
+  TFC_INTERNAL = 9,
+} tfc_status_code;
+
+typedef struct tfc_status_impl *tfc_status; /* NULL means OK */
+
+TFC_API tfc_status_code tfc_status_get_code(tfc_status status);
+/* "" for NULL. Valid until tfc_status_free. */
+TFC_API const char *tfc_status_message(tfc_status status);
+TFC_API void tfc_status_free(tfc_status status);
+/* "OK", "INVALID_ARGUMENT", ... */
+TFC_API const char *tfc_status_code_name(tfc_status_code code);
+
+/*===-- Element types -----------------------------------------------------===*/
+
+/* Arrays read from files may hold types beyond tfc_dtype (abi.h). numpy has
+ * no bfloat16: bf16 data is stored in .npy as '<u2' and read as
+ * TFC_DTYPE_U16, which tfc_model_check_input accepts where bf16 is expected. */
+#define TFC_DTYPE_F64 6
+#define TFC_DTYPE_I8 7
+#define TFC_DTYPE_U8 8
+#define TFC_DTYPE_I16 9
+#define TFC_DTYPE_U16 10
+#define TFC_DTYPE_U32 11
+#define TFC_DTYPE_U64 12
+
+/* Bytes per element; 0 for an unknown type. */
+TFC_API size_t tfc_dtype_size(int32_t dtype);
+/* "f32", "bf16", "bool", ...; "?" for an unknown type. */
+TFC_API const char *tfc_dtype_name(int32_t dtype);
+/* Bytes of a dense tensor; 0 for an invalid one (or an empty one). */
+TFC_API size_t tfc_tensor_desc_nbytes(const tfc_tensor_desc *desc);
+
+/*===-- Models ------------------------------------------------------------===*/
+
+typedef struct tfc_model tfc_model;
+
+/* dlopens `path` and checks the two ABI symbols, the manifest's magic, ABI
+ * version and descriptors. NOT_FOUND for a missing file, BAD_FORMAT for a
+ * library that is not a tfc model ("not a tfc model: m.so: missing symbol
+ * tfc_model_manifest") or that dlopen refuses ("cannot load model m.so:
+ * ..."), MISMATCH for another ABI version. */
+TFC_API tfc_status tfc_model_load(const char *path, tfc_model **out);
+TFC_API void tfc_model_destroy(tfc_model *model);
+
+TFC_API const tfc_manifest *tfc_model_manifest_of(const tfc_model *model);
+TFC_API const char *tfc_model_path(const tfc_model *model);
+TFC_API int32_t tfc_model_num_inputs(const tfc_model *model);
+TFC_API int32_t tfc_model_num_weights(const tfc_model *model);
+TFC_API int32_t tfc_model_num_outputs(const tfc_model *model);
+/* NULL when the index is out of range. The descriptors live as long as the
+ * model. */
+TFC_API const tfc_tensor_desc *tfc_model_input(const tfc_model *model,
+                                               int32_t index);
+TFC_API const tfc_tensor_desc *tfc_model_weight(const tfc_model *model,
+                                                int32_t index);
+TFC_API const tfc_tensor_desc *tfc_model_output(const tfc_model *model,
+                                                int32_t index);
+/* Index of the weight called `name`, or -1. */
+TFC_API int32_t tfc_model_find_weight(const tfc_model *model, const char *name);
+
+/* Memory-maps a safetensors file and binds every weight by name, checking its
+ * dtype and shape (MISMATCH names the tensor; NOT_FOUND for a weight the file
+ * lacks). Tensors whose data is 64-byte aligned in the file are used in
+ * place; others are copied once into an aligned buffer. The mapping lives
+ * until the model is destroyed or weights are bound again. Extra tensors in
+ * the file are ignored. */
+TFC_API tfc_status tfc_model_bind_weights(tfc_model *model,
+                                          const char *safetensors_path);
+/* Binds one weight to a caller buffer (64-byte aligned, the manifest's dtype
+ * and shape), which must outlive the runs. */
+TFC_API tfc_status tfc_model_bind_weight(tfc_model *model, int32_t index,
+                                         const void *data);
+/* The buffer bound to weight `index` (inside the weights file's mapping when
+ * the tensor was aligned there), or NULL. */
+TFC_API const void *tfc_model_weight_data(const tfc_model *model,
+                                          int32_t index);
+/* Caller buffers, 64-byte aligned, dense, of the manifest's dtype and shape;
+ * they must stay valid while the model runs. Binding replaces an earlier
+ * binding. */
+TFC_API tfc_status tfc_model_bind_input(tfc_model *model, int32_t index,
+                                        const void *data);
+TFC_API tfc_status tfc_model_bind_output(tfc_model *model, int32_t index,
+                                         void *data);
+
+/* Checks an array against input `index` (MISMATCH otherwise, naming the
+ * input and both types); U16 passes for bf16. */
+TFC_API tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
+                                         int32_t dtype, int32_t rank,
+                                         const int64_t *shape);
+
+/* Runs the model once. FAILED_PRECONDITION when an argument or result is not
+ * bound. (Named invoke rather than run: `tfc_model_run` is the symbol every
+ * compiled model exports, see abi.h.) */
+TFC_API tfc_status tfc_model_invoke(tfc_model *model);
+
+/*===-- Host arrays (.npy) ------------------------------------------------===*/
+
+/* A dense host array with 64-byte aligned data, pre-faulted. */
+typedef struct tfc_array tfc_array;
+
+/* Zero-filled. */
+TFC_API tfc_status tfc_array_create(int32_t dtype, int32_t rank,
+                                    const int64_t *shape, tfc_array **out);
+/* Reads a .npy file (see runtime/README.md for the accepted types). */
+TFC_API tfc_status tfc_array_read_npy(const char *path, tfc_array **out);
+/* bf16 is written as '<u2'. */
+TFC_API tfc_status tfc_array_write_npy(const tfc_array *array,
+                                       const char *path);
+TFC_API void tfc_array_destroy(tfc_array *array);
+TFC_API int32_t tfc_array_dtype(const tfc_array *array);
+TFC_API int32_t tfc_array_rank(const tfc_array *array);
+TFC_API const int64_t *tfc_array_shape(const tfc_array *array);
+TFC_API void *tfc_array_data(tfc_array *array);
+TFC_API size_t tfc_array_nbytes(const tfc_array *array);
+
+/*===-- Allocator ---------------------------------------------------------===*/
+
+/* Counters of the caching allocator behind _mlir_memref_to_llvm_*. */
+typedef struct tfc_allocator_stats {
+  uint64_t alloc_calls;   /* allocations requested by compiled code */
+  uint64_t free_calls;    /* frees requested by compiled code */
+  uint64_t fresh_allocs;  /* blocks obtained from the system */
+  uint64_t fresh_bytes;   /* their bytes, in total */
+  uint64_t reused_allocs; /* requests served from a free list */
+  uint64_t live_blocks;   /* handed out and not yet freed */
+  uint64_t live_bytes;
+  uint64_t cached_blocks; /* on free lists */
+  uint64_t cached_bytes;
+  uint64_t foreign_frees; /* frees of pointers the allocator did not make */
+} tfc_allocator_stats;
+
+TFC_API void tfc_allocator_get_stats(tfc_allocator_stats *stats);
+/* Returns every cached block to the system. */
+TFC_API void tfc_allocator_trim(void);
+
+/*===-- Threads -----------------------------------------------------------===*/
+
+/* Sets the number of threads compiled CPU code uses: sets OMP_NUM_THREADS,
+ * calls omp_set_num_threads when an OpenMP runtime is in the global scope
+ * (dlsym(RTLD_DEFAULT)), and again through the handle of every model loaded
+ * later (an OpenMP runtime a model pulls in stays local to it). Returns 1
+ * when an OpenMP runtime was found now, else 0. */
+TFC_API int tfc_set_num_threads(int32_t num_threads);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TFC_RUNTIME_API_H */

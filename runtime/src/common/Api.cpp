@@ -1,0 +1,667 @@
+//===- Api.cpp - The tfc runtime C API ------------------------------------===//
+
+#include "tfc/runtime/api.h"
+
+#include "tfc/runtime/buffer.h"
+#include "tfc/runtime/dtype.h"
+#include "tfc/runtime/npy.h"
+#include "tfc/runtime/safetensors.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <link.h>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+using tfc::DType;
+
+struct tfc_status_impl {
+  tfc_status_code code;
+  std::string message;
+};
+
+struct tfc_model {
+  std::string path;
+  void *handle = nullptr;
+  const tfc_manifest *manifest = nullptr;
+  tfc_model_run_fn run = nullptr;
+  std::vector<int32_t> inputArgs;  // argument index of each input
+  std::vector<int32_t> weightArgs; // argument index of each weight
+  std::vector<void *> buffers;     // arguments, then results
+  std::unique_ptr<tfc::SafetensorsFile> weightsFile;
+  std::vector<tfc::AlignedBuffer> weightCopies;
+};
+
+struct tfc_array {
+  int32_t dtype = 0;
+  std::vector<int64_t> shape;
+  tfc::AlignedBuffer data;
+};
+
+namespace {
+
+/// Returned when a status itself cannot be allocated; never freed.
+tfc_status_impl outOfMemoryStatus{TFC_OUT_OF_MEMORY, "out of memory"};
+
+tfc_status makeStatus(tfc_status_code code, std::string message) {
+  try {
+    return new tfc_status_impl{code, std::move(message)};
+  } catch (...) {
+    return &outOfMemoryStatus;
+  }
+}
+
+/// Runs `body` and turns an escaping exception into a status.
+template <typename Fn> tfc_status guard(Fn &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return makeStatus(TFC_OUT_OF_MEMORY, "out of memory");
+  } catch (const std::exception &e) {
+    return makeStatus(TFC_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return makeStatus(TFC_INTERNAL, "internal error");
+  }
+}
+
+std::string quote(const char *name) {
+  return std::string("'") + (name ? name : "<null>") + "'";
+}
+
+std::string describe(int32_t dtype, int32_t rank, const int64_t *shape) {
+  return std::string(tfc_dtype_name(dtype)) + " " +
+         tfc::shapeString(shape, rank > 0 && shape ? rank : 0);
+}
+
+std::string describe(const tfc_tensor_desc &desc) {
+  return describe(desc.dtype, desc.rank, desc.shape);
+}
+
+bool fileExists(const char *path) {
+  struct stat st;
+  return ::stat(path, &st) == 0;
+}
+
+/// "input 0 'a'"
+std::string roleName(const tfc_model *model, tfc_tensor_role role,
+                     int32_t index) {
+  const tfc_tensor_desc *desc =
+      role == TFC_ROLE_INPUT    ? tfc_model_input(model, index)
+      : role == TFC_ROLE_WEIGHT ? tfc_model_weight(model, index)
+                                : tfc_model_output(model, index);
+  const char *kind = role == TFC_ROLE_INPUT    ? "input"
+                     : role == TFC_ROLE_WEIGHT ? "weight"
+                                               : "output";
+  return std::string(kind) + " " + std::to_string(index) + " " +
+         quote(desc ? desc->name : nullptr);
+}
+
+tfc_status checkDescriptor(const std::string &path, const char *what,
+                           int32_t index, const tfc_tensor_desc &desc,
+                           bool isResult) {
+  std::string where =
+      "model " + path + ": manifest " + what + " " + std::to_string(index);
+  if (!desc.name)
+    return makeStatus(TFC_BAD_FORMAT, where + " has no name");
+  where += " " + quote(desc.name);
+  if (desc.dtype < 0 || desc.dtype > TFC_DTYPE_BOOL)
+    return makeStatus(TFC_BAD_FORMAT,
+                      where + ": invalid dtype " + std::to_string(desc.dtype));
+  bool roleOk =
+      isResult ? desc.role == TFC_ROLE_OUTPUT
+               : (desc.role == TFC_ROLE_INPUT || desc.role == TFC_ROLE_WEIGHT);
+  if (!roleOk)
+    return makeStatus(TFC_BAD_FORMAT,
+                      where + ": invalid role " + std::to_string(desc.role));
+  if (desc.rank < 0 || desc.rank > 64 || (desc.rank > 0 && !desc.shape))
+    return makeStatus(TFC_BAD_FORMAT,
+                      where + ": invalid rank " + std::to_string(desc.rank));
+  std::vector<int64_t> shape(desc.shape, desc.shape + desc.rank);
+  if (!tfc::tensorBytes(shape, tfc::dtypeSize(DType(desc.dtype))))
+    return makeStatus(TFC_BAD_FORMAT,
+                      where + ": invalid shape " + tfc::shapeString(shape));
+  return nullptr;
+}
+
+void promoteSelfToGlobal() {
+  // Compiled models resolve _mlir_memref_to_llvm_* from the global scope. When
+  // this library itself was opened RTLD_LOCAL (Python's ctypes does that),
+  // make its symbols global first.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void *>(&tfc_model_load), &self) &&
+        self.dli_fname)
+      dlopen(self.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+  });
+}
+
+/// dlsym that only accepts a symbol defined by the library itself, not by one
+/// of its dependencies.
+void *ownSymbol(void *handle, const char *name) {
+  void *symbol = dlsym(handle, name);
+  if (!symbol)
+    return nullptr;
+  struct link_map *map = nullptr;
+  Dl_info info;
+  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map ||
+      !dladdr(symbol, &info) || !info.dli_fname || !map->l_name)
+    return symbol;
+  return std::strcmp(info.dli_fname, map->l_name) == 0 ? symbol : nullptr;
+}
+
+/// Set by tfc_set_num_threads; applied to every model loaded afterwards.
+std::atomic<int32_t> requestedThreads{0};
+
+/// Calls omp_set_num_threads as found from `scope` (RTLD_DEFAULT, or a model's
+/// handle: a model opened RTLD_LOCAL keeps its OpenMP runtime out of the
+/// global scope).
+bool applyThreads(void *scope) {
+  int32_t threads = requestedThreads.load();
+  if (threads <= 0)
+    return false;
+  using SetFn = void (*)(int);
+  auto set = reinterpret_cast<SetFn>(dlsym(scope, "omp_set_num_threads"));
+  if (!set)
+    return false;
+  set(threads);
+  return true;
+}
+
+} // namespace
+
+extern "C" {
+
+/*===-- Status ------------------------------------------------------------===*/
+
+tfc_status_code tfc_status_get_code(tfc_status status) {
+  return status ? status->code : TFC_OK;
+}
+
+const char *tfc_status_message(tfc_status status) {
+  return status ? status->message.c_str() : "";
+}
+
+void tfc_status_free(tfc_status status) {
+  if (status != &outOfMemoryStatus)
+    delete status;
+}
+
+const char *tfc_status_code_name(tfc_status_code code) {
+  switch (code) {
+  case TFC_OK:
+    return "OK";
+  case TFC_INVALID_ARGUMENT:
+    return "INVALID_ARGUMENT";
+  case TFC_NOT_FOUND:
+    return "NOT_FOUND";
+  case TFC_IO_ERROR:
+    return "IO_ERROR";
+  case TFC_BAD_FORMAT:
+    return "BAD_FORMAT";
+  case TFC_MISMATCH:
+    return "MISMATCH";
+  case TFC_FAILED_PRECONDITION:
+    return "FAILED_PRECONDITION";
+  case TFC_OUT_OF_MEMORY:
+    return "OUT_OF_MEMORY";
+  case TFC_UNIMPLEMENTED:
+    return "UNIMPLEMENTED";
+  case TFC_INTERNAL:
+    return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+/*===-- Element types -----------------------------------------------------===*/
+
+size_t tfc_dtype_size(int32_t dtype) {
+  return tfc::isValidDType(dtype) ? tfc::dtypeSize(DType(dtype)) : 0;
+}
+
+const char *tfc_dtype_name(int32_t dtype) {
+  return tfc::isValidDType(dtype) ? tfc::dtypeName(DType(dtype)) : "?";
+}
+
+size_t tfc_tensor_desc_nbytes(const tfc_tensor_desc *desc) {
+  if (!desc || desc->rank < 0 || (desc->rank > 0 && !desc->shape) ||
+      !tfc::isValidDType(desc->dtype))
+    return 0;
+  std::vector<int64_t> shape(desc->shape, desc->shape + desc->rank);
+  return tfc::tensorBytes(shape, tfc::dtypeSize(DType(desc->dtype)))
+      .value_or(0);
+}
+
+/*===-- Models ------------------------------------------------------------===*/
+
+tfc_status tfc_model_load(const char *path, tfc_model **out) {
+  if (out)
+    *out = nullptr;
+  if (!path || !out)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_model_load: path and out must not be NULL");
+  return guard([&]() -> tfc_status {
+    std::string file = path;
+    if (!fileExists(path))
+      return makeStatus(TFC_NOT_FOUND,
+                        "model " + file + ": " + std::strerror(ENOENT));
+    promoteSelfToGlobal();
+    // Without a slash, dlopen would search the library path instead.
+    std::string openPath =
+        file.find('/') == std::string::npos ? "./" + file : file;
+    dlerror();
+    void *handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *reason = dlerror();
+      // Not a loadable library, or one whose dependencies are missing.
+      return makeStatus(TFC_BAD_FORMAT,
+                        "cannot load model " + file + ": " +
+                            (reason ? reason : "dlopen failed"));
+    }
+    auto fail = [&](tfc_status_code code, const std::string &message) {
+      dlclose(handle);
+      return makeStatus(code, message);
+    };
+    auto manifestFn = reinterpret_cast<tfc_model_manifest_fn>(
+        ownSymbol(handle, "tfc_model_manifest"));
+    if (!manifestFn)
+      return fail(TFC_BAD_FORMAT, "not a tfc model: " + file +
+                                      ": missing symbol tfc_model_manifest");
+    auto runFn =
+        reinterpret_cast<tfc_model_run_fn>(ownSymbol(handle, "tfc_model_run"));
+    if (!runFn)
+      return fail(TFC_BAD_FORMAT, "not a tfc model: " + file +
+                                      ": missing symbol tfc_model_run");
+    const tfc_manifest *manifest = manifestFn();
+    if (!manifest)
+      return fail(TFC_BAD_FORMAT, "not a tfc model: " + file +
+                                      ": tfc_model_manifest() is NULL");
+    if (manifest->magic != TFC_MANIFEST_MAGIC) {
+      char buf[96];
+      std::snprintf(buf, sizeof(buf),
+                    "bad manifest magic 0x%08x, expected 0x%08x",
+                    manifest->magic, TFC_MANIFEST_MAGIC);
+      return fail(TFC_BAD_FORMAT, "not a tfc model: " + file + ": " + buf);
+    }
+    if (manifest->abi_version != TFC_ABI_VERSION)
+      return fail(TFC_MISMATCH, "model " + file + ": ABI version " +
+                                    std::to_string(manifest->abi_version) +
+                                    ", this runtime supports " +
+                                    std::to_string(TFC_ABI_VERSION));
+    if (manifest->num_args < 0 || manifest->num_results < 0 ||
+        (manifest->num_args > 0 && !manifest->args) ||
+        (manifest->num_results > 0 && !manifest->results))
+      return fail(TFC_BAD_FORMAT,
+                  "model " + file + ": manifest has invalid argument counts");
+
+    auto model = std::make_unique<tfc_model>();
+    model->path = file;
+    for (int32_t i = 0; i < manifest->num_args; ++i) {
+      const tfc_tensor_desc &desc = manifest->args[i];
+      if (tfc_status s = checkDescriptor(file, "argument", i, desc, false)) {
+        dlclose(handle);
+        return s;
+      }
+      (desc.role == TFC_ROLE_INPUT ? model->inputArgs : model->weightArgs)
+          .push_back(i);
+    }
+    for (int32_t i = 0; i < manifest->num_results; ++i)
+      if (tfc_status s =
+              checkDescriptor(file, "result", i, manifest->results[i], true)) {
+        dlclose(handle);
+        return s;
+      }
+    for (size_t i = 0; i < model->weightArgs.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (std::strcmp(manifest->args[model->weightArgs[i]].name,
+                        manifest->args[model->weightArgs[j]].name) == 0)
+          return fail(TFC_BAD_FORMAT,
+                      "model " + file + ": manifest names weight " +
+                          quote(manifest->args[model->weightArgs[i]].name) +
+                          " twice");
+    applyThreads(handle);
+    model->handle = handle;
+    model->manifest = manifest;
+    model->run = runFn;
+    model->buffers.assign(
+        size_t(manifest->num_args) + size_t(manifest->num_results), nullptr);
+    *out = model.release();
+    return nullptr;
+  });
+}
+
+void tfc_model_destroy(tfc_model *model) {
+  if (!model)
+    return;
+  void *handle = model->handle;
+  delete model;
+  if (handle)
+    dlclose(handle);
+}
+
+const tfc_manifest *tfc_model_manifest_of(const tfc_model *model) {
+  return model ? model->manifest : nullptr;
+}
+
+const char *tfc_model_path(const tfc_model *model) {
+  return model ? model->path.c_str() : "";
+}
+
+int32_t tfc_model_num_inputs(const tfc_model *model) {
+  return model ? int32_t(model->inputArgs.size()) : 0;
+}
+
+int32_t tfc_model_num_weights(const tfc_model *model) {
+  return model ? int32_t(model->weightArgs.size()) : 0;
+}
+
+int32_t tfc_model_num_outputs(const tfc_model *model) {
+  return model ? model->manifest->num_results : 0;
+}
+
+const tfc_tensor_desc *tfc_model_input(const tfc_model *model, int32_t index) {
+  if (!model || index < 0 || size_t(index) >= model->inputArgs.size())
+    return nullptr;
+  return &model->manifest->args[model->inputArgs[index]];
+}
+
+const tfc_tensor_desc *tfc_model_weight(const tfc_model *model, int32_t index) {
+  if (!model || index < 0 || size_t(index) >= model->weightArgs.size())
+    return nullptr;
+  return &model->manifest->args[model->weightArgs[index]];
+}
+
+const tfc_tensor_desc *tfc_model_output(const tfc_model *model, int32_t index) {
+  if (!model || index < 0 || index >= model->manifest->num_results)
+    return nullptr;
+  return &model->manifest->results[index];
+}
+
+int32_t tfc_model_find_weight(const tfc_model *model, const char *name) {
+  if (!model || !name)
+    return -1;
+  for (size_t i = 0; i < model->weightArgs.size(); ++i)
+    if (std::strcmp(model->manifest->args[model->weightArgs[i]].name, name) ==
+        0)
+      return int32_t(i);
+  return -1;
+}
+
+tfc_status tfc_model_bind_weights(tfc_model *model,
+                                  const char *safetensors_path) {
+  if (!model || !safetensors_path)
+    return makeStatus(
+        TFC_INVALID_ARGUMENT,
+        "tfc_model_bind_weights: model and path must not be NULL");
+  return guard([&]() -> tfc_status {
+    std::string path = safetensors_path;
+    if (!fileExists(safetensors_path))
+      return makeStatus(TFC_NOT_FOUND,
+                        "weights file " + path + ": " + std::strerror(ENOENT));
+    std::string error;
+    std::unique_ptr<tfc::SafetensorsFile> file =
+        tfc::SafetensorsFile::open(path, error);
+    if (!file)
+      return makeStatus(TFC_BAD_FORMAT, "weights file " + error);
+    std::vector<tfc::AlignedBuffer> copies;
+    std::vector<const void *> pointers;
+    for (int32_t arg : model->weightArgs) {
+      const tfc_tensor_desc &desc = model->manifest->args[arg];
+      const tfc::SafetensorsTensor *tensor = file->find(desc.name);
+      if (!tensor)
+        return makeStatus(TFC_NOT_FOUND,
+                          "weights file " + path + ": missing tensor " +
+                              quote(desc.name) + " (" + describe(desc) +
+                              ") that model " + model->path + " needs");
+      bool sameShape =
+          tensor->shape.size() == size_t(desc.rank) &&
+          std::equal(tensor->shape.begin(), tensor->shape.end(), desc.shape);
+      if (int32_t(tensor->dtype) != desc.dtype || !sameShape)
+        return makeStatus(TFC_MISMATCH,
+                          "weights file " + path + ": tensor " +
+                              quote(desc.name) + ": model " + model->path +
+                              " expects " + describe(desc) + ", the file has " +
+                              describe(int32_t(tensor->dtype),
+                                       int32_t(tensor->shape.size()),
+                                       tensor->shape.data()));
+      bool aligned =
+          reinterpret_cast<uintptr_t>(tensor->data) % tfc::kBufferAlignment ==
+          0;
+      if (aligned && tensor->nbytes > 0) {
+        pointers.push_back(tensor->data);
+        continue;
+      }
+      tfc::AlignedBuffer copy;
+      if (!copy.allocate(tensor->nbytes))
+        return makeStatus(TFC_OUT_OF_MEMORY,
+                          "weights file " + path + ": tensor " +
+                              quote(desc.name) + ": out of memory");
+      if (tensor->nbytes)
+        std::memcpy(copy.data(), tensor->data, tensor->nbytes);
+      pointers.push_back(copy.data());
+      copies.push_back(std::move(copy));
+    }
+    for (size_t i = 0; i < model->weightArgs.size(); ++i)
+      model->buffers[model->weightArgs[i]] = const_cast<void *>(pointers[i]);
+    model->weightCopies = std::move(copies);
+    model->weightsFile = std::move(file);
+    return nullptr;
+  });
+}
+
+const void *tfc_model_weight_data(const tfc_model *model, int32_t index) {
+  if (!model || index < 0 || size_t(index) >= model->weightArgs.size())
+    return nullptr;
+  return model->buffers[model->weightArgs[index]];
+}
+
+static tfc_status bindArgument(tfc_model *model, tfc_tensor_role role,
+                               int32_t index, const void *data) {
+  const char *fn = role == TFC_ROLE_INPUT    ? "tfc_model_bind_input"
+                   : role == TFC_ROLE_WEIGHT ? "tfc_model_bind_weight"
+                                             : "tfc_model_bind_output";
+  if (!model)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      std::string(fn) + ": model must not be NULL");
+  return guard([&]() -> tfc_status {
+    int32_t count = role == TFC_ROLE_INPUT    ? tfc_model_num_inputs(model)
+                    : role == TFC_ROLE_WEIGHT ? tfc_model_num_weights(model)
+                                              : tfc_model_num_outputs(model);
+    if (index < 0 || index >= count)
+      return makeStatus(TFC_INVALID_ARGUMENT,
+                        std::string(fn) + ": index " + std::to_string(index) +
+                            " out of range: model " + model->path + " has " +
+                            std::to_string(count));
+    std::string where = model->path + ": " + roleName(model, role, index);
+    if (!data)
+      return makeStatus(TFC_INVALID_ARGUMENT, where + ": buffer is NULL");
+    if (reinterpret_cast<uintptr_t>(data) % tfc::kBufferAlignment != 0)
+      return makeStatus(TFC_INVALID_ARGUMENT,
+                        where + ": buffer is not 64-byte aligned");
+    size_t slot = role == TFC_ROLE_INPUT ? size_t(model->inputArgs[index])
+                  : role == TFC_ROLE_WEIGHT
+                      ? size_t(model->weightArgs[index])
+                      : size_t(model->manifest->num_args) + size_t(index);
+    model->buffers[slot] = const_cast<void *>(data);
+    return nullptr;
+  });
+}
+
+tfc_status tfc_model_bind_weight(tfc_model *model, int32_t index,
+                                 const void *data) {
+  return bindArgument(model, TFC_ROLE_WEIGHT, index, data);
+}
+
+tfc_status tfc_model_bind_input(tfc_model *model, int32_t index,
+                                const void *data) {
+  return bindArgument(model, TFC_ROLE_INPUT, index, data);
+}
+
+tfc_status tfc_model_bind_output(tfc_model *model, int32_t index, void *data) {
+  return bindArgument(model, TFC_ROLE_OUTPUT, index, data);
+}
+
+tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
+                                 int32_t dtype, int32_t rank,
+                                 const int64_t *shape) {
+  if (!model || rank < 0 || (rank > 0 && !shape))
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_model_check_input: invalid arguments");
+  return guard([&]() -> tfc_status {
+    const tfc_tensor_desc *desc = tfc_model_input(model, index);
+    if (!desc)
+      return makeStatus(
+          TFC_INVALID_ARGUMENT,
+          "tfc_model_check_input: index " + std::to_string(index) +
+              " out of range: model " + model->path + " has " +
+              std::to_string(model->inputArgs.size()) + " inputs");
+    bool dtypeOk = dtype == desc->dtype ||
+                   (desc->dtype == TFC_DTYPE_BF16 && dtype == TFC_DTYPE_U16);
+    bool shapeOk = rank == desc->rank &&
+                   (rank == 0 || std::equal(shape, shape + rank, desc->shape));
+    if (dtypeOk && shapeOk)
+      return nullptr;
+    return makeStatus(TFC_MISMATCH, roleName(model, TFC_ROLE_INPUT, index) +
+                                        ": expected " + describe(*desc) +
+                                        ", got " +
+                                        describe(dtype, rank, shape));
+  });
+}
+
+tfc_status tfc_model_invoke(tfc_model *model) {
+  if (!model)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_model_invoke: model must not be NULL");
+  return guard([&]() -> tfc_status {
+    for (size_t i = 0; i < model->inputArgs.size(); ++i)
+      if (!model->buffers[model->inputArgs[i]])
+        return makeStatus(TFC_FAILED_PRECONDITION,
+                          model->path + ": " +
+                              roleName(model, TFC_ROLE_INPUT, int32_t(i)) +
+                              " is not bound");
+    for (size_t i = 0; i < model->weightArgs.size(); ++i)
+      if (!model->buffers[model->weightArgs[i]])
+        return makeStatus(TFC_FAILED_PRECONDITION,
+                          model->path + ": " +
+                              roleName(model, TFC_ROLE_WEIGHT, int32_t(i)) +
+                              " is not bound (bind a weights file)");
+    for (int32_t i = 0; i < model->manifest->num_results; ++i)
+      if (!model->buffers[size_t(model->manifest->num_args) + size_t(i)])
+        return makeStatus(TFC_FAILED_PRECONDITION,
+                          model->path + ": " +
+                              roleName(model, TFC_ROLE_OUTPUT, i) +
+                              " is not bound");
+    model->run(model->buffers.data());
+    return nullptr;
+  });
+}
+
+/*===-- Host arrays -------------------------------------------------------===*/
+
+tfc_status tfc_array_create(int32_t dtype, int32_t rank, const int64_t *shape,
+                            tfc_array **out) {
+  if (out)
+    *out = nullptr;
+  if (!out || rank < 0 || rank > 64 || (rank > 0 && !shape))
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_array_create: invalid arguments");
+  if (!tfc::isValidDType(dtype))
+    return makeStatus(TFC_INVALID_ARGUMENT, "tfc_array_create: invalid dtype " +
+                                                std::to_string(dtype));
+  return guard([&]() -> tfc_status {
+    auto array = std::make_unique<tfc_array>();
+    array->dtype = dtype;
+    array->shape.assign(shape, shape + rank);
+    std::optional<size_t> nbytes =
+        tfc::tensorBytes(array->shape, tfc::dtypeSize(DType(dtype)));
+    if (!nbytes)
+      return makeStatus(TFC_INVALID_ARGUMENT,
+                        "tfc_array_create: invalid shape " +
+                            tfc::shapeString(array->shape));
+    if (!array->data.allocate(*nbytes))
+      return makeStatus(TFC_OUT_OF_MEMORY,
+                        "tfc_array_create: out of memory for " +
+                            std::to_string(*nbytes) + " bytes");
+    *out = array.release();
+    return nullptr;
+  });
+}
+
+tfc_status tfc_array_read_npy(const char *path, tfc_array **out) {
+  if (out)
+    *out = nullptr;
+  if (!path || !out)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_array_read_npy: path and out must not be NULL");
+  return guard([&]() -> tfc_status {
+    if (!fileExists(path))
+      return makeStatus(TFC_NOT_FOUND,
+                        std::string(path) + ": " + std::strerror(ENOENT));
+    tfc::NpyArray npy;
+    std::string error;
+    if (!tfc::readNpy(path, npy, error))
+      return makeStatus(TFC_BAD_FORMAT, error);
+    auto array = std::make_unique<tfc_array>();
+    array->dtype = int32_t(npy.dtype);
+    array->shape = std::move(npy.shape);
+    array->data = std::move(npy.data);
+    *out = array.release();
+    return nullptr;
+  });
+}
+
+tfc_status tfc_array_write_npy(const tfc_array *array, const char *path) {
+  if (!array || !path)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_array_write_npy: array and path must not be NULL");
+  return guard([&]() -> tfc_status {
+    std::string error;
+    if (!tfc::writeNpy(path, DType(array->dtype), array->shape,
+                       array->data.data(), error))
+      return makeStatus(TFC_IO_ERROR, error);
+    return nullptr;
+  });
+}
+
+void tfc_array_destroy(tfc_array *array) { delete array; }
+
+int32_t tfc_array_dtype(const tfc_array *array) {
+  return array ? array->dtype : -1;
+}
+
+int32_t tfc_array_rank(const tfc_array *array) {
+  return array ? int32_t(array->shape.size()) : 0;
+}
+
+const int64_t *tfc_array_shape(const tfc_array *array) {
+  return array ? array->shape.data() : nullptr;
+}
+
+void *tfc_array_data(tfc_array *array) {
+  return array ? array->data.data() : nullptr;
+}
+
+size_t tfc_array_nbytes(const tfc_array *array) {
+  return array ? array->data.size() : 0;
+}
+
+/*===-- Threads -----------------------------------------------------------===*/
+
+int tfc_set_num_threads(int32_t num_threads) {
+  if (num_threads <= 0)
+    return 0;
+  requestedThreads.store(num_threads);
+  setenv("OMP_NUM_THREADS", std::to_string(num_threads).c_str(), 1);
+  return applyThreads(RTLD_DEFAULT) ? 1 : 0;
+}
+
+} // extern "C"

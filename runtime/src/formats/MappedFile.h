@@ -1,0 +1,21 @@
+//===- MappedFile.h - A read-only memory map of a whole file -----*- C++
+//-*-===//
+
+#ifndef TFC_RUNTIME_FORMATS_MAPPEDFILE_H
+#define TFC_RUNTIME_FORMATS_MAPPEDFILE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tfc {
+
+/// Maps `path` read-only. An empty file maps to {nullptr, 0}. On failure
+/// returns false and sets `error` to "<path>: <reason>".
+bool mapFile(const std::string &path, const uint8_t *&data, size_t &size,
+             std::string &error);
+void unmapFile(const uint8_t *data, size_t size);
+
+} // namespace tfc
+
+#endif // TFC_RUNTIME_FORMATS_MAPPEDFILE_H

@@ -1,0 +1,288 @@
+//===- tfc-run.cpp - Run a compiled model on .npy inputs ------------------===//
+//
+// tfc-run model.so [--weights W.safetensors] --input a.npy [--input b.npy ...]
+//         --output y.npy [...] [--repeat N] [--warmup N] [--threads N]
+//
+// Uses only the runtime's C API. Every error is one line on stderr,
+// "tfc-run: error: ...", and exit status 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfc/runtime/api.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char kUsage[] =
+    "usage: tfc-run MODEL.so [--weights FILE.safetensors] --input IN.npy ... "
+    "--output OUT.npy ...\n"
+    "               [--repeat N] [--warmup N] [--threads N] [--describe]\n"
+    "\n"
+    "Runs a model compiled by tfc-compile. Inputs map to the model's inputs "
+    "in\n"
+    "order and must match their dtype and shape (bf16 inputs are read from\n"
+    "'<u2' arrays); outputs are written in order (bf16 as '<u2').\n"
+    "  --weights FILE   bind the model's weights by name from a safetensors "
+    "file\n"
+    "  --repeat N       run N timed times and print the median and min time\n"
+    "  --warmup N       untimed runs before those (default 1 with --repeat)\n"
+    "  --threads N      threads for compiled CPU code (OpenMP)\n"
+    "  --describe       print the model's signature and exit\n";
+
+struct Options {
+  std::string model;
+  std::string weights;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  long repeat = 0;
+  long warmup = -1;
+  long threads = 0;
+  bool describe = false;
+};
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "tfc-run: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+/// Exits with the status's message when it is an error.
+void check(tfc_status status) {
+  if (!status)
+    return;
+  std::string message = tfc_status_message(status);
+  tfc_status_free(status);
+  fail(message);
+}
+
+long parseCount(const std::string &flag, const std::string &text, long min) {
+  errno = 0;
+  char *end = nullptr;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno == ERANGE || value < min ||
+      value > 1000000000)
+    fail(flag + " expects an integer >= " + std::to_string(min) + ", got '" +
+         text + "'");
+  return value;
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  bool sawRepeat = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (arg == "--describe") {
+      options.describe = true;
+      continue;
+    }
+    if (arg.size() > 1 && arg[0] == '-') {
+      std::string flag = arg, value;
+      size_t eq = arg.find('=');
+      if (eq != std::string::npos) {
+        flag = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+      }
+      static const char *const kValued[] = {"--weights", "--input",
+                                            "--output",  "--repeat",
+                                            "--warmup",  "--threads"};
+      if (std::find_if(std::begin(kValued), std::end(kValued),
+                       [&](const char *f) { return flag == f; }) ==
+          std::end(kValued))
+        fail("unknown option '" + flag + "' (see --help)");
+      if (eq == std::string::npos) {
+        if (i + 1 >= argc)
+          fail(flag + " expects a value");
+        value = argv[++i];
+      }
+      if (flag == "--weights") {
+        if (!options.weights.empty())
+          fail("--weights given twice");
+        options.weights = value;
+      } else if (flag == "--input") {
+        options.inputs.push_back(value);
+      } else if (flag == "--output") {
+        options.outputs.push_back(value);
+      } else if (flag == "--repeat") {
+        options.repeat = parseCount(flag, value, 1);
+        sawRepeat = true;
+      } else if (flag == "--warmup") {
+        options.warmup = parseCount(flag, value, 0);
+      } else if (flag == "--threads") {
+        options.threads = parseCount(flag, value, 1);
+      }
+      continue;
+    }
+    if (!options.model.empty())
+      fail("more than one model given: '" + options.model + "' and '" + arg +
+           "'");
+    options.model = arg;
+  }
+  if (options.model.empty())
+    fail("no model given (see --help)");
+  if (options.warmup < 0)
+    options.warmup = sawRepeat ? 1 : 0;
+  return options;
+}
+
+std::string describe(const tfc_tensor_desc *desc) {
+  std::string text = std::string(tfc_dtype_name(desc->dtype)) + " [";
+  for (int32_t i = 0; i < desc->rank; ++i)
+    text += (i ? ", " : "") + std::to_string(desc->shape[i]);
+  return text + "]";
+}
+
+std::string nameList(tfc_model *model, bool inputs) {
+  int32_t count =
+      inputs ? tfc_model_num_inputs(model) : tfc_model_num_outputs(model);
+  std::string text;
+  for (int32_t i = 0; i < count; ++i) {
+    const tfc_tensor_desc *desc =
+        inputs ? tfc_model_input(model, i) : tfc_model_output(model, i);
+    text += (i ? ", " : "") + std::string(desc->name);
+  }
+  return text;
+}
+
+void printSignature(tfc_model *model) {
+  const tfc_manifest *manifest = tfc_model_manifest_of(model);
+  std::printf("model %s: entry %s, target %s\n", tfc_model_path(model),
+              manifest->entry ? manifest->entry : "?",
+              manifest->target ? manifest->target : "?");
+  for (int32_t i = 0; i < tfc_model_num_inputs(model); ++i)
+    std::printf("  input %d %s: %s\n", i, tfc_model_input(model, i)->name,
+                describe(tfc_model_input(model, i)).c_str());
+  for (int32_t i = 0; i < tfc_model_num_weights(model); ++i)
+    std::printf("  weight %d %s: %s\n", i, tfc_model_weight(model, i)->name,
+                describe(tfc_model_weight(model, i)).c_str());
+  for (int32_t i = 0; i < tfc_model_num_outputs(model); ++i)
+    std::printf("  output %d %s: %s\n", i, tfc_model_output(model, i)->name,
+                describe(tfc_model_output(model, i)).c_str());
+}
+
+double nowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
+std::string plural(size_t n, const char *word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options = parseOptions(argc, argv);
+  // Before the model loads: the runtime applies it to the model's OpenMP.
+  if (options.threads > 0)
+    tfc_set_num_threads(int32_t(options.threads));
+
+  tfc_model *model = nullptr;
+  check(tfc_model_load(options.model.c_str(), &model));
+  if (options.describe) {
+    printSignature(model);
+    tfc_model_destroy(model);
+    return 0;
+  }
+
+  int32_t numWeights = tfc_model_num_weights(model);
+  if (!options.weights.empty())
+    check(tfc_model_bind_weights(model, options.weights.c_str()));
+  else if (numWeights > 0)
+    fail("model " + options.model + " has " + plural(numWeights, "weight") +
+         " (" + tfc_model_weight(model, 0)->name +
+         (numWeights > 1 ? ", ..." : "") + "): pass --weights FILE");
+
+  size_t numInputs = size_t(tfc_model_num_inputs(model));
+  if (options.inputs.size() != numInputs)
+    fail("model " + options.model + " takes " + plural(numInputs, "input") +
+         (numInputs ? " (" + nameList(model, true) + ")" : "") + ", got " +
+         std::to_string(options.inputs.size()));
+  size_t numOutputs = size_t(tfc_model_num_outputs(model));
+  if (options.outputs.size() != numOutputs)
+    fail("model " + options.model + " has " + plural(numOutputs, "output") +
+         (numOutputs ? " (" + nameList(model, false) + ")" : "") + ", got " +
+         std::to_string(options.outputs.size()) + " --output");
+
+  std::vector<tfc_array *> inputs, outputs;
+  for (size_t i = 0; i < numInputs; ++i) {
+    tfc_array *array = nullptr;
+    if (tfc_status status =
+            tfc_array_read_npy(options.inputs[i].c_str(), &array)) {
+      std::string message = tfc_status_message(status);
+      tfc_status_free(status);
+      fail("input " + std::to_string(i) + " '" +
+           tfc_model_input(model, int32_t(i))->name + "': " + message);
+    }
+    inputs.push_back(array);
+    tfc_status status =
+        tfc_model_check_input(model, int32_t(i), tfc_array_dtype(array),
+                              tfc_array_rank(array), tfc_array_shape(array));
+    if (status) {
+      std::string message = tfc_status_message(status);
+      tfc_status_free(status);
+      fail(message + " in " + options.inputs[i]);
+    }
+    check(tfc_model_bind_input(model, int32_t(i), tfc_array_data(array)));
+  }
+  for (size_t i = 0; i < numOutputs; ++i) {
+    const tfc_tensor_desc *desc = tfc_model_output(model, int32_t(i));
+    tfc_array *array = nullptr;
+    check(tfc_array_create(desc->dtype, desc->rank, desc->shape, &array));
+    outputs.push_back(array);
+    check(tfc_model_bind_output(model, int32_t(i), tfc_array_data(array)));
+  }
+
+  // Outputs are poisoned (all bits set: NaN for floats, -1 for integers)
+  // before every run, so an element the model fails to write shows.
+  auto poison = [&]() {
+    for (tfc_array *array : outputs)
+      std::memset(tfc_array_data(array), 0xff, tfc_array_nbytes(array));
+  };
+  for (long i = 0; i < options.warmup; ++i) {
+    poison();
+    check(tfc_model_invoke(model));
+  }
+  long runs = options.repeat > 0 ? options.repeat : 1;
+  std::vector<double> times;
+  for (long i = 0; i < runs; ++i) {
+    poison();
+    double start = nowMs();
+    check(tfc_model_invoke(model));
+    times.push_back(nowMs() - start);
+  }
+  if (options.repeat > 0) {
+    std::sort(times.begin(), times.end());
+    double median =
+        times.size() % 2
+            ? times[times.size() / 2]
+            : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+    std::printf("tfc-run: %s: %ld runs (%ld warmup): median %.4f ms, min "
+                "%.4f ms\n",
+                options.model.c_str(), runs, options.warmup, median,
+                times.front());
+  }
+
+  for (size_t i = 0; i < numOutputs; ++i) {
+    tfc_array *array = outputs[i];
+    // bf16 results go out as their raw bits ('<u2').
+    check(tfc_array_write_npy(array, options.outputs[i].c_str()));
+  }
+  for (tfc_array *array : inputs)
+    tfc_array_destroy(array);
+  for (tfc_array *array : outputs)
+    tfc_array_destroy(array);
+  tfc_model_destroy(model);
+  return 0;
+}

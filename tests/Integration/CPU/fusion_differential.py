@@ -1,0 +1,81 @@
+"""Differential check of the fusion passes: every function of the given
+lit files (split at '// -----') is compiled twice, as written (unfused) and
+through --transformer-fuse with the fused kernels, and both builds run on the
+same fresh random inputs. Fused and unfused must agree to 1e-5 relative
+error; functions where the fused build fused nothing are reported as such.
+
+usage: fusion_differential.py BINDIR WORKDIR FILE... [--expect-fused]
+"""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from harness import Harness
+
+FUNC = re.compile(r"func\.func @(\w+)\((.*?)\)\s*->", re.S)
+ARG = re.compile(r"%\w+\s*:\s*tensor<([^>]*)>")
+
+
+def parse_tensor(spec):
+    parts = spec.split("x")
+    return tuple(int(d) for d in parts[:-1]), parts[-1]
+
+
+def random_input(rng, shape, dtype):
+    if dtype == "f32":
+        return rng.standard_normal(shape).astype(np.float32)
+    if dtype == "f16":
+        return rng.standard_normal(shape).astype(np.float16)
+    if dtype == "i1":
+        return rng.integers(0, 2, shape).astype(np.bool_)
+    if dtype in ("i32", "i64"):
+        return rng.integers(0, 4, shape).astype(np.int64 if dtype == "i64"
+                                                  else np.int32)
+    raise ValueError("unsupported argument type " + dtype)
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    expect_fused = "--expect-fused" in sys.argv
+    h = Harness(args[0], args[1])
+    seed = np.random.SeedSequence().entropy % (2**32)
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    for path in args[2:]:
+        chunks = open(path).read().split("// -----")
+        for index, chunk in enumerate(chunks):
+            if "expected-" in chunk:
+                continue  # diagnostics cases
+            for m in FUNC.finditer(chunk):
+                name = m.group(1)
+                inputs = [random_input(rng, *parse_tensor(t))
+                          for t in ARG.findall(m.group(2))]
+                label = "%s:%d @%s" % (path.split("/")[-1], index, name)
+                src = "%s_%d" % (name, index)
+                fused = h.build(src, chunk, fused=True, entry=name)
+                unfused = h.build(src, chunk, fused=False, entry=name)
+                summary = subprocess.run(
+                    [h.compile, h.path(src + ".mlir"), "-o",
+                     h.path(src + ".fused.mlir"), "--emit=mlir",
+                     "--entry=" + name], stderr=subprocess.PIPE,
+                    text=True).stderr.strip()
+                fused_any = re.search(r"fused ([1-9]|\d+ attention, [1-9]|"
+                                      r"\d+ attention, \d+ softmax, [1-9])",
+                                      summary) is not None
+                if expect_fused:
+                    h.expect(label + ": " + summary, fused_any)
+                (a,) = h.run(fused, inputs)
+                (b,) = h.run(unfused, inputs)
+                # The unfused f16 graph computes in f16; the fused kernels
+                # in f32.
+                tol = 5e-3 if b.dtype == np.float16 else 1e-5
+                h.expect_close(label + " fused vs unfused", a,
+                               b.astype(np.float64), tol)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()

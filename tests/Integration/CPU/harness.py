@@ -1,0 +1,80 @@
+"""Compile MLIR with tfc-compile, run it with tfc-run, compare with numpy.
+
+Shared by the CPU numerics tests: every check compiles the fused and the
+unfused build of the same graph, runs both on fresh random inputs (tfc-run
+poisons outputs with NaN before every run, so unwritten elements fail) and
+compares each with a float64 reference.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+MLIR_DTYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64,
+               "i32": np.int32, "i1": np.bool_}
+
+
+class Harness:
+    def __init__(self, bindir, workdir):
+        self.compile = os.path.join(bindir, "tfc-compile")
+        self.run_tool = os.path.join(bindir, "tfc-run")
+        self.workdir = workdir
+        os.makedirs(workdir, exist_ok=True)
+        self.failures = 0
+        self.checks = 0
+
+    def path(self, name):
+        return os.path.join(self.workdir, name)
+
+    def build(self, name, mlir, fused, entry=None):
+        src = self.path(name + ".mlir")
+        with open(src, "w") as f:
+            f.write(mlir)
+        lib = self.path(name + (".fused" if fused else ".unfused") + ".so")
+        cmd = [self.compile, src, "-o", lib]
+        if not fused:
+            cmd.append("--no-fusion")
+        if entry:
+            cmd.append("--entry=" + entry)
+        subprocess.run(cmd, check=True, stderr=subprocess.PIPE)
+        return lib
+
+    def run(self, lib, inputs, num_outputs=1):
+        args = [self.run_tool, lib]
+        for i, x in enumerate(inputs):
+            p = self.path("in%d.npy" % i)
+            np.save(p, x)
+            args += ["--input", p]
+        outs = [self.path("out%d.npy" % i) for i in range(num_outputs)]
+        for p in outs:
+            args += ["--output", p]
+        subprocess.run(args, check=True)
+        return [np.load(p) for p in outs]
+
+    def expect_close(self, label, got, ref, tol):
+        self.checks += 1
+        got64 = got.astype(np.float64)
+        err = np.linalg.norm(got64 - ref) / max(np.linalg.norm(ref), 1e-30)
+        ok = np.all(np.isfinite(got64)) and err <= tol
+        print("%s %-60s rel.err %.2e (tol %.0e)" %
+              ("ok  " if ok else "FAIL", label, err, tol))
+        if not ok:
+            self.failures += 1
+        return ok
+
+    def expect(self, label, condition):
+        self.checks += 1
+        print("%s %s" % ("ok  " if condition else "FAIL", label))
+        if not condition:
+            self.failures += 1
+
+    def finish(self):
+        print("%d passed, %d failed" % (self.checks - self.failures,
+                                       self.failures))
+        sys.exit(1 if self.failures else 0)
+
+
+def tensor_type(shape, dtype="f32"):
+    return "tensor<%sx%s>" % ("x".join(str(d) for d in shape), dtype)

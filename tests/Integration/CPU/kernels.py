@@ -1,0 +1,207 @@
+"""Numerics of the compiled attention, softmax and layer_norm kernels, fused
+and unfused, against float64 references over many shapes (odd sizes, one
+query row, causal with Sq != Skv, fully masked rows, grouped-query heads).
+
+usage: kernels.py BINDIR WORKDIR [SEED]
+"""
+
+import sys
+
+import numpy as np
+
+from harness import Harness, tensor_type
+
+
+def attention_ref(q, k, v, mask, scale, causal):
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    g = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    if mask is not None:
+        s = s + mask.astype(np.float64)
+    sq, skv = q.shape[2], k.shape[2]
+    if causal:
+        i = np.arange(sq)[:, None]
+        j = np.arange(skv)[None, :]
+        s = np.where(j <= i + skv - sq, s, -np.inf)
+    mx = s.max(-1, keepdims=True)
+    empty = ~np.isfinite(mx)
+    p = np.exp(s - np.where(empty, 0, mx))
+    total = p.sum(-1, keepdims=True)
+    p = np.where(total > 0, p / np.where(total > 0, total, 1), 0)
+    return p @ v
+
+
+def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
+                   causal=False, scale=None, dtype="f32"):
+    dv = dv or d
+    np_dtype = np.float16 if dtype == "f16" else np.float32
+    q = rng.standard_normal((b, hq, sq, d)).astype(np_dtype)
+    k = rng.standard_normal((b, hkv, skv, d)).astype(np_dtype)
+    v = rng.standard_normal((b, hkv, skv, dv)).astype(np_dtype)
+    inputs = [q, k, v]
+    types = [tensor_type(x.shape, dtype) for x in inputs]
+    m = None
+    if mask is not None:
+        m = mask(rng, b, hq, sq, skv).astype(np_dtype)
+        inputs.append(m)
+        types.append(tensor_type(m.shape, dtype))
+    rt = tensor_type((b, hq, sq, dv), dtype)
+    attrs = []
+    if causal:
+        attrs.append("is_causal")
+    if scale is not None:
+        attrs.append("scale = %r : f32" % scale)
+    args = ", ".join("%%a%d: %s" % (i, t) for i, t in enumerate(types))
+    operands = "%a0, %a1, %a2" + (" mask %a3" if m is not None else "")
+    mlir = """func.func @main(%s) -> %s {
+  %%o = transformer.attention %s %s : %s -> %s
+  return %%o : %s
+}
+""" % (args, rt, operands, "{%s}" % ", ".join(attrs) if attrs else "",
+       ", ".join(types), rt, rt)
+    eff_scale = scale if scale is not None else 1.0 / np.sqrt(d)
+    ref = attention_ref(q, k, v, m, eff_scale, causal)
+    # f16 inputs and outputs carry 11 significant bits (the unfused build
+    # also computes in f16): a few units of 2^-11 in a norm-wise error.
+    tol = 5e-3 if dtype == "f16" else 1e-4
+    for fused in (True, False):
+        lib = h.build(name, mlir, fused)
+        (out,) = h.run(lib, inputs)
+        label = "attention %s %s" % (name, "fused" if fused else "unfused")
+        h.expect_close(label, out, ref, tol)
+        # Rows that see no key must be exactly zero, never NaN.
+        visible = empty_rows(m, causal, b, hq, sq, skv)
+        if visible is not None and visible.any():
+            h.expect(label + ": rows without a visible key are 0",
+                     np.all(out[np.broadcast_to(visible, out.shape[:3])] == 0))
+
+
+def empty_rows(m, causal, b, hq, sq, skv):
+    hidden = np.zeros((b, hq, sq, skv), dtype=bool)
+    if m is not None:
+        hidden |= np.broadcast_to(np.isneginf(m.astype(np.float64)),
+                                  (b, hq, sq, skv))
+    if causal:
+        i = np.arange(sq)[:, None]
+        j = np.arange(skv)[None, :]
+        hidden |= ~(j <= i + skv - sq)
+    if m is None and not causal:
+        return None
+    return hidden.all(-1)
+
+
+def padding_mask(rng, b, hq, sq, skv):
+    """[B,1,1,Skv]: the last keys of each batch are padding (-inf)."""
+    m = np.zeros((b, 1, 1, skv))
+    for i in range(b):
+        m[i, ..., skv - 1 - i * 3:] = -np.inf
+    return m
+
+
+def rows_fully_masked(rng, b, hq, sq, skv):
+    """[B,1,Sq,Skv] random additive mask with whole rows at -inf."""
+    m = rng.standard_normal((b, 1, sq, skv))
+    m[:, :, ::5, :] = -np.inf
+    return m
+
+
+def full_mask(rng, b, hq, sq, skv):
+    return rng.standard_normal((b, hq, sq, skv))
+
+
+def row_mask(rng, b, hq, sq, skv):
+    """[Sq, Skv]: rank-2 mask broadcast over batch and heads."""
+    return rng.uniform(-3, 0, (sq, skv))
+
+
+def softmax_case(h, rng, name, shape, dim):
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    t = tensor_type(shape)
+    mlir = """func.func @main(%%x: %s) -> %s {
+  %%y = transformer.softmax %%x {dimension = %d : i64} : %s -> %s
+  return %%y : %s
+}
+""" % (t, t, dim, t, t, t)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(dim, keepdims=True))
+    ref = e / e.sum(dim, keepdims=True)
+    for fused in (True, False):
+        (out,) = h.run(h.build(name, mlir, fused), [x])
+        h.expect_close("softmax %s %s" % (name, "fused" if fused else
+                                          "unfused"), out, ref, 1e-4)
+
+
+def layer_norm_case(h, rng, name, shape, eps):
+    n = shape[-1]
+    x = (rng.standard_normal(shape) * 3 + 1.5).astype(np.float32)
+    g = rng.standard_normal(n).astype(np.float32)
+    bt = rng.standard_normal(n).astype(np.float32)
+    t, tn = tensor_type(shape), tensor_type((n,))
+    mlir = """func.func @main(%%x: %s, %%g: %s, %%b: %s) -> %s {
+  %%y = transformer.layer_norm %%x, %%g, %%b {epsilon = %.9e : f32} : %s, %s, %s -> %s
+  return %%y : %s
+}
+""" % (t, tn, tn, t, eps, t, tn, tn, t, t)
+    x64 = x.astype(np.float64)
+    mean = x64.mean(-1, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(-1, keepdims=True)
+    ref = (x64 - mean) / np.sqrt(var + np.float64(np.float32(eps))) * g + bt
+    for fused in (True, False):
+        (out,) = h.run(h.build(name, mlir, fused), [x, g, bt])
+        h.expect_close("layer_norm %s %s" % (name, "fused" if fused else
+                                             "unfused"), out, ref, 1e-4)
+
+
+def matmul_case(h, rng, name, batch, m, k, n):
+    a = rng.standard_normal((batch, m, k)).astype(np.float32)
+    b = rng.standard_normal((batch, k, n)).astype(np.float32)
+    ta, tb = tensor_type(a.shape), tensor_type(b.shape)
+    tc = tensor_type((batch, m, n))
+    mlir = """func.func @main(%%a: %s, %%b: %s) -> %s {
+  %%zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+  %%c = tosa.matmul %%a, %%b, %%zp, %%zp : (%s, %s, tensor<1xf32>, tensor<1xf32>) -> %s
+  return %%c : %s
+}
+""" % (ta, tb, tc, ta, tb, tc, tc)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    (out,) = h.run(h.build(name, mlir, True), [a, b])
+    h.expect_close("matmul %s" % name, out, ref, 1e-5)
+
+
+def main():
+    h = Harness(sys.argv[1], sys.argv[2])
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else np.random.SeedSequence(
+    ).entropy % (2**32)
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    A = attention_case
+    A(h, rng, "odd_sizes", 1, 12, 12, 77, 200, 80)
+    A(h, rng, "decode_split_kv", 1, 12, 12, 1, 1000, 64)
+    A(h, rng, "decode_short", 2, 3, 3, 1, 300, 64)
+    A(h, rng, "one_head_one_key", 1, 1, 1, 1, 1, 16)
+    A(h, rng, "causal_sq_lt_skv", 1, 4, 4, 77, 200, 64, causal=True)
+    A(h, rng, "causal_sq_gt_skv", 1, 2, 2, 200, 77, 64, causal=True)
+    A(h, rng, "causal_square", 2, 2, 2, 129, 129, 32, causal=True)
+    A(h, rng, "gqa_12_4_mask_rows", 1, 12, 4, 33, 65, 64,
+      mask=rows_fully_masked)
+    A(h, rng, "padding_mask_batch", 3, 4, 2, 17, 40, 64, mask=padding_mask)
+    A(h, rng, "full_mask_scale", 1, 2, 2, 40, 50, 48, mask=full_mask,
+      scale=0.3)
+    A(h, rng, "rank2_mask_causal_dv", 2, 4, 1, 24, 24, 32, dv=48,
+      mask=row_mask, causal=True)
+    A(h, rng, "f16", 1, 4, 2, 19, 37, 64, dtype="f16")
+    matmul_case(h, rng, "odd_panels", 4, 99, 64, 65)
+    matmul_case(h, rng, "one_by_one", 1, 1, 17, 1)
+    matmul_case(h, rng, "deep_k_slices", 2, 130, 600, 33)
+    matmul_case(h, rng, "bert_ffn", 1, 128, 384, 1536)
+    softmax_case(h, rng, "softmax_rows", (7, 1000), 1)
+    softmax_case(h, rng, "softmax_inner_dim", (3, 5, 77), 1)
+    softmax_case(h, rng, "softmax_one", (4, 1), 1)
+    layer_norm_case(h, rng, "ln_bert", (5, 384), 1e-12)
+    layer_norm_case(h, rng, "ln_odd", (2, 3, 80), 1e-5)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""all-MiniLM-L6-v2 compiled from its config.json and model.safetensors, fused
+and unfused, against the PyTorch reference embeddings of tests/fixtures/minilm:
+cosine similarity above 0.9999 per sentence and max abs error under 1e-4.
+
+usage: minilm.py BINDIR WORKDIR MODEL_DIR FIXTURES_DIR
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from harness import Harness
+
+
+def main():
+    bindir, workdir, model, fixtures = sys.argv[1:5]
+    h = Harness(bindir, workdir)
+    ids = np.load(os.path.join(fixtures, "input_ids.npy"))
+    mask = np.load(os.path.join(fixtures, "attention_mask.npy"))
+    ref = np.load(os.path.join(fixtures, "embeddings.npy")).astype(np.float64)
+    batch, seq = ids.shape
+    for fused in (True, False):
+        lib = h.path("minilm.%s.so" % ("fused" if fused else "unfused"))
+        cmd = [h.compile, "--hf", model, "--batch", str(batch), "--seq-len",
+               str(seq), "-o", lib]
+        if not fused:
+            cmd.append("--no-fusion")
+        summary = subprocess.run(cmd, check=True, stderr=subprocess.PIPE,
+                                 text=True).stderr.strip()
+        if fused:
+            print(summary)
+        np.save(h.path("ids.npy"), ids)
+        np.save(h.path("mask.npy"), mask)
+        out = h.path("emb.npy")
+        subprocess.run([h.run_tool, lib, "--weights",
+                        os.path.join(model, "model.safetensors"), "--input",
+                        h.path("ids.npy"), "--input", h.path("mask.npy"),
+                        "--output", out], check=True)
+        emb = np.load(out).astype(np.float64)
+        cos = (emb * ref).sum(1) / (np.linalg.norm(emb, axis=1) *
+                                    np.linalg.norm(ref, axis=1))
+        label = "minilm %s" % ("fused" if fused else "unfused")
+        h.expect("%s: min cosine %.8f > 0.9999" % (label, cos.min()),
+                 cos.min() > 0.9999)
+        err = np.abs(emb - ref).max()
+        h.expect("%s: max abs error %.2e < 1e-4" % (label, err), err < 1e-4)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
