@@ -1,0 +1,51 @@
+"""Embeds sentences with a compiled all-MiniLM-L6-v2 and prints their cosine
+similarity matrix.
+
+usage: embed.py MODEL_DIR MODEL_SO TFC_RUN SEQ_LEN SENTENCE...
+
+Token ids come from the model's own tokenizer (the `tokenizers` package);
+the compiled model takes int64 [B, SEQ_LEN] ids and attention mask (padded
+with 0) and returns L2-normalised [B, 384] embeddings.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from tokenizers import Tokenizer
+
+
+def main():
+    model_dir, model_so, tfc_run, seq_len = sys.argv[1:5]
+    seq_len = int(seq_len)
+    sentences = sys.argv[5:]
+    tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+    tok.enable_truncation(seq_len)
+    tok.enable_padding(length=seq_len)
+    enc = tok.encode_batch(sentences)
+    ids = np.array([e.ids for e in enc], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+    with tempfile.TemporaryDirectory() as d:
+        np.save(os.path.join(d, "ids.npy"), ids)
+        np.save(os.path.join(d, "mask.npy"), mask)
+        out = os.path.join(d, "emb.npy")
+        subprocess.run([tfc_run, model_so, "--weights",
+                        os.path.join(model_dir, "model.safetensors"),
+                        "--input", os.path.join(d, "ids.npy"), "--input",
+                        os.path.join(d, "mask.npy"), "--output", out],
+                       check=True)
+        emb = np.load(out)
+    sim = emb @ emb.T
+    width = max(len(s) for s in sentences)
+    width = min(width, 48)
+    print("cosine similarity (tfc, fused all-MiniLM-L6-v2):")
+    for i, s in enumerate(sentences):
+        label = (s[:width - 1] + "…") if len(s) > width else s
+        print("  %-*s %s" % (width, label,
+                              " ".join("%5.2f" % v for v in sim[i])))
+
+
+if __name__ == "__main__":
+    main()
