@@ -17,6 +17,8 @@
 #include "tfc/Target/CPU.h"
 #include "tfc/Target/Manifest.h"
 
+#include "VerifyFusion.h"
+
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -84,6 +86,14 @@ static cl::opt<int> threads("model-threads",
                             cl::desc("Default number of threads of the model "
                                      "(0: the OpenMP default)"),
                             cl::init(0), cl::cat(category));
+static cl::opt<bool> verifyFusion(
+    "verify-fusion",
+    cl::desc("Also build the graph unfused, run both builds on the same "
+             "random inputs and weights, and fail if they differ"),
+    cl::cat(category));
+static cl::opt<unsigned>
+    verifySeed("verify-seed", cl::desc("Seed of --verify-fusion's inputs"),
+               cl::init(1), cl::cat(category));
 static cl::opt<std::string> entry("entry",
                                   cl::desc("Function to compile (default: the "
                                            "only public one)"),
@@ -130,6 +140,63 @@ static std::string ukernelArchive(const char *argv0) {
   llvm::SmallString<256> path(llvm::sys::path::parent_path(exe));
   llvm::sys::path::append(path, "..", "lib", "libtfc_ukernels.a");
   return std::string(path);
+}
+
+/// Fuses (or decomposes), lowers and emits `module`; returns the exit code.
+static int compileModule(ModuleOp module, const std::string &inputName,
+                         bool fuse, Emit kind, const std::string &outputPath,
+                         const char *argv0, bool quiet) {
+  MLIRContext *context = module.getContext();
+  // Graph level: fusion (or decomposition, for the unfused build).
+  PassManager graph(context);
+  configure(graph);
+  if (failed(parsePassPipeline(
+          fuse ? "transformer-fuse" : "transformer-decompose", graph)))
+    return fail("cannot build the graph pipeline");
+  if (failed(graph.run(module)))
+    return fail("graph optimisation of " + inputName + " failed");
+  if (fuse && !quiet)
+    llvm::errs() << "tfc-compile: " << fusionSummary(module) << "\n";
+
+  FailureOr<tfc::Manifest> manifest = tfc::extractManifest(module, entry);
+  if (failed(manifest))
+    return 1;
+
+  std::string error;
+  if (kind == Emit::MLIR) {
+    auto out = openOutputFile(outputPath, &error);
+    if (!out)
+      return fail(error);
+    module.print(out->os());
+    out->keep();
+    return 0;
+  }
+
+  PassManager lower(context);
+  configure(lower);
+  tfc::CPUPipelineOptions options;
+  options.fuse = fuse;
+  // The graph step already ran; the lowering starts after it.
+  std::string pipeline = tfc::getCPUPipeline(options);
+  llvm::StringRef rest(pipeline);
+  rest.consume_front("transformer-fuse,");
+  rest.consume_front("transformer-decompose,");
+  if (failed(parsePassPipeline(rest, lower)))
+    return fail("cannot build the CPU pipeline");
+  if (failed(lower.run(module)))
+    return fail("lowering " + inputName + " for the CPU failed");
+
+  tfc::CPUEmitOptions emitOptions;
+  emitOptions.outputPath = outputPath;
+  emitOptions.kind = kind == Emit::LLVM  ? tfc::CPUEmitKind::LLVMIR
+                     : kind == Emit::Obj ? tfc::CPUEmitKind::Object
+                                         : tfc::CPUEmitKind::SharedLibrary;
+  emitOptions.ukernelArchive = ukernelArchive(argv0);
+  emitOptions.linker = TFC_LINKER;
+  emitOptions.defaultThreads = threads;
+  if (failed(tfc::emitCPUArtifact(module, *manifest, emitOptions, error)))
+    return fail(error);
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -199,53 +266,34 @@ int main(int argc, char **argv) {
       return 1;
   }
 
-  // Graph level: fusion (or decomposition, for the unfused build).
-  PassManager graph(&context);
-  configure(graph);
-  if (failed(parsePassPipeline(
-          noFusion ? "transformer-decompose" : "transformer-fuse", graph)))
-    return fail("cannot build the graph pipeline");
-  if (failed(graph.run(*module)))
-    return fail("graph optimisation of " + inputName + " failed");
-  if (!noFusion)
-    llvm::errs() << "tfc-compile: " << fusionSummary(*module) << "\n";
-
-  FailureOr<tfc::Manifest> manifest = tfc::extractManifest(*module, entry);
-  if (failed(manifest))
-    return 1;
-
-  if (emit == Emit::MLIR) {
-    auto out = openOutputFile(outputFile, &error);
-    if (!out)
-      return fail(error);
-    module->print(out->os());
-    out->keep();
+  OwningOpRef<ModuleOp> original;
+  if (verifyFusion)
+    original = module->clone();
+  if (int rc = compileModule(*module, inputName, !noFusion, emit, outputFile,
+                             argv[0], /*quiet=*/false))
+    return rc;
+  if (!verifyFusion)
     return 0;
+
+  // Both builds of the graph as given, run on the same random inputs.
+  llvm::SmallString<128> dir;
+  if (llvm::sys::fs::createUniqueDirectory("tfc-verify", dir))
+    return fail("cannot create a temporary directory");
+  std::string fusedLib = (dir + "/fused.so").str();
+  std::string unfusedLib = (dir + "/unfused.so").str();
+  OwningOpRef<ModuleOp> copy = original->clone();
+  int rc = compileModule(*copy, inputName, true, Emit::SO, fusedLib, argv[0],
+                         /*quiet=*/true);
+  if (!rc)
+    rc = compileModule(*original, inputName, false, Emit::SO, unfusedLib,
+                       argv[0], /*quiet=*/true);
+  if (!rc) {
+    std::string report;
+    bool same = tfc::verifyFusedAgainstUnfused(fusedLib, unfusedLib, verifySeed,
+                                               report);
+    llvm::errs() << "tfc-compile: " << report << "\n";
+    rc = same ? 0 : 1;
   }
-
-  PassManager lower(&context);
-  configure(lower);
-  tfc::CPUPipelineOptions options;
-  options.fuse = !noFusion;
-  // The graph step already ran fusion; the lowering starts after it.
-  std::string pipeline = tfc::getCPUPipeline(options);
-  llvm::StringRef rest(pipeline);
-  rest.consume_front("transformer-fuse,");
-  rest.consume_front("transformer-decompose,");
-  if (failed(parsePassPipeline(rest, lower)))
-    return fail("cannot build the CPU pipeline");
-  if (failed(lower.run(*module)))
-    return fail("lowering " + inputName + " for the CPU failed");
-
-  tfc::CPUEmitOptions emitOptions;
-  emitOptions.outputPath = outputFile;
-  emitOptions.kind = emit == Emit::LLVM  ? tfc::CPUEmitKind::LLVMIR
-                     : emit == Emit::Obj ? tfc::CPUEmitKind::Object
-                                         : tfc::CPUEmitKind::SharedLibrary;
-  emitOptions.ukernelArchive = ukernelArchive(argv[0]);
-  emitOptions.linker = TFC_LINKER;
-  emitOptions.defaultThreads = threads;
-  if (failed(tfc::emitCPUArtifact(*module, *manifest, emitOptions, error)))
-    return fail(error);
-  return 0;
+  llvm::sys::fs::remove_directories(dir);
+  return rc;
 }
