@@ -17,21 +17,30 @@ namespace {
 void softmaxRow(const float *x, float *y, int64_t n) {
 #ifdef __AVX512F__
   using namespace tfc::uk;
-  __m512 mx = _mm512_set1_ps(kNegInf);
-  for (int64_t j = 0; j < n; j += 16)
-    mx = _mm512_mask_max_ps(mx, firstLanes(n - j), mx,
-                            _mm512_maskz_loadu_ps(firstLanes(n - j), x + j));
-  __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx) * kLog2e);
-  __m512 log2e = _mm512_set1_ps(kLog2e), sum = _mm512_setzero_ps();
-  for (int64_t j = 0; j < n; j += 16) {
+  // Independent accumulators keep the max and sum chains off the critical
+  // path; the row stays in L1 between the three sweeps.
+  __m512 mx[4];
+  for (auto &m : mx)
+    m = _mm512_set1_ps(kNegInf);
+  for (int64_t j = 0, v = 0; j < n; j += 16, v = (v + 1) & 3)
+    mx[v] = _mm512_mask_max_ps(mx[v], firstLanes(n - j), mx[v],
+                               _mm512_maskz_loadu_ps(firstLanes(n - j), x + j));
+  __m512 m = _mm512_set1_ps(
+      _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(mx[0], mx[1]),
+                                         _mm512_max_ps(mx[2], mx[3]))) *
+      kLog2e);
+  __m512 log2e = _mm512_set1_ps(kLog2e);
+  __m512 sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t j = 0, v = 0; j < n; j += 16, v ^= 1) {
     __mmask16 k = firstLanes(n - j);
     __m512 e = tfc::uk::exp2(
         _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, x + j), log2e, m));
     e = _mm512_maskz_mov_ps(k, e);
     _mm512_mask_storeu_ps(y + j, k, e);
-    sum = _mm512_add_ps(sum, e);
+    sum[v] = _mm512_add_ps(sum[v], e);
   }
-  __m512 inv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(sum));
+  __m512 inv = _mm512_set1_ps(
+      1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum[0], sum[1])));
   for (int64_t j = 0; j < n; j += 16) {
     __mmask16 k = firstLanes(n - j);
     _mm512_mask_storeu_ps(y + j, k,
@@ -51,8 +60,44 @@ void softmaxRow(const float *x, float *y, int64_t n) {
 
 void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
                   int64_t bs, float *y, int64_t n, float eps) {
-  // Sums in double: a row of a few thousand floats stays exact enough for a
-  // 1e-12 epsilon.
+#ifdef __AVX512F__
+  using namespace tfc::uk;
+  if (gs == 1 && bs == 1) {
+    // Two passes over the row (it stays in L1): the mean, then the centred
+    // sum of squares, each with four independent vector accumulators.
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t j = 0, v = 0; j < n; j += 16, v = (v + 1) & 3)
+      acc[v] = _mm512_add_ps(acc[v],
+                             _mm512_maskz_loadu_ps(firstLanes(n - j), x + j));
+    float mean =
+        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                           _mm512_add_ps(acc[2], acc[3]))) /
+        float(n);
+    __m512 m = _mm512_set1_ps(mean);
+    for (auto &a : acc)
+      a = _mm512_setzero_ps();
+    for (int64_t j = 0, v = 0; j < n; j += 16, v = (v + 1) & 3) {
+      __mmask16 k = firstLanes(n - j);
+      __m512 c = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + j), m);
+      acc[v] = _mm512_fmadd_ps(c, c, acc[v]);
+    }
+    float var =
+        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                           _mm512_add_ps(acc[2], acc[3]))) /
+        float(n);
+    __m512 rstd = _mm512_set1_ps(1.0f / std::sqrt(var + eps));
+    for (int64_t j = 0; j < n; j += 16) {
+      __mmask16 k = firstLanes(n - j);
+      __m512 c = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), m);
+      __m512 r = _mm512_fmadd_ps(_mm512_mul_ps(c, rstd),
+                                 _mm512_maskz_loadu_ps(k, g + j),
+                                 _mm512_maskz_loadu_ps(k, b + j));
+      _mm512_mask_storeu_ps(y + j, k, r);
+    }
+    return;
+  }
+#endif
   double sum = 0;
   for (int64_t j = 0; j < n; ++j)
     sum += x[j];
@@ -63,14 +108,8 @@ void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
     sq += double(c) * c;
   }
   float rstd = float(1.0 / std::sqrt(sq / double(n) + double(eps)));
-  if (gs == 1 && bs == 1) {
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
-      y[j] = (x[j] - mean) * rstd * g[j] + b[j];
-  } else {
-    for (int64_t j = 0; j < n; ++j)
-      y[j] = (x[j] - mean) * rstd * g[j * gs] + b[j * bs];
-  }
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = (x[j] - mean) * rstd * g[j * gs] + b[j * bs];
 }
 
 } // namespace
