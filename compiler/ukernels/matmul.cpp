@@ -1,6 +1,6 @@
 //===- matmul.cpp - Packed f32 matmul for the CPU -------------------------===//
 //
-// C[b] += A[b] . B[b]. B is packed per KC-deep slice into 32-column panels
+// C[b] (+)= A[b] . B[b]. B is packed per KC-deep slice into 32-column panels
 // (zero-padded), which stay in L1 while blocks of A rows stream through the
 // shared register-blocked kernel (12 rows x 32 columns of C in registers).
 // Blocks of rows x panels run in parallel. The packing buffer lives across
@@ -12,6 +12,10 @@
 #include "ukernels.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 using tfc::uk::MemRef;
@@ -19,6 +23,8 @@ using tfc::uk::MemRef;
 namespace {
 
 struct Matmul {
+  bool accumulate; // C += A . B, else C = A . B
+  bool constantB;  // B holds the same values on every call (a weight)
   int64_t batch, m, n, k;
   const float *a, *b;
   float *c;
@@ -34,7 +40,8 @@ void matmulReference(const Matmul &p) {
         for (int64_t l = 0; l < p.k; ++l)
           acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
                  p.b[bt * p.bs[0] + l * p.bs[1] + j * p.bs[2]];
-        p.c[bt * p.cs[0] + i * p.cs[1] + j * p.cs[2]] += acc;
+        float &c = p.c[bt * p.cs[0] + i * p.cs[1] + j * p.cs[2]];
+        c = p.accumulate ? c + acc : acc;
       }
 }
 
@@ -44,34 +51,94 @@ constexpr int64_t kNR = 32;  // columns of a panel
 constexpr int64_t kKC = 256; // depth of a packed slice
 constexpr int64_t kMC = 96;  // rows of A per task (a multiple of kMR)
 
+/// Packs B[k0 : k0 + kc, :] of batch `bt` into 32-column panels of row
+/// stride kNR (columns past N are zero).
+void packSlice(const Matmul &p, const float *bb, int64_t k0, int64_t kc,
+               int64_t panels, float *packed) {
+#pragma omp parallel for schedule(static)
+  for (int64_t pn = 0; pn < panels; ++pn) {
+    float *dst = packed + pn * kNR * kc;
+    int64_t cols = std::min(kNR, p.n - pn * kNR);
+    if (p.bs[1] == 1) {
+      // B is a transposed view (a weight stored [N, K]): read along K.
+      for (int64_t j = 0; j < kNR; ++j) {
+        const float *src = bb + (pn * kNR + j) * p.bs[2] + k0;
+        for (int64_t l = 0; l < kc; ++l)
+          dst[l * kNR + j] = j < cols ? src[l] : 0.0f;
+      }
+    } else {
+      for (int64_t l = 0; l < kc; ++l)
+        for (int64_t j = 0; j < kNR; ++j)
+          dst[l * kNR + j] =
+              j < cols ? bb[(k0 + l) * p.bs[1] + (pn * kNR + j) * p.bs[2]]
+                       : 0.0f;
+    }
+  }
+}
+
+/// Packed copies of constant B operands (weights), made on first use and
+/// kept for the life of the process: a model's weights are immutable once
+/// bound, so each is packed once, never per call.
+class PackedWeights {
+public:
+  const float *get(const Matmul &p, const float *bb, int64_t panels) {
+    Key key{bb, p.k, p.n, p.bs[1], p.bs[2]};
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end())
+      return it->second.get();
+    size_t floats = size_t(panels * kNR * p.k);
+    std::unique_ptr<float[], Free> buffer(static_cast<float *>(
+        std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64)));
+    for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
+      packSlice(p, bb, k0, std::min(kKC, p.k - k0), panels,
+                buffer.get() + panels * kNR * k0);
+    return cache.emplace(key, std::move(buffer)).first->second.get();
+  }
+
+private:
+  struct Key {
+    const float *b;
+    int64_t k, n, s1, s2;
+    bool operator==(const Key &o) const {
+      return b == o.b && k == o.k && n == o.n && s1 == o.s1 && s2 == o.s2;
+    }
+  };
+  struct Hash {
+    size_t operator()(const Key &k) const {
+      return std::hash<const void *>()(k.b) ^ (size_t(k.k) * 31 + size_t(k.n));
+    }
+  };
+  struct Free {
+    void operator()(float *p) const { std::free(p); }
+  };
+  std::mutex mutex;
+  std::unordered_map<Key, std::unique_ptr<float[], Free>, Hash> cache;
+};
+
 void matmulPacked(const Matmul &p) {
   using namespace tfc::uk;
+  static PackedWeights weights;
   int64_t panels = (p.n + kNR - 1) / kNR;
   int64_t rowBlocks = (p.m + kMC - 1) / kMC;
-  static thread_local std::vector<float, std::allocator<float>> storage;
+  static thread_local std::vector<float> storage;
   size_t need = size_t(panels * kNR * kKC) + 16;
-  if (storage.size() < need)
+  if (!p.constantB && storage.size() < need)
     storage.resize(need);
   // 64-byte align the panels.
-  float *packed = reinterpret_cast<float *>(
+  float *scratch = reinterpret_cast<float *>(
       (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
 
   for (int64_t bt = 0; bt < p.batch; ++bt) {
     const float *ab = p.a + bt * p.as[0];
     const float *bb = p.b + bt * p.bs[0];
     float *cb = p.c + bt * p.cs[0];
+    const float *packedB = p.constantB ? weights.get(p, bb, panels) : nullptr;
     for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
       int64_t kc = std::min(kKC, p.k - k0);
-#pragma omp parallel for schedule(static)
-      for (int64_t pn = 0; pn < panels; ++pn) {
-        float *dst = packed + pn * kNR * kKC;
-        for (int64_t l = 0; l < kc; ++l)
-          for (int64_t j = 0; j < kNR; ++j) {
-            int64_t col = pn * kNR + j;
-            dst[l * kNR + j] =
-                col < p.n ? bb[(k0 + l) * p.bs[1] + col * p.bs[2]] : 0.0f;
-          }
-      }
+      const float *packed = packedB ? packedB + panels * kNR * k0 : scratch;
+      if (!packedB)
+        packSlice(p, bb, k0, kc, panels, scratch);
 #pragma omp parallel for collapse(2) schedule(dynamic)
       for (int64_t pn = 0; pn < panels; ++pn)
         for (int64_t rb = 0; rb < rowBlocks; ++rb) {
@@ -80,12 +147,12 @@ void matmulPacked(const Matmul &p) {
           Tile<2> t{ab + i0 * p.as[1] + k0 * p.as[2],
                     p.as[1],
                     p.as[2],
-                    packed + pn * kNR * kKC,
+                    packed + pn * kNR * kc,
                     kc,
                     cb + i0 * p.cs[1] + pn * kNR,
                     p.cs[1],
                     {firstLanes(cols), firstLanes(cols - 16)},
-                    /*accumulate=*/true,
+                    /*accumulate=*/p.accumulate || k0 > 0,
                     nullptr};
           blockProduct<2>(t, rows);
         }
@@ -110,9 +177,20 @@ void run(const Matmul &p) {
 } // namespace
 
 extern "C" void _mlir_ciface_tfc_uk_batch_matmul_f32(MemRef<3> *a, MemRef<3> *b,
-                                                     MemRef<3> *c) {
-  Matmul p{c->sizes[0], c->sizes[1], c->sizes[2], a->sizes[2], a->data(),
-           b->data(),   c->data(),   {},          {},          {}};
+                                                     MemRef<3> *c,
+                                                     int32_t flags) {
+  Matmul p{(flags & TFC_UK_ACCUMULATE) != 0,
+           (flags & TFC_UK_CONSTANT_B) != 0,
+           c->sizes[0],
+           c->sizes[1],
+           c->sizes[2],
+           a->sizes[2],
+           a->data(),
+           b->data(),
+           c->data(),
+           {},
+           {},
+           {}};
   for (int d = 0; d < 3; ++d) {
     p.as[d] = a->strides[d];
     p.bs[d] = b->strides[d];
@@ -122,8 +200,10 @@ extern "C" void _mlir_ciface_tfc_uk_batch_matmul_f32(MemRef<3> *a, MemRef<3> *b,
 }
 
 extern "C" void _mlir_ciface_tfc_uk_matmul_f32(MemRef<2> *a, MemRef<2> *b,
-                                               MemRef<2> *c) {
-  Matmul p{1,
+                                               MemRef<2> *c, int32_t flags) {
+  Matmul p{(flags & TFC_UK_ACCUMULATE) != 0,
+           (flags & TFC_UK_CONSTANT_B) != 0,
+           1,
            c->sizes[0],
            c->sizes[1],
            a->sizes[1],

@@ -47,14 +47,21 @@ void _mlir_ciface_tfc_uk_attention_f32(tfc::uk::MemRef<4> *q,
                                        tfc::uk::MemRef<4> *out, float scale,
                                        int32_t hasMask, int32_t causal);
 
-/// c[b] += a[b] . b[b] for a [B,M,K], b [B,K,N], c [B,M,N].
+/// Flags of the matmul kernels.
+enum : int32_t {
+  TFC_UK_ACCUMULATE = 1, ///< c += a . b (else c = a . b)
+  TFC_UK_CONSTANT_B = 2, ///< b is a weight: packed once, on first use
+};
+
+/// c[b] (+)= a[b] . b[b] for a [B,M,K], b [B,K,N], c [B,M,N]; any strides
+/// (a transposed view of b reads along K).
 void _mlir_ciface_tfc_uk_batch_matmul_f32(tfc::uk::MemRef<3> *a,
                                           tfc::uk::MemRef<3> *b,
-                                          tfc::uk::MemRef<3> *c);
-/// c += a . b for a [M,K], b [K,N], c [M,N].
+                                          tfc::uk::MemRef<3> *c, int32_t flags);
+/// c (+)= a . b for a [M,K], b [K,N], c [M,N].
 void _mlir_ciface_tfc_uk_matmul_f32(tfc::uk::MemRef<2> *a,
                                     tfc::uk::MemRef<2> *b,
-                                    tfc::uk::MemRef<2> *c);
+                                    tfc::uk::MemRef<2> *c, int32_t flags);
 
 /// Softmax along the last dimension of a [rows, n] view.
 void _mlir_ciface_tfc_uk_softmax_f32(tfc::uk::MemRef<2> *in,

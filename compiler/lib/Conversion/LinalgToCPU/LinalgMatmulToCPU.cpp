@@ -3,10 +3,13 @@
 #include "tfc/Conversion/KernelCalls.h"
 #include "tfc/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 using namespace mlir;
@@ -18,6 +21,110 @@ namespace tfc {
 
 namespace tfc {
 namespace {
+
+/// The users of `buffer` in its block, in program order, or nothing when a
+/// user is elsewhere or is a view (its accesses could not be ordered).
+SmallVector<Operation *> orderedUsers(Value buffer, Block *block) {
+  SmallVector<Operation *> users;
+  for (Operation *user : buffer.getUsers()) {
+    if (user->getBlock() != block || isa<ViewLikeOpInterface>(user))
+      return {};
+    users.push_back(user);
+  }
+  llvm::sort(users,
+             [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  return users;
+}
+
+/// Whether `op` overwrites all of `buffer` without reading it.
+bool overwrites(Operation *op, Value buffer) {
+  if (auto t = dyn_cast<linalg::TransposeOp>(op))
+    return t.getInit() == buffer && t.getInput() != buffer;
+  if (auto f = dyn_cast<linalg::FillOp>(op))
+    return f.getOutputs()[0] == buffer;
+  if (auto c = dyn_cast<memref::CopyOp>(op))
+    return c.getTarget() == buffer && c.getSource() != buffer;
+  return false;
+}
+
+/// B = transpose(W) written just before the matmul and read by nothing
+/// else before it is overwritten or freed: the matmul can read W through a
+/// transposed view, and the transpose (a copy of the weight on every run)
+/// goes away. Returns the view's source transpose, or null.
+linalg::TransposeOp foldableTranspose(Operation *matmul, Value b) {
+  SmallVector<Operation *> users = orderedUsers(b, matmul->getBlock());
+  auto it = llvm::find(users, matmul);
+  if (it == users.end() || it == users.begin())
+    return nullptr;
+  auto t = dyn_cast<linalg::TransposeOp>(*std::prev(it));
+  int64_t rank = cast<MemRefType>(b.getType()).getRank();
+  SmallVector<int64_t> swapLast = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(swapLast[rank - 1], swapLast[rank - 2]);
+  if (!t || !overwrites(t, b) || t.getPermutation() != ArrayRef(swapLast))
+    return nullptr;
+  auto next = std::next(it);
+  if (next != users.end() && !isa<memref::DeallocOp>(*next) &&
+      !overwrites(*next, b))
+    return nullptr;
+  return t;
+}
+
+/// C = copy of a buffer that holds zeros at that point (the last write to
+/// it before the copy is a zero fill), just before the matmul: the kernel can
+/// overwrite C instead. Returns that copy, or null.
+memref::CopyOp foldableZeroInit(Operation *matmul, Value c) {
+  SmallVector<Operation *> users = orderedUsers(c, matmul->getBlock());
+  auto it = llvm::find(users, matmul);
+  if (it == users.end() || it == users.begin())
+    return nullptr;
+  auto copy = dyn_cast<memref::CopyOp>(*std::prev(it));
+  if (!copy || !overwrites(copy, c))
+    return nullptr;
+  Value source = copy.getSource();
+  Operation *lastWrite = nullptr;
+  for (Operation *user : source.getUsers()) {
+    if (user->getBlock() != copy->getBlock())
+      return nullptr;
+    if (!user->isBeforeInBlock(copy))
+      continue;
+    if (isa<ViewLikeOpInterface>(user))
+      return nullptr; // writes through a view could not be ordered
+    auto reads = [&](Operation *op) {
+      auto copyOp = dyn_cast<memref::CopyOp>(op);
+      return copyOp && copyOp.getSource() == source;
+    };
+    if (reads(user))
+      continue;
+    if (!lastWrite || lastWrite->isBeforeInBlock(user))
+      lastWrite = user;
+  }
+  auto fill = dyn_cast_or_null<linalg::FillOp>(lastWrite);
+  if (!fill || fill.getOutputs()[0] != source ||
+      !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+    return nullptr;
+  return copy;
+}
+
+/// Whether `buffer` is a view of an entry-block argument of its function that
+/// carries `tfc.role = "weight"`: bound once, the same on every run.
+bool isWeight(Value buffer) {
+  while (Operation *def = buffer.getDefiningOp()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+      buffer = view.getViewSource();
+    else if (auto transpose = dyn_cast<memref::TransposeOp>(def))
+      buffer = transpose.getIn();
+    else
+      break;
+  }
+  auto arg = dyn_cast<BlockArgument>(buffer);
+  if (!arg)
+    return false;
+  auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (!fn || arg.getOwner() != &fn.getBody().front())
+    return false;
+  auto role = fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tfc.role");
+  return role && role.getValue() == "weight";
+}
 
 /// linalg.matmul / linalg.batch_matmul on f32 buffers with the default maps.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
@@ -33,13 +140,34 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
     for (Value v : operands)
       if (!cast<MemRefType>(v.getType()).getElementType().isF32())
         return rewriter.notifyMatchFailure(op, "not f32");
+    Location loc = op.getLoc();
     int64_t rank = cast<MemRefType>(operands[0].getType()).getRank();
+
+    if (linalg::TransposeOp t = foldableTranspose(op, operands[1])) {
+      SmallVector<unsigned> perm =
+          llvm::to_vector(llvm::seq<unsigned>(0, unsigned(rank)));
+      std::swap(perm[rank - 1], perm[rank - 2]);
+      auto map = AffineMap::getPermutationMap(perm, op.getContext());
+      operands[1] = memref::TransposeOp::create(rewriter, loc, t.getInput(),
+                                                AffineMapAttr::get(map));
+      rewriter.eraseOp(t);
+    }
+    bool accumulate = true;
+    if (memref::CopyOp copy = foldableZeroInit(op, operands[2])) {
+      rewriter.eraseOp(copy);
+      accumulate = false;
+    }
+
     MemRefType dyn = dynamicF32MemRef(op.getContext(), rank);
     SmallVector<Value> args;
     for (Value v : operands)
-      args.push_back(memref::CastOp::create(rewriter, op.getLoc(), dyn, v));
+      args.push_back(memref::CastOp::create(rewriter, loc, dyn, v));
+    // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B.
+    int32_t flags = (accumulate ? 1 : 0) | (isWeight(operands[1]) ? 2 : 0);
+    args.push_back(arith::ConstantOp::create(
+        rewriter, loc, rewriter.getI32IntegerAttr(flags)));
     declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), kernel,
-                  {dyn, dyn, dyn});
+                  {dyn, dyn, dyn, rewriter.getI32Type()});
     rewriter.replaceOpWithNewOp<func::CallOp>(op, kernel, TypeRange(), args);
     return success();
   }

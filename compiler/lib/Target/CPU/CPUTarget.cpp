@@ -239,7 +239,7 @@ bool link(llvm::StringRef object, const CPUEmitOptions &options,
       "-fuse-ld=lld", "-fopenmp",
       "-o",           options.outputPath,
       object,         options.ukernelArchive,
-      rpath,          "-Wl,--no-undefined-version"};
+      rpath,          "-Wl,--exclude-libs,ALL"};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                      &message);
