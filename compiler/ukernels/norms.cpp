@@ -8,13 +8,30 @@
 #include "simd.h"
 #include "ukernels.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 using tfc::uk::MemRef;
 
 namespace {
 
-void softmaxRow(const float *x, float *y, int64_t n) {
+/// Outputs at least this large are written with non-temporal stores: they
+/// cannot stay in cache anyway, and streaming skips reading each line before
+/// writing it (as memcpy does), a third of the memory traffic.
+constexpr int64_t kStreamBytes = 16 << 20;
+
+#ifdef __AVX512F__
+inline void storeLanes(float *y, __mmask16 k, __m512 v, bool stream) {
+  if (stream && k == 0xffff && reinterpret_cast<uintptr_t>(y) % 64 == 0)
+    _mm512_stream_ps(y, v);
+  else
+    _mm512_mask_storeu_ps(y, k, v);
+}
+#endif
+
+void softmaxRow(const float *x, float *y, int64_t n, bool stream) {
 #ifdef __AVX512F__
   using namespace tfc::uk;
   // Independent accumulators keep the max and sum chains off the critical
@@ -31,20 +48,28 @@ void softmaxRow(const float *x, float *y, int64_t n) {
       kLog2e);
   __m512 log2e = _mm512_set1_ps(kLog2e);
   __m512 sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  // Streaming: the exponentials wait in a row of scratch, not in y.
+  static thread_local std::vector<float> scratch;
+  float *e = y;
+  if (stream) {
+    if (scratch.size() < size_t(n))
+      scratch.resize(size_t(n));
+    e = scratch.data();
+  }
   for (int64_t j = 0, v = 0; j < n; j += 16, v ^= 1) {
     __mmask16 k = firstLanes(n - j);
-    __m512 e = tfc::uk::exp2(
+    __m512 ej = tfc::uk::exp2(
         _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, x + j), log2e, m));
-    e = _mm512_maskz_mov_ps(k, e);
-    _mm512_mask_storeu_ps(y + j, k, e);
-    sum[v] = _mm512_add_ps(sum[v], e);
+    ej = _mm512_maskz_mov_ps(k, ej);
+    _mm512_mask_storeu_ps(e + j, k, ej);
+    sum[v] = _mm512_add_ps(sum[v], ej);
   }
   __m512 inv = _mm512_set1_ps(
       1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum[0], sum[1])));
   for (int64_t j = 0; j < n; j += 16) {
     __mmask16 k = firstLanes(n - j);
-    _mm512_mask_storeu_ps(y + j, k,
-                          _mm512_mul_ps(_mm512_maskz_loadu_ps(k, y + j), inv));
+    storeLanes(y + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, e + j), inv),
+               stream);
   }
 #else
   float mx = -INFINITY;
@@ -59,33 +84,33 @@ void softmaxRow(const float *x, float *y, int64_t n) {
 }
 
 void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
-                  int64_t bs, float *y, int64_t n, float eps) {
+                  int64_t bs, float *y, int64_t n, float eps, bool stream) {
 #ifdef __AVX512F__
   using namespace tfc::uk;
   if (gs == 1 && bs == 1) {
-    // Two passes over the row (it stays in L1): the mean, then the centred
-    // sum of squares, each with four independent vector accumulators.
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(),
-                     _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (int64_t j = 0, v = 0; j < n; j += 16, v = (v + 1) & 3)
-      acc[v] = _mm512_add_ps(acc[v],
-                             _mm512_maskz_loadu_ps(firstLanes(n - j), x + j));
-    float mean =
-        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
-                                           _mm512_add_ps(acc[2], acc[3]))) /
-        float(n);
-    __m512 m = _mm512_set1_ps(mean);
-    for (auto &a : acc)
-      a = _mm512_setzero_ps();
+    // One pass for the statistics: sums of (x - x[0]) and of its square,
+    // shifted by the first element so that a large mean does not cancel the
+    // variance away, in four independent vector accumulators each. A
+    // second pass normalises: x is read twice, gamma, beta and y once.
+    __m512 shift = _mm512_set1_ps(x[0]);
+    __m512 s1[4], s2[4];
+    for (int v = 0; v < 4; ++v)
+      s1[v] = s2[v] = _mm512_setzero_ps();
     for (int64_t j = 0, v = 0; j < n; j += 16, v = (v + 1) & 3) {
       __mmask16 k = firstLanes(n - j);
-      __m512 c = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + j), m);
-      acc[v] = _mm512_fmadd_ps(c, c, acc[v]);
+      __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + j), shift);
+      s1[v] = _mm512_add_ps(s1[v], d);
+      s2[v] = _mm512_fmadd_ps(d, d, s2[v]);
     }
+    auto total = [](const __m512 *acc) {
+      return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
+                                                _mm512_add_ps(acc[2], acc[3])));
+    };
+    float meanShifted = total(s1) / float(n);
+    float mean = x[0] + meanShifted;
     float var =
-        _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
-                                           _mm512_add_ps(acc[2], acc[3]))) /
-        float(n);
+        std::max(total(s2) / float(n) - meanShifted * meanShifted, 0.0f);
+    __m512 m = _mm512_set1_ps(mean);
     __m512 rstd = _mm512_set1_ps(1.0f / std::sqrt(var + eps));
     for (int64_t j = 0; j < n; j += 16) {
       __mmask16 k = firstLanes(n - j);
@@ -93,7 +118,7 @@ void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
       __m512 r = _mm512_fmadd_ps(_mm512_mul_ps(c, rstd),
                                  _mm512_maskz_loadu_ps(k, g + j),
                                  _mm512_maskz_loadu_ps(k, b + j));
-      _mm512_mask_storeu_ps(y + j, k, r);
+      storeLanes(y + j, k, r, stream);
     }
     return;
   }
@@ -119,12 +144,15 @@ extern "C" void _mlir_ciface_tfc_uk_softmax_f32(MemRef<2> *in, MemRef<2> *out) {
   if (n == 0)
     return;
   bool dense = in->strides[1] == 1 && out->strides[1] == 1;
+  // Softmax measured faster with cached stores at every size tried (its
+  // exp makes it partly compute bound); layer_norm streams.
+  bool stream = false;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const float *x = in->data() + r * in->strides[0];
     float *y = out->data() + r * out->strides[0];
     if (dense) {
-      softmaxRow(x, y, n);
+      softmaxRow(x, y, n, stream);
       continue;
     }
     float mx = -INFINITY;
@@ -136,6 +164,10 @@ extern "C" void _mlir_ciface_tfc_uk_softmax_f32(MemRef<2> *in, MemRef<2> *out) {
     for (int64_t j = 0; j < n; ++j)
       y[j * out->strides[1]] /= sum;
   }
+#ifdef __AVX512F__
+  if (stream)
+    _mm_sfence(); // order the streamed stores before the next kernel's reads
+#endif
 }
 
 extern "C" void _mlir_ciface_tfc_uk_layer_norm_f32(MemRef<2> *in,
@@ -154,16 +186,21 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_f32(MemRef<2> *in,
       for (int64_t j = 0; j < n; ++j)
         tmp[j] = in->data()[r * in->strides[0] + j * in->strides[1]];
       layerNormRow(tmp, gamma->data(), gamma->strides[0], beta->data(),
-                   beta->strides[0], tmp + n, n, epsilon);
+                   beta->strides[0], tmp + n, n, epsilon, /*stream=*/false);
       for (int64_t j = 0; j < n; ++j)
         out->data()[r * out->strides[0] + j * out->strides[1]] = tmp[n + j];
       delete[] tmp;
     }
     return;
   }
+  bool stream = rows * n * 4 >= kStreamBytes;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r)
     layerNormRow(in->data() + r * in->strides[0], gamma->data(),
                  gamma->strides[0], beta->data(), beta->strides[0],
-                 out->data() + r * out->strides[0], n, epsilon);
+                 out->data() + r * out->strides[0], n, epsilon, stream);
+#ifdef __AVX512F__
+  if (stream)
+    _mm_sfence(); // order the streamed stores before the next kernel's reads
+#endif
 }

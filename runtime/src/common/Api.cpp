@@ -7,6 +7,7 @@
 #include "tfc/runtime/npy.h"
 #include "tfc/runtime/safetensors.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -433,9 +434,12 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
                               describe(int32_t(tensor->dtype),
                                        int32_t(tensor->shape.size()),
                                        tensor->shape.data()));
+      // Compiled code reads weights with element-aligned accesses only (the
+      // kernels pack or load them unaligned), so a tensor aligned to its
+      // element size is used in place, without a copy.
+      size_t elementAlignment = std::max<size_t>(tfc_dtype_size(desc.dtype), 1);
       bool aligned =
-          reinterpret_cast<uintptr_t>(tensor->data) % tfc::kBufferAlignment ==
-          0;
+          reinterpret_cast<uintptr_t>(tensor->data) % elementAlignment == 0;
       if (aligned && tensor->nbytes > 0) {
         pointers.push_back(tensor->data);
         continue;

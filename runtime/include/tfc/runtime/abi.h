@@ -8,9 +8,9 @@
  *
  * `buffers` holds one pointer per argument, then one per result, in manifest
  * order. Each points to a dense row-major buffer of the declared dtype and
- * shape, aligned to 64 bytes; results are written in place (the caller owns
- * every buffer). Weights are arguments like any other: the runtime binds them
- * by name from a safetensors file.
+ * shape, aligned to 64 bytes (weights: to their element size); results are
+ * written in place (the caller owns every buffer). Weights are arguments like
+ * any other: the runtime binds them by name from a safetensors file.
  *
  * Compiled code allocates its temporaries through the three functions below,
  * which the runtime defines (libtfcrt): a caching allocator, so that working
