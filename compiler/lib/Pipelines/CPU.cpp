@@ -25,8 +25,12 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
        "buffer-results-to-out-params{modify-public-functions=true "
        "hoist-static-allocs=true},"
        "buffer-deallocation-pipeline,convert-linalg-matmul-to-cpu,";
-  p += "func.func(convert-linalg-to-loops),tfc-math-approximation,"
-       "lower-affine,convert-scf-to-cf,expand-strided-metadata,"
+  // The remaining linalg ops become loops whose outermost parallel loop
+  // runs on OpenMP threads; inner loops stay plain for LLVM to vectorise.
+  p += "func.func(convert-linalg-to-affine-loops,"
+       "affine-parallelize{max-nested=1}),"
+       "lower-affine,convert-scf-to-openmp,tfc-inline-alloca-scopes,"
+       "tfc-math-approximation,convert-scf-to-cf,expand-strided-metadata,"
        "finalize-memref-to-llvm{use-generic-functions=true},"
        "convert-to-llvm,reconcile-unrealized-casts";
   return p;

@@ -103,4 +103,17 @@ def FuseElementwise : Pass<"tfc-fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def InlineAllocaScopes : Pass<"tfc-inline-alloca-scopes"> {
+  let summary = "Inline memref.alloca_scope regions that allocate nothing";
+  let description = [{
+    `convert-scf-to-openmp` wraps every parallel loop body in a
+    `memref.alloca_scope` so that stack allocations are released per
+    iteration. When the body allocates nothing on the stack the scope is
+    useless, and it gets in the way: `convert-scf-to-cf` would turn an inner
+    loop into several blocks inside it, which the scope's single-block region
+    does not allow. This pass inlines such scopes into their parent.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // TFC_CONVERSION_PASSES_TD
