@@ -114,11 +114,18 @@ private:
   };
   std::mutex mutex;
   std::unordered_map<Key, std::unique_ptr<float[], Free>, Hash> cache;
+
+public:
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex);
+    cache.clear();
+  }
 };
+
+PackedWeights packedWeights;
 
 void matmulPacked(const Matmul &p) {
   using namespace tfc::uk;
-  static PackedWeights weights;
   int64_t panels = (p.n + kNR - 1) / kNR;
   int64_t rowBlocks = (p.m + kMC - 1) / kMC;
   static thread_local std::vector<float> storage;
@@ -133,7 +140,8 @@ void matmulPacked(const Matmul &p) {
     const float *ab = p.a + bt * p.as[0];
     const float *bb = p.b + bt * p.bs[0];
     float *cb = p.c + bt * p.cs[0];
-    const float *packedB = p.constantB ? weights.get(p, bb, panels) : nullptr;
+    const float *packedB =
+        p.constantB ? packedWeights.get(p, bb, panels) : nullptr;
     for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
       int64_t kc = std::min(kKC, p.k - k0);
       const float *packed = packedB ? packedB + panels * kNR * k0 : scratch;
@@ -175,6 +183,12 @@ void run(const Matmul &p) {
 }
 
 } // namespace
+
+extern "C" void tfc_uk_forget_packed_weights(void) {
+#ifdef __AVX512F__
+  packedWeights.clear();
+#endif
+}
 
 extern "C" void _mlir_ciface_tfc_uk_batch_matmul_f32(MemRef<3> *a, MemRef<3> *b,
                                                      MemRef<3> *c,

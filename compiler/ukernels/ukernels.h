@@ -63,6 +63,10 @@ void _mlir_ciface_tfc_uk_matmul_f32(tfc::uk::MemRef<2> *a,
                                     tfc::uk::MemRef<2> *b,
                                     tfc::uk::MemRef<2> *c, int32_t flags);
 
+/// Drops the packed copies of constant B operands; the model's
+/// tfc_model_weights_changed calls it when the runtime binds new weights.
+void tfc_uk_forget_packed_weights(void);
+
 /// Softmax along the last dimension of a [rows, n] view.
 void _mlir_ciface_tfc_uk_softmax_f32(tfc::uk::MemRef<2> *in,
                                      tfc::uk::MemRef<2> *out);

@@ -35,6 +35,7 @@ struct tfc_model {
   void *handle = nullptr;
   const tfc_manifest *manifest = nullptr;
   tfc_model_run_fn run = nullptr;
+  tfc_model_weights_changed_fn weightsChanged = nullptr; // optional
   std::vector<int32_t> inputArgs;  // argument index of each input
   std::vector<int32_t> weightArgs; // argument index of each weight
   std::vector<void *> buffers;     // arguments, then results
@@ -333,6 +334,8 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     model->handle = handle;
     model->manifest = manifest;
     model->run = runFn;
+    model->weightsChanged = reinterpret_cast<tfc_model_weights_changed_fn>(
+        ownSymbol(handle, "tfc_model_weights_changed"));
     model->buffers.assign(
         size_t(manifest->num_args) + size_t(manifest->num_results), nullptr);
     *out = model.release();
@@ -458,6 +461,8 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
       model->buffers[model->weightArgs[i]] = const_cast<void *>(pointers[i]);
     model->weightCopies = std::move(copies);
     model->weightsFile = std::move(file);
+    if (model->weightsChanged)
+      model->weightsChanged();
     return nullptr;
   });
 }
@@ -496,6 +501,8 @@ static tfc_status bindArgument(tfc_model *model, tfc_tensor_role role,
                       ? size_t(model->weightArgs[index])
                       : size_t(model->manifest->num_args) + size_t(index);
     model->buffers[slot] = const_cast<void *>(data);
+    if (role == TFC_ROLE_WEIGHT && model->weightsChanged)
+      model->weightsChanged();
     return nullptr;
   });
 }

@@ -296,3 +296,32 @@ TEST(Status, Basics) {
 }
 
 } // namespace
+
+/// A model that keeps a copy derived from its weights (as compiled models
+/// keep packed weight matrices) sees every new binding.
+TEST(CachedModel, RebindingWeightsReachesTheModel) {
+  tfc_model *model = nullptr;
+  ASSERT_EQ(tfc_model_load(fixture("cached_model.so").c_str(), &model),
+            nullptr);
+  alignas(64) float a[6] = {0, 0, 0, 0, 0, 0};
+  alignas(64) float b[6] = {1, 1, 1, 1, 1, 1};
+  alignas(64) float w[6] = {1, 2, 3, 4, 5, 6};
+  alignas(64) float w2[6] = {7, 8, 9, 10, 11, 12};
+  alignas(64) float y[6];
+  EXPECT_OK(tfc_model_bind_input(model, 0, a));
+  EXPECT_OK(tfc_model_bind_input(model, 1, b));
+  EXPECT_OK(tfc_model_bind_output(model, 0, y));
+  EXPECT_OK(tfc_model_bind_weight(model, 0, w));
+  EXPECT_OK(tfc_model_invoke(model));
+  EXPECT_EQ(y[5], 6.0f);
+  // Another buffer.
+  EXPECT_OK(tfc_model_bind_weight(model, 0, w2));
+  EXPECT_OK(tfc_model_invoke(model));
+  EXPECT_EQ(y[5], 12.0f);
+  // The same buffer with new contents, bound again.
+  w2[5] = 42;
+  EXPECT_OK(tfc_model_bind_weight(model, 0, w2));
+  EXPECT_OK(tfc_model_invoke(model));
+  EXPECT_EQ(y[5], 42.0f);
+  tfc_model_destroy(model);
+}

@@ -176,12 +176,27 @@ void addDefaultThreads(llvm::Module &mod, int threads) {
   llvm::appendToGlobalCtors(mod, ctor, 65535);
 }
 
-/// Everything but the two ABI symbols and external declarations becomes
+/// Adds `tfc_model_weights_changed()`, which the runtime calls after binding
+/// weights: it drops what the micro-kernels derived from the old ones.
+void addWeightsChanged(llvm::Module &mod) {
+  llvm::LLVMContext &ctx = mod.getContext();
+  auto *voidFn = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), false);
+  llvm::FunctionCallee forget =
+      mod.getOrInsertFunction("tfc_uk_forget_packed_weights", voidFn);
+  auto *fn = llvm::Function::Create(voidFn, llvm::Function::ExternalLinkage,
+                                    "tfc_model_weights_changed", mod);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  b.CreateCall(forget);
+  b.CreateRetVoid();
+}
+
+/// Everything but the ABI symbols and external declarations becomes
 /// internal: a model's `main` must never interpose the host program's.
 void internalize(llvm::Module &mod) {
   for (llvm::Function &f : mod) {
     if (f.isDeclaration() || f.getName() == "tfc_model_run" ||
-        f.getName() == "tfc_model_manifest")
+        f.getName() == "tfc_model_manifest" ||
+        f.getName() == "tfc_model_weights_changed")
       continue;
     f.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
@@ -277,6 +292,7 @@ LogicalResult emitCPUArtifact(ModuleOp module, const Manifest &manifest,
   if (!addRunEntry(*mod, manifest, error))
     return failure();
   addManifest(*mod, manifest);
+  addWeightsChanged(*mod);
   if (options.defaultThreads > 0)
     addDefaultThreads(*mod, options.defaultThreads);
   std::string verifyMessage;

@@ -12,6 +12,11 @@
  * written in place (the caller owns every buffer). Weights are arguments like
  * any other: the runtime binds them by name from a safetensors file.
  *
+ * A model may also export `void tfc_model_weights_changed(void)`: the runtime
+ * calls it after every (re)binding of weights, so that whatever the model
+ * derived from them (packed copies of weight matrices) is rebuilt. Weights
+ * must not change while they are bound; to change them, bind them again.
+ *
  * Compiled code allocates its temporaries through the three functions below,
  * which the runtime defines (libtfcrt): a caching allocator, so that working
  * memory is allocated once and reused across runs.
@@ -69,6 +74,7 @@ typedef struct tfc_manifest {
 
 typedef const tfc_manifest *(*tfc_model_manifest_fn)(void);
 typedef void (*tfc_model_run_fn)(void **buffers);
+typedef void (*tfc_model_weights_changed_fn)(void);
 
 /* Provided by the runtime; called by compiled code for its temporaries. */
 void *_mlir_memref_to_llvm_alloc(size_t size);
