@@ -39,8 +39,14 @@ void softmaxRow(const float *x, float *y, int64_t n, bool stream) {
   __m512 mx[4];
   for (auto &m : mx)
     m = _mm512_set1_ps(kNegInf);
-  for (int64_t j = 0, v = 0; j < n; j += 16, v = (v + 1) & 3)
-    mx[v] = _mm512_mask_max_ps(mx[v], firstLanes(n - j), mx[v],
+  // Whole groups of four vectors (the accumulators stay in registers), then
+  // the masked tail.
+  int64_t j0 = 0;
+  for (; j0 + 64 <= n; j0 += 64)
+    for (int v = 0; v < 4; ++v)
+      mx[v] = _mm512_max_ps(mx[v], _mm512_loadu_ps(x + j0 + 16 * v));
+  for (int64_t j = j0; j < n; j += 16)
+    mx[0] = _mm512_mask_max_ps(mx[0], firstLanes(n - j), mx[0],
                                _mm512_maskz_loadu_ps(firstLanes(n - j), x + j));
   __m512 m = _mm512_set1_ps(
       _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(mx[0], mx[1]),
@@ -56,14 +62,15 @@ void softmaxRow(const float *x, float *y, int64_t n, bool stream) {
       scratch.resize(size_t(n));
     e = scratch.data();
   }
-  for (int64_t j = 0, v = 0; j < n; j += 16, v ^= 1) {
-    __mmask16 k = firstLanes(n - j);
-    __m512 ej = tfc::uk::exp2(
-        _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, x + j), log2e, m));
-    ej = _mm512_maskz_mov_ps(k, ej);
-    _mm512_mask_storeu_ps(e + j, k, ej);
-    sum[v] = _mm512_add_ps(sum[v], ej);
-  }
+  for (int64_t j = 0; j < n; j += 32)
+    for (int v = 0; v < 2; ++v) {
+      __mmask16 k = firstLanes(n - j - 16 * v);
+      __m512 ej = tfc::uk::exp2(
+          _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, x + j + 16 * v), log2e, m));
+      ej = _mm512_maskz_mov_ps(k, ej);
+      _mm512_mask_storeu_ps(e + j + 16 * v, k, ej);
+      sum[v] = _mm512_add_ps(sum[v], ej);
+    }
   __m512 inv = _mm512_set1_ps(
       1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum[0], sum[1])));
   for (int64_t j = 0; j < n; j += 16) {
@@ -96,11 +103,20 @@ void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
     __m512 s1[4], s2[4];
     for (int v = 0; v < 4; ++v)
       s1[v] = s2[v] = _mm512_setzero_ps();
-    for (int64_t j = 0, v = 0; j < n; j += 16, v = (v + 1) & 3) {
+    // Whole groups of four vectors (the accumulators stay in registers),
+    // then the masked tail.
+    int64_t j0 = 0;
+    for (; j0 + 64 <= n; j0 += 64)
+      for (int v = 0; v < 4; ++v) {
+        __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + j0 + 16 * v), shift);
+        s1[v] = _mm512_add_ps(s1[v], d);
+        s2[v] = _mm512_fmadd_ps(d, d, s2[v]);
+      }
+    for (int64_t j = j0; j < n; j += 16) {
       __mmask16 k = firstLanes(n - j);
       __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + j), shift);
-      s1[v] = _mm512_add_ps(s1[v], d);
-      s2[v] = _mm512_fmadd_ps(d, d, s2[v]);
+      s1[0] = _mm512_add_ps(s1[0], d);
+      s2[0] = _mm512_fmadd_ps(d, d, s2[0]);
     }
     auto total = [](const __m512 *acc) {
       return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
