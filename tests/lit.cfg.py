@@ -8,7 +8,7 @@ config.name = "TFC"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs",
-                   "unittests"]
+                   "unittests", "extract_ptx.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tfc_obj_root, "tests")
 
@@ -24,3 +24,6 @@ tools = ["tfc-opt", "tfc-import", "tfc-compile", "tfc-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.tfc_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+# ptxas and libdevice (GPU lowering tests): the CUDA toolkit of these machines.
+llvm_config.with_environment("PATH", "/usr/local/cuda/bin", append_path=True)
+llvm_config.with_environment("CUDA_HOME", "/usr/local/cuda")
