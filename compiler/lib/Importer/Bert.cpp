@@ -91,6 +91,19 @@ static FailureOr<BertConfig> readConfig(const JsonConfig &c,
   return cfg;
 }
 
+/// BertSelfOutput / BertOutput: LayerNorm(dense(x) + residual), weights
+/// under `prefix`.dense and `prefix`.LayerNorm.
+static FailureOr<Value> denseAddNorm(ModelBuilder &mb,
+                                     const std::string &prefix, Value x,
+                                     Value residual, const BertConfig &cfg) {
+  TosaBuilder tb = mb.at(prefix);
+  FailureOr<Value> d = linear(mb, tb, x, prefix + ".dense", cfg.hidden);
+  if (failed(d))
+    return failure();
+  return layerNorm(mb, tb, tb.add(*d, residual), prefix + ".LayerNorm",
+                   cfg.eps);
+}
+
 FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
   FailureOr<BertConfig> cfgOr = readConfig(r.config, r.error);
   if (failed(cfgOr))
@@ -177,18 +190,11 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
       Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale);
       attnOut = mergeHeads(tb, ctx);
     }
-    {
-      std::string out = layer + ".attention.output";
-      TosaBuilder tb = mb.at(out);
-      FailureOr<Value> d = linear(mb, tb, attnOut, out + ".dense", cfg.hidden);
-      if (failed(d))
-        return failure();
-      FailureOr<Value> ln =
-          layerNorm(mb, tb, tb.add(*d, h), out + ".LayerNorm", cfg.eps);
-      if (failed(ln))
-        return failure();
-      h = *ln;
-    }
+    FailureOr<Value> attnNorm =
+        denseAddNorm(mb, layer + ".attention.output", attnOut, h, cfg);
+    if (failed(attnNorm))
+      return failure();
+    h = *attnNorm;
     Value inter;
     {
       std::string name = layer + ".intermediate";
@@ -198,18 +204,11 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
         return failure();
       inter = activation(tb, *d, cfg.act);
     }
-    {
-      std::string out = layer + ".output";
-      TosaBuilder tb = mb.at(out);
-      FailureOr<Value> d = linear(mb, tb, inter, out + ".dense", cfg.hidden);
-      if (failed(d))
-        return failure();
-      FailureOr<Value> ln =
-          layerNorm(mb, tb, tb.add(*d, h), out + ".LayerNorm", cfg.eps);
-      if (failed(ln))
-        return failure();
-      h = *ln;
-    }
+    FailureOr<Value> outNorm =
+        denseAddNorm(mb, layer + ".output", inter, h, cfg);
+    if (failed(outNorm))
+      return failure();
+    h = *outNorm;
   }
 
   if (o.output == ImportOutput::LastHiddenState)
