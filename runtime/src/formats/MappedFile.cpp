@@ -2,6 +2,8 @@
 
 #include "MappedFile.h"
 
+#include <cstdio>
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -51,6 +53,25 @@ bool mapFile(const std::string &path, const uint8_t *&data, size_t &size,
 void unmapFile(const uint8_t *data, size_t size) {
   if (data)
     munmap(const_cast<uint8_t *>(data), size);
+}
+
+bool writeFile(const std::string &path,
+               const std::vector<std::pair<const void *, size_t>> &chunks,
+               std::string &error) {
+  FILE *out = std::fopen(path.c_str(), "wb");
+  if (!out) {
+    error = path + ": cannot open for writing: " + std::strerror(errno);
+    return false;
+  }
+  bool ok = true;
+  for (const auto &[data, size] : chunks)
+    ok = ok && (size == 0 || std::fwrite(data, 1, size, out) == size);
+  ok = (std::fclose(out) == 0) && ok;
+  if (!ok) {
+    error = path + ": write failed: " + std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 } // namespace tfc

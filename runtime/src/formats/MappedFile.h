@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tfc {
 
@@ -15,6 +17,13 @@ namespace tfc {
 bool mapFile(const std::string &path, const uint8_t *&data, size_t &size,
              std::string &error);
 void unmapFile(const uint8_t *data, size_t size);
+
+/// Writes the byte ranges `chunks` one after another to `path` (created or
+/// truncated). On failure returns false and sets `error` to
+/// "<path>: <reason>".
+bool writeFile(const std::string &path,
+               const std::vector<std::pair<const void *, size_t>> &chunks,
+               std::string &error);
 
 } // namespace tfc
 

@@ -368,20 +368,9 @@ bool writeNpy(const std::string &path, DType dtype,
   head[7] = 0;
   for (size_t i = 0; i < prefix - 8; ++i)
     head[8 + i] = static_cast<uint8_t>(dict.size() >> (8 * i));
-  FILE *out = std::fopen(path.c_str(), "wb");
-  if (!out) {
-    error = path + ": cannot open for writing: " + std::strerror(errno);
-    return false;
-  }
-  bool ok = std::fwrite(head, 1, prefix, out) == prefix &&
-            std::fwrite(dict.data(), 1, dict.size(), out) == dict.size() &&
-            (*nbytes == 0 || std::fwrite(data, 1, *nbytes, out) == *nbytes);
-  ok = (std::fclose(out) == 0) && ok;
-  if (!ok) {
-    error = path + ": write failed: " + std::strerror(errno);
-    return false;
-  }
-  return true;
+  return writeFile(
+      path, {{head, prefix}, {dict.data(), dict.size()}, {data, *nbytes}},
+      error);
 }
 
 } // namespace tfc

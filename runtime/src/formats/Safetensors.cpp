@@ -390,25 +390,14 @@ bool writeSafetensors(const std::string &path,
   header += "}";
   while ((8 + header.size()) % 8)
     header += ' ';
-  FILE *out = std::fopen(path.c_str(), "wb");
-  if (!out) {
-    error = path + ": cannot open for writing: " + std::strerror(errno);
-    return false;
-  }
   uint8_t length[8];
   for (int i = 0; i < 8; ++i)
     length[i] = static_cast<uint8_t>(uint64_t(header.size()) >> (8 * i));
-  bool ok = std::fwrite(length, 1, 8, out) == 8 &&
-            std::fwrite(header.data(), 1, header.size(), out) == header.size();
-  for (size_t i = 0; ok && i < entries.size(); ++i)
-    ok = sizes[i] == 0 ||
-         std::fwrite(entries[i].data, 1, sizes[i], out) == sizes[i];
-  ok = (std::fclose(out) == 0) && ok;
-  if (!ok) {
-    error = path + ": write failed: " + std::strerror(errno);
-    return false;
-  }
-  return true;
+  std::vector<std::pair<const void *, size_t>> chunks = {
+      {length, 8}, {header.data(), header.size()}};
+  for (size_t i = 0; i < entries.size(); ++i)
+    chunks.emplace_back(entries[i].data, sizes[i]);
+  return writeFile(path, chunks, error);
 }
 
 } // namespace tfc
