@@ -8,7 +8,7 @@ config.name = "TFC"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs",
-                   "unittests", "extract_ptx.py"]
+                   "unittests", "extract_ptx.py", "ptxas_sweep.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tfc_obj_root, "tests")
 
@@ -27,3 +27,22 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # ptxas and libdevice (GPU lowering tests): the CUDA toolkit of these machines.
 llvm_config.with_environment("PATH", "/usr/local/cuda/bin", append_path=True)
 llvm_config.with_environment("CUDA_HOME", "/usr/local/cuda")
+
+
+def cuda_driver_available():
+    """A CUDA driver that initialises and sees at least one device."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return (cuda.cuInit(0) == 0 and
+            cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and
+            count.value > 0)
+
+
+# GPU numerics tests (REQUIRES: cuda-driver) run only where a GPU is;
+# elsewhere lit reports them UNSUPPORTED.
+if cuda_driver_available():
+    config.available_features.add("cuda-driver")

@@ -1,10 +1,13 @@
 //===- tfc-compile.cpp - Compile a model to a native library --------------===//
 //
-//   tfc-compile model.mlir -o model.so [--no-fusion] [--emit=mlir|llvm|obj|so]
-//               [--dump-ir-after=PASS] [--threads=N] [--entry=NAME]
+//   tfc-compile model.mlir -o model.so [--target=cpu|nvptx]
+//               [--gpu-arch=sm_90|sm_90a|sm_80] [--no-fusion]
+//               [--emit=mlir|llvm|obj|so|ptx] [--dump-ir-after=PASS]
+//               [--threads=N] [--entry=NAME]
 //   tfc-compile --hf DIR --batch B --seq-len S -o model.so [...]
 //
-// Parses, fuses (unless --no-fusion), lowers for the host CPU and links a
+// Parses, fuses (unless --no-fusion), lowers for the host CPU or for NVIDIA
+// GPUs (kernels as cubin made by ptxas, host code for the CPU) and links a
 // shared library with the manifest that tfc-run reads.
 //
 //===----------------------------------------------------------------------===//
@@ -14,8 +17,10 @@
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
 #include "tfc/Importer/HuggingFace.h"
 #include "tfc/Pipelines/CPU.h"
-#include "tfc/Target/CPU.h"
+#include "tfc/Pipelines/GPU.h"
 #include "tfc/Target/Manifest.h"
+#include "tfc/Target/ModelLibrary.h"
+#include "tfc/Target/PTX.h"
 
 #include "VerifyFusion.h"
 
@@ -29,6 +34,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -62,20 +68,29 @@ static cl::opt<int64_t> seqLen("seq-len",
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::Required,
                                        cl::cat(category));
-static cl::opt<std::string> target("target", cl::desc("Target (cpu)"),
+static cl::opt<std::string> target("target",
+                                   cl::desc("Target: cpu (the host) or nvptx "
+                                            "(NVIDIA GPUs)"),
                                    cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    gpuArch("gpu-arch",
+            cl::desc("GPU architecture with --target=nvptx: sm_90 (default), "
+                     "sm_90a, sm_80, ..."),
+            cl::init("sm_90"), cl::cat(category));
 static cl::opt<bool> noFusion("no-fusion",
                               cl::desc("Build the unfused graph: decompose "
                                        "every transformer op to primitives"),
                               cl::cat(category));
 
-enum class Emit { MLIR, LLVM, Obj, SO };
+enum class Emit { MLIR, LLVM, Obj, SO, PTX };
 static cl::opt<Emit>
     emit("emit", cl::desc("What to write"), cl::init(Emit::SO),
          cl::values(clEnumValN(Emit::MLIR, "mlir", "the fused graph IR"),
                     clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR"),
                     clEnumValN(Emit::Obj, "obj", "an object file"),
-                    clEnumValN(Emit::SO, "so", "a model library (default)")),
+                    clEnumValN(Emit::SO, "so", "a model library (default)"),
+                    clEnumValN(Emit::PTX, "ptx",
+                               "the kernels' PTX (--target=nvptx)")),
          cl::cat(category));
 static cl::opt<std::string>
     dumpIRAfter("dump-ir-after",
@@ -172,29 +187,50 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     return 0;
   }
 
+  bool gpu = target == "nvptx";
+  if (gpu)
+    manifest->target = "nvptx";
   PassManager lower(context);
   configure(lower);
-  tfc::CPUPipelineOptions options;
-  options.fuse = fuse;
+  std::string pipeline;
+  if (gpu) {
+    tfc::NVPTXPipelineOptions options;
+    options.fuse = fuse;
+    options.chip = gpuArch;
+    options.format = kind == Emit::PTX ? "isa" : "bin";
+    pipeline = tfc::getNVPTXPipeline(options);
+  } else {
+    tfc::CPUPipelineOptions options;
+    options.fuse = fuse;
+    pipeline = tfc::getCPUPipeline(options);
+  }
   // The graph step already ran; the lowering starts after it.
-  std::string pipeline = tfc::getCPUPipeline(options);
   llvm::StringRef rest(pipeline);
   rest.consume_front("transformer-fuse,");
-  rest.consume_front("transformer-decompose,");
+  if (!gpu)
+    rest.consume_front("transformer-decompose,");
   if (failed(parsePassPipeline(rest, lower)))
-    return fail("cannot build the CPU pipeline");
+    return fail("cannot build the " + target + " pipeline");
   if (failed(lower.run(module)))
-    return fail("lowering " + inputName + " for the CPU failed");
+    return fail("lowering " + inputName + " for " +
+                (gpu ? "NVPTX (" + gpuArch + ")" : std::string("the CPU")) +
+                " failed");
+  if (kind == Emit::PTX) {
+    if (failed(tfc::writePTX(module, outputPath, error)))
+      return fail(error);
+    return 0;
+  }
 
-  tfc::CPUEmitOptions emitOptions;
+  tfc::LibraryOptions emitOptions;
   emitOptions.outputPath = outputPath;
-  emitOptions.kind = kind == Emit::LLVM  ? tfc::CPUEmitKind::LLVMIR
-                     : kind == Emit::Obj ? tfc::CPUEmitKind::Object
-                                         : tfc::CPUEmitKind::SharedLibrary;
+  emitOptions.kind = kind == Emit::LLVM  ? tfc::LibraryEmitKind::LLVMIR
+                     : kind == Emit::Obj ? tfc::LibraryEmitKind::Object
+                                         : tfc::LibraryEmitKind::SharedLibrary;
+  emitOptions.linkMicroKernels = !gpu;
   emitOptions.ukernelArchive = ukernelArchive(argv0);
   emitOptions.linker = TFC_LINKER;
   emitOptions.defaultThreads = threads;
-  if (failed(tfc::emitCPUArtifact(module, *manifest, emitOptions, error)))
+  if (failed(tfc::emitModelLibrary(module, *manifest, emitOptions, error)))
     return fail(error);
   return 0;
 }
@@ -227,13 +263,30 @@ int main(int argc, char **argv) {
                               "tfc-compile: compile a model to a native "
                               "library\n");
 
-  if (target != "cpu")
-    return fail("unknown --target '" + target + "' (supported: cpu)");
+  if (target != "cpu" && target != "nvptx")
+    return fail("unknown --target '" + target + "' (supported: cpu, nvptx)");
+  if (target == "nvptx") {
+    // sm_NN or sm_NNa, NN >= 80 (mma.sync m16n8k16 with bf16).
+    llvm::StringRef arch(gpuArch);
+    unsigned version = 0;
+    bool prefixed = arch.consume_front("sm_");
+    arch.consume_back("a");
+    if (!prefixed || arch.getAsInteger(10, version) || version < 80)
+      return fail("unknown --gpu-arch '" + gpuArch +
+                  "' (expected sm_80 or newer, e.g. sm_80, sm_90, sm_90a)");
+    if (verifyFusion)
+      return fail("--verify-fusion runs both builds on this machine and "
+                  "needs --target=cpu");
+  } else if (emit == Emit::PTX) {
+    return fail("--emit=ptx needs --target=nvptx");
+  }
 
   DialectRegistry registry;
   registerAllDialects(registry);
   registerAllExtensions(registry);
   registry.insert<tfc::transformer::TransformerDialect>();
+  // gpu-module-to-binary translates each gpu.module to LLVM IR.
+  registerAllToLLVMIRTranslations(registry);
   tfc::registerCPUBufferizationModels(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();

@@ -10,6 +10,7 @@
 #include "tfc/Dialect/Transformer/IR/Transformer.h"
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
 #include "tfc/Pipelines/CPU.h"
+#include "tfc/Pipelines/GPU.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -23,6 +24,7 @@ int main(int argc, char **argv) {
   tfc::transformer::registerTransformerPasses();
   tfc::registerTFCConversionPasses();
   tfc::registerCPUPipelines();
+  tfc::registerNVPTXPipelines();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

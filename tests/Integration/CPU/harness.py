@@ -17,7 +17,8 @@ MLIR_DTYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64,
 
 
 class Harness:
-    def __init__(self, bindir, workdir):
+    def __init__(self, bindir, workdir, target="cpu"):
+        self.target = target
         self.compile = os.path.join(bindir, "tfc-compile")
         self.run_tool = os.path.join(bindir, "tfc-run")
         self.workdir = workdir
@@ -33,7 +34,7 @@ class Harness:
         with open(src, "w") as f:
             f.write(mlir)
         lib = self.path(name + (".fused" if fused else ".unfused") + ".so")
-        cmd = [self.compile, src, "-o", lib]
+        cmd = [self.compile, src, "-o", lib, "--target=" + self.target]
         if not fused:
             cmd.append("--no-fusion")
         if entry:

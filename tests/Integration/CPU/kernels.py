@@ -2,7 +2,7 @@
 and unfused, against float64 references over many shapes (odd sizes, one
 query row, causal with Sq != Skv, fully masked rows, grouped-query heads).
 
-usage: kernels.py BINDIR WORKDIR [SEED]
+usage: kernels.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
 """
 
 import sys
@@ -170,8 +170,13 @@ def matmul_case(h, rng, name, batch, m, k, n):
 
 
 def main():
-    h = Harness(sys.argv[1], sys.argv[2])
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else np.random.SeedSequence(
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    target = "cpu"
+    for a in sys.argv[1:]:
+        if a.startswith("--target="):
+            target = a[len("--target="):]
+    h = Harness(args[0], args[1], target)
+    seed = int(args[2]) if len(args) > 2 else np.random.SeedSequence(
     ).entropy % (2**32)
     print("seed", seed)
     rng = np.random.default_rng(seed)

@@ -116,4 +116,98 @@ def InlineAllocaScopes : Pass<"tfc-inline-alloca-scopes"> {
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// GPU (NVPTX)
+//===----------------------------------------------------------------------===//
+
+def ParallelLoopsToGPU : Pass<"tfc-parallel-loops-to-gpu", "mlir::func::FuncOp"> {
+  let summary = "Turn every host-level parallel loop nest into a GPU launch";
+  let description = [{
+    After `convert-linalg-to-parallel-loops`, each top-level `scf.parallel`
+    of a host function becomes one `gpu.launch` of 1-D blocks of
+    `block-size` threads: the iteration space is linearised (the innermost
+    dimension fastest, so neighbouring threads touch neighbouring elements)
+    and every thread runs the loop body for one point; reductions inside the
+    body stay sequential `scf.for` loops per thread. `memref.copy` between
+    buffers becomes such a loop first, so that no host code touches device
+    memory. A loop nest with reductions on `scf.parallel` itself is
+    rejected.
+
+    Upstream `gpu-map-parallel-loops` maps the first three dimensions of a
+    single parallel loop to the grid with one thread per block; this pass
+    fills whole blocks instead.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def GPUDeviceBuffers : Pass<"tfc-gpu-device-buffers", "mlir::func::FuncOp"> {
+  let summary = "Allocate a GPU model's buffers in device memory";
+  let description = [{
+    Host functions of a GPU model only allocate, free and pass buffers to
+    kernels, which can read device memory only: `memref.alloc` becomes
+    `gpu.alloc` (served by the runtime's caching device allocator) and is
+    freed (`gpu.dealloc`) before every return, and a constant global is
+    copied into a device buffer (`gpu.alloc` + `gpu.memcpy`) where it is
+    used. Runs after every loop nest became a `gpu.launch`, in place of
+    upstream's buffer deallocation, which rejects kernel launches (their
+    memory effects are unknown to it).
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
+def GPUMergeModules : Pass<"tfc-gpu-merge-modules", "mlir::ModuleOp"> {
+  let summary = "Put every kernel of a module into one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` creates one `gpu.module` per kernel. Merging them
+    into one module (`@tfc_kernels`) gives one PTX file and one cubin per
+    model: one `cuModuleLoadData` at load time, and one file for
+    `tfc-compile --emit=ptx` and `ptxas`. Launches are redirected; kernel
+    names are kept unique.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::ModuleOp"> {
+  let summary = "Lower each fused attention to one flash-attention GPU kernel";
+  let description = [{
+    Replaces every `transformer.attention` with static shapes by a launch of
+    a kernel built for its shapes in the `gpu.module @tfc_attention`: a block
+    per (batch x head, tile of queries), K and V tiles staged through shared
+    memory, the online softmax in registers, the output written once; the
+    score matrix never exists. f16 and bf16 run on tensor cores
+    (`nvvm.mma.sync` m16n8k16 with f32 accumulation, 64 queries per block of
+    4 warps); f32 uses FMA (one thread per query row), so that f32 results
+    keep f32 accuracy. Causal blocks stop at their last visible key. Runs
+    before bufferization: operands are read in place
+    (`bufferization.to_buffer`), the result is a fresh buffer.
+
+    Attention the kernels do not cover (dynamic shapes; odd head dimensions
+    in f16/bf16) is left to `transformer-decompose`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tosa::TosaDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // TFC_CONVERSION_PASSES_TD

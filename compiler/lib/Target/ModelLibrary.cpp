@@ -1,11 +1,12 @@
-//===- CPUTarget.cpp - Emit a CPU model library ---------------------------===//
+//===- ModelLibrary.cpp - Emit a model library ----------------------------===//
 //
 // LLVM dialect -> LLVM IR -> ABI entry points + manifest -> -O3 for the host
-// CPU -> object -> shared library linked with the micro-kernels.
+// CPU -> object -> shared library (CPU models: linked with the
+// micro-kernels and OpenMP; GPU models: the cubin is already embedded).
 //
 //===----------------------------------------------------------------------===//
 
-#include "tfc/Target/CPU.h"
+#include "tfc/Target/ModelLibrary.h"
 #include "tfc/runtime/abi.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -237,7 +238,7 @@ bool writeObject(llvm::Module &mod, llvm::TargetMachine &tm,
   return true;
 }
 
-bool link(llvm::StringRef object, const CPUEmitOptions &options,
+bool link(llvm::StringRef object, const LibraryOptions &options,
           std::string &error) {
   llvm::ErrorOr<std::string> linker =
       llvm::sys::findProgramByName(options.linker);
@@ -250,11 +251,13 @@ bool link(llvm::StringRef object, const CPUEmitOptions &options,
   llvm::sys::path::append(ompDir, "lib");
   std::string rpath = "-Wl,-rpath," + std::string(ompDir);
   llvm::SmallVector<llvm::StringRef> args = {
-      *linker,        "-shared",
-      "-fuse-ld=lld", "-fopenmp",
-      "-o",           options.outputPath,
-      object,         options.ukernelArchive,
-      rpath,          "-Wl,--exclude-libs,ALL"};
+      *linker, "-shared", "-fuse-ld=lld", "-o", options.outputPath, object};
+  if (options.linkMicroKernels)
+    args.append(
+        {"-fopenmp", options.ukernelArchive, rpath, "-Wl,--exclude-libs,ALL"});
+  else
+    // The mgpu* functions come from the runtime that loads the model.
+    args.append({"-Wl,-z,undefs"});
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                      &message);
@@ -268,9 +271,9 @@ bool link(llvm::StringRef object, const CPUEmitOptions &options,
 
 } // namespace
 
-LogicalResult emitCPUArtifact(ModuleOp module, const Manifest &manifest,
-                              const CPUEmitOptions &options,
-                              std::string &error) {
+LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
+                               const LibraryOptions &options,
+                               std::string &error) {
   DialectRegistry registry;
   registerAllToLLVMIRTranslations(registry);
   module->getContext()->appendDialectRegistry(registry);
@@ -292,8 +295,9 @@ LogicalResult emitCPUArtifact(ModuleOp module, const Manifest &manifest,
   if (!addRunEntry(*mod, manifest, error))
     return failure();
   addManifest(*mod, manifest);
-  addWeightsChanged(*mod);
-  if (options.defaultThreads > 0)
+  if (options.linkMicroKernels)
+    addWeightsChanged(*mod);
+  if (options.defaultThreads > 0 && options.linkMicroKernels)
     addDefaultThreads(*mod, options.defaultThreads);
   std::string verifyMessage;
   llvm::raw_string_ostream vos(verifyMessage);
@@ -303,7 +307,7 @@ LogicalResult emitCPUArtifact(ModuleOp module, const Manifest &manifest,
   }
   optimize(*mod, *tm);
 
-  if (options.kind == CPUEmitKind::LLVMIR) {
+  if (options.kind == LibraryEmitKind::LLVMIR) {
     std::error_code ec;
     llvm::ToolOutputFile out(options.outputPath, ec, llvm::sys::fs::OF_Text);
     if (ec) {
@@ -314,7 +318,7 @@ LogicalResult emitCPUArtifact(ModuleOp module, const Manifest &manifest,
     out.keep();
     return success();
   }
-  if (options.kind == CPUEmitKind::Object)
+  if (options.kind == LibraryEmitKind::Object)
     return success(writeObject(*mod, *tm, options.outputPath, error));
 
   llvm::SmallString<128> object;

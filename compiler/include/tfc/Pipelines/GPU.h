@@ -1,0 +1,31 @@
+//===- GPU.h - tfc's NVPTX compilation pipeline -----------------*- C++ -*-===//
+
+#ifndef TFC_PIPELINES_GPU_H
+#define TFC_PIPELINES_GPU_H
+
+#include <string>
+
+namespace tfc {
+
+struct NVPTXPipelineOptions {
+  /// Fused attention becomes one flash-attention kernel; when false, every
+  /// transformer op is decomposed to primitives (the unfused build).
+  bool fuse = true;
+  /// The GPU architecture, e.g. sm_90, sm_90a, sm_80.
+  std::string chip = "sm_90";
+  /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).
+  std::string format = "bin";
+};
+
+/// The textual pass pipeline (anchored on builtin.module, without the
+/// `builtin.module(...)` wrapper) from the graph IR to the LLVM dialect with
+/// the kernels compiled into a gpu.binary.
+std::string getNVPTXPipeline(const NVPTXPipelineOptions &options);
+
+/// Registers `tfc-nvptx-pipeline` (and `tfc-nvptx-pipeline-unfused`), which
+/// stop at PTX (`cubin-format=isa`), so that tfc-opt can run them.
+void registerNVPTXPipelines();
+
+} // namespace tfc
+
+#endif // TFC_PIPELINES_GPU_H

@@ -1,0 +1,49 @@
+//===- ModelLibrary.h - Emit a model library --------------------*- C++ -*-===//
+//
+// The host side of every model is CPU code: for the CPU target all of it,
+// for NVPTX the code that allocates device buffers and launches the kernels
+// whose cubin the module embeds. Both become a shared library with the
+// runtime's ABI (runtime/include/tfc/runtime/abi.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_TARGET_MODELLIBRARY_H
+#define TFC_TARGET_MODELLIBRARY_H
+
+#include "tfc/Target/Manifest.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace tfc {
+
+enum class LibraryEmitKind { SharedLibrary, Object, LLVMIR };
+
+struct LibraryOptions {
+  LibraryEmitKind kind = LibraryEmitKind::SharedLibrary;
+  std::string outputPath;
+  /// Link the CPU micro-kernel archive and OpenMP (CPU models); GPU models
+  /// need neither.
+  bool linkMicroKernels = true;
+  /// The micro-kernel archive and the linker driver used for shared
+  /// libraries.
+  std::string ukernelArchive;
+  std::string linker;
+  /// When positive, the library sets this many OpenMP threads when it is
+  /// loaded (the runtime's --threads, applied later, overrides it).
+  int defaultThreads = 0;
+};
+
+/// Translates `module` (LLVM dialect only) to LLVM IR, adds the ABI entry
+/// points (`tfc_model_run`, `tfc_model_manifest`) for `manifest`, optimises
+/// at -O3 for the host CPU and writes the requested artifact. Returns an
+/// error message on failure.
+mlir::LogicalResult emitModelLibrary(mlir::ModuleOp module,
+                                     const Manifest &manifest,
+                                     const LibraryOptions &options,
+                                     std::string &error);
+
+} // namespace tfc
+
+#endif // TFC_TARGET_MODELLIBRARY_H

@@ -1,0 +1,700 @@
+//===- AttentionKernel.cpp - Flash-attention GPU kernels ------------------===//
+//
+// One kernel per fused attention, specialised to its static shapes.
+//
+// Tensor-core kernel (f16, bf16): a block of 4 warps owns 64 query rows of
+// one (batch, head), 16 rows per warp. Q stays in registers as mma.sync A
+// fragments for the whole kernel. The block walks the keys in tiles of Bc:
+// it stages K [Bc][D] and Vᵀ [D][Bc] in shared memory (rows padded by 16
+// bytes so that the fragment loads of a warp hit 32 different banks),
+// computes S = Q·Kᵀ with mma.sync m16n8k16 (f32 accumulation), applies
+// scale, mask and the causal limit, updates the running max and sum of each
+// row (online softmax, exp2 with the scale folded into log2 e), and
+// accumulates O += P·V with P converted in registers: the C fragment of two
+// neighbouring 16x8 score tiles is exactly the A fragment of a 16x16 P tile.
+// Each thread owns rows g and g+8 of its warp's 16 (g = lane / 4), so a row
+// reduction is a butterfly over the 4 lanes of a quad. Causal blocks stop
+// at the last key their last row sees. The score matrix never exists.
+//
+// FMA kernel (f32): one thread per query row, q and o in registers, keys in
+// shared-memory tiles of 16 with one rescale per tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace tfc {
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/// Index and float arithmetic on an implicit-location builder.
+struct Arith {
+  ImplicitLocOpBuilder &b;
+
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f(double v) {
+    return arith::ConstantFloatOp::create(b, b.getF32Type(),
+                                          APFloat(static_cast<float>(v)));
+  }
+  Value negInf() {
+    return arith::ConstantFloatOp::create(
+        b, b.getF32Type(),
+        APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, c(y)) : x; }
+  Value mul(Value x, int64_t y) {
+    return y == 1 ? x : arith::MulIOp::create(b, x, c(y)).getResult();
+  }
+  Value div(Value x, int64_t y) {
+    return y == 1 ? x : arith::DivUIOp::create(b, x, c(y)).getResult();
+  }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, c(y)); }
+  Value umin(Value x, int64_t y) { return arith::MinUIOp::create(b, x, c(y)); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  Value ult(Value x, int64_t y) { return ult(x, c(y)); }
+  /// Signed: a causal limit row + (Skv - Sq) is negative for the first
+  /// rows when Sq > Skv.
+  Value sle(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::sle, x, y);
+  }
+  Value andi(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
+  Value sel(Value cond, Value x, Value y) {
+    return arith::SelectOp::create(b, cond, x, y);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, x, y, z);
+  }
+  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
+  Value exp2(Value x) { return math::Exp2Op::create(b, x); }
+  Value isNegInf(Value x) {
+    return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x, negInf());
+  }
+  Value toF32(Value x) {
+    return x.getType().isF32()
+               ? x
+               : arith::ExtFOp::create(b, b.getF32Type(), x).getResult();
+  }
+  Value fromF32(Value x, Type t) {
+    return t.isF32() ? x : arith::TruncFOp::create(b, t, x).getResult();
+  }
+  /// 1 / x for a positive row sum, 0 for a row that saw no key.
+  Value inverseOrZero(Value x) {
+    Value positive =
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, f(0.0));
+    return sel(positive, arith::DivFOp::create(b, f(1.0), x).getResult(),
+               f(0.0));
+  }
+  /// Emits `body` under `if (cond)`, or unconditionally when `cond` is null.
+  void guarded(Value cond, llvm::function_ref<void()> body) {
+    if (!cond)
+      return body();
+    auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    body();
+  }
+  /// Butterfly over the `lanes` lowest lanes of each group (xor 1, 2, ...).
+  Value quadReduce(Value x, int lanes, bool isMax) {
+    for (int offset = 1; offset < lanes; offset *= 2) {
+      Value other =
+          gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      x = isMax ? fmax(x, other) : fadd(x, other);
+    }
+    return x;
+  }
+};
+
+/// Element offset of the mask for (b, h, row, key): broadcast dimensions
+/// index 0.
+Value maskValue(Arith &a, Value mask, ArrayRef<int64_t> dims, Value b, Value h,
+                Value row, Value key) {
+  Value zero = a.c(0);
+  SmallVector<Value> idx = {dims[0] == 1 ? zero : b, dims[1] == 1 ? zero : h,
+                            dims[2] == 1 ? zero : row,
+                            dims[3] == 1 ? zero : key};
+  return a.toF32(memref::LoadOp::create(a.b, mask, idx));
+}
+
+/// Declares the kernel and its shared-memory tiles. The tiles are globals in
+/// the workgroup address space with 16-byte alignment (16-byte stores and
+/// 4-byte fragment loads; workgroup attributions would only be aligned to
+/// the element size).
+gpu::GPUFuncOp createKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                            StringRef name, const AttentionShape &s,
+                            ArrayRef<MemRefType> tiles, int64_t blockSize,
+                            SmallVectorImpl<Value> &tileValues) {
+  MLIRContext *ctx = builder.getContext();
+  Type t = s.elementType;
+  auto ty = [&](ArrayRef<int64_t> shape) { return MemRefType::get(shape, t); };
+  SmallVector<Type> args = {ty({s.batch, s.headsQ, s.seqQ, s.headDim}),
+                            ty({s.batch, s.headsKV, s.seqKV, s.headDim}),
+                            ty({s.batch, s.headsKV, s.seqKV, s.valueDim})};
+  if (!s.mask.empty())
+    args.push_back(ty(s.mask));
+  args.push_back(ty({s.batch, s.headsQ, s.seqQ, s.valueDim}));
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  SmallVector<std::string> names;
+  for (auto [i, type] : llvm::enumerate(tiles)) {
+    names.push_back((name + "_tile" + llvm::Twine(i)).str());
+    memref::GlobalOp::create(builder, module.getLoc(), names.back(),
+                             builder.getStringAttr("private"), type,
+                             Attribute(), /*constant=*/false,
+                             builder.getI64IntegerAttr(16));
+  }
+  auto func = gpu::GPUFuncOp::create(builder, module.getLoc(), name,
+                                     FunctionType::get(ctx, args, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  for (auto [type, global] : llvm::zip(tiles, names))
+    tileValues.push_back(
+        memref::GetGlobalOp::create(builder, module.getLoc(), type, global));
+  return func;
+}
+
+/// Loads `width` consecutive elements of row `row` (clamped to `rows`) of a
+/// [B, H, rows, cols] tensor as one vector; zeros where the row or the
+/// columns are out of range.
+Value loadRowChunk(Arith &a, Value tensor, Value b, Value h, Value row,
+                   int64_t rows, Value col, int64_t cols, int64_t width,
+                   Value rowValid, bool colsMayOverflow) {
+  ImplicitLocOpBuilder &ib = a.b;
+  auto memTy = cast<MemRefType>(tensor.getType());
+  Type et = memTy.getElementType();
+  auto vecTy = VectorType::get({width}, et);
+  Value safeRow = a.umin(row, rows - 1);
+  Value valid = rowValid;
+  Value safeCol = col;
+  if (colsMayOverflow) {
+    // Whole chunks only: cols is a multiple of width.
+    valid = a.andi(valid, a.ult(col, cols));
+    safeCol = a.umin(col, cols - width);
+  }
+  Value v = vector::LoadOp::create(
+      ib, vecTy, tensor, ValueRange{b, h, safeRow, safeCol},
+      /*nontemporal=*/false,
+      llvm::MaybeAlign(width * et.getIntOrFloatBitWidth() / 8));
+  Value zero = arith::ConstantOp::create(
+      ib, vecTy, DenseElementsAttr::get(vecTy, ib.getZeroAttr(et)));
+  return a.sel(valid, v, zero);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor-core kernel
+//===----------------------------------------------------------------------===//
+
+struct MmaKernel {
+  const AttentionShape &s;
+  Arith &a;
+  ImplicitLocOpBuilder &b;
+  Type t; // f16 or bf16
+  bool isBF16;
+  int64_t dp, dvp; // head dims rounded up to 16
+  int64_t bc;      // keys per tile
+  static constexpr int64_t kRows = 64, kThreads = 128;
+
+  /// A pair of elements as an mma operand: vector<2xf16>, or the i32 that
+  /// holds two bf16.
+  Value operand(Value pair) {
+    if (!isBF16)
+      return pair;
+    Value asInt = vector::BitCastOp::create(
+        b, VectorType::get({1}, b.getI32Type()), pair);
+    return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
+  }
+  Value pairFromF32(Value x, Value y) {
+    return operand(vector::FromElementsOp::create(
+        b, VectorType::get({2}, t),
+        ValueRange{a.fromF32(x, t), a.fromF32(y, t)}));
+  }
+  /// Two consecutive elements of a shared-memory row.
+  Value sharedPair(Value smem, Value row, Value col) {
+    return operand(vector::LoadOp::create(b, VectorType::get({2}, t), smem,
+                                          ValueRange{row, col}, false,
+                                          llvm::MaybeAlign(4)));
+  }
+  /// D += A·B on one m16n8k16 tile; `acc` holds c0..c3.
+  void mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,
+           SmallVectorImpl<Value> &acc) {
+    Type f32 = b.getF32Type();
+    auto resTy =
+        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+    NVVM::MMATypes mt = isBF16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+    Value r = NVVM::MmaOp::create(
+        b, resTy, aFrag, bFrag, acc, {16, 8, 16}, std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{mt, mt},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    for (int i = 0; i < 4; ++i)
+      acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
+  }
+  /// One element of a [B, H, rows, cols] tensor in global memory as a pair
+  /// operand's half, zero out of range (only for odd sizes).
+  Value globalPair(Value tensor, Value bi, Value hi, Value row, int64_t rows,
+                   Value col, int64_t cols, Value rowValid) {
+    // cols is even here (checked by the caller): pairs never straddle it.
+    return operand(loadRowChunk(a, tensor, bi, hi, row, rows, col, cols, 2,
+                                rowValid, cols % 16 != 0));
+  }
+
+  /// How a [bc, cols] tile is split into chunks over the block's threads.
+  struct TileLayout {
+    int64_t cols, paddedCols, width, chunksPerRow, total;
+  };
+  TileLayout layout(int64_t cols, int64_t paddedCols) {
+    // 16-byte chunks when rows allow, else pairs.
+    int64_t width = cols % 8 == 0 ? 8 : 2;
+    return {cols, paddedCols, width, paddedCols / width,
+            bc * (paddedCols / width)};
+  }
+  /// The chunks one thread holds: chunk tid + i * threads of the tile.
+  struct TileChunks {
+    TileLayout layout;
+    SmallVector<Value> values;
+  };
+  TileChunks loadTile(Value src, Value kv0, const TileLayout &l, Value bi,
+                      Value hk, Value tid);
+  void storeTile(const TileChunks &tile, Value dst, bool transpose);
+  Value tid;
+
+  void build(gpu::GPUFuncOp func, Value ks, Value vts);
+};
+
+MmaKernel::TileChunks MmaKernel::loadTile(Value src, Value kv0,
+                                          const TileLayout &l, Value bi,
+                                          Value hk, Value tid) {
+  TileChunks tile{l, {}};
+  for (int64_t it = 0; it * kThreads < l.total; ++it) {
+    // Threads past the last chunk load the last one again (in range, never
+    // stored).
+    Value chunk = a.umin(a.add(tid, it * kThreads), l.total - 1);
+    Value r = a.div(chunk, l.chunksPerRow);
+    Value col = a.mul(a.rem(chunk, l.chunksPerRow), l.width);
+    Value key = a.add(kv0, r);
+    tile.values.push_back(loadRowChunk(a, src, bi, hk, key, s.seqKV, col,
+                                       l.cols, l.width, a.ult(key, s.seqKV),
+                                       l.paddedCols != l.cols));
+  }
+  return tile;
+}
+
+void MmaKernel::storeTile(const TileChunks &tile, Value dst, bool transpose) {
+  const TileLayout &l = tile.layout;
+  for (auto [it, vec] : llvm::enumerate(tile.values)) {
+    Value chunk = a.add(tid, int64_t(it) * kThreads);
+    auto body = [&]() {
+      Value r = a.div(chunk, l.chunksPerRow);
+      Value col = a.mul(a.rem(chunk, l.chunksPerRow), l.width);
+      if (!transpose) {
+        vector::StoreOp::create(b, vec, dst, ValueRange{r, col}, false,
+                                llvm::MaybeAlign(l.width * 2));
+        return;
+      }
+      for (int64_t e = 0; e < l.width; ++e) {
+        Value x = vector::ExtractOp::create(b, vec, ArrayRef<int64_t>{e});
+        memref::StoreOp::create(b, x, dst, ValueRange{a.add(col, e), r});
+      }
+    };
+    a.guarded((int64_t(it) + 1) * kThreads <= l.total ? Value()
+                                                      : a.ult(chunk, l.total),
+              body);
+  }
+}
+
+void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToEnd(&entry);
+  Value q = entry.getArgument(0), k = entry.getArgument(1),
+        v = entry.getArgument(2);
+  Value mask = s.mask.empty() ? Value() : entry.getArgument(3);
+  Value out = entry.getArgument(s.mask.empty() ? 3 : 4);
+
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value warp = a.div(tid, 32), lane = a.rem(tid, 32);
+  Value g = a.div(lane, 4), tq = a.rem(lane, 4);
+  Value t2 = a.mul(tq, 2);
+  Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
+  Value hk = a.div(hi, s.headsQ / s.headsKV);
+  Value firstRow = a.add(a.mul(qBlock, kRows), a.mul(warp, 16));
+  Value row[2] = {a.add(firstRow, g), a.add(a.add(firstRow, g), 8)};
+  Value rowValid[2] = {a.ult(row[0], s.seqQ), a.ult(row[1], s.seqQ)};
+
+  // Q as A fragments, one per 16 columns of the head dimension.
+  SmallVector<SmallVector<Value, 4>> qFrag;
+  for (int64_t kt = 0; kt < dp / 16; ++kt) {
+    Value c0 = a.add(t2, kt * 16), c1 = a.add(t2, kt * 16 + 8);
+    qFrag.push_back(
+        {globalPair(q, bi, hi, row[0], s.seqQ, c0, s.headDim, rowValid[0]),
+         globalPair(q, bi, hi, row[1], s.seqQ, c0, s.headDim, rowValid[1]),
+         globalPair(q, bi, hi, row[0], s.seqQ, c1, s.headDim, rowValid[0]),
+         globalPair(q, bi, hi, row[1], s.seqQ, c1, s.headDim, rowValid[1])});
+  }
+
+  // Keys this block sees: causal rows stop at their diagonal.
+  int64_t offset = s.seqKV - s.seqQ;
+  Value numTiles;
+  if (s.causal) {
+    // last key of the block's last row + 1 = qBlock*64 + 64 + offset,
+    // clamped to [0, Skv]; as index arithmetic on signed values.
+    Value end =
+        arith::AddIOp::create(b, a.mul(qBlock, kRows), a.c(kRows + offset));
+    end = arith::MaxSIOp::create(b, end, a.c(0));
+    end = arith::MinSIOp::create(b, end, a.c(s.seqKV));
+    numTiles = arith::CeilDivUIOp::create(b, end, a.c(bc));
+  } else {
+    numTiles = a.c((s.seqKV + bc - 1) / bc);
+  }
+
+  Value zeroF = a.f(0.0);
+  SmallVector<Value> init;
+  for (int64_t i = 0; i < dvp / 8 * 4; ++i)
+    init.push_back(zeroF);
+  init.append({a.negInf(), a.negInf(), zeroF, zeroF}); // m0 m1 l0 l1
+  TileLayout kLayout = layout(s.headDim, dp), vLayout = layout(s.valueDim, dvp);
+  TileChunks kFirst = loadTile(k, a.c(0), kLayout, bi, hk, tid);
+  TileChunks vFirst = loadTile(v, a.c(0), vLayout, bi, hk, tid);
+  int64_t numState = int64_t(init.size());
+  init.append(kFirst.values.begin(), kFirst.values.end());
+  init.append(vFirst.values.begin(), vFirst.values.end());
+
+  auto loop = scf::ForOp::create(b, a.c(0), numTiles, a.c(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value j = loop.getInductionVar();
+    ValueRange iter = loop.getRegionIterArgs();
+    TileChunks kTile = kFirst, vTile = vFirst;
+    kTile.values.assign(iter.begin() + numState,
+                        iter.begin() + numState + kFirst.values.size());
+    vTile.values.assign(iter.begin() + numState + kFirst.values.size(),
+                        iter.end());
+    SmallVector<SmallVector<Value>> o(dvp / 8);
+    for (int64_t dn = 0; dn < dvp / 8; ++dn)
+      o[dn].assign(iter.begin() + dn * 4, iter.begin() + dn * 4 + 4);
+    Value m[2] = {iter[dvp / 8 * 4], iter[dvp / 8 * 4 + 1]};
+    Value l[2] = {iter[dvp / 8 * 4 + 2], iter[dvp / 8 * 4 + 3]};
+    Value kv0 = a.mul(j, bc);
+
+    // Stage this tile's K and Vᵀ (prefetched into registers during the
+    // previous tile's arithmetic), then issue the loads of the next tile:
+    // their latency hides behind this tile's mma work.
+    gpu::BarrierOp::create(b);
+    storeTile(kTile, ks, /*transpose=*/false);
+    storeTile(vTile, vts, /*transpose=*/true);
+    gpu::BarrierOp::create(b);
+    TileChunks nextK = loadTile(k, a.add(kv0, bc), kLayout, bi, hk, tid);
+    TileChunks nextV = loadTile(v, a.add(kv0, bc), vLayout, bi, hk, tid);
+
+    // S = Q·Kᵀ, scaled into the log2 domain, masked.
+    double scaleLog2 = s.scale * kLog2e;
+    Value scaleC = a.f(scaleLog2), log2e = a.f(kLog2e), ninf = a.negInf();
+    SmallVector<SmallVector<Value>> sc(bc / 8);
+    Value rowMax[2] = {ninf, ninf};
+    for (int64_t nt = 0; nt < bc / 8; ++nt) {
+      SmallVector<Value> acc(4, zeroF);
+      Value kRow = a.add(g, nt * 8);
+      for (int64_t kt = 0; kt < dp / 16; ++kt) {
+        Value b0 = sharedPair(ks, kRow, a.add(t2, kt * 16));
+        Value b1 = sharedPair(ks, kRow, a.add(t2, kt * 16 + 8));
+        mma(qFrag[kt], {b0, b1}, acc);
+      }
+      for (int i = 0; i < 4; ++i) {
+        int r = i / 2;
+        Value key = a.add(a.add(kv0, t2), nt * 8 + i % 2);
+        Value x = a.fmul(acc[i], scaleC);
+        if (mask)
+          x = a.fma(maskValue(a, mask, s.mask, bi, hi,
+                              a.umin(row[r], s.seqQ - 1),
+                              a.umin(key, s.seqKV - 1)),
+                    log2e, x);
+        // Keys past the end exist only in a partial last tile.
+        Value visible;
+        if (s.seqKV % bc != 0)
+          visible = a.ult(key, s.seqKV);
+        if (s.causal) {
+          Value below = a.sle(key, a.add(row[r], offset));
+          visible = visible ? a.andi(visible, below) : below;
+        }
+        if (visible)
+          x = a.sel(visible, x, ninf);
+        acc[i] = x;
+        rowMax[r] = a.fmax(rowMax[r], x);
+      }
+      sc[nt] = acc;
+    }
+
+    // Online softmax: new running max, rescale factor, probabilities.
+    Value alpha[2], mUse[2], newM[2], rowSum[2] = {zeroF, zeroF};
+    for (int r = 0; r < 2; ++r) {
+      newM[r] = a.fmax(m[r], a.quadReduce(rowMax[r], 4, /*isMax=*/true));
+      // A row that has seen no key yet keeps -inf: subtract 0 instead.
+      mUse[r] = a.sel(a.isNegInf(newM[r]), zeroF, newM[r]);
+      alpha[r] = a.exp2(a.fsub(m[r], mUse[r]));
+    }
+    for (int64_t nt = 0; nt < bc / 8; ++nt)
+      for (int i = 0; i < 4; ++i) {
+        int r = i / 2;
+        sc[nt][i] = a.exp2(a.fsub(sc[nt][i], mUse[r]));
+        rowSum[r] = a.fadd(rowSum[r], sc[nt][i]);
+      }
+    Value newL[2];
+    for (int r = 0; r < 2; ++r)
+      newL[r] = a.fma(l[r], alpha[r], rowSum[r]);
+    for (int64_t dn = 0; dn < dvp / 8; ++dn)
+      for (int i = 0; i < 4; ++i)
+        o[dn][i] = a.fmul(o[dn][i], alpha[i / 2]);
+
+    // O += P·V: P's C fragments become A fragments in registers.
+    for (int64_t kk = 0; kk < bc / 16; ++kk) {
+      SmallVector<Value> pFrag = {
+          pairFromF32(sc[2 * kk][0], sc[2 * kk][1]),
+          pairFromF32(sc[2 * kk][2], sc[2 * kk][3]),
+          pairFromF32(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+          pairFromF32(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+      for (int64_t dn = 0; dn < dvp / 8; ++dn) {
+        Value vRow = a.add(g, dn * 8);
+        Value b0 = sharedPair(vts, vRow, a.add(t2, kk * 16));
+        Value b1 = sharedPair(vts, vRow, a.add(t2, kk * 16 + 8));
+        mma(pFrag, {b0, b1}, o[dn]);
+      }
+    }
+
+    SmallVector<Value> yield;
+    for (auto &frag : o)
+      yield.append(frag.begin(), frag.end());
+    yield.append({newM[0], newM[1], newL[0], newL[1]});
+    yield.append(nextK.values.begin(), nextK.values.end());
+    yield.append(nextV.values.begin(), nextV.values.end());
+    scf::YieldOp::create(b, yield);
+  }
+
+  // O / l, written once; rows without a visible key are 0.
+  ValueRange res = loop.getResults();
+  Value inv[2];
+  for (int r = 0; r < 2; ++r) {
+    Value total = a.quadReduce(res[dvp / 8 * 4 + 2 + r], 4, /*isMax=*/false);
+    inv[r] = a.inverseOrZero(total);
+  }
+  for (int r = 0; r < 2; ++r) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        &scf::IfOp::create(b, rowValid[r], false).getThenRegion().front());
+    for (int64_t dn = 0; dn < dvp / 8; ++dn) {
+      if (dn * 8 >= s.valueDim)
+        break;
+      Value col = a.add(t2, dn * 8);
+      Value x = a.fmul(res[dn * 4 + 2 * r], inv[r]);
+      Value y = a.fmul(res[dn * 4 + 2 * r + 1], inv[r]);
+      Value pair = vector::FromElementsOp::create(
+          b, VectorType::get({2}, t),
+          ValueRange{a.fromF32(x, t), a.fromF32(y, t)});
+      auto store = [&]() {
+        vector::StoreOp::create(b, pair, out, ValueRange{bi, hi, row[r], col},
+                                false, llvm::MaybeAlign(4));
+      };
+      a.guarded((dn + 1) * 8 <= s.valueDim ? Value() : a.ult(col, s.valueDim),
+                store);
+    }
+  }
+  gpu::ReturnOp::create(b);
+}
+
+//===----------------------------------------------------------------------===//
+// FMA kernel (f32)
+//===----------------------------------------------------------------------===//
+
+void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
+                    Value ks, Value vs, int64_t rowsPerBlock, int64_t bc) {
+  ImplicitLocOpBuilder &b = a.b;
+  Block &entry = func.getBody().front();
+  b.setInsertionPointToEnd(&entry);
+  Value q = entry.getArgument(0), k = entry.getArgument(1),
+        v = entry.getArgument(2);
+  Value mask = s.mask.empty() ? Value() : entry.getArgument(3);
+  Value out = entry.getArgument(s.mask.empty() ? 3 : 4);
+  int64_t d = s.headDim, dv = s.valueDim;
+
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
+  Value hk = a.div(hi, s.headsQ / s.headsKV);
+  Value row = a.add(a.mul(qBlock, rowsPerBlock), tid);
+  Value rowValid = a.ult(row, s.seqQ);
+  Value safeRow = a.umin(row, s.seqQ - 1);
+
+  // The query row, pre-scaled into the log2 domain.
+  Value scaleC = a.f(s.scale * kLog2e), log2e = a.f(kLog2e);
+  SmallVector<Value> qv;
+  for (int64_t i = 0; i < d; ++i)
+    qv.push_back(a.fmul(
+        memref::LoadOp::create(b, q, ValueRange{bi, hi, safeRow, a.c(i)}),
+        scaleC));
+
+  int64_t offset = s.seqKV - s.seqQ;
+  Value numTiles;
+  if (s.causal) {
+    Value end = arith::AddIOp::create(b, a.mul(qBlock, rowsPerBlock),
+                                      a.c(rowsPerBlock + offset));
+    end = arith::MaxSIOp::create(b, end, a.c(0));
+    end = arith::MinSIOp::create(b, end, a.c(s.seqKV));
+    numTiles = arith::CeilDivUIOp::create(b, end, a.c(bc));
+  } else {
+    numTiles = a.c((s.seqKV + bc - 1) / bc);
+  }
+  Value zeroF = a.f(0.0), ninf = a.negInf();
+  SmallVector<Value> init(dv, zeroF);
+  init.append({ninf, zeroF}); // m, l
+  auto loop = scf::ForOp::create(b, a.c(0), numTiles, a.c(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kv0 = a.mul(loop.getInductionVar(), bc);
+    ValueRange iter = loop.getRegionIterArgs();
+    SmallVector<Value> o(iter.begin(), iter.begin() + dv);
+    Value m = iter[dv], l = iter[dv + 1];
+
+    gpu::BarrierOp::create(b);
+    auto stage = [&](Value src, Value dst, int64_t cols) {
+      int64_t total = bc * cols;
+      for (int64_t it = 0; it * rowsPerBlock < total; ++it) {
+        Value e = a.add(tid, it * rowsPerBlock);
+        auto body = [&]() {
+          Value r = a.div(e, cols), col = a.rem(e, cols);
+          Value key = a.add(kv0, r);
+          Value x = memref::LoadOp::create(
+              b, src, ValueRange{bi, hk, a.umin(key, s.seqKV - 1), col});
+          x = a.sel(a.ult(key, s.seqKV), x, zeroF);
+          memref::StoreOp::create(b, x, dst, ValueRange{r, col});
+        };
+        a.guarded((it + 1) * rowsPerBlock <= total ? Value() : a.ult(e, total),
+                  body);
+      }
+    };
+    stage(k, ks, d);
+    stage(v, vs, dv);
+    gpu::BarrierOp::create(b);
+
+    SmallVector<Value> sc;
+    Value tileMax = ninf;
+    for (int64_t jj = 0; jj < bc; ++jj) {
+      Value dot = zeroF;
+      for (int64_t i = 0; i < d; ++i)
+        dot = a.fma(qv[i],
+                    memref::LoadOp::create(b, ks, ValueRange{a.c(jj), a.c(i)}),
+                    dot);
+      Value key = a.add(kv0, jj);
+      if (mask)
+        dot = a.fma(maskValue(a, mask, s.mask, bi, hi, safeRow,
+                              a.umin(key, s.seqKV - 1)),
+                    log2e, dot);
+      Value visible = a.ult(key, s.seqKV);
+      if (s.causal)
+        visible = a.andi(visible, a.sle(key, a.add(row, offset)));
+      dot = a.sel(visible, dot, ninf);
+      sc.push_back(dot);
+      tileMax = a.fmax(tileMax, dot);
+    }
+    Value newM = a.fmax(m, tileMax);
+    Value mUse = a.sel(a.isNegInf(newM), zeroF, newM);
+    Value alpha = a.exp2(a.fsub(m, mUse));
+    Value sum = zeroF;
+    for (Value &x : sc) {
+      x = a.exp2(a.fsub(x, mUse));
+      sum = a.fadd(sum, x);
+    }
+    for (int64_t i = 0; i < dv; ++i) {
+      Value acc = a.fmul(o[i], alpha);
+      for (int64_t jj = 0; jj < bc; ++jj)
+        acc = a.fma(sc[jj],
+                    memref::LoadOp::create(b, vs, ValueRange{a.c(jj), a.c(i)}),
+                    acc);
+      o[i] = acc;
+    }
+    SmallVector<Value> yield(o);
+    yield.append({newM, a.fma(l, alpha, sum)});
+    scf::YieldOp::create(b, yield);
+  }
+  ValueRange res = loop.getResults();
+  Value inv = a.inverseOrZero(res[dv + 1]);
+  a.guarded(rowValid, [&]() {
+    for (int64_t i = 0; i < dv; ++i)
+      memref::StoreOp::create(b, a.fmul(res[i], inv), out,
+                              ValueRange{bi, hi, row, a.c(i)});
+  });
+  gpu::ReturnOp::create(b);
+}
+
+} // namespace
+
+AttentionLaunch buildAttentionKernel(OpBuilder &builder,
+                                     gpu::GPUModuleOp module, StringRef name,
+                                     const AttentionShape &s) {
+  MLIRContext *ctx = builder.getContext();
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto smem = [&](int64_t rows, int64_t cols) {
+    return MemRefType::get({rows, cols}, s.elementType,
+                           MemRefLayoutAttrInterface(), workgroup);
+  };
+  AttentionLaunch launch;
+  launch.gridY = s.batch * s.headsQ;
+  if (s.elementType.isF32()) {
+    constexpr int64_t kRows = 128, kKeys = 16;
+    SmallVector<Value> tiles;
+    launch.kernel = createKernel(
+        builder, module, name, s,
+        {smem(kKeys, s.headDim), smem(kKeys, s.valueDim)}, kRows, tiles);
+    ImplicitLocOpBuilder b(module.getLoc(), builder);
+    Arith a{b};
+    buildFmaKernel(s, a, launch.kernel, tiles[0], tiles[1], kRows, kKeys);
+    launch.gridX = (s.seqQ + kRows - 1) / kRows;
+    launch.blockX = kRows;
+    return launch;
+  }
+  int64_t dp = roundUp(s.headDim, 16), dvp = roundUp(s.valueDim, 16);
+  // 16 bytes of padding per row: the 8 rows a warp's fragment load touches
+  // start 4 banks apart.
+  int64_t bc = std::max(dp, dvp) <= 128 ? 64 : 32;
+  SmallVector<Value> tiles;
+  launch.kernel = createKernel(builder, module, name, s,
+                               {smem(bc, dp + 8), smem(dvp, bc + 8)},
+                               MmaKernel::kThreads, tiles);
+  ImplicitLocOpBuilder b(module.getLoc(), builder);
+  Arith a{b};
+  MmaKernel kernel{s, a, b, s.elementType, s.elementType.isBF16(), dp, dvp, bc};
+  kernel.build(launch.kernel, tiles[0], tiles[1]);
+  launch.gridX = (s.seqQ + MmaKernel::kRows - 1) / MmaKernel::kRows;
+  launch.blockX = MmaKernel::kThreads;
+  return launch;
+}
+
+} // namespace tfc

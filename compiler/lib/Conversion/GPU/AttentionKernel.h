@@ -1,0 +1,40 @@
+//===- AttentionKernel.h - Flash-attention GPU kernels ----------*- C++ -*-===//
+//
+// Builds the gpu.func of one fused attention, specialised to its static
+// shapes, element type and options.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_CONVERSION_GPU_ATTENTIONKERNEL_H
+#define TFC_CONVERSION_GPU_ATTENTIONKERNEL_H
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+
+namespace tfc {
+
+struct AttentionShape {
+  int64_t batch, headsQ, headsKV, seqQ, seqKV, headDim, valueDim;
+  /// Mask dimensions (each 1 or full) when the op has a mask, else empty.
+  llvm::SmallVector<int64_t, 4> mask;
+  bool causal = false;
+  double scale = 1.0;
+  mlir::Type elementType; // f32, f16 or bf16
+};
+
+struct AttentionLaunch {
+  mlir::gpu::GPUFuncOp kernel;
+  int64_t gridX, gridY, blockX;
+};
+
+/// Appends a kernel to `module`: arguments q, k, v, [mask,] out as memrefs
+/// of the static shapes in `shape`. f16 and bf16 run on tensor cores
+/// (mma.sync m16n8k16, f32 accumulation); f32 uses FMA in registers.
+AttentionLaunch buildAttentionKernel(mlir::OpBuilder &builder,
+                                     mlir::gpu::GPUModuleOp module,
+                                     llvm::StringRef name,
+                                     const AttentionShape &shape);
+
+} // namespace tfc
+
+#endif // TFC_CONVERSION_GPU_ATTENTIONKERNEL_H

@@ -1,0 +1,57 @@
+//===- GPU.cpp - tfc's NVPTX compilation pipeline -------------------------===//
+
+#include "tfc/Pipelines/GPU.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+namespace tfc {
+
+std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
+  std::string p;
+  // Graph level: fused attention becomes one kernel launch each; whatever
+  // else remains (softmax, layer_norm, unfused attention) is decomposed.
+  if (options.fuse)
+    p += "transformer-fuse,convert-transformer-to-nvptx,";
+  p += "transformer-decompose,"
+       "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
+       "tosa-to-tensor),canonicalize,cse,"
+       "func.func(tfc-fuse-elementwise),canonicalize,cse,";
+  // Buffers: results become caller-provided out-parameters (device
+  // pointers), temporaries device buffers freed at return.
+  p += "one-shot-bufferize{bufferize-function-boundaries "
+       "function-boundary-type-conversion=identity-layout-map},"
+       "buffer-results-to-out-params{modify-public-functions=true "
+       "hoist-static-allocs=true},canonicalize,";
+  // Every remaining loop nest becomes a kernel; all kernels go into one
+  // module, and the host code runs them in order on one stream.
+  p += "func.func(convert-linalg-to-parallel-loops,tfc-parallel-loops-to-gpu,"
+       "tfc-gpu-device-buffers),"
+       "gpu-kernel-outlining,tfc-gpu-merge-modules,lower-affine,canonicalize,"
+       "cse,func.func(gpu-async-region),";
+  p += "gpu-lower-to-nvvm-pipeline{cubin-chip=" + options.chip +
+       " cubin-features=+ptx80 cubin-format=" + options.format +
+       " opt-level=3}";
+  return p;
+}
+
+void registerNVPTXPipelines() {
+  for (bool fuse : {true, false}) {
+    std::string name =
+        fuse ? "tfc-nvptx-pipeline" : "tfc-nvptx-pipeline-unfused";
+    NVPTXPipelineOptions options;
+    options.fuse = fuse;
+    options.format = "isa";
+    std::string pipeline = getNVPTXPipeline(options);
+    mlir::PassPipelineRegistration<>(
+        name,
+        fuse ? "Lower a graph to PTX kernels and LLVM host code, fused"
+             : "Lower a graph to PTX kernels and LLVM host code, unfused",
+        [pipeline](mlir::OpPassManager &pm) {
+          if (mlir::failed(mlir::parsePassPipeline(pipeline, pm)))
+            llvm::report_fatal_error("tfc: invalid NVPTX pipeline");
+        });
+  }
+}
+
+} // namespace tfc

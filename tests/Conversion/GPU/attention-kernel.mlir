@@ -1,0 +1,77 @@
+// The fused attention becomes one flash-attention kernel per op: K and Vᵀ
+// tiles in 16-byte aligned shared memory, S = Q·Kᵀ and O += P·V on tensor
+// cores (mma.sync m16n8k16, f32 accumulation) for f16 and bf16, the online
+// softmax across the 4 lanes of a quad (shuffle xor 1, 2), one launch of
+// 4 warps per (batch x head, 64 queries). f32 runs on FMA.
+//
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx | FileCheck %s
+
+// CHECK-LABEL: func.func @causal_gqa_f16
+// CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<2x8x100x64xf16>
+// CHECK: gpu.launch_func @tfc_attention::@attention_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in
+// CHECK: bufferization.to_tensor %{{.*}} restrict writable
+// CHECK-NOT: transformer.attention
+// CHECK: gpu.module @tfc_attention
+// CHECK-DAG: memref.global "private" @attention_0_tile0 : memref<64x72xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
+// CHECK-DAG: memref.global "private" @attention_0_tile1 : memref<64x72xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
+// CHECK: gpu.func @attention_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// Causal: the number of key tiles depends on the query block.
+// CHECK: arith.ceildivui
+// The first K/V tile is loaded before the loop (16-byte chunks), each next
+// one while the current tile is computed.
+// CHECK: vector.load {{.*}}vector<8xf16>
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: vector.store {{.*}}vector<8xf16>
+// CHECK: gpu.barrier
+// CHECK: vector.load {{.*}}vector<8xf16>
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
+// CHECK: gpu.shuffle  xor {{.*}}, %{{.*}} : f32
+// CHECK: math.exp2
+// CHECK: nvvm.mma.sync
+// CHECK: scf.yield
+func.func @causal_gqa_f16(%q: tensor<2x8x100x64xf16>, %k: tensor<2x2x130x64xf16>, %v: tensor<2x2x130x64xf16>) -> tensor<2x8x100x64xf16> {
+  %o = transformer.attention %q, %k, %v {is_causal} : tensor<2x8x100x64xf16>, tensor<2x2x130x64xf16>, tensor<2x2x130x64xf16> -> tensor<2x8x100x64xf16>
+  return %o : tensor<2x8x100x64xf16>
+}
+
+// -----
+
+// bf16 pairs travel as i32 operands; a rank-2 mask becomes rank 4 and is
+// read in the kernel; D = 80 is padded to 80 (a multiple of 16), Dv too.
+// CHECK-LABEL: func.func @masked_bf16
+// CHECK: tosa.reshape
+// CHECK: gpu.launch_func @tfc_attention::@attention_0
+// CHECK: gpu.func @attention_0(%{{.*}}: memref<1x4x77x80xbf16>, %{{.*}}: memref<1x4x200x80xbf16>, %{{.*}}: memref<1x4x200x80xbf16>, %{{.*}}: memref<1x1x77x200xbf16>, %{{.*}}: memref<1x4x77x80xbf16>)
+// CHECK-NOT: arith.ceildivui
+// CHECK: scf.for
+// CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}} : (i32, i32, f32)
+func.func @masked_bf16(%q: tensor<1x4x77x80xbf16>, %k: tensor<1x4x200x80xbf16>, %v: tensor<1x4x200x80xbf16>, %m: tensor<77x200xbf16>) -> tensor<1x4x77x80xbf16> {
+  %o = transformer.attention %q, %k, %v mask %m : tensor<1x4x77x80xbf16>, tensor<1x4x200x80xbf16>, tensor<1x4x200x80xbf16>, tensor<77x200xbf16> -> tensor<1x4x77x80xbf16>
+  return %o : tensor<1x4x77x80xbf16>
+}
+
+// -----
+
+// f32 keeps f32 accuracy: FMA, no tensor cores, one thread per query row.
+// CHECK-LABEL: func.func @plain_f32
+// CHECK: gpu.launch_func @tfc_attention::@attention_0
+// CHECK: gpu.func @attention_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: math.fma
+// CHECK: gpu.return
+func.func @plain_f32(%q: tensor<1x2x33x64xf32>, %k: tensor<1x2x47x64xf32>, %v: tensor<1x2x47x64xf32>) -> tensor<1x2x33x64xf32> {
+  %o = transformer.attention %q, %k, %v {scale = 0.5 : f32} : tensor<1x2x33x64xf32>, tensor<1x2x47x64xf32>, tensor<1x2x47x64xf32> -> tensor<1x2x33x64xf32>
+  return %o : tensor<1x2x33x64xf32>
+}
+
+// -----
+
+// Odd head dimensions in f16 are left to the decomposition.
+// CHECK-LABEL: func.func @odd_head_dim_f16
+// CHECK: transformer.attention
+// CHECK-NOT: gpu.launch_func
+func.func @odd_head_dim_f16(%q: tensor<1x1x8x7xf16>, %k: tensor<1x1x8x7xf16>, %v: tensor<1x1x8x7xf16>) -> tensor<1x1x8x7xf16> {
+  %o = transformer.attention %q, %k, %v : tensor<1x1x8x7xf16>, tensor<1x1x8x7xf16>, tensor<1x1x8x7xf16> -> tensor<1x1x8x7xf16>
+  return %o : tensor<1x1x8x7xf16>
+}
