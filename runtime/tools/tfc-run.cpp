@@ -3,8 +3,8 @@
 // tfc-run model.so [--weights W.safetensors] --input a.npy [--input b.npy ...]
 //         --output y.npy [...] [--repeat N] [--warmup N] [--threads N]
 //
-// Uses only the runtime's C API. Every error is one line on stderr,
-// "tfc-run: error: ...", and exit status 1.
+// Uses only the runtime's C API, for CPU and GPU (nvptx) models alike. Every
+// error is one line on stderr, "tfc-run: error: ...", and exit status 1.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <vector>
 
@@ -33,9 +32,12 @@ const char kUsage[] =
     "  --weights FILE   bind the model's weights by name from a safetensors "
     "file\n"
     "  --repeat N       run N timed times and print the median and min time\n"
+    "                   of the model's compute (CUDA events for GPU models)\n"
     "  --warmup N       untimed runs before those (default 1 with --repeat)\n"
     "  --threads N      threads for compiled CPU code (OpenMP)\n"
-    "  --describe       print the model's signature and exit\n";
+    "  --describe       print the model's signature (and device) and exit\n"
+    "GPU models (target nvptx) need the CUDA driver, libcuda.so.1 (or\n"
+    "$TFC_CUDA_DRIVER).\n";
 
 struct Options {
   std::string model;
@@ -157,8 +159,12 @@ std::string nameList(tfc_model *model, bool inputs) {
 void printSignature(tfc_model *model) {
   const tfc_manifest *manifest = tfc_model_manifest_of(model);
   std::printf("model %s: entry %s, target %s\n", tfc_model_path(model),
-              manifest->entry ? manifest->entry : "?",
-              manifest->target ? manifest->target : "?");
+              manifest->entry ? manifest->entry : "?", tfc_model_target(model));
+  if (std::strcmp(tfc_model_target(model), "nvptx") == 0) {
+    char device[256];
+    check(tfc_device_describe(device, sizeof(device)));
+    std::printf("  device: %s\n", device);
+  }
   for (int32_t i = 0; i < tfc_model_num_inputs(model); ++i)
     std::printf("  input %d %s: %s\n", i, tfc_model_input(model, i)->name,
                 describe(tfc_model_input(model, i)).c_str());
@@ -168,12 +174,6 @@ void printSignature(tfc_model *model) {
   for (int32_t i = 0; i < tfc_model_num_outputs(model); ++i)
     std::printf("  output %d %s: %s\n", i, tfc_model_output(model, i)->name,
                 describe(tfc_model_output(model, i)).c_str());
-}
-
-double nowMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
 }
 
 std::string plural(size_t n, const char *word) {
@@ -244,25 +244,13 @@ int main(int argc, char **argv) {
     check(tfc_model_bind_output(model, int32_t(i), tfc_array_data(array)));
   }
 
-  // Outputs are poisoned (all bits set: NaN for floats, -1 for integers)
-  // before every run, so an element the model fails to write shows.
-  auto poison = [&]() {
-    for (tfc_array *array : outputs)
-      std::memset(tfc_array_data(array), 0xff, tfc_array_nbytes(array));
-  };
-  for (long i = 0; i < options.warmup; ++i) {
-    poison();
-    check(tfc_model_invoke(model));
-  }
-  long runs = options.repeat > 0 ? options.repeat : 1;
-  std::vector<double> times;
-  for (long i = 0; i < runs; ++i) {
-    poison();
-    double start = nowMs();
-    check(tfc_model_invoke(model));
-    times.push_back(nowMs() - start);
-  }
   if (options.repeat > 0) {
+    // The runtime times the model's own compute and poisons the outputs
+    // before every run (GPU models: inputs and outputs copied once).
+    long runs = options.repeat;
+    std::vector<double> times(size_t(runs), 0.0);
+    check(tfc_model_time(model, int32_t(options.warmup), int32_t(runs),
+                         times.data()));
     std::sort(times.begin(), times.end());
     double median =
         times.size() % 2
@@ -272,6 +260,14 @@ int main(int argc, char **argv) {
                 "%.4f ms\n",
                 options.model.c_str(), runs, options.warmup, median,
                 times.front());
+  } else {
+    // Outputs are poisoned (all bits set: NaN for floats, -1 for integers)
+    // before every run, so an element the model fails to write shows.
+    for (long i = 0; i <= options.warmup; ++i) {
+      for (tfc_array *array : outputs)
+        std::memset(tfc_array_data(array), 0xff, tfc_array_nbytes(array));
+      check(tfc_model_invoke(model));
+    }
   }
 
   for (size_t i = 0; i < numOutputs; ++i) {

@@ -7,9 +7,14 @@
 #include "tfc/runtime/npy.h"
 #include "tfc/runtime/safetensors.h"
 
+#include "cuda/Failure.h"
+#include "cuda/GpuModel.h"
+#include "cuda/Modules.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +46,8 @@ struct tfc_model {
   std::vector<void *> buffers;     // arguments, then results
   std::unique_ptr<tfc::SafetensorsFile> weightsFile;
   std::vector<tfc::AlignedBuffer> weightCopies;
+  /// The device side of an nvptx model; null for cpu models.
+  std::unique_ptr<tfc::cuda::GpuModel> gpu;
 };
 
 struct tfc_array {
@@ -161,6 +168,68 @@ void *ownSymbol(void *handle, const char *name) {
   return std::strcmp(info.dli_fname, map->l_name) == 0 ? symbol : nullptr;
 }
 
+/// dlclose for a model library. A GPU model's destructors unload its
+/// kernels; a failure there has no run to report it to and is dropped.
+void closeLibrary(void *handle) {
+  tfc::cuda::FailureScope ignored;
+  dlclose(handle);
+}
+
+tfc_status fromGpu(tfc::cuda::GpuError error) {
+  return error ? makeStatus(error.code, std::move(error.message)) : nullptr;
+}
+
+/// Slot i of model->buffers: "input 0 'a'", "weight 1 'w'", "output 0 'y'".
+std::vector<tfc::cuda::Slot> gpuSlots(const tfc_model *model) {
+  std::vector<tfc::cuda::Slot> slots(model->buffers.size());
+  for (size_t i = 0; i < model->inputArgs.size(); ++i)
+    slots[model->inputArgs[i]] = {
+        tfc_tensor_desc_nbytes(tfc_model_input(model, int32_t(i))),
+        TFC_ROLE_INPUT, roleName(model, TFC_ROLE_INPUT, int32_t(i))};
+  for (size_t i = 0; i < model->weightArgs.size(); ++i)
+    slots[model->weightArgs[i]] = {
+        tfc_tensor_desc_nbytes(tfc_model_weight(model, int32_t(i))),
+        TFC_ROLE_WEIGHT, roleName(model, TFC_ROLE_WEIGHT, int32_t(i))};
+  size_t numArgs = size_t(model->manifest->num_args);
+  for (int32_t i = 0; i < model->manifest->num_results; ++i)
+    slots[numArgs + size_t(i)] = {
+        tfc_tensor_desc_nbytes(tfc_model_output(model, i)), TFC_ROLE_OUTPUT,
+        roleName(model, TFC_ROLE_OUTPUT, i)};
+  return slots;
+}
+
+/// FAILED_PRECONDITION naming the first unbound argument or result.
+tfc_status checkBound(const tfc_model *model) {
+  for (size_t i = 0; i < model->inputArgs.size(); ++i)
+    if (!model->buffers[model->inputArgs[i]])
+      return makeStatus(TFC_FAILED_PRECONDITION,
+                        model->path + ": " +
+                            roleName(model, TFC_ROLE_INPUT, int32_t(i)) +
+                            " is not bound");
+  for (size_t i = 0; i < model->weightArgs.size(); ++i)
+    if (!model->buffers[model->weightArgs[i]])
+      return makeStatus(TFC_FAILED_PRECONDITION,
+                        model->path + ": " +
+                            roleName(model, TFC_ROLE_WEIGHT, int32_t(i)) +
+                            " is not bound (bind a weights file)");
+  for (int32_t i = 0; i < model->manifest->num_results; ++i)
+    if (!model->buffers[size_t(model->manifest->num_args) + size_t(i)])
+      return makeStatus(TFC_FAILED_PRECONDITION,
+                        model->path + ": " +
+                            roleName(model, TFC_ROLE_OUTPUT, i) +
+                            " is not bound");
+  return nullptr;
+}
+
+/// Fills every bound output with 0xFF bytes (NaN, -1), so that an element
+/// the model does not write shows.
+void poisonHostOutputs(tfc_model *model) {
+  size_t numArgs = size_t(model->manifest->num_args);
+  for (int32_t i = 0; i < model->manifest->num_results; ++i)
+    std::memset(model->buffers[numArgs + size_t(i)], 0xff,
+                tfc_tensor_desc_nbytes(tfc_model_output(model, i)));
+}
+
 /// Set by tfc_set_num_threads; applied to every model loaded afterwards.
 std::atomic<int32_t> requestedThreads{0};
 
@@ -261,7 +330,10 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     std::string openPath =
         file.find('/') == std::string::npos ? "./" + file : file;
     dlerror();
+    // Collects the kernel modules a GPU model's constructors register.
+    tfc::cuda::LoadScope gpuModules;
     void *handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    gpuModules.close();
     if (!handle) {
       const char *reason = dlerror();
       // Not a loadable library, or one whose dependencies are missing.
@@ -270,7 +342,7 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
                             (reason ? reason : "dlopen failed"));
     }
     auto fail = [&](tfc_status_code code, const std::string &message) {
-      dlclose(handle);
+      closeLibrary(handle);
       return makeStatus(code, message);
     };
     auto manifestFn = reinterpret_cast<tfc_model_manifest_fn>(
@@ -304,13 +376,21 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
         (manifest->num_results > 0 && !manifest->results))
       return fail(TFC_BAD_FORMAT,
                   "model " + file + ": manifest has invalid argument counts");
+    if (!manifest->target)
+      return fail(TFC_BAD_FORMAT, "model " + file + ": manifest has no target");
+    bool isGpu = std::strcmp(manifest->target, "nvptx") == 0;
+    if (!isGpu && std::strcmp(manifest->target, "cpu") != 0)
+      return fail(TFC_BAD_FORMAT,
+                  "model " + file + ": unknown target " +
+                      quote(manifest->target) +
+                      " (this runtime runs cpu and nvptx models)");
 
     auto model = std::make_unique<tfc_model>();
     model->path = file;
     for (int32_t i = 0; i < manifest->num_args; ++i) {
       const tfc_tensor_desc &desc = manifest->args[i];
       if (tfc_status s = checkDescriptor(file, "argument", i, desc, false)) {
-        dlclose(handle);
+        closeLibrary(handle);
         return s;
       }
       (desc.role == TFC_ROLE_INPUT ? model->inputArgs : model->weightArgs)
@@ -319,7 +399,7 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     for (int32_t i = 0; i < manifest->num_results; ++i)
       if (tfc_status s =
               checkDescriptor(file, "result", i, manifest->results[i], true)) {
-        dlclose(handle);
+        closeLibrary(handle);
         return s;
       }
     for (size_t i = 0; i < model->weightArgs.size(); ++i)
@@ -338,6 +418,10 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
         ownSymbol(handle, "tfc_model_weights_changed"));
     model->buffers.assign(
         size_t(manifest->num_args) + size_t(manifest->num_results), nullptr);
+    if (isGpu)
+      if (tfc::cuda::GpuError e = tfc::cuda::GpuModel::create(
+              file, gpuModules, gpuSlots(model.get()), model->gpu))
+        return fail(e.code, e.message);
     *out = model.release();
     return nullptr;
   });
@@ -349,7 +433,7 @@ void tfc_model_destroy(tfc_model *model) {
   void *handle = model->handle;
   delete model;
   if (handle)
-    dlclose(handle);
+    closeLibrary(handle);
 }
 
 const tfc_manifest *tfc_model_manifest_of(const tfc_model *model) {
@@ -358,6 +442,10 @@ const tfc_manifest *tfc_model_manifest_of(const tfc_model *model) {
 
 const char *tfc_model_path(const tfc_model *model) {
   return model ? model->path.c_str() : "";
+}
+
+const char *tfc_model_target(const tfc_model *model) {
+  return model ? model->manifest->target : "";
 }
 
 int32_t tfc_model_num_inputs(const tfc_model *model) {
@@ -439,11 +527,12 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
                                        tensor->shape.data()));
       // Compiled code reads weights with element-aligned accesses only (the
       // kernels pack or load them unaligned), so a tensor aligned to its
-      // element size is used in place, without a copy.
+      // element size is used in place, without a copy. A GPU model's weights
+      // are copied to the device from wherever they are.
       size_t elementAlignment = std::max<size_t>(tfc_dtype_size(desc.dtype), 1);
       bool aligned =
           reinterpret_cast<uintptr_t>(tensor->data) % elementAlignment == 0;
-      if (aligned && tensor->nbytes > 0) {
+      if ((aligned || model->gpu) && tensor->nbytes > 0) {
         pointers.push_back(tensor->data);
         continue;
       }
@@ -456,6 +545,19 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
         std::memcpy(copy.data(), tensor->data, tensor->nbytes);
       pointers.push_back(copy.data());
       copies.push_back(std::move(copy));
+    }
+    if (model->gpu) {
+      for (size_t i = 0; i < model->weightArgs.size(); ++i) {
+        if (tfc::cuda::GpuError e =
+                model->gpu->upload(size_t(model->weightArgs[i]), pointers[i])) {
+          // Some device buffers now hold the new weights, some the old.
+          for (int32_t arg : model->weightArgs)
+            model->buffers[arg] = nullptr;
+          model->weightCopies.clear();
+          model->weightsFile.reset();
+          return fromGpu(std::move(e));
+        }
+      }
     }
     for (size_t i = 0; i < model->weightArgs.size(); ++i)
       model->buffers[model->weightArgs[i]] = const_cast<void *>(pointers[i]);
@@ -500,6 +602,12 @@ static tfc_status bindArgument(tfc_model *model, tfc_tensor_role role,
                   : role == TFC_ROLE_WEIGHT
                       ? size_t(model->weightArgs[index])
                       : size_t(model->manifest->num_args) + size_t(index);
+    if (role == TFC_ROLE_WEIGHT && model->gpu) {
+      if (tfc::cuda::GpuError e = model->gpu->upload(slot, data)) {
+        model->buffers[slot] = nullptr;
+        return fromGpu(std::move(e));
+      }
+    }
     model->buffers[slot] = const_cast<void *>(data);
     if (role == TFC_ROLE_WEIGHT && model->weightsChanged)
       model->weightsChanged();
@@ -553,25 +661,39 @@ tfc_status tfc_model_invoke(tfc_model *model) {
     return makeStatus(TFC_INVALID_ARGUMENT,
                       "tfc_model_invoke: model must not be NULL");
   return guard([&]() -> tfc_status {
-    for (size_t i = 0; i < model->inputArgs.size(); ++i)
-      if (!model->buffers[model->inputArgs[i]])
-        return makeStatus(TFC_FAILED_PRECONDITION,
-                          model->path + ": " +
-                              roleName(model, TFC_ROLE_INPUT, int32_t(i)) +
-                              " is not bound");
-    for (size_t i = 0; i < model->weightArgs.size(); ++i)
-      if (!model->buffers[model->weightArgs[i]])
-        return makeStatus(TFC_FAILED_PRECONDITION,
-                          model->path + ": " +
-                              roleName(model, TFC_ROLE_WEIGHT, int32_t(i)) +
-                              " is not bound (bind a weights file)");
-    for (int32_t i = 0; i < model->manifest->num_results; ++i)
-      if (!model->buffers[size_t(model->manifest->num_args) + size_t(i)])
-        return makeStatus(TFC_FAILED_PRECONDITION,
-                          model->path + ": " +
-                              roleName(model, TFC_ROLE_OUTPUT, i) +
-                              " is not bound");
+    if (tfc_status s = checkBound(model))
+      return s;
+    if (model->gpu)
+      return fromGpu(model->gpu->invoke(model->run, model->buffers.data()));
     model->run(model->buffers.data());
+    return nullptr;
+  });
+}
+
+tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
+                          double *ms) {
+  if (!model || !ms || runs < 1 || warmup < 0)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_model_time: needs a model, runs >= 1, warmup >= 0 "
+                      "and room for the times");
+  return guard([&]() -> tfc_status {
+    if (tfc_status s = checkBound(model))
+      return s;
+    if (model->gpu)
+      return fromGpu(model->gpu->time(model->run, model->buffers.data(), warmup,
+                                      runs, ms));
+    for (int32_t i = 0; i < warmup; ++i) {
+      poisonHostOutputs(model);
+      model->run(model->buffers.data());
+    }
+    for (int32_t i = 0; i < runs; ++i) {
+      poisonHostOutputs(model);
+      auto start = std::chrono::steady_clock::now();
+      model->run(model->buffers.data());
+      std::chrono::duration<double, std::milli> elapsed =
+          std::chrono::steady_clock::now() - start;
+      ms[i] = elapsed.count();
+    }
     return nullptr;
   });
 }
@@ -663,6 +785,23 @@ void *tfc_array_data(tfc_array *array) {
 
 size_t tfc_array_nbytes(const tfc_array *array) {
   return array ? array->data.size() : 0;
+}
+
+/*===-- GPU ---------------------------------------------------------------===*/
+
+tfc_status tfc_device_describe(char *buf, size_t n) {
+  if (!buf || n == 0)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_device_describe: buf must hold at least one byte");
+  buf[0] = '\0';
+  return guard([&]() -> tfc_status {
+    std::string error;
+    const tfc::cuda::Driver *driver = tfc::cuda::Driver::get(&error);
+    if (!driver)
+      return makeStatus(TFC_FAILED_PRECONDITION, error);
+    std::snprintf(buf, n, "%s", driver->description().c_str());
+    return nullptr;
+  });
 }
 
 /*===-- Threads -----------------------------------------------------------===*/

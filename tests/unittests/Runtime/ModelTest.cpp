@@ -188,6 +188,29 @@ TEST_F(AddModel, ChecksBindingsAndRuns) {
   EXPECT_EQ(o.message, "input 0 'a': expected f32 [2, 3], got i64 [2, 3]");
 }
 
+TEST_F(AddModel, TimesTheModel) {
+  alignas(64) float a[6] = {1, 2, 3, 4, 5, 6};
+  alignas(64) float w[6] = {1, 1, 1, 1, 1, 1};
+  alignas(64) float y[6] = {};
+  double ms[3] = {-1, -1, -1};
+  Outcome o = outcome(tfc_model_time(model, 1, 3, ms));
+  EXPECT_EQ(o.code, TFC_FAILED_PRECONDITION);
+  EXPECT_NE(o.message.find("input 0 'a' is not bound"), std::string::npos)
+      << o.message;
+  EXPECT_OK(tfc_model_bind_input(model, 0, a));
+  EXPECT_OK(tfc_model_bind_input(model, 1, a));
+  EXPECT_OK(tfc_model_bind_weight(model, 0, w));
+  EXPECT_OK(tfc_model_bind_output(model, 0, y));
+  EXPECT_OK(tfc_model_time(model, 1, 3, ms));
+  for (double t : ms)
+    EXPECT_GE(t, 0.0);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(y[i], 2 * a[i]);
+  EXPECT_STREQ(tfc_model_target(model), "cpu");
+  o = outcome(tfc_model_time(model, 0, 1, nullptr));
+  EXPECT_EQ(o.code, TFC_INVALID_ARGUMENT);
+}
+
 TEST(Model, RefusesLibrariesThatAreNotModels) {
   struct Case {
     const char *file;
@@ -205,6 +228,11 @@ TEST(Model, RefusesLibrariesThatAreNotModels) {
        "model %s: ABI version 2, this runtime supports 1"},
       {"bad_dtype_model.so", TFC_BAD_FORMAT,
        "model %s: manifest argument 0 'x': invalid dtype 42"},
+      {"bad_target_model.so", TFC_BAD_FORMAT,
+       "model %s: unknown target 'tpu' (this runtime runs cpu and nvptx "
+       "models)"},
+      {"no_target_model.so", TFC_BAD_FORMAT,
+       "model %s: manifest has no target"},
   };
   for (const Case &c : cases) {
     std::string path = fixture(c.file);

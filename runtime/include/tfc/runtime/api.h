@@ -24,6 +24,11 @@
  *  - Tensors are indexed per role: inputs 0..num_inputs-1 and weights
  *    0..num_weights-1 in the manifest's argument order, outputs
  *    0..num_outputs-1 in result order.
+ *  - GPU models (manifest target "nvptx") take the same host buffers: the
+ *    runtime owns one device buffer per argument and result, copies weights
+ *    to the device when they are bound, inputs before each run, and outputs
+ *    back after it. The CUDA driver (libcuda.so.1, or $TFC_CUDA_DRIVER) is
+ *    opened on first need; see runtime/README.md.
  *
  * This header is C and includes nothing from LLVM or MLIR.
  *===----------------------------------------------------------------------===*/
@@ -95,15 +100,23 @@ TFC_API size_t tfc_tensor_desc_nbytes(const tfc_tensor_desc *desc);
 typedef struct tfc_model tfc_model;
 
 /* dlopens `path` and checks the two ABI symbols, the manifest's magic, ABI
- * version and descriptors. NOT_FOUND for a missing file, BAD_FORMAT for a
- * library that is not a tfc model ("not a tfc model: m.so: missing symbol
- * tfc_model_manifest") or that dlopen refuses ("cannot load model m.so:
- * ..."), MISMATCH for another ABI version. */
+ * version, target and descriptors. NOT_FOUND for a missing file, BAD_FORMAT
+ * for a library that is not a tfc model ("not a tfc model: m.so: missing
+ * symbol tfc_model_manifest"), that dlopen refuses ("cannot load model m.so:
+ * ...") or whose target is neither "cpu" nor "nvptx", MISMATCH for another
+ * ABI version. For an "nvptx" model it also opens the CUDA driver, loads the
+ * model's kernels and allocates its device buffers: FAILED_PRECONDITION
+ * without a driver ("cannot run model m.so: target nvptx needs a CUDA
+ * driver: no CUDA driver (...)") or when the driver refuses the kernels
+ * ("cannot load model m.so: cuModuleLoadData failed: ..."), OUT_OF_MEMORY
+ * when device memory runs out. */
 TFC_API tfc_status tfc_model_load(const char *path, tfc_model **out);
 TFC_API void tfc_model_destroy(tfc_model *model);
 
 TFC_API const tfc_manifest *tfc_model_manifest_of(const tfc_model *model);
 TFC_API const char *tfc_model_path(const tfc_model *model);
+/* The manifest's target: "cpu" or "nvptx" ("" for NULL). */
+TFC_API const char *tfc_model_target(const tfc_model *model);
 TFC_API int32_t tfc_model_num_inputs(const tfc_model *model);
 TFC_API int32_t tfc_model_num_weights(const tfc_model *model);
 TFC_API int32_t tfc_model_num_outputs(const tfc_model *model);
@@ -127,7 +140,8 @@ TFC_API int32_t tfc_model_find_weight(const tfc_model *model, const char *name);
 TFC_API tfc_status tfc_model_bind_weights(tfc_model *model,
                                           const char *safetensors_path);
 /* Binds one weight to a caller buffer (64-byte aligned, the manifest's dtype
- * and shape), which must outlive the runs. */
+ * and shape), which must outlive the runs. (An nvptx model copies weights
+ * to the device here, in both functions: bind again after changing them.) */
 TFC_API tfc_status tfc_model_bind_weight(tfc_model *model, int32_t index,
                                          const void *data);
 /* The buffer bound to weight `index` (inside the weights file's mapping when
@@ -150,8 +164,25 @@ TFC_API tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
 
 /* Runs the model once. FAILED_PRECONDITION when an argument or result is not
  * bound. (Named invoke rather than run: `tfc_model_run` is the symbol every
- * compiled model exports, see abi.h.) */
+ * compiled model exports, see abi.h.) An nvptx model's inputs are copied to
+ * the device, its outputs' device buffers filled with 0xFF bytes (NaN, -1:
+ * an element the model does not write shows), the model run and waited for,
+ * and its outputs copied back; a failed CUDA call gives INTERNAL (or
+ * OUT_OF_MEMORY) naming the model and the call ("model m.so: cuLaunchKernel
+ * failed for kernel 'k': CUDA_ERROR_LAUNCH_FAILED (unspecified launch
+ * failure)"). */
 TFC_API tfc_status tfc_model_invoke(tfc_model *model);
+
+/* Runs the model `warmup` untimed times, then `runs` times, and stores the
+ * milliseconds of each timed run in ms[0..runs-1]: the model's own compute.
+ * Outputs are filled with 0xFF bytes before every run, outside the timing.
+ * A cpu model is timed with a steady clock around each run; an nvptx model
+ * gets its inputs copied once, each run bracketed by CUDA events on the
+ * runtime's stream, and its outputs copied back once at the end. Errors as
+ * for tfc_model_invoke; INVALID_ARGUMENT for runs < 1, warmup < 0 or a NULL
+ * `ms`. */
+TFC_API tfc_status tfc_model_time(tfc_model *model, int32_t warmup,
+                                  int32_t runs, double *ms);
 
 /*===-- Host arrays (.npy) ------------------------------------------------===*/
 
@@ -192,6 +223,23 @@ typedef struct tfc_allocator_stats {
 TFC_API void tfc_allocator_get_stats(tfc_allocator_stats *stats);
 /* Returns every cached block to the system. */
 TFC_API void tfc_allocator_trim(void);
+
+/*===-- GPU ---------------------------------------------------------------===*/
+
+/* Opens the CUDA driver if needed and writes a one-line description of the
+ * runtime's device into buf (at most n bytes, NUL-terminated): "NVIDIA H200
+ * (sm_90), driver 13.0". FAILED_PRECONDITION without a driver ("no CUDA
+ * driver (...)"). */
+TFC_API tfc_status tfc_device_describe(char *buf, size_t n);
+
+/* Counters of the caching device allocator behind mgpuMemAlloc and the
+ * runtime's own device buffers (the fields as for tfc_allocator_stats;
+ * foreign_frees counts pointers it did not make, passed to cuMemFree). All
+ * zero while no GPU model has run. */
+TFC_API void tfc_device_allocator_get_stats(tfc_allocator_stats *stats);
+/* Returns every cached device block to the driver (cuMemFree), after the
+ * runtime's stream drains; nothing to do before the driver is opened. */
+TFC_API void tfc_device_allocator_trim(void);
 
 /*===-- Threads -----------------------------------------------------------===*/
 

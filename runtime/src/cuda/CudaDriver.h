@@ -1,0 +1,131 @@
+//===- CudaDriver.h - The CUDA driver API, opened at run time ---*- C++ -*-===//
+//
+// The runtime reaches NVIDIA GPUs through the CUDA driver API in
+// libcuda.so.1, which ships with the display driver. It is opened with dlopen
+// on first use, so libtfcrt has no link-time dependency on CUDA and runs CPU
+// models on machines without it. Only the types and entry points the runtime
+// uses are declared here (no cuda.h); they match the CUDA 12/13 ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_RUNTIME_CUDA_CUDADRIVER_H
+#define TFC_RUNTIME_CUDA_CUDADRIVER_H
+
+#include <cstddef>
+#include <string>
+
+namespace tfc::cuda {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st *;
+using CUmodule = struct CUmod_st *;
+using CUfunction = struct CUfunc_st *;
+using CUstream = struct CUstream_st *;
+using CUevent = struct CUevent_st *;
+
+constexpr CUresult kSuccess = 0;
+constexpr CUresult kErrorInvalidValue = 1;
+constexpr CUresult kErrorOutOfMemory = 2;
+constexpr CUresult kErrorInvalidHandle = 400;
+constexpr CUresult kErrorNotSupported = 801;
+constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
+constexpr int kJitErrorLogBuffer = 5;
+constexpr int kJitErrorLogBufferSizeBytes = 6;
+constexpr int kJitOptimizationLevel = 7;
+constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
+constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
+constexpr unsigned kEventDefault = 0;
+constexpr unsigned kEventDisableTiming = 2;
+/// Dynamic shared memory a kernel may use without opting in.
+constexpr int kDefaultMaxDynamicSharedBytes = 48 * 1024;
+
+/// The entry points, under the symbol names cuda.h binds them to (the
+/// versioned ones where it #defines a name, e.g. cuMemAlloc -> cuMemAlloc_v2).
+struct DriverApi {
+  CUresult (*cuInit)(unsigned flags);
+  CUresult (*cuDriverGetVersion)(int *version);
+  CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
+  CUresult (*cuDeviceGetName)(char *name, int length, CUdevice device);
+  CUresult (*cuDeviceGetAttribute)(int *value, int attribute, CUdevice device);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *context, CUdevice device);
+  CUresult (*cuCtxGetCurrent)(CUcontext *context);
+  CUresult (*cuCtxSetCurrent)(CUcontext context);
+  CUresult (*cuGetErrorName)(CUresult error, const char **name);
+  CUresult (*cuGetErrorString)(CUresult error, const char **text);
+  CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
+  CUresult (*cuStreamSynchronize)(CUstream stream);
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags);
+  CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
+  CUresult (*cuEventDestroy)(CUevent event);
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream);
+  CUresult (*cuEventSynchronize)(CUevent event);
+  CUresult (*cuEventElapsedTime)(float *ms, CUevent start, CUevent end);
+  CUresult (*cuMemAlloc)(CUdeviceptr *ptr, size_t bytes);
+  CUresult (*cuMemFree)(CUdeviceptr ptr);
+  CUresult (*cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                            CUstream stream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value,
+                              size_t count, CUstream stream);
+  CUresult (*cuMemsetD16Async)(CUdeviceptr dst, unsigned short value,
+                               size_t count, CUstream stream);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count,
+                               CUstream stream);
+  CUresult (*cuModuleLoadData)(CUmodule *module, const void *image);
+  CUresult (*cuModuleLoadDataEx)(CUmodule *module, const void *image,
+                                 unsigned numOptions, int *options,
+                                 void **values);
+  CUresult (*cuModuleUnload)(CUmodule module);
+  CUresult (*cuModuleGetFunction)(CUfunction *function, CUmodule module,
+                                  const char *name);
+  CUresult (*cuLaunchKernel)(CUfunction function, unsigned gridX,
+                             unsigned gridY, unsigned gridZ, unsigned blockX,
+                             unsigned blockY, unsigned blockZ,
+                             unsigned sharedBytes, CUstream stream,
+                             void **params, void **extra);
+  CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value);
+};
+
+/// The opened driver: device 0, its primary context (shared with other CUDA
+/// users in the process, e.g. PyTorch) and the one stream all of the
+/// runtime's work goes to. Created once and never destroyed: model
+/// libraries' global destructors may call into it during exit.
+class Driver {
+public:
+  /// The driver, opened and initialised on the first call (thread-safe);
+  /// nullptr when that failed, with the reason in `error`, e.g. "no CUDA
+  /// driver (libcuda.so.1: cannot open shared object file: ...)". A failure
+  /// is final for the process. The library is $TFC_CUDA_DRIVER when set, else
+  /// libcuda.so.1.
+  static Driver *get(std::string *error = nullptr);
+  /// The driver if an earlier get() succeeded; never initialises it.
+  static Driver *ifInitialised();
+
+  const DriverApi &api() const { return api_; }
+  CUstream stream() const { return stream_; }
+  /// Makes the runtime's context current on the calling thread (CUDA keeps
+  /// the current context per thread: a model may be loaded on one thread
+  /// and run on another).
+  CUresult makeCurrent() const;
+  /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
+  std::string errorText(CUresult result) const;
+  /// "NVIDIA H200 (sm_90), driver 13.0".
+  const std::string &description() const { return description_; }
+  /// True once the process is exiting: the driver may already be torn down,
+  /// so model destructors must not call it.
+  static bool exiting();
+
+private:
+  Driver() = default;
+  std::string init(const std::string &path);
+
+  DriverApi api_ = {};
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::string description_;
+};
+
+} // namespace tfc::cuda
+
+#endif // TFC_RUNTIME_CUDA_CUDADRIVER_H
