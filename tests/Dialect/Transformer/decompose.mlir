@@ -105,11 +105,28 @@ func.func @attention_gqa_mask_causal(%q: tensor<1x6x9x16xf32>, %k: tensor<1x2x5x
 
 // -----
 
-// f16 stays f16 through the decomposition.
+// f16 is computed in f32, as frameworks do, and rounded back at the end.
 // CHECK-LABEL: func @softmax_f16
-// CHECK: tosa.reduce_max {{.*}} {axis = 0 : i32} : (tensor<3x5xf16>) -> tensor<1x5xf16>
-// CHECK: tosa.mul {{.*}} -> tensor<3x5xf16>
+// CHECK: tosa.cast %{{.*}} : (tensor<3x5xf16>) -> tensor<3x5xf32>
+// CHECK: tosa.reduce_max {{.*}} {axis = 0 : i32} : (tensor<3x5xf32>) -> tensor<1x5xf32>
+// CHECK: tosa.mul {{.*}} -> tensor<3x5xf32>
+// CHECK: tosa.cast %{{.*}} : (tensor<3x5xf32>) -> tensor<3x5xf16>
 func.func @softmax_f16(%x: tensor<3x5xf16>) -> tensor<3x5xf16> {
   %y = transformer.softmax %x {dimension = 0 : i64} : tensor<3x5xf16> -> tensor<3x5xf16>
   return %y : tensor<3x5xf16>
+}
+
+// -----
+
+// f16 attention: both matmuls accumulate in f32, the softmax runs in f32,
+// probabilities and the result are rounded to f16 (as frameworks do).
+// CHECK-LABEL: func @attention_f16
+// CHECK: tosa.matmul {{.*}} -> tensor<2x8x8xf32>
+// CHECK: tosa.reduce_max {{.*}} -> tensor<1x2x8x1xf32>
+// CHECK: tosa.cast %{{.*}} : (tensor<1x2x8x8xf32>) -> tensor<1x2x8x8xf16>
+// CHECK: tosa.matmul {{.*}} -> tensor<2x8x16xf32>
+// CHECK: tosa.cast %{{.*}} : (tensor<2x8x16xf32>) -> tensor<2x8x16xf16>
+func.func @attention_f16(%q: tensor<1x2x8x16xf16>, %k: tensor<1x2x8x16xf16>, %v: tensor<1x2x8x16xf16>) -> tensor<1x2x8x16xf16> {
+  %o = transformer.attention %q, %k, %v : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf16>
+  return %o : tensor<1x2x8x16xf16>
 }

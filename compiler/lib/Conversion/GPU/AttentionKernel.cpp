@@ -142,6 +142,34 @@ Value maskValue(Arith &a, Value mask, ArrayRef<int64_t> dims, Value b, Value h,
 /// the workgroup address space with 16-byte alignment (16-byte stores and
 /// 4-byte fragment loads; workgroup attributions would only be aligned to
 /// the element size).
+struct KernelArguments {
+  Value q, k, v, mask, out; // mask is null without one
+};
+
+KernelArguments kernelArguments(gpu::GPUFuncOp func, const AttentionShape &s) {
+  Block &entry = func.getBody().front();
+  bool masked = !s.mask.empty();
+  return {entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
+          masked ? entry.getArgument(3) : Value(),
+          entry.getArgument(masked ? 4 : 3)};
+}
+
+/// Key tiles of `tileKeys` that the block of `rows` queries starting at
+/// qBlock * rows must visit. Causal rows stop at their diagonal: the last
+/// row sees keys below qBlock * rows + rows + (Skv - Sq), clamped to
+/// [0, Skv] (signed index arithmetic).
+Value numKeyTiles(Arith &a, const AttentionShape &s, Value qBlock, int64_t rows,
+                  int64_t tileKeys) {
+  if (!s.causal)
+    return a.c((s.seqKV + tileKeys - 1) / tileKeys);
+  ImplicitLocOpBuilder &b = a.b;
+  Value end = arith::AddIOp::create(b, a.mul(qBlock, rows),
+                                    a.c(rows + s.seqKV - s.seqQ));
+  end = arith::MaxSIOp::create(b, end, a.c(0));
+  end = arith::MinSIOp::create(b, end, a.c(s.seqKV));
+  return arith::CeilDivUIOp::create(b, end, a.c(tileKeys));
+}
+
 gpu::GPUFuncOp createKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                             StringRef name, const AttentionShape &s,
                             ArrayRef<MemRefType> tiles, int64_t blockSize,
@@ -328,12 +356,8 @@ void MmaKernel::storeTile(const TileChunks &tile, Value dst, bool transpose) {
 }
 
 void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
-  Block &entry = func.getBody().front();
-  b.setInsertionPointToEnd(&entry);
-  Value q = entry.getArgument(0), k = entry.getArgument(1),
-        v = entry.getArgument(2);
-  Value mask = s.mask.empty() ? Value() : entry.getArgument(3);
-  Value out = entry.getArgument(s.mask.empty() ? 3 : 4);
+  b.setInsertionPointToEnd(&func.getBody().front());
+  auto [q, k, v, mask, out] = kernelArguments(func, s);
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warp = a.div(tid, 32), lane = a.rem(tid, 32);
@@ -360,18 +384,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
 
   // Keys this block sees: causal rows stop at their diagonal.
   int64_t offset = s.seqKV - s.seqQ;
-  Value numTiles;
-  if (s.causal) {
-    // last key of the block's last row + 1 = qBlock*64 + 64 + offset,
-    // clamped to [0, Skv]; as index arithmetic on signed values.
-    Value end =
-        arith::AddIOp::create(b, a.mul(qBlock, kRows), a.c(kRows + offset));
-    end = arith::MaxSIOp::create(b, end, a.c(0));
-    end = arith::MinSIOp::create(b, end, a.c(s.seqKV));
-    numTiles = arith::CeilDivUIOp::create(b, end, a.c(bc));
-  } else {
-    numTiles = a.c((s.seqKV + bc - 1) / bc);
-  }
+  Value numTiles = numKeyTiles(a, s, qBlock, kRows, bc);
 
   Value zeroF = a.f(0.0);
   SmallVector<Value> init;
@@ -534,12 +547,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
 void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
                     Value ks, Value vs, int64_t rowsPerBlock, int64_t bc) {
   ImplicitLocOpBuilder &b = a.b;
-  Block &entry = func.getBody().front();
-  b.setInsertionPointToEnd(&entry);
-  Value q = entry.getArgument(0), k = entry.getArgument(1),
-        v = entry.getArgument(2);
-  Value mask = s.mask.empty() ? Value() : entry.getArgument(3);
-  Value out = entry.getArgument(s.mask.empty() ? 3 : 4);
+  b.setInsertionPointToEnd(&func.getBody().front());
+  auto [q, k, v, mask, out] = kernelArguments(func, s);
   int64_t d = s.headDim, dv = s.valueDim;
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -560,16 +569,7 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
         scaleC));
 
   int64_t offset = s.seqKV - s.seqQ;
-  Value numTiles;
-  if (s.causal) {
-    Value end = arith::AddIOp::create(b, a.mul(qBlock, rowsPerBlock),
-                                      a.c(rowsPerBlock + offset));
-    end = arith::MaxSIOp::create(b, end, a.c(0));
-    end = arith::MinSIOp::create(b, end, a.c(s.seqKV));
-    numTiles = arith::CeilDivUIOp::create(b, end, a.c(bc));
-  } else {
-    numTiles = a.c((s.seqKV + bc - 1) / bc);
-  }
+  Value numTiles = numKeyTiles(a, s, qBlock, rowsPerBlock, bc);
   Value zeroF = a.f(0.0), ninf = a.negInf();
   SmallVector<Value> init(dv, zeroF);
   init.append({ninf, zeroF}); // m, l

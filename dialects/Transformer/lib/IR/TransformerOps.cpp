@@ -216,14 +216,17 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
 
   // Query heads of one group are contiguous, so [B, Hkv, G*Sq, D] views the
   // query without a copy and each K/V head is read once per group.
+  // f16/bf16 graphs compute as frameworks do: matmuls accumulate in f32 and
+  // the softmax runs in f32; probabilities and the result are rounded back.
+  Type acc = b.getF32Type();
   Value q3 = t.reshape(getQuery(), {batch * hkv, group * sq, d});
   Value k3 = t.reshape(getKey(), {batch * hkv, skv, d});
   Value v3 = t.reshape(getValue(), {batch * hkv, skv, dv});
-  Value scores = t.matmul(q3, t.transpose(k3, {0, 2, 1}));
+  Value scores = t.matmul(q3, t.transpose(k3, {0, 2, 1}), acc);
   scores = t.reshape(scores, {batch, hq, sq, skv});
-  scores = t.mul(scores, t.splat(getEffectiveScale(), et, 4));
+  scores = t.mul(scores, t.splat(getEffectiveScale(), acc, 4));
   if (Value mask = getMask())
-    scores = t.add(scores, t.expandToRank(mask, 4));
+    scores = t.add(scores, t.cast(t.expandToRank(mask, 4), acc));
   if (getIsCausal())
     scores = applyCausalMask(b, getLoc(), scores);
 
@@ -231,16 +234,18 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
   bool rowsMayBeEmpty = getMask() || (getIsCausal() && sq > skv);
   Value max = t.reduceMax(scores, 3);
   if (rowsMayBeEmpty) {
-    Value negInf = t.splat(-std::numeric_limits<double>::infinity(), et, 4);
-    max = t.select(t.equal(max, negInf), t.splat(0.0, et, 4), max);
+    Value negInf = t.splat(-std::numeric_limits<double>::infinity(), acc, 4);
+    max = t.select(t.equal(max, negInf), t.splat(0.0, acc, 4), max);
   }
   Value e = t.exp(t.sub(scores, max));
   Value sum = t.reduceSum(e, 3);
   Value inv = t.reciprocal(sum);
   if (rowsMayBeEmpty)
-    inv = t.select(t.equal(sum, t.splat(0.0, et, 4)), t.splat(0.0, et, 4), inv);
-  Value probs = t.mul(e, inv);
-  Value out = t.matmul(t.reshape(probs, {batch * hkv, group * sq, skv}), v3);
+    inv =
+        t.select(t.equal(sum, t.splat(0.0, acc, 4)), t.splat(0.0, acc, 4), inv);
+  Value probs = t.cast(t.mul(e, inv), et);
+  Value out = t.cast(
+      t.matmul(t.reshape(probs, {batch * hkv, group * sq, skv}), v3, acc), et);
   return SmallVector<Value>{t.reshape(out, {batch, hq, sq, dv})};
 }
 
@@ -276,10 +281,12 @@ FailureOr<SmallVector<Value>> SoftmaxOp::decomposeOperation(OpBuilder &b) {
     return failure();
   tfc::TosaBuilder t(b, getLoc());
   int32_t axis = static_cast<int32_t>(getDimension());
-  Value x = getInput();
+  // In f32 for f16/bf16 too (as frameworks do), rounded back at the end.
+  Type et = getInput().getType().getElementType();
+  Value x = t.cast(getInput(), b.getF32Type());
   Value e = t.exp(t.sub(x, t.reduceMax(x, axis)));
   Value result = t.mul(e, t.reciprocal(t.reduceSum(e, axis)));
-  return SmallVector<Value>{result};
+  return SmallVector<Value>{t.cast(result, et)};
 }
 
 //===----------------------------------------------------------------------===//
@@ -328,19 +335,21 @@ FailureOr<SmallVector<Value>> LayerNormOp::decomposeOperation(OpBuilder &b) {
     return failure();
   tfc::TosaBuilder t(b, getLoc());
   RankedTensorType xt = getInput().getType();
-  Type et = xt.getElementType();
+  // Statistics in f32 for f16/bf16 too (as frameworks do), rounded back at
+  // the end.
+  Type io = xt.getElementType(), et = b.getF32Type();
   int64_t rank = xt.getRank();
   int32_t axis = static_cast<int32_t>(rank - 1);
   int64_t n = xt.getDimSize(axis);
   Value invN = t.splat(1.0 / static_cast<double>(n), et, rank);
-  Value x = getInput();
+  Value x = t.cast(getInput(), et);
   Value mean = t.mul(t.reduceSum(x, axis), invN);
   Value centred = t.sub(x, mean);
   Value var = t.mul(t.reduceSum(t.mul(centred, centred), axis), invN);
   Value rstd =
       t.rsqrt(t.add(var, t.splat(getEpsilon().convertToDouble(), et, rank)));
-  Value gamma = t.expandToRank(getGamma(), rank);
-  Value beta = t.expandToRank(getBeta(), rank);
+  Value gamma = t.cast(t.expandToRank(getGamma(), rank), et);
+  Value beta = t.cast(t.expandToRank(getBeta(), rank), et);
   Value y = t.add(t.mul(t.mul(centred, rstd), gamma), beta);
-  return SmallVector<Value>{y};
+  return SmallVector<Value>{t.cast(y, io)};
 }

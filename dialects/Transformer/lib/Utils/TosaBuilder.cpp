@@ -52,11 +52,12 @@ Value TosaBuilder::transpose(Value v, ArrayRef<int32_t> perms) {
                                    b.getDenseI32ArrayAttr(perms));
 }
 
-Value TosaBuilder::matmul(Value lhs, Value rhs) {
+Value TosaBuilder::matmul(Value lhs, Value rhs, Type resultType) {
   RankedTensorType a = tensorType(lhs), c = tensorType(rhs);
   int64_t n = a.getDimSize(0) == 1 ? c.getDimSize(0) : a.getDimSize(0);
-  auto type = RankedTensorType::get({n, a.getDimSize(1), c.getDimSize(2)},
-                                    a.getElementType());
+  auto type =
+      RankedTensorType::get({n, a.getDimSize(1), c.getDimSize(2)},
+                            resultType ? resultType : a.getElementType());
   return tosa::MatMulOp::create(b, loc, type, lhs, rhs);
 }
 

@@ -31,8 +31,11 @@ public:
 
   mlir::Value reshape(mlir::Value v, llvm::ArrayRef<int64_t> shape);
   mlir::Value transpose(mlir::Value v, llvm::ArrayRef<int32_t> perms);
-  /// Batched [N, M, K] x [N, K, P] -> [N, M, P].
-  mlir::Value matmul(mlir::Value lhs, mlir::Value rhs);
+  /// Batched [N, M, K] x [N, K, P] -> [N, M, P], accumulated and returned in
+  /// `resultType` (default: the operands' element type; f32 for f16/bf16
+  /// operands accumulates in f32).
+  mlir::Value matmul(mlir::Value lhs, mlir::Value rhs,
+                     mlir::Type resultType = {});
 
   // Elementwise ops; operands have equal rank and broadcast over size-1 dims.
   mlir::Value add(mlir::Value lhs, mlir::Value rhs);
@@ -48,6 +51,7 @@ public:
   mlir::Value rsqrt(mlir::Value v);
   mlir::Value erf(mlir::Value v);
   mlir::Value tanh(mlir::Value v);
+  /// `v` itself when it already has `elementType`, else a tosa.cast.
   mlir::Value cast(mlir::Value v, mlir::Type elementType);
 
   /// Reductions keep the reduced axis with size 1, as TOSA does.
