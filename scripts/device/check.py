@@ -1,0 +1,587 @@
+"""Run the models prepare.py compiled: numerics against float64 references,
+then attention timings against PyTorch's flash SDPA. One markdown table at
+the end (stdout and OUT/device-check.md).
+
+usage: check.py --manifest .device/manifest.json --tfc-run PATH --out DIR
+                [--budget SECONDS] [--seed N]
+
+On the device machine it uses the GPU (references in float64 there, SDPA
+with the FLASH backend forced, CUDA events). Without a GPU (the dry run,
+PyTorch 1.13 on the CPU) the same code runs on the CPU, and the SDPA column
+is a float32 math attention timed with a wall clock: a smoke test only.
+
+Exit status: 0 when every numerics check passed, 1 otherwise (a model that
+did not build or load, a non-finite output, an error over its tolerance, a
+check skipped for lack of time). Timings never fail the run, except that the
+fused build's output must agree with SDPA's on the timing inputs too.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import refs  # noqa: E402
+import specs  # noqa: E402
+
+try:  # PyTorch >= 2.3
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError:
+    sdpa_kernel = None
+
+NP_FILE_DTYPE = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}
+
+
+# ---------------------------------------------------------------- arrays
+
+def encode(x, dtype):
+    """float32/float64 values -> the array tfc-run reads (bf16: '<u2' bits,
+    rounded to nearest even)."""
+    if dtype != "bf16":
+        return np.ascontiguousarray(x, dtype=NP_FILE_DTYPE[dtype])
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def decode(a, dtype):
+    """The array tfc-run wrote (or read) -> float64 values."""
+    if dtype == "bf16":
+        a = (a.astype(np.uint32) << 16).view(np.float32)
+    return a.astype(np.float64)
+
+
+def draw(rng, spec):
+    shape, gen = tuple(spec["shape"]), spec["gen"]
+    if gen["kind"] == "normal":
+        return gen["shift"] + gen["scale"] * rng.standard_normal(shape)
+    if gen["kind"] == "padding_mask":  # [B,1,1,Skv]: batch b hides 3b+1 keys
+        m = np.zeros(shape)
+        for b in range(shape[0]):
+            m[b, ..., shape[-1] - 1 - 3 * b:] = -np.inf
+        return m
+    if gen["kind"] == "keep_mask":  # [B,S] of 0/1: batch b pads 3b+2
+        m = np.ones(shape)
+        for b in range(shape[0]):
+            m[b, shape[-1] - 2 - 3 * b:] = 0
+        return m
+    raise ValueError("unknown generator %r" % gen)
+
+
+def rel_err(got, ref):
+    return float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
+
+
+# ---------------------------------------------------------------- checks
+
+class Checks:
+    def __init__(self):
+        self.rows = []  # (ok, label, detail)
+
+    def add(self, ok, label, detail=""):
+        self.rows.append((ok, label, detail))
+        print("%s %-52s %s" % ("ok  " if ok else "FAIL", label, detail),
+              flush=True)
+        return ok
+
+    @property
+    def failed(self):
+        return [r for r in self.rows if not r[0]]
+
+
+class Clock:
+    def __init__(self, budget):
+        self.start = time.monotonic()
+        self.budget = budget
+
+    def left(self):
+        return self.budget - (time.monotonic() - self.start)
+
+    def elapsed(self):
+        return time.monotonic() - self.start
+
+
+class TfcRun:
+    """tfc-run with a timeout; errors come back as one line."""
+
+    def __init__(self, path, extra):
+        self.path = path
+        self.extra = extra
+        self.timeouts = 0   # after one hang, numerics get shorter timeouts
+
+    def __call__(self, lib, inputs, output, timeout, repeat=0, warmup=0):
+        cmd = [self.path, lib] + self.extra
+        for p in inputs:
+            cmd += ["--input", p]
+        cmd += ["--output", output]
+        if repeat:
+            cmd += ["--repeat", str(repeat), "--warmup", str(warmup)]
+        # Its own process group, so that a timeout kills whatever it started.
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+        try:
+            stdout, stderr = p.communicate(timeout=max(1.0, timeout))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            self.timeouts += 1
+            return None, "timed out after %.0f s (killed)" % timeout
+        if p.returncode != 0:
+            lines = [l for l in (stderr + stdout).splitlines() if l.strip()]
+            why = ("killed by signal %d" % -p.returncode if p.returncode < 0
+                   else "exit %d" % p.returncode)
+            return None, (lines[-1] + " (%s)" % why if lines else why)
+        return stdout, None
+
+
+def median_ms(stdout):
+    m = re.search(r"median ([0-9.]+) ms", stdout or "")
+    return float(m.group(1)) if m else None
+
+
+def run_numerics(manifest, base, run, device, seed, work, checks, clock):
+    rng = np.random.default_rng(seed)
+    for spec in [m for m in manifest["models"] if m["group"] == "numerics"]:
+        try:
+            check_model(spec, base, run, device, rng, work, checks, clock)
+        except Exception as e:  # a bug here must not end the whole check
+            checks.add(False, spec["name"], "check.py error: %s: %s" %
+                       (type(e).__name__, e))
+
+
+def check_model(spec, base, run, device, rng, work, checks, clock):
+    name, dtype = spec["name"], spec["dtype"]
+    # Inputs: drawn here, rounded to their dtype, written for tfc-run;
+    # the reference reads the same rounded values in float64.
+    paths, values = [], {}
+    for i, inp in enumerate(spec["inputs"]):
+        a = encode(draw(rng, inp), inp["dtype"])
+        paths.append(os.path.join(work, "in%d.npy" % i))
+        np.save(paths[-1], a)
+        values[inp["name"]] = torch.from_numpy(
+            decode(a, inp["dtype"])).to(device)
+    ref = refs.reference(spec, values).cpu().numpy()
+    floor = rel_err(decode(encode(ref, dtype), dtype), ref)
+    outs = {}
+    for build in spec["builds"]:
+        label = "%s %s" % (name, build)
+        rel = spec["paths"].get(build)
+        if spec.get("errors", {}).get(build) or not rel:
+            checks.add(False, label, "not built: " +
+                       spec.get("errors", {}).get(build, "?"))
+            continue
+        if clock.left() < 10:
+            checks.add(False, label, "not run: time budget spent")
+            continue
+        out_path = os.path.join(work, "out.npy")
+        if os.path.exists(out_path):
+            os.remove(out_path)
+        # A run of these small models takes about a second, CUDA
+        # start-up included.
+        stdout, err = run(os.path.join(base, rel), paths, out_path,
+                          timeout=min(10 if run.timeouts else 30,
+                                      clock.left() - 5))
+        if err:
+            checks.add(False, label, err)
+            continue
+        got = decode(np.load(out_path), dtype)
+        if list(got.shape) != spec["output"]["shape"]:
+            checks.add(False, label, "output shape %s, expected %s" %
+                       (list(got.shape), spec["output"]["shape"]))
+            continue
+        outs[build] = got
+        tol = specs.bound(spec["tol"][build], dtype, floor)
+        finite = bool(np.all(np.isfinite(got)))
+        e = rel_err(got, ref)
+        checks.add(finite and e <= tol, label,
+                   "rel.err %.2e (tol %.1e, %s rounding floor %.1e)%s" %
+                   (e, tol, dtype, floor,
+                    "" if finite else ", NON-FINITE values"))
+    if "fused" in outs and "unfused" in outs:
+        tol = specs.bound(spec["tol"]["unfused"], dtype, floor)
+        d = float(np.linalg.norm(outs["fused"] - outs["unfused"]) /
+                  max(np.linalg.norm(ref), 1e-300))
+        checks.add(d <= tol, "%s fused vs unfused" % name,
+                   "rel.diff %.2e (tol %.1e)" % (d, tol))
+
+
+# ---------------------------------------------------------------- timing
+
+def flops(m):
+    f = 4.0 * m["B"] * m["H"] * m["S"] ** 2 * m["D"]
+    return f / 2 if m["causal"] else f
+
+
+class Peer:
+    """PyTorch's attention on the same inputs: SDPA with the FLASH backend
+    on a GPU; on the CPU (PyTorch 1.13 has no SDPA) a float32 math
+    attention, as a smoke test of the timing code."""
+
+    def __init__(self, device):
+        self.device = device
+        self.gpu = device.type == "cuda"
+        if self.gpu and sdpa_kernel is not None:
+            self.name = "SDPA flash"
+        elif self.gpu:
+            self.name = "SDPA (backend not forced: no sdpa_kernel)"
+        else:
+            self.name = "torch math f32 (CPU smoke test)"
+
+    def context(self):
+        if self.gpu and sdpa_kernel is not None:
+            return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+        return _Null()
+
+    def __call__(self, q, k, v, causal):
+        if self.gpu:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        q, k, v = q.float(), k.float(), v.float()
+        s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        if causal:
+            n = s.shape[-1]
+            s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1),
+                              -math.inf)
+        return torch.softmax(s, -1) @ v
+
+    def time(self, sets, causal, target_s):
+        """Median and min ms over many runs, rotating input sets."""
+        with self.context():
+            for i in range(3):
+                self(*sets[i % len(sets)], causal)
+            t0 = self._once(sets[0], causal)
+            n = int(min(200, max(10 if self.gpu else 3,
+                                 target_s * 1e3 / max(t0, 1e-3))))
+            if self.gpu:
+                ev = [(torch.cuda.Event(enable_timing=True),
+                       torch.cuda.Event(enable_timing=True)) for _ in range(n)]
+                for i, (a, b) in enumerate(ev):
+                    a.record()
+                    self(*sets[i % len(sets)], causal)
+                    b.record()
+                torch.cuda.synchronize()
+                times = [a.elapsed_time(b) for a, b in ev]
+            else:
+                times = []
+                for i in range(n):
+                    times.append(self._once(sets[i % len(sets)], causal))
+        times.sort()
+        return times[len(times) // 2], times[0], n
+
+    def _once(self, qkv, causal):
+        if self.gpu:
+            a = torch.cuda.Event(enable_timing=True)
+            b = torch.cuda.Event(enable_timing=True)
+            a.record()
+            self(*qkv, causal)
+            b.record()
+            torch.cuda.synchronize()
+            return a.elapsed_time(b)
+        t = time.perf_counter()
+        self(*qkv, causal)
+        return (time.perf_counter() - t) * 1e3
+
+
+class _Null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def input_sets(m, device, gen, l2_bytes):
+    """Enough Q/K/V sets that rotating through them defeats the L2 (at most
+    8); the first set is the one tfc-run also gets."""
+    shape = (m["B"], m["H"], m["S"], m["D"])
+    set_bytes = 4 * 2 * math.prod(shape)  # q, k, v, out in f16
+    n = 1 if not l2_bytes else max(1, min(8, math.ceil(3 * l2_bytes /
+                                                       set_bytes)))
+    return [[torch.randn(shape, generator=gen, device=device,
+                         dtype=torch.float32).to(torch.float16)
+             for _ in range(3)] for _ in range(n)]
+
+
+class Timing:
+    """Times each timing model's builds with tfc-run, and the peer on the
+    same inputs; one row (a dict) per model."""
+
+    def __init__(self, base, run, device, seed, work, checks, clock, peer):
+        self.base, self.run, self.device = base, run, device
+        self.work, self.checks, self.clock, self.peer = work, checks, clock, \
+            peer
+        self.gpu = device.type == "cuda"
+        props = torch.cuda.get_device_properties(device) if self.gpu else None
+        self.l2 = getattr(props, "L2_cache_size", 0) if props else 0
+        self.gen = torch.Generator(device=device)
+        self.gen.manual_seed(seed)
+        self.target_s = 0.5 if self.gpu else 0.2  # timed seconds per number
+        self.last = {}  # (build, D, causal) -> (S, ms): predicts larger S
+
+    def model(self, m, row):
+        if self.clock.left() < 40:
+            row["notes"].append("skipped: time budget spent")
+            print("skip %s: time budget spent" % m["name"], flush=True)
+            return
+        sets = input_sets(m, self.device, self.gen, self.l2)
+        paths = []
+        for i, t in enumerate(sets[0]):
+            paths.append(os.path.join(self.work, "t%d.npy" % i))
+            np.save(paths[-1], t.cpu().numpy())
+        row["sets"] = len(sets)
+        expect = None
+        try:
+            row["peer_ms"], row["peer_min"], row["peer_n"] = self.peer.time(
+                sets, m["causal"], self.target_s)
+            with self.peer.context():
+                expect = self.peer(*sets[0], m["causal"]).float()
+        except RuntimeError as e:  # no flash kernel for this case, say
+            row["notes"].append("%s failed: %s" %
+                                (self.peer.name, str(e).splitlines()[0]))
+        del sets[1:]
+        if self.gpu:
+            torch.cuda.synchronize()  # nothing of ours runs beside tfc-run
+        for build in m["builds"]:
+            self.build(m, build, paths, expect, row)
+        print("time %-30s %s" % (m["name"], ", ".join(
+            "%s %.3f ms" % (k[:-3], row[k]) for k in
+            ("fused_ms", "unfused_ms", "peer_ms") if k in row)), flush=True)
+
+    def build(self, m, build, paths, expect, row):
+        label = "%s %s" % (m["name"], build)
+        error = m.get("errors", {}).get(build)
+        if error:
+            row["notes"].append("%s not built: %s" % (label, error))
+            if build == "fused":
+                self.checks.add(False, label, "not built: " + error)
+            return
+        # Repeats for about target_s of timed runs, from the time at the
+        # previous S (times grow as S^2); the first size gets a fixed count.
+        key = (build, m["D"], m["causal"])
+        predict = None
+        if key in self.last:
+            s0, t0 = self.last[key]
+            predict = t0 * (m["S"] / s0) ** 2
+        repeat, warmup = (20, 2) if self.gpu else (3, 1)
+        if predict:
+            repeat = int(min(30, max(3, self.target_s * 1e3 / predict)))
+            warmup = 1 if predict > 500 else 2
+        need = (predict or 0) * (repeat + warmup) / 1e3
+        if need > self.clock.left() - 30:
+            row["notes"].append("%s skipped: needs about %.0f s" %
+                                (label, need))
+            return
+        out_path = os.path.join(self.work, "t_out.npy")
+        if os.path.exists(out_path):
+            os.remove(out_path)
+        stdout, err = self.run(
+            os.path.join(self.base, m["paths"][build]), paths, out_path,
+            repeat=repeat, warmup=warmup,
+            timeout=min(180, 30 + 3 * need, self.clock.left() - 20))
+        ms = median_ms(stdout)
+        if err or ms is None:
+            err = err or "tfc-run printed no time"
+            row["notes"].append("%s: %s" % (label, err))
+            if build == "fused":
+                self.checks.add(False, label, err)
+            return
+        self.last[key] = (m["S"], ms)
+        row[build + "_ms"] = ms
+        row[build + "_n"] = repeat
+        if expect is None:
+            return
+        got = torch.from_numpy(np.load(out_path)).to(self.device).float()
+        finite = bool(torch.isfinite(got).all())
+        e = float(torch.linalg.norm(got - expect) / torch.linalg.norm(expect))
+        row[build + "_err"] = e
+        tol = m["tol"][build]
+        label += " vs " + self.peer.name
+        detail = "rel.err %.2e (tol %.0e)%s" % (
+            e, tol, "" if finite else ", NON-FINITE values")
+        self.checks.add(finite and e <= tol, label, detail)
+
+
+def run_timing(manifest, timing, rows):
+    """Appends one row per timing model to rows."""
+    for m in [m for m in manifest["models"] if m["group"] == "timing"]:
+        row = {"name": m["name"], "B": m["B"], "H": m["H"], "D": m["D"],
+               "S": m["S"], "causal": m["causal"], "flop": flops(m),
+               "notes": [m["unfused_note"]] if "unfused_note" in m else []}
+        rows.append(row)
+        try:
+            timing.model(m, row)
+        except Exception as e:  # a bug here must not end the whole check
+            timing.checks.add(False, m["name"], "check.py error: %s: %s" %
+                              (type(e).__name__, e))
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(v, spec="%.3f"):
+    return spec % v if v is not None else "—"
+
+
+def timing_table(rows, peer_name):
+    lines = ["| D | S | causal | tfc fused ms | TFLOP/s | %s ms | TFLOP/s "
+             "| fused vs SDPA | tfc unfused ms | TFLOP/s | fused vs unfused "
+             "| fused err vs SDPA |" % peer_name,
+             "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    notes = []
+    for r in rows:
+        def rate(key):
+            return fmt(r["flop"] / r[key] / 1e9 if r.get(key) else None,
+                       "%.3g")
+
+        def ratio(other):
+            if r.get("fused_ms") and r.get(other):
+                return "%.2fx" % (r[other] / r["fused_ms"])
+            return "—"
+        lines.append("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+                     "| %s |" % (
+                         r["D"], r["S"], "yes" if r["causal"] else "no",
+                         fmt(r.get("fused_ms")), rate("fused_ms"),
+                         fmt(r.get("peer_ms")), rate("peer_ms"),
+                         ratio("peer_ms"), fmt(r.get("unfused_ms")),
+                         rate("unfused_ms"), ratio("unfused_ms"),
+                         fmt(r.get("fused_err"), "%.1e")))
+        for n in r["notes"]:
+            if n not in notes:
+                notes.append(n)
+    return lines, notes
+
+
+def report(header, checks, rows, peer_name, gpu, out, clock, final):
+    failed = checks.failed
+    lines = ["# tfc device check", "", header, ""]
+    lines.append("**numerics: %d checks, %d passed, %d failed**%s" % (
+        len(checks.rows), len(checks.rows) - len(failed), len(failed),
+        "" if final else " (incomplete: still running)"))
+    for ok, label, detail in failed[:25]:
+        lines.append("- FAIL %s: %s" % (label, detail))
+    if len(failed) > 25:
+        lines.append("- ... %d more FAIL (device-check.md lists every check)"
+                     % (len(failed) - 25))
+    lines.append("")
+    if rows:
+        t, notes = timing_table(rows, peer_name)
+        lines += ["## Attention timing, f16, B=%s, H=%s" % (
+            rows[0]["B"], rows[0]["H"]), ""] + t
+        clock_name = "CUDA events" if gpu else "wall clock"
+        lines += ["", "tfc: `tfc-run --repeat` median (%s%s, the same inputs "
+                  "every run). %s: median of many runs, %s, after warm-up%s. "
+                  "TFLOP/s = 4*B*H*S^2*D / t, half that when causal. "
+                  "`fused vs X` = t_X / t_fused (above 1x: fused is faster). "
+                  "`fused err vs SDPA`: ||tfc - SDPA|| / ||SDPA|| on the "
+                  "timing inputs." % (
+                      clock_name, " of the model's kernels" if gpu else "",
+                      peer_name, clock_name,
+                      ", rotating input sets where one set fits in the L2"
+                      if gpu else "")]
+        for n in notes:
+            lines.append("- " + n)
+    lines.append("")
+    lines.append("wall time of the check: %.0f s" % clock.elapsed())
+    md = "\n".join(lines) + "\n"
+    if final:
+        detail = ["", "## All numerics checks", "", "| | check | detail |",
+                  "|---|---|---|"]
+        detail += ["| %s | %s | %s |" % ("ok" if ok else "FAIL", label, d)
+                   for ok, label, d in checks.rows]
+        full = md + "\n".join(detail) + "\n"
+    else:
+        full = md
+    if out:
+        with open(os.path.join(out, "device-check.md"), "w") as f:
+            f.write(full)
+        with open(os.path.join(out, "device-check.json"), "w") as f:
+            json.dump({"header": header, "checks": checks.rows,
+                       "timing": rows}, f, indent=1)
+    return md
+
+
+def card_header(device, manifest, seed):
+    now = datetime.datetime.now(datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M UTC")
+    if device.type == "cuda":
+        card = torch.cuda.get_device_name(device)
+        try:
+            driver = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version",
+                 "--format=csv,noheader"], capture_output=True, text=True,
+                timeout=30).stdout.strip().splitlines()[0]
+        except (subprocess.SubprocessError, OSError, IndexError):
+            driver = "?"
+        cuda = torch.version.cuda
+    else:
+        card, driver, cuda = "CPU (dry run, no GPU)", "—", "—"
+    return ("%s · %s · driver %s · CUDA %s · torch %s · tfc %s (target %s, "
+            "%s, built %s) · seed %d" % (
+                now, card, driver, cuda, torch.__version__,
+                manifest.get("commit", "?"), manifest["target"],
+                manifest.get("gpu_arch", "?"), manifest.get("created", "?"),
+                seed))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--manifest", required=True)
+    p.add_argument("--tfc-run", required=True)
+    p.add_argument("--out", default="")
+    p.add_argument("--budget", type=float, default=300,
+                   help="seconds for the whole check; timing stops early "
+                   "so that the table is written within it")
+    p.add_argument("--seed", type=int)
+    p.add_argument("--skip-timing", action="store_true")
+    a = p.parse_args()
+
+    clock = Clock(a.budget)
+    with open(a.manifest) as f:
+        manifest = json.load(f)
+    base = os.path.dirname(os.path.abspath(a.manifest))
+    gpu = torch.cuda.is_available()
+    if manifest["target"] != "cpu" and not gpu:
+        print("check: the models are for %s but PyTorch sees no GPU" %
+              manifest["target"])
+    device = torch.device("cuda" if gpu else "cpu")
+    seed = a.seed if a.seed is not None else time.time_ns() % 2**32
+    header = card_header(device, manifest, seed)
+    print(header)
+    print("seed %d (rerun with --seed %d)" % (seed, seed), flush=True)
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+    extra = [] if gpu else ["--threads", "1"]
+    run = TfcRun(a.tfc_run, extra)
+    work = tempfile.mkdtemp(prefix="tfc-device-check-")
+    checks, rows, peer = Checks(), [], Peer(device)
+    try:
+        print("== numerics (%s)" % device, flush=True)
+        run_numerics(manifest, base, run, device, seed, work, checks, clock)
+        report(header, checks, rows, peer.name, gpu, a.out, clock, False)
+        if not a.skip_timing:
+            print("== timing (%.0f s left of %.0f)" % (clock.left(),
+                                                      a.budget), flush=True)
+            run_timing(manifest, Timing(base, run, device, seed, work,
+                                        checks, clock, peer), rows)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        md = report(header, checks, rows, peer.name, gpu, a.out, clock,
+                    True)
+        print()
+        print(md, end="", flush=True)
+    return 1 if checks.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Compile every model of the device check and write its manifest.
+
+usage: prepare.py --tfc-compile PATH --out DIR [--target nvptx|cpu]
+                  [--gpu-arch sm_90a] [--small] [--jobs N]
+
+Writes DIR/src/NAME.mlir, DIR/models/NAME.{fused,unfused}.so and
+DIR/manifest.json. A model that does not compile is kept in the manifest
+with its error (check.py reports it as FAIL / "not built"); the exit status
+is then 2. Standard library only.
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import specs  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+SYSTEM_LIB_DIRS = ("/lib/", "/lib64/", "/usr/lib/x86_64-linux-gnu/",
+                   "/usr/lib64/")
+
+
+def git(*args):
+    try:
+        return subprocess.run(["git", "-C", ROOT] + list(args), check=True,
+                              capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+    except (subprocess.SubprocessError, OSError):
+        return "?"
+
+
+def describe_tree():
+    """HEAD, plus a hash of what differs from it (changes, new files)."""
+    head = git("rev-parse", "--short", "HEAD")
+    h = hashlib.sha1(git("diff", "HEAD").encode())
+    new = git("ls-files", "--others", "--exclude-standard").splitlines()
+    for path in sorted(new):
+        h.update(path.encode())
+        with open(os.path.join(ROOT, path), "rb") as f:
+            h.update(f.read())
+    if not new and not git("diff", "HEAD"):
+        return head
+    return "%s+dirty.%s" % (head, h.hexdigest()[:7])
+
+
+def compile_one(tfc_compile, out, model, build, target, gpu_arch):
+    """Returns (relative path, None) or (None, one-line error)."""
+    src = os.path.join(out, "src", model["name"] + ".mlir")
+    rel = os.path.join("models", "%s.%s.so" % (model["name"], build))
+    cmd = [tfc_compile, src, "-o", os.path.join(out, rel),
+           "--target=" + target]
+    if gpu_arch:
+        cmd.append("--gpu-arch=" + gpu_arch)
+    if build == "unfused":
+        cmd.append("--no-fusion")
+    if model["entry"]:
+        cmd.append("--entry=" + model["entry"])
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return None, "tfc-compile timed out (600 s)"
+    if r.returncode != 0:
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        return None, (lines[-1] if lines else "exit %d" % r.returncode)
+    return rel, None
+
+
+def foreign_libs(path):
+    """Shared libraries a model needs from outside the system directories
+    (libomp from the LLVM install, say), which the device may lack."""
+    try:
+        r = subprocess.run(["ldd", path], capture_output=True, text=True,
+                           timeout=30)
+    except (subprocess.SubprocessError, OSError):
+        return []
+    libs = []
+    for line in r.stdout.splitlines():
+        parts = line.split("=>")
+        if len(parts) != 2:
+            continue
+        name, where = parts[0].strip(), parts[1].split("(")[0].strip()
+        if not where.startswith("/") or where.startswith(SYSTEM_LIB_DIRS):
+            continue
+        if name.startswith("libtfcrt"):
+            continue  # the runtime: built there, or carried in bin/
+        libs.append(where)
+    return libs
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--tfc-compile", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--target", default="nvptx")
+    p.add_argument("--gpu-arch", default="")
+    p.add_argument("--small", action="store_true",
+                   help="dry run: small timing shapes")
+    p.add_argument("--jobs", type=int, default=1)
+    a = p.parse_args()
+
+    help_text = subprocess.run([a.tfc_compile, "--help"], capture_output=True,
+                               text=True, timeout=60).stdout
+    gpu_arch = a.gpu_arch if a.target != "cpu" else ""
+    if gpu_arch and "--gpu-arch" not in help_text:
+        print("prepare: tfc-compile has no --gpu-arch; using its default")
+        gpu_arch = ""
+    arch_note = gpu_arch
+    if a.target != "cpu" and not gpu_arch:
+        m = re.search(r"(sm_\w+) \(default\)", help_text)
+        arch_note = "%s (tfc-compile default)" % (m.group(1) if m else "?")
+
+    for sub in ("src", "models"):
+        shutil.rmtree(os.path.join(a.out, sub), ignore_errors=True)
+        os.makedirs(os.path.join(a.out, sub))
+    models = specs.numerics_models(ROOT) + specs.timing_models(a.small)
+    for m in models:
+        with open(os.path.join(a.out, "src", m["name"] + ".mlir"), "w") as f:
+            f.write(m["mlir"])
+
+    jobs = [(m, b) for m in models for b in m["builds"]]
+    print("prepare: compiling %d builds of %d models (--target=%s%s)" %
+          (len(jobs), len(models), a.target,
+           " --gpu-arch=" + gpu_arch if gpu_arch else ""))
+    failures = 0
+    with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        futures = [pool.submit(compile_one, a.tfc_compile, a.out, m, b,
+                               a.target, gpu_arch) for m, b in jobs]
+        for (m, b), fut in zip(jobs, futures):
+            rel, err = fut.result()
+            m.setdefault("paths", {})[b] = rel
+            if err:
+                m.setdefault("errors", {})[b] = err
+                failures += 1
+                print("prepare: FAIL %s %s: %s" % (m["name"], b, err))
+
+    libs = set()
+    for m in models:
+        for rel in m["paths"].values():
+            if rel:
+                libs.update(foreign_libs(os.path.join(a.out, rel)))
+    lib_dir = os.path.join(a.out, "lib")
+    shutil.rmtree(lib_dir, ignore_errors=True)
+    os.makedirs(lib_dir)
+    for lib in sorted(libs):
+        print("prepare: carrying %s (models link it)" % lib)
+        shutil.copy2(lib, lib_dir)
+
+    for m in models:
+        del m["mlir"]
+        m["source"] = os.path.join("src", m["name"] + ".mlir")
+    manifest = {
+        "created": datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC"),
+        "commit": describe_tree(),
+        "target": a.target,
+        "gpu_arch": arch_note or "host",
+        "small": a.small,
+        "models": models,
+    }
+    with open(os.path.join(a.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    print("prepare: %d builds, %d failed; manifest %s" %
+          (len(jobs), failures, os.path.join(a.out, "manifest.json")))
+    return 2 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

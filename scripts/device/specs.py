@@ -1,0 +1,250 @@
+"""What the device check compiles: every model, its MLIR, its inputs (shape,
+dtype and how to draw them) and the reference it is checked against.
+
+Standard library only: prepare.py imports this on the build machine, where
+there is no PyTorch. Each model is a plain dict that goes into the manifest
+as it is (prepare.py adds the paths of the compiled builds):
+
+  name        unique, also the file name of its builds
+  group       "numerics" or "timing"
+  mlir        the source (written to .device/src/NAME.mlir)
+  entry       function to compile (None: the only public one)
+  builds      which builds to compile: "fused" (default pipeline) and/or
+              "unfused" (--no-fusion)
+  inputs      [{name, shape, dtype, gen}], in call order; gen says how
+              check.py draws it: {"kind": "normal", "scale": s, "shift": m}
+              (m + s * N(0, 1)), "padding_mask" (additive [B,1,1,Skv], the
+              last 3*b+1 keys of batch b at -inf) or "keep_mask" (BERT's
+              0/1 attention mask, the last 3*b+2 positions of batch b 0)
+  output      {shape, dtype}
+  ref         {"op": ..., parameters}: the float64 reference (refs.py)
+  tol         {build: bound on ||out - ref|| / ||ref||} (TOL below)
+
+Timing models also carry B, H, S, D and causal: check.py times them against
+PyTorch's flash SDPA on the same inputs, and checks their outputs against
+SDPA's rather than against a float64 reference.
+"""
+
+import math
+import re
+
+# Bounds on ||out - ref|| / ||ref|| against a float64 reference, by element
+# type: 1e-5 for f32 and 2e-3 for f16 (the issue's bounds). Both builds are
+# held to them: the unfused build computes f16/bf16 graphs as frameworks do
+# (matmuls accumulate in f32, softmax and layer_norm in f32).
+#
+# bf16 cannot meet a plain 2e-3: rounding the exact output to bf16 alone
+# costs about 1.7e-3 on these inputs (2^-9 unit roundoff), measured per case
+# as the "rounding floor". A bf16 result must stay within 2e-3 of that floor
+# (BF16_MARGIN); check.py prints the floor next to every error.
+TOL = {"f32": 1e-5, "f16": 2e-3, "bf16": None}
+BF16_MARGIN = 2e-3
+
+
+def tol(dtype):
+    return {"fused": TOL[dtype], "unfused": TOL[dtype]}
+
+
+def bound(tol, dtype, floor):
+    """The error bound of one check: bf16 is measured from its floor."""
+    return floor + BF16_MARGIN if dtype == "bf16" else tol
+
+
+def ttype(shape, dtype):
+    return "tensor<%sx%s>" % ("x".join(str(d) for d in shape), dtype)
+
+
+def normal(scale=1.0, shift=0.0):
+    return {"kind": "normal", "scale": scale, "shift": shift}
+
+
+def tensor(name, shape, dtype, gen=None):
+    return {"name": name, "shape": list(shape), "dtype": dtype,
+            "gen": gen or normal()}
+
+
+def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
+              mask=False, scale=None, group="numerics",
+              builds=("fused", "unfused")):
+    """One transformer.attention; mask=True adds a [B,1,1,Skv] padding mask."""
+    inputs = [tensor("q", (b, hq, sq, d), dtype),
+              tensor("k", (b, hkv, skv, d), dtype),
+              tensor("v", (b, hkv, skv, d), dtype)]
+    if mask:
+        inputs.append(tensor("mask", (b, 1, 1, skv), dtype,
+                             {"kind": "padding_mask"}))
+    types = [ttype(x["shape"], dtype) for x in inputs]
+    rt = ttype((b, hq, sq, d), dtype)
+    attrs = []
+    if causal:
+        attrs.append("is_causal")
+    if scale is not None:
+        attrs.append("scale = %r : f32" % scale)
+    args = ", ".join("%%%s: %s" % (x["name"], t) for x, t in zip(inputs, types))
+    operands = "%q, %k, %v" + (" mask %mask" if mask else "")
+    mlir = ("func.func @main(%s) -> %s {\n"
+            "  %%o = transformer.attention %s %s: %s -> %s\n"
+            "  return %%o : %s\n}\n") % (
+        args, rt, operands, "{%s} " % ", ".join(attrs) if attrs else "",
+        ", ".join(types), rt, rt)
+    return {"name": name, "group": group, "mlir": mlir, "entry": None,
+            "builds": list(builds), "dtype": dtype, "inputs": inputs,
+            "output": {"shape": [b, hq, sq, d], "dtype": dtype},
+            "ref": {"op": "attention", "causal": causal,
+                    "scale": scale if scale is not None else 1 / math.sqrt(d)},
+            "tol": tol(dtype),
+            "B": b, "H": hq, "Hkv": hkv, "Sq": sq, "Skv": skv, "D": d,
+            "causal": causal}
+
+
+def softmax(name, shape, dim, dtype="f32"):
+    t = ttype(shape, dtype)
+    mlir = ("func.func @main(%%x: %s) -> %s {\n"
+            "  %%y = transformer.softmax %%x {dimension = %d : i64} : %s -> %s\n"
+            "  return %%y : %s\n}\n") % (t, t, dim, t, t, t)
+    return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
+            "builds": ["fused", "unfused"], "dtype": dtype,
+            "inputs": [tensor("x", shape, dtype, normal(4.0))],
+            "output": {"shape": list(shape), "dtype": dtype},
+            "ref": {"op": "softmax", "dim": dim}, "tol": tol(dtype)}
+
+
+def layer_norm(name, shape, eps, dtype="f32"):
+    n = shape[-1]
+    t, tn = ttype(shape, dtype), ttype((n,), dtype)
+    mlir = ("func.func @main(%%x: %s, %%g: %s, %%b: %s) -> %s {\n"
+            "  %%y = transformer.layer_norm %%x, %%g, %%b {epsilon = %.9e : f32}"
+            " : %s, %s, %s -> %s\n"
+            "  return %%y : %s\n}\n") % (t, tn, tn, t, eps, t, tn, tn, t, t)
+    return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
+            "builds": ["fused", "unfused"], "dtype": dtype,
+            "inputs": [tensor("x", shape, dtype, normal(3.0, 1.5)),
+                       tensor("gamma", (n,), dtype, normal(0.5, 1.0)),
+                       tensor("beta", (n,), dtype, normal(0.5))],
+            "output": {"shape": list(shape), "dtype": dtype},
+            # eps as the f32 attribute holds it
+            "ref": {"op": "layer_norm", "eps": eps}, "tol": tol(dtype)}
+
+
+def matmul(name, batch, m, k, n):
+    ta, tb, tc = (ttype(s, "f32") for s in ((batch, m, k), (batch, k, n),
+                                            (batch, m, n)))
+    mlir = ("func.func @main(%%a: %s, %%b: %s) -> %s {\n"
+            "  %%zp = \"tosa.const\"() {values = dense<0.0> : tensor<1xf32>}"
+            " : () -> tensor<1xf32>\n"
+            "  %%c = tosa.matmul %%a, %%b, %%zp, %%zp : (%s, %s, tensor<1xf32>,"
+            " tensor<1xf32>) -> %s\n"
+            "  return %%c : %s\n}\n") % (ta, tb, tc, ta, tb, tc, tc)
+    # No transformer op in it: the fused and unfused builds are the same.
+    return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
+            "builds": ["fused"], "dtype": "f32",
+            "inputs": [tensor("a", (batch, m, k), "f32"),
+                       tensor("b", (batch, k, n), "f32")],
+            "output": {"shape": [batch, m, n], "dtype": "f32"},
+            "ref": {"op": "matmul"}, "tol": tol("f32")}
+
+
+FUNC = re.compile(r"func\.func @(\w+)\((.*?)\)\s*->\s*tensor<([^>]*)>", re.S)
+ARG = re.compile(r"%(\w+)\s*:\s*tensor<([^>]*)>")
+
+
+def parse_tensor(spec):
+    parts = spec.split("x")
+    return [int(d) for d in parts[:-1]], parts[-1]
+
+
+def example_gen(name, shape):
+    """Realistic magnitudes: weights N(0, 1/fan_in), LayerNorm gamma near 1."""
+    if name == "attention_mask":
+        return {"kind": "keep_mask"}
+    if name.startswith("w"):
+        return normal(1 / math.sqrt(shape[0]))
+    if name.endswith("gamma"):
+        return normal(0.1, 1.0)
+    if name.startswith("b") or name.endswith("beta"):
+        return normal(0.1)
+    return normal()
+
+
+def example(name, path, op):
+    """An exported layer (examples/*/): every argument is an input."""
+    with open(path) as f:
+        mlir = f.read()
+    m = FUNC.search(mlir)
+    inputs = []
+    for arg, spec in ARG.findall(m.group(2)):
+        shape, dtype = parse_tensor(spec)
+        inputs.append(tensor(arg, shape, dtype, example_gen(arg, shape)))
+    shape, dtype = parse_tensor(m.group(3))
+    return {"name": name, "group": "numerics", "mlir": mlir,
+            "entry": m.group(1), "builds": ["fused", "unfused"],
+            "dtype": dtype, "inputs": inputs,
+            "output": {"shape": shape, "dtype": dtype},
+            "ref": {"op": op}, "tol": tol(dtype)}
+
+
+def numerics_models(root):
+    A = attention
+    models = []
+    for dt in ("f32", "f16", "bf16"):
+        models.append(A("attn_%s" % dt, 2, 4, 4, 256, 256, 64, dt))
+    models += [
+        A("attn_causal_f16", 2, 4, 4, 300, 300, 64, "f16", causal=True),
+        A("attn_causal_bf16", 2, 4, 4, 300, 300, 64, "bf16", causal=True),
+        A("attn_causal_sq77_skv200_f32", 1, 4, 4, 77, 200, 64, "f32",
+          causal=True),
+        A("attn_gqa12x4_f16", 2, 12, 4, 128, 128, 64, "f16"),
+        A("attn_gqa12x4_causal_f32", 1, 12, 4, 96, 96, 64, "f32",
+          causal=True),
+        A("attn_odd_77x200_d80_f32", 1, 12, 12, 77, 200, 80, "f32"),
+        A("attn_odd_77x200_d80_f16", 1, 12, 12, 77, 200, 80, "f16"),
+        A("attn_decode_1x1000_f32", 1, 12, 12, 1, 1000, 64, "f32"),
+        A("attn_decode_1x1000_f16", 2, 12, 12, 1, 1000, 64, "f16"),
+        A("attn_padmask_f32", 3, 4, 4, 40, 40, 64, "f32", mask=True),
+        A("attn_padmask_f16", 3, 4, 4, 130, 130, 64, "f16", mask=True,
+          scale=0.1),
+        softmax("softmax_7x1000_f32", (7, 1000), 1),
+        softmax("softmax_3x5x77_dim1_f32", (3, 5, 77), 1),
+        softmax("softmax_64x4096_f16", (64, 4096), 1, "f16"),
+        layer_norm("layer_norm_512x384_f32", (512, 384), 1e-12),
+        layer_norm("layer_norm_2x3x80_f32", (2, 3, 80), 1e-5),
+        layer_norm("layer_norm_256x1024_f16", (256, 1024), 1e-5, "f16"),
+        matmul("matmul_4x99x64x65", 4, 99, 64, 65),
+        matmul("matmul_128x384x1536", 1, 128, 384, 1536),
+        example("bert_layer", root + "/examples/bert-layer/bert_layer.mlir",
+                "bert_layer"),
+        example("gpt_layer", root + "/examples/gpt-layer/gpt_layer.mlir",
+                "gpt_layer"),
+    ]
+    return models
+
+
+# The unfused f16 build materialises the [B, H, S, S] scores (and the
+# probabilities) in f16: at B=4, H=16, S=16384 that is 17.2e9 elements,
+# 34 GB per tensor, several of them live at once: more than the card holds.
+UNFUSED_MAX_S = 4096
+UNFUSED_NOTE = ("unfused omitted at S=16384: its [B,H,S,S] f16 score matrix "
+                "alone is 4*16*16384^2 = 17.2e9 elements (34 GB), and the "
+                "exp/probability tensors are as large again")
+
+
+def timing_models(small=False):
+    """Fused f16 attention B=4, H=16 (the dry run: B=1, H=2, small S)."""
+    if small:
+        b, h, dims, lengths, unfused_max = 1, 2, (64,), (128, 256), 256
+    else:
+        b, h, dims, lengths, unfused_max = 4, 16, (64, 128), \
+            (1024, 4096, 16384), UNFUSED_MAX_S
+    models = []
+    for d in dims:
+        for causal in (False, True):
+            for s in lengths:
+                name = "time_d%d_s%d%s" % (d, s, "_causal" if causal else "")
+                builds = ["fused"] + (["unfused"] if s <= unfused_max else [])
+                m = attention(name, b, h, h, s, s, d, "f16", causal=causal,
+                              group="timing", builds=builds)
+                m["S"] = s
+                if s > unfused_max:
+                    m["unfused_note"] = UNFUSED_NOTE
+                models.append(m)
+    return models
