@@ -20,7 +20,7 @@ namespace {
 /// Outputs at least this large are written with non-temporal stores: they
 /// cannot stay in cache anyway, and streaming skips reading each line before
 /// writing it (as memcpy does), a third of the memory traffic.
-constexpr int64_t kStreamBytes = 16 << 20;
+constexpr int64_t kStreamBytes = 4 << 20;
 
 #ifdef __AVX512F__
 inline void storeLanes(float *y, __mmask16 k, __m512 v, bool stream) {
@@ -31,7 +31,18 @@ inline void storeLanes(float *y, __mmask16 k, __m512 v, bool stream) {
 }
 #endif
 
-void softmaxRow(const float *x, float *y, int64_t n, bool stream) {
+/// Prefetches line `j` (in floats) of the next row into L2: while the last
+/// sweeps over a row run from cache, memory would otherwise sit idle (a
+/// long row outruns the hardware prefetcher's lookahead).
+inline void prefetchNext(const float *next, int64_t j) {
+#ifdef __AVX512F__
+  if (next)
+    _mm_prefetch(reinterpret_cast<const char *>(next + j), _MM_HINT_T1);
+#endif
+}
+
+void softmaxRow(const float *x, float *y, int64_t n, bool stream,
+                const float *next) {
 #ifdef __AVX512F__
   using namespace tfc::uk;
   // Independent accumulators keep the max and sum chains off the critical
@@ -58,12 +69,19 @@ void softmaxRow(const float *x, float *y, int64_t n, bool stream) {
   static thread_local std::vector<float> scratch;
   float *e = y;
   if (stream) {
-    if (scratch.size() < size_t(n))
-      scratch.resize(size_t(n));
-    e = scratch.data();
+    // Half a page away from x in the cache's set index, so that the row and
+    // its exponentials do not evict each other from L1 (rows of 4 KiB
+    // multiples would otherwise map onto the same sets).
+    if (scratch.size() < size_t(n) + 1024)
+      scratch.resize(size_t(n) + 1024);
+    uintptr_t gap = (reinterpret_cast<uintptr_t>(x) + 2048 -
+                     reinterpret_cast<uintptr_t>(scratch.data())) %
+                    4096;
+    e = scratch.data() + gap / sizeof(float);
   }
   for (int64_t j = 0; j < n; j += 32)
     for (int v = 0; v < 2; ++v) {
+      prefetchNext(next, j + 16 * v);
       __mmask16 k = firstLanes(n - j - 16 * v);
       __m512 ej = tfc::uk::exp2(
           _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, x + j + 16 * v), log2e, m));
@@ -91,7 +109,8 @@ void softmaxRow(const float *x, float *y, int64_t n, bool stream) {
 }
 
 void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
-                  int64_t bs, float *y, int64_t n, float eps, bool stream) {
+                  int64_t bs, float *y, int64_t n, float eps, bool stream,
+                  const float *next) {
 #ifdef __AVX512F__
   using namespace tfc::uk;
   if (gs == 1 && bs == 1) {
@@ -129,6 +148,7 @@ void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
     __m512 m = _mm512_set1_ps(mean);
     __m512 rstd = _mm512_set1_ps(1.0f / std::sqrt(var + eps));
     for (int64_t j = 0; j < n; j += 16) {
+      prefetchNext(next, j);
       __mmask16 k = firstLanes(n - j);
       __m512 c = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), m);
       __m512 r = _mm512_fmadd_ps(_mm512_mul_ps(c, rstd),
@@ -160,15 +180,13 @@ extern "C" void _mlir_ciface_tfc_uk_softmax_f32(MemRef<2> *in, MemRef<2> *out) {
   if (n == 0)
     return;
   bool dense = in->strides[1] == 1 && out->strides[1] == 1;
-  // Softmax measured faster with cached stores at every size tried (its
-  // exp makes it partly compute bound); layer_norm streams.
-  bool stream = false;
+  bool stream = dense && rows * n * 4 >= kStreamBytes;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
     const float *x = in->data() + r * in->strides[0];
     float *y = out->data() + r * out->strides[0];
     if (dense) {
-      softmaxRow(x, y, n, stream);
+      softmaxRow(x, y, n, stream, r + 1 < rows ? x + in->strides[0] : nullptr);
       continue;
     }
     float mx = -INFINITY;
@@ -202,7 +220,8 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_f32(MemRef<2> *in,
       for (int64_t j = 0; j < n; ++j)
         tmp[j] = in->data()[r * in->strides[0] + j * in->strides[1]];
       layerNormRow(tmp, gamma->data(), gamma->strides[0], beta->data(),
-                   beta->strides[0], tmp + n, n, epsilon, /*stream=*/false);
+                   beta->strides[0], tmp + n, n, epsilon, /*stream=*/false,
+                   /*next=*/nullptr);
       for (int64_t j = 0; j < n; ++j)
         out->data()[r * out->strides[0] + j * out->strides[1]] = tmp[n + j];
       delete[] tmp;
@@ -214,7 +233,9 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_f32(MemRef<2> *in,
   for (int64_t r = 0; r < rows; ++r)
     layerNormRow(in->data() + r * in->strides[0], gamma->data(),
                  gamma->strides[0], beta->data(), beta->strides[0],
-                 out->data() + r * out->strides[0], n, epsilon, stream);
+                 out->data() + r * out->strides[0], n, epsilon, stream,
+                 r + 1 < rows ? in->data() + (r + 1) * in->strides[0]
+                              : nullptr);
 #ifdef __AVX512F__
   if (stream)
     _mm_sfence(); // order the streamed stores before the next kernel's reads
