@@ -22,9 +22,11 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
   p += "one-shot-bufferize{bufferize-function-boundaries "
        "function-boundary-type-conversion=identity-layout-map},"
        "buffer-results-to-out-params{modify-public-functions=true "
-       "hoist-static-allocs=true},canonicalize,";
-  // Every remaining loop nest becomes a kernel; all kernels go into one
-  // module, and the host code runs them in order on one stream.
+       "hoist-static-allocs=true},canonicalize,"
+       "convert-linalg-matmul-to-nvptx,";
+  // f16/bf16 matmuls run on tensor cores; every remaining loop nest becomes
+  // a kernel; all kernels go into one module, and the host code runs them in
+  // order on one stream.
   p += "func.func(convert-linalg-to-parallel-loops,tfc-parallel-loops-to-gpu,"
        "tfc-gpu-device-buffers),"
        "gpu-kernel-outlining,tfc-gpu-merge-modules,lower-affine,canonicalize,"

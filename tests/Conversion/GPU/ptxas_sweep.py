@@ -2,7 +2,8 @@
 GPUs: fused and unfused attention in f32, f16 and bf16 (causal, grouped-query
 heads, masks, odd sizes, one query row, Dv != D), softmax, layer_norm, a
 matmul and both example layers. Fused f16/bf16 attention must run on tensor
-cores (mma.sync in the PTX) without register spills.
+cores (mma.sync in the PTX) without register spills, and so must f16/bf16
+matmuls (alone, and in unfused attention).
 
 usage: ptxas_sweep.py BINDIR WORKDIR
 """
@@ -116,6 +117,10 @@ for name, mlir, dt in cases:
         check(label + ": ptxas -arch=sm_90", r.returncode == 0,
               r.stderr.strip()[-500:])
         text = open(ptx).read()
+        mma = "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32" % (dt, dt)
+        if dt != "f32" and (name.startswith("matmul") or
+                            (name.startswith("attn") and not fused)):
+            check(label + ": matmuls on tensor cores", mma in text)
         if name.startswith("attn") and fused and dt != "f32":
             check(label + ": mma.sync on tensor cores",
                   ("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32" % (dt, dt))

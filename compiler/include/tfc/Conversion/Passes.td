@@ -210,4 +210,27 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
   ];
 }
 
+def ConvertLinalgMatmulToNVPTX : Pass<"convert-linalg-matmul-to-nvptx", "mlir::ModuleOp"> {
+  let summary = "Run f16/bf16 matmuls on tensor cores";
+  let description = [{
+    Replaces `linalg.matmul` and `linalg.batch_matmul` on f16 or bf16
+    buffers (static shapes, identity layouts, f32 or same-type accumulator,
+    even K and N) in host code by a launch of a GEMM kernel built for the
+    shapes in `gpu.module @tfc_matmul`: a block of 4 warps per 64x64 tile of
+    C, K in slices of 32 staged through shared memory (the next slice
+    prefetched into registers), `nvvm.mma.sync` m16n8k16 with f32
+    accumulation. The op's semantics (C += A·B) are kept. Other matmuls
+    (f32, transposed maps) stay loop nests. Runs after bufferization.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // TFC_CONVERSION_PASSES_TD

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AttentionKernel.h"
+#include "KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -41,92 +42,6 @@ namespace {
 
 constexpr double kLog2e = 1.4426950408889634;
 
-int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-/// Index and float arithmetic on an implicit-location builder.
-struct Arith {
-  ImplicitLocOpBuilder &b;
-
-  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f(double v) {
-    return arith::ConstantFloatOp::create(b, b.getF32Type(),
-                                          APFloat(static_cast<float>(v)));
-  }
-  Value negInf() {
-    return arith::ConstantFloatOp::create(
-        b, b.getF32Type(),
-        APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
-  Value add(Value x, int64_t y) { return y ? add(x, c(y)) : x; }
-  Value mul(Value x, int64_t y) {
-    return y == 1 ? x : arith::MulIOp::create(b, x, c(y)).getResult();
-  }
-  Value div(Value x, int64_t y) {
-    return y == 1 ? x : arith::DivUIOp::create(b, x, c(y)).getResult();
-  }
-  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, c(y)); }
-  Value umin(Value x, int64_t y) { return arith::MinUIOp::create(b, x, c(y)); }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
-  }
-  Value ult(Value x, int64_t y) { return ult(x, c(y)); }
-  /// Signed: a causal limit row + (Skv - Sq) is negative for the first
-  /// rows when Sq > Skv.
-  Value sle(Value x, Value y) {
-    return arith::CmpIOp::create(b, arith::CmpIPredicate::sle, x, y);
-  }
-  Value andi(Value x, Value y) { return arith::AndIOp::create(b, x, y); }
-  Value sel(Value cond, Value x, Value y) {
-    return arith::SelectOp::create(b, cond, x, y);
-  }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
-  Value fma(Value x, Value y, Value z) {
-    return math::FmaOp::create(b, x, y, z);
-  }
-  Value fmax(Value x, Value y) { return arith::MaxNumFOp::create(b, x, y); }
-  Value exp2(Value x) { return math::Exp2Op::create(b, x); }
-  Value isNegInf(Value x) {
-    return arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, x, negInf());
-  }
-  Value toF32(Value x) {
-    return x.getType().isF32()
-               ? x
-               : arith::ExtFOp::create(b, b.getF32Type(), x).getResult();
-  }
-  Value fromF32(Value x, Type t) {
-    return t.isF32() ? x : arith::TruncFOp::create(b, t, x).getResult();
-  }
-  /// 1 / x for a positive row sum, 0 for a row that saw no key.
-  Value inverseOrZero(Value x) {
-    Value positive =
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OGT, x, f(0.0));
-    return sel(positive, arith::DivFOp::create(b, f(1.0), x).getResult(),
-               f(0.0));
-  }
-  /// Emits `body` under `if (cond)`, or unconditionally when `cond` is null.
-  void guarded(Value cond, llvm::function_ref<void()> body) {
-    if (!cond)
-      return body();
-    auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-    body();
-  }
-  /// Butterfly over the `lanes` lowest lanes of each group (xor 1, 2, ...).
-  Value quadReduce(Value x, int lanes, bool isMax) {
-    for (int offset = 1; offset < lanes; offset *= 2) {
-      Value other =
-          gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
-      x = isMax ? fmax(x, other) : fadd(x, other);
-    }
-    return x;
-  }
-};
-
 /// Element offset of the mask for (b, h, row, key): broadcast dimensions
 /// index 0.
 Value maskValue(Arith &a, Value mask, ArrayRef<int64_t> dims, Value b, Value h,
@@ -138,10 +53,6 @@ Value maskValue(Arith &a, Value mask, ArrayRef<int64_t> dims, Value b, Value h,
   return a.toF32(memref::LoadOp::create(a.b, mask, idx));
 }
 
-/// Declares the kernel and its shared-memory tiles. The tiles are globals in
-/// the workgroup address space with 16-byte alignment (16-byte stores and
-/// 4-byte fragment loads; workgroup attributions would only be aligned to
-/// the element size).
 struct KernelArguments {
   Value q, k, v, mask, out; // mask is null without one
 };
@@ -170,69 +81,6 @@ Value numKeyTiles(Arith &a, const AttentionShape &s, Value qBlock, int64_t rows,
   return arith::CeilDivUIOp::create(b, end, a.c(tileKeys));
 }
 
-gpu::GPUFuncOp createKernel(OpBuilder &builder, gpu::GPUModuleOp module,
-                            StringRef name, const AttentionShape &s,
-                            ArrayRef<MemRefType> tiles, int64_t blockSize,
-                            SmallVectorImpl<Value> &tileValues) {
-  MLIRContext *ctx = builder.getContext();
-  Type t = s.elementType;
-  auto ty = [&](ArrayRef<int64_t> shape) { return MemRefType::get(shape, t); };
-  SmallVector<Type> args = {ty({s.batch, s.headsQ, s.seqQ, s.headDim}),
-                            ty({s.batch, s.headsKV, s.seqKV, s.headDim}),
-                            ty({s.batch, s.headsKV, s.seqKV, s.valueDim})};
-  if (!s.mask.empty())
-    args.push_back(ty(s.mask));
-  args.push_back(ty({s.batch, s.headsQ, s.seqQ, s.valueDim}));
-  OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
-  SmallVector<std::string> names;
-  for (auto [i, type] : llvm::enumerate(tiles)) {
-    names.push_back((name + "_tile" + llvm::Twine(i)).str());
-    memref::GlobalOp::create(builder, module.getLoc(), names.back(),
-                             builder.getStringAttr("private"), type,
-                             Attribute(), /*constant=*/false,
-                             builder.getI64IntegerAttr(16));
-  }
-  auto func = gpu::GPUFuncOp::create(builder, module.getLoc(), name,
-                                     FunctionType::get(ctx, args, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                builder.getUnitAttr());
-  func.setKnownBlockSizeAttr(
-      builder.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
-  builder.setInsertionPointToStart(&func.getBody().front());
-  for (auto [type, global] : llvm::zip(tiles, names))
-    tileValues.push_back(
-        memref::GetGlobalOp::create(builder, module.getLoc(), type, global));
-  return func;
-}
-
-/// Loads `width` consecutive elements of row `row` (clamped to `rows`) of a
-/// [B, H, rows, cols] tensor as one vector; zeros where the row or the
-/// columns are out of range.
-Value loadRowChunk(Arith &a, Value tensor, Value b, Value h, Value row,
-                   int64_t rows, Value col, int64_t cols, int64_t width,
-                   Value rowValid, bool colsMayOverflow) {
-  ImplicitLocOpBuilder &ib = a.b;
-  auto memTy = cast<MemRefType>(tensor.getType());
-  Type et = memTy.getElementType();
-  auto vecTy = VectorType::get({width}, et);
-  Value safeRow = a.umin(row, rows - 1);
-  Value valid = rowValid;
-  Value safeCol = col;
-  if (colsMayOverflow) {
-    // Whole chunks only: cols is a multiple of width.
-    valid = a.andi(valid, a.ult(col, cols));
-    safeCol = a.umin(col, cols - width);
-  }
-  Value v = vector::LoadOp::create(
-      ib, vecTy, tensor, ValueRange{b, h, safeRow, safeCol},
-      /*nontemporal=*/false,
-      llvm::MaybeAlign(width * et.getIntOrFloatBitWidth() / 8));
-  Value zero = arith::ConstantOp::create(
-      ib, vecTy, DenseElementsAttr::get(vecTy, ib.getZeroAttr(et)));
-  return a.sel(valid, v, zero);
-}
-
 //===----------------------------------------------------------------------===//
 // Tensor-core kernel
 //===----------------------------------------------------------------------===//
@@ -241,123 +89,38 @@ struct MmaKernel {
   const AttentionShape &s;
   Arith &a;
   ImplicitLocOpBuilder &b;
-  Type t; // f16 or bf16
-  bool isBF16;
+  Type t;          // f16 or bf16
   int64_t dp, dvp; // head dims rounded up to 16
   int64_t bc;      // keys per tile
   static constexpr int64_t kRows = 64, kThreads = 128;
 
-  /// A pair of elements as an mma operand: vector<2xf16>, or the i32 that
-  /// holds two bf16.
-  Value operand(Value pair) {
-    if (!isBF16)
-      return pair;
-    Value asInt = vector::BitCastOp::create(
-        b, VectorType::get({1}, b.getI32Type()), pair);
-    return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
+  MmaOps ops{a, t};
+  Value tid = {};
+
+  /// How a [bc, cols] tile of K or V is staged (cols padded to 16).
+  TileLayout layout(int64_t cols, int64_t paddedCols) {
+    return {bc, paddedCols, cols % 8 == 0 ? 8 : 2, kThreads};
   }
-  Value pairFromF32(Value x, Value y) {
-    return operand(vector::FromElementsOp::create(
-        b, VectorType::get({2}, t),
-        ValueRange{a.fromF32(x, t), a.fromF32(y, t)}));
+  TileChunks loadKV(Value src, Value kv0, int64_t cols, const TileLayout &l,
+                    Value bi, Value hk) {
+    return loadTile(a, src, {bi, hk}, kv0, s.seqKV, a.c(0), cols,
+                    l.tileCols != cols, l, tid);
   }
-  /// Two consecutive elements of a shared-memory row.
-  Value sharedPair(Value smem, Value row, Value col) {
-    return operand(vector::LoadOp::create(b, VectorType::get({2}, t), smem,
-                                          ValueRange{row, col}, false,
-                                          llvm::MaybeAlign(4)));
-  }
-  /// D += A·B on one m16n8k16 tile; `acc` holds c0..c3.
-  void mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,
-           SmallVectorImpl<Value> &acc) {
-    Type f32 = b.getF32Type();
-    auto resTy =
-        LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-    NVVM::MMATypes mt = isBF16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-    Value r = NVVM::MmaOp::create(
-        b, resTy, aFrag, bFrag, acc, {16, 8, 16}, std::nullopt, std::nullopt,
-        std::array<NVVM::MMATypes, 2>{mt, mt},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    for (int i = 0; i < 4; ++i)
-      acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
-  }
-  /// One element of a [B, H, rows, cols] tensor in global memory as a pair
-  /// operand's half, zero out of range (only for odd sizes).
+  /// One pair of a [B, H, rows, cols] tensor in global memory as an mma
+  /// operand, zero out of range (cols is even: pairs never straddle it).
   Value globalPair(Value tensor, Value bi, Value hi, Value row, int64_t rows,
                    Value col, int64_t cols, Value rowValid) {
-    // cols is even here (checked by the caller): pairs never straddle it.
-    return operand(loadRowChunk(a, tensor, bi, hi, row, rows, col, cols, 2,
-                                rowValid, cols % 16 != 0));
+    return ops.operand(loadRowChunk(a, tensor, {bi, hi}, row, rows, col, cols,
+                                    2, rowValid, cols % 16 != 0));
   }
-
-  /// How a [bc, cols] tile is split into chunks over the block's threads.
-  struct TileLayout {
-    int64_t cols, paddedCols, width, chunksPerRow, total;
-  };
-  TileLayout layout(int64_t cols, int64_t paddedCols) {
-    // 16-byte chunks when rows allow, else pairs.
-    int64_t width = cols % 8 == 0 ? 8 : 2;
-    return {cols, paddedCols, width, paddedCols / width,
-            bc * (paddedCols / width)};
-  }
-  /// The chunks one thread holds: chunk tid + i * threads of the tile.
-  struct TileChunks {
-    TileLayout layout;
-    SmallVector<Value> values;
-  };
-  TileChunks loadTile(Value src, Value kv0, const TileLayout &l, Value bi,
-                      Value hk, Value tid);
-  void storeTile(const TileChunks &tile, Value dst, bool transpose);
-  Value tid;
 
   void build(gpu::GPUFuncOp func, Value ks, Value vts);
 };
 
-MmaKernel::TileChunks MmaKernel::loadTile(Value src, Value kv0,
-                                          const TileLayout &l, Value bi,
-                                          Value hk, Value tid) {
-  TileChunks tile{l, {}};
-  for (int64_t it = 0; it * kThreads < l.total; ++it) {
-    // Threads past the last chunk load the last one again (in range, never
-    // stored).
-    Value chunk = a.umin(a.add(tid, it * kThreads), l.total - 1);
-    Value r = a.div(chunk, l.chunksPerRow);
-    Value col = a.mul(a.rem(chunk, l.chunksPerRow), l.width);
-    Value key = a.add(kv0, r);
-    tile.values.push_back(loadRowChunk(a, src, bi, hk, key, s.seqKV, col,
-                                       l.cols, l.width, a.ult(key, s.seqKV),
-                                       l.paddedCols != l.cols));
-  }
-  return tile;
-}
-
-void MmaKernel::storeTile(const TileChunks &tile, Value dst, bool transpose) {
-  const TileLayout &l = tile.layout;
-  for (auto [it, vec] : llvm::enumerate(tile.values)) {
-    Value chunk = a.add(tid, int64_t(it) * kThreads);
-    auto body = [&]() {
-      Value r = a.div(chunk, l.chunksPerRow);
-      Value col = a.mul(a.rem(chunk, l.chunksPerRow), l.width);
-      if (!transpose) {
-        vector::StoreOp::create(b, vec, dst, ValueRange{r, col}, false,
-                                llvm::MaybeAlign(l.width * 2));
-        return;
-      }
-      for (int64_t e = 0; e < l.width; ++e) {
-        Value x = vector::ExtractOp::create(b, vec, ArrayRef<int64_t>{e});
-        memref::StoreOp::create(b, x, dst, ValueRange{a.add(col, e), r});
-      }
-    };
-    a.guarded((int64_t(it) + 1) * kThreads <= l.total ? Value()
-                                                      : a.ult(chunk, l.total),
-              body);
-  }
-}
-
 void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   b.setInsertionPointToEnd(&func.getBody().front());
-  auto [q, k, v, mask, out] = kernelArguments(func, s);
+  KernelArguments args = kernelArguments(func, s);
+  Value q = args.q, k = args.k, v = args.v, mask = args.mask, out = args.out;
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warp = a.div(tid, 32), lane = a.rem(tid, 32);
@@ -392,8 +155,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     init.push_back(zeroF);
   init.append({a.negInf(), a.negInf(), zeroF, zeroF}); // m0 m1 l0 l1
   TileLayout kLayout = layout(s.headDim, dp), vLayout = layout(s.valueDim, dvp);
-  TileChunks kFirst = loadTile(k, a.c(0), kLayout, bi, hk, tid);
-  TileChunks vFirst = loadTile(v, a.c(0), vLayout, bi, hk, tid);
+  TileChunks kFirst = loadKV(k, a.c(0), s.headDim, kLayout, bi, hk);
+  TileChunks vFirst = loadKV(v, a.c(0), s.valueDim, vLayout, bi, hk);
   int64_t numState = int64_t(init.size());
   init.append(kFirst.values.begin(), kFirst.values.end());
   init.append(vFirst.values.begin(), vFirst.values.end());
@@ -420,11 +183,11 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     // previous tile's arithmetic), then issue the loads of the next tile:
     // their latency hides behind this tile's mma work.
     gpu::BarrierOp::create(b);
-    storeTile(kTile, ks, /*transpose=*/false);
-    storeTile(vTile, vts, /*transpose=*/true);
+    storeTile(a, kTile, ks, /*transpose=*/false, tid);
+    storeTile(a, vTile, vts, /*transpose=*/true, tid);
     gpu::BarrierOp::create(b);
-    TileChunks nextK = loadTile(k, a.add(kv0, bc), kLayout, bi, hk, tid);
-    TileChunks nextV = loadTile(v, a.add(kv0, bc), vLayout, bi, hk, tid);
+    TileChunks nextK = loadKV(k, a.add(kv0, bc), s.headDim, kLayout, bi, hk);
+    TileChunks nextV = loadKV(v, a.add(kv0, bc), s.valueDim, vLayout, bi, hk);
 
     // S = Q·Kᵀ, scaled into the log2 domain, masked.
     double scaleLog2 = s.scale * kLog2e;
@@ -435,9 +198,9 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       SmallVector<Value> acc(4, zeroF);
       Value kRow = a.add(g, nt * 8);
       for (int64_t kt = 0; kt < dp / 16; ++kt) {
-        Value b0 = sharedPair(ks, kRow, a.add(t2, kt * 16));
-        Value b1 = sharedPair(ks, kRow, a.add(t2, kt * 16 + 8));
-        mma(qFrag[kt], {b0, b1}, acc);
+        Value b0 = ops.sharedPair(ks, kRow, a.add(t2, kt * 16));
+        Value b1 = ops.sharedPair(ks, kRow, a.add(t2, kt * 16 + 8));
+        ops.mma(qFrag[kt], {b0, b1}, acc);
       }
       for (int i = 0; i < 4; ++i) {
         int r = i / 2;
@@ -488,15 +251,15 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     // O += P·V: P's C fragments become A fragments in registers.
     for (int64_t kk = 0; kk < bc / 16; ++kk) {
       SmallVector<Value> pFrag = {
-          pairFromF32(sc[2 * kk][0], sc[2 * kk][1]),
-          pairFromF32(sc[2 * kk][2], sc[2 * kk][3]),
-          pairFromF32(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
-          pairFromF32(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+          ops.pairFromF32(sc[2 * kk][0], sc[2 * kk][1]),
+          ops.pairFromF32(sc[2 * kk][2], sc[2 * kk][3]),
+          ops.pairFromF32(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
+          ops.pairFromF32(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
       for (int64_t dn = 0; dn < dvp / 8; ++dn) {
         Value vRow = a.add(g, dn * 8);
-        Value b0 = sharedPair(vts, vRow, a.add(t2, kk * 16));
-        Value b1 = sharedPair(vts, vRow, a.add(t2, kk * 16 + 8));
-        mma(pFrag, {b0, b1}, o[dn]);
+        Value b0 = ops.sharedPair(vts, vRow, a.add(t2, kk * 16));
+        Value b1 = ops.sharedPair(vts, vRow, a.add(t2, kk * 16 + 8));
+        ops.mma(pFrag, {b0, b1}, o[dn]);
       }
     }
 
@@ -548,7 +311,8 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
                     Value ks, Value vs, int64_t rowsPerBlock, int64_t bc) {
   ImplicitLocOpBuilder &b = a.b;
   b.setInsertionPointToEnd(&func.getBody().front());
-  auto [q, k, v, mask, out] = kernelArguments(func, s);
+  KernelArguments args = kernelArguments(func, s);
+  Value q = args.q, k = args.k, v = args.v, mask = args.mask, out = args.out;
   int64_t d = s.headDim, dv = s.valueDim;
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
@@ -658,20 +422,25 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
 AttentionLaunch buildAttentionKernel(OpBuilder &builder,
                                      gpu::GPUModuleOp module, StringRef name,
                                      const AttentionShape &s) {
-  MLIRContext *ctx = builder.getContext();
-  auto workgroup =
-      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto smem = [&](int64_t rows, int64_t cols) {
-    return MemRefType::get({rows, cols}, s.elementType,
-                           MemRefLayoutAttrInterface(), workgroup);
+    return sharedTile(s.elementType, rows, cols);
   };
+  // q, k, v, [mask,] out.
+  Type t = s.elementType;
+  SmallVector<Type> args = {
+      MemRefType::get({s.batch, s.headsQ, s.seqQ, s.headDim}, t),
+      MemRefType::get({s.batch, s.headsKV, s.seqKV, s.headDim}, t),
+      MemRefType::get({s.batch, s.headsKV, s.seqKV, s.valueDim}, t)};
+  if (!s.mask.empty())
+    args.push_back(MemRefType::get(s.mask, t));
+  args.push_back(MemRefType::get({s.batch, s.headsQ, s.seqQ, s.valueDim}, t));
   AttentionLaunch launch;
   launch.gridY = s.batch * s.headsQ;
   if (s.elementType.isF32()) {
     constexpr int64_t kRows = 128, kKeys = 16;
     SmallVector<Value> tiles;
     launch.kernel = createKernel(
-        builder, module, name, s,
+        builder, module, name, args,
         {smem(kKeys, s.headDim), smem(kKeys, s.valueDim)}, kRows, tiles);
     ImplicitLocOpBuilder b(module.getLoc(), builder);
     Arith a{b};
@@ -685,12 +454,12 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   // start 4 banks apart.
   int64_t bc = std::max(dp, dvp) <= 128 ? 64 : 32;
   SmallVector<Value> tiles;
-  launch.kernel = createKernel(builder, module, name, s,
+  launch.kernel = createKernel(builder, module, name, args,
                                {smem(bc, dp + 8), smem(dvp, bc + 8)},
                                MmaKernel::kThreads, tiles);
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
-  MmaKernel kernel{s, a, b, s.elementType, s.elementType.isBF16(), dp, dvp, bc};
+  MmaKernel kernel{s, a, b, s.elementType, dp, dvp, bc};
   kernel.build(launch.kernel, tiles[0], tiles[1]);
   launch.gridX = (s.seqQ + MmaKernel::kRows - 1) / MmaKernel::kRows;
   launch.blockX = MmaKernel::kThreads;

@@ -34,7 +34,7 @@ struct GPUDeviceBuffersPass : impl::GPUDeviceBuffersBase<GPUDeviceBuffersPass> {
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
       if (isHostCode(op) && isa<memref::AllocOp, memref::AllocaOp,
-                            memref::DeallocOp, memref::GetGlobalOp>(op))
+                                memref::DeallocOp, memref::GetGlobalOp>(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {

@@ -1,0 +1,159 @@
+//===- KernelBuilder.cpp - Building GPU kernels in MLIR -------------------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace tfc {
+
+Value loadRowChunk(Arith &a, Value tensor, ValueRange lead, Value row,
+                   int64_t rows, Value col, int64_t cols, int64_t width,
+                   Value rowValid, bool colsMayOverflow) {
+  ImplicitLocOpBuilder &b = a.b;
+  Type et = cast<MemRefType>(tensor.getType()).getElementType();
+  auto vecTy = VectorType::get({width}, et);
+  Value valid = rowValid;
+  Value safeCol = col;
+  if (colsMayOverflow) {
+    // Whole chunks only: cols is a multiple of width.
+    valid = valid ? a.andi(valid, a.ult(col, cols)) : a.ult(col, cols);
+    safeCol = a.umin(col, cols - width);
+  }
+  SmallVector<Value> idx(lead.begin(), lead.end());
+  idx.append({a.umin(row, rows - 1), safeCol});
+  Value v = vector::LoadOp::create(
+      b, vecTy, tensor, idx, /*nontemporal=*/false,
+      llvm::MaybeAlign(width * et.getIntOrFloatBitWidth() / 8));
+  if (!valid)
+    return v;
+  Value zero = arith::ConstantOp::create(
+      b, vecTy, DenseElementsAttr::get(vecTy, b.getZeroAttr(et)));
+  return a.sel(valid, v, zero);
+}
+
+Value MmaOps::operand(Value pair) {
+  if (!t.isBF16())
+    return pair;
+  ImplicitLocOpBuilder &b = a.b;
+  Value asInt =
+      vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), pair);
+  return vector::ExtractOp::create(b, asInt, ArrayRef<int64_t>{0});
+}
+
+Value MmaOps::pairFromF32(Value x, Value y) {
+  return operand(vector::FromElementsOp::create(
+      a.b, VectorType::get({2}, t),
+      ValueRange{a.fromF32(x, t), a.fromF32(y, t)}));
+}
+
+Value MmaOps::sharedPair(Value smem, Value row, Value col) {
+  return operand(vector::LoadOp::create(a.b, VectorType::get({2}, t), smem,
+                                        ValueRange{row, col}, false,
+                                        llvm::MaybeAlign(4)));
+}
+
+void MmaOps::mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,
+                 SmallVectorImpl<Value> &acc) {
+  ImplicitLocOpBuilder &b = a.b;
+  Type f32 = b.getF32Type();
+  auto resTy =
+      LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes mt = t.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  Value r = NVVM::MmaOp::create(
+      b, resTy, aFrag, bFrag, acc, {16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{mt, mt},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int i = 0; i < 4; ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
+}
+
+TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
+                    int64_t rows, Value col0, int64_t cols,
+                    bool colsMayOverflow, const TileLayout &l, Value tid) {
+  TileChunks tile{l, {}};
+  for (int64_t it = 0; it < l.perThread(); ++it) {
+    // Threads past the last chunk load the last one again (in range, never
+    // stored).
+    Value chunk = a.umin(a.add(tid, it * l.threads), l.chunks() - 1);
+    Value row = a.add(row0, a.div(chunk, l.chunksPerRow()));
+    Value col = a.add(col0, a.mul(a.rem(chunk, l.chunksPerRow()), l.width));
+    tile.values.push_back(loadRowChunk(a, src, lead, row, rows, col, cols,
+                                       l.width, a.ult(row, rows),
+                                       colsMayOverflow));
+  }
+  return tile;
+}
+
+void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
+               Value tid) {
+  ImplicitLocOpBuilder &b = a.b;
+  const TileLayout &l = tile.layout;
+  for (auto [it, vec] : llvm::enumerate(tile.values)) {
+    Value chunk = a.add(tid, int64_t(it) * l.threads);
+    Value v = vec;
+    auto body = [&]() {
+      Value r = a.div(chunk, l.chunksPerRow());
+      Value col = a.mul(a.rem(chunk, l.chunksPerRow()), l.width);
+      if (!transpose) {
+        unsigned bytes = cast<VectorType>(v.getType())
+                             .getElementType()
+                             .getIntOrFloatBitWidth() /
+                         8;
+        vector::StoreOp::create(b, v, dst, ValueRange{r, col}, false,
+                                llvm::MaybeAlign(l.width * bytes));
+        return;
+      }
+      for (int64_t e = 0; e < l.width; ++e) {
+        Value x = vector::ExtractOp::create(b, v, ArrayRef<int64_t>{e});
+        memref::StoreOp::create(b, x, dst, ValueRange{a.add(col, e), r});
+      }
+    };
+    a.guarded((int64_t(it) + 1) * l.threads <= l.chunks()
+                  ? Value()
+                  : a.ult(chunk, l.chunks()),
+              body);
+  }
+}
+
+MemRefType sharedTile(Type t, int64_t rows, int64_t cols) {
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(t.getContext(), gpu::AddressSpace::Workgroup);
+  return MemRefType::get({rows, cols}, t, MemRefLayoutAttrInterface(),
+                         workgroup);
+}
+
+gpu::GPUFuncOp createKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                            StringRef name, TypeRange args,
+                            ArrayRef<MemRefType> tiles, int64_t blockSize,
+                            SmallVectorImpl<Value> &tileValues) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  SmallVector<std::string> names;
+  for (auto [i, type] : llvm::enumerate(tiles)) {
+    names.push_back((name + "_tile" + llvm::Twine(i)).str());
+    memref::GlobalOp::create(builder, module.getLoc(), names.back(),
+                             builder.getStringAttr("private"), type,
+                             Attribute(), /*constant=*/false,
+                             builder.getI64IntegerAttr(16));
+  }
+  auto func =
+      gpu::GPUFuncOp::create(builder, module.getLoc(), name,
+                             FunctionType::get(builder.getContext(), args, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      builder.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  for (auto [type, global] : llvm::zip(tiles, names))
+    tileValues.push_back(
+        memref::GetGlobalOp::create(builder, module.getLoc(), type, global));
+  return func;
+}
+
+} // namespace tfc

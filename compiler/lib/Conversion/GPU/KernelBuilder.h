@@ -1,0 +1,197 @@
+//===- KernelBuilder.h - Building GPU kernels in MLIR -----------*- C++ -*-===//
+//
+// The pieces tfc's hand-built GPU kernels share: index and float arithmetic
+// on an implicit-location builder, guarded chunk loads from global memory,
+// tiles staged through shared memory by a whole block, and the mma.sync
+// m16n8k16 fragments of f16/bf16 tensor cores.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_CONVERSION_GPU_KERNELBUILDER_H
+#define TFC_CONVERSION_GPU_KERNELBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace tfc {
+
+using mlir::ArrayRef;
+using mlir::ImplicitLocOpBuilder;
+using mlir::SmallVector;
+using mlir::SmallVectorImpl;
+using mlir::Type;
+using mlir::Value;
+using mlir::ValueRange;
+
+inline int64_t roundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/// Index and float arithmetic on an implicit-location builder.
+struct Arith {
+  ImplicitLocOpBuilder &b;
+
+  Value c(int64_t v) { return mlir::arith::ConstantIndexOp::create(b, v); }
+  Value f(double v) {
+    return mlir::arith::ConstantFloatOp::create(
+        b, b.getF32Type(), mlir::APFloat(static_cast<float>(v)));
+  }
+  Value negInf() {
+    return mlir::arith::ConstantFloatOp::create(
+        b, b.getF32Type(),
+        mlir::APFloat::getInf(mlir::APFloat::IEEEsingle(), /*Negative=*/true));
+  }
+  Value add(Value x, Value y) { return mlir::arith::AddIOp::create(b, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, c(y)) : x; }
+  Value mul(Value x, int64_t y) {
+    return y == 1 ? x : mlir::arith::MulIOp::create(b, x, c(y)).getResult();
+  }
+  Value div(Value x, int64_t y) {
+    return y == 1 ? x : mlir::arith::DivUIOp::create(b, x, c(y)).getResult();
+  }
+  Value rem(Value x, int64_t y) {
+    return mlir::arith::RemUIOp::create(b, x, c(y));
+  }
+  Value umin(Value x, int64_t y) {
+    return mlir::arith::MinUIOp::create(b, x, c(y));
+  }
+  Value ult(Value x, Value y) {
+    return mlir::arith::CmpIOp::create(b, mlir::arith::CmpIPredicate::ult, x,
+                                       y);
+  }
+  Value ult(Value x, int64_t y) { return ult(x, c(y)); }
+  /// Signed: a causal limit row + (Skv - Sq) is negative for the first
+  /// rows when Sq > Skv.
+  Value sle(Value x, Value y) {
+    return mlir::arith::CmpIOp::create(b, mlir::arith::CmpIPredicate::sle, x,
+                                       y);
+  }
+  Value andi(Value x, Value y) { return mlir::arith::AndIOp::create(b, x, y); }
+  Value sel(Value cond, Value x, Value y) {
+    return mlir::arith::SelectOp::create(b, cond, x, y);
+  }
+  Value fadd(Value x, Value y) { return mlir::arith::AddFOp::create(b, x, y); }
+  Value fsub(Value x, Value y) { return mlir::arith::SubFOp::create(b, x, y); }
+  Value fmul(Value x, Value y) { return mlir::arith::MulFOp::create(b, x, y); }
+  Value fma(Value x, Value y, Value z) {
+    return mlir::math::FmaOp::create(b, x, y, z);
+  }
+  Value fmax(Value x, Value y) {
+    return mlir::arith::MaxNumFOp::create(b, x, y);
+  }
+  Value exp2(Value x) { return mlir::math::Exp2Op::create(b, x); }
+  Value isNegInf(Value x) {
+    return mlir::arith::CmpFOp::create(b, mlir::arith::CmpFPredicate::OEQ, x,
+                                       negInf());
+  }
+  Value toF32(Value x) {
+    return x.getType().isF32()
+               ? x
+               : mlir::arith::ExtFOp::create(b, b.getF32Type(), x).getResult();
+  }
+  Value fromF32(Value x, Type t) {
+    return t.isF32() ? x : mlir::arith::TruncFOp::create(b, t, x).getResult();
+  }
+  /// 1 / x for a positive row sum, 0 for a row that saw no key.
+  Value inverseOrZero(Value x) {
+    Value positive = mlir::arith::CmpFOp::create(
+        b, mlir::arith::CmpFPredicate::OGT, x, f(0.0));
+    return sel(positive, mlir::arith::DivFOp::create(b, f(1.0), x).getResult(),
+               f(0.0));
+  }
+  /// Emits `body` under `if (cond)`, or unconditionally when `cond` is null.
+  void guarded(Value cond, llvm::function_ref<void()> body) {
+    if (!cond)
+      return body();
+    auto ifOp = mlir::scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+    mlir::OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    body();
+  }
+  /// Butterfly over the `lanes` lowest lanes of each group (xor 1, 2, ...).
+  Value quadReduce(Value x, int lanes, bool isMax) {
+    for (int offset = 1; offset < lanes; offset *= 2) {
+      Value other = mlir::gpu::ShuffleOp::create(b, x, offset, 32,
+                                                 mlir::gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      x = isMax ? fmax(x, other) : fadd(x, other);
+    }
+    return x;
+  }
+};
+
+/// Loads `width` consecutive elements at [lead..., row, col] of a dense
+/// tensor whose last two dimensions are [rows, cols], as one vector aligned
+/// to its size; zeros where the row (`rowValid` false) or the columns are
+/// out of range. The row is clamped so that the load itself stays inside.
+Value loadRowChunk(Arith &a, Value tensor, ValueRange lead, Value row,
+                   int64_t rows, Value col, int64_t cols, int64_t width,
+                   Value rowValid, bool colsMayOverflow);
+
+/// The f16/bf16 tensor-core operations of mma.sync m16n8k16 (f32
+/// accumulation). Fragment layouts (PTX ISA, g = lane / 4, t = lane % 4):
+/// A regs {row g, k 2t..2t+1}, {g+8, 2t}, {g, 2t+8}, {g+8, 2t+8}; B regs
+/// {k 2t..2t+1, n g}, {k 2t+8.., n g}; C {row g, n 2t..2t+1}, {g+8, ..}.
+struct MmaOps {
+  Arith &a;
+  Type t; // f16 or bf16
+
+  /// A pair of elements as an mma operand: vector<2xf16>, or the i32 that
+  /// holds two bf16.
+  Value operand(Value pair);
+  Value pairFromF32(Value x, Value y);
+  /// Two consecutive elements of a shared-memory row.
+  Value sharedPair(Value smem, Value row, Value col);
+  /// acc += A·B on one m16n8k16 tile; `acc` holds c0..c3.
+  void mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,
+           SmallVectorImpl<Value> &acc);
+};
+
+/// A [tileRows, tileCols] window of a tensor's last two dimensions, staged
+/// through shared memory by `threads` threads in chunks of `width`
+/// elements (16 bytes when the rows allow, else pairs).
+struct TileLayout {
+  int64_t tileRows, tileCols, width, threads;
+  int64_t chunksPerRow() const { return tileCols / width; }
+  int64_t chunks() const { return tileRows * chunksPerRow(); }
+  int64_t perThread() const { return (chunks() + threads - 1) / threads; }
+};
+
+/// The chunks of one tile that one thread holds in registers: chunk
+/// tid + i * threads.
+struct TileChunks {
+  TileLayout layout;
+  SmallVector<Value> values;
+};
+
+/// Loads the tile at rows [row0, row0 + tileRows) (valid below `rows`) and
+/// columns [col0, col0 + tileCols) (valid below `cols`; checked only when
+/// `colsMayOverflow`) of `src` [lead..., rows, cols]; out-of-range elements
+/// are zero.
+TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
+                    int64_t rows, Value col0, int64_t cols,
+                    bool colsMayOverflow, const TileLayout &layout, Value tid);
+/// Stores the chunks into `dst` [tileRows][>= tileCols], or transposed into
+/// `dst` [tileCols][>= tileRows].
+void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
+               Value tid);
+
+/// Declares kernel `name` in `module` with `args` and a known block size,
+/// and its shared-memory tiles: globals in the workgroup address space with
+/// 16-byte alignment (16-byte stores and 4-byte fragment loads; workgroup
+/// attributions would only be aligned to the element size). Returns the
+/// kernel with the tiles fetched at its entry.
+mlir::gpu::GPUFuncOp createKernel(mlir::OpBuilder &builder,
+                                  mlir::gpu::GPUModuleOp module,
+                                  llvm::StringRef name, mlir::TypeRange args,
+                                  ArrayRef<mlir::MemRefType> tiles,
+                                  int64_t blockSize,
+                                  SmallVectorImpl<Value> &tileValues);
+
+/// memref<rows x cols x t> in the workgroup address space.
+mlir::MemRefType sharedTile(Type t, int64_t rows, int64_t cols);
+
+} // namespace tfc
+
+#endif // TFC_CONVERSION_GPU_KERNELBUILDER_H

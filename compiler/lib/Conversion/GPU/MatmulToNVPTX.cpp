@@ -1,0 +1,240 @@
+//===- MatmulToNVPTX.cpp - f16/bf16 matmuls on tensor cores ---------------===//
+//
+// linalg.matmul / linalg.batch_matmul on f16 or bf16 buffers (f32 or same-type
+// accumulator) become one launch of a tensor-core GEMM kernel built for the
+// shapes: a block of 4 warps owns a 64x64 tile of C, walks K in slices of 32
+// staging A [64][32] and Bᵀ [64][32] through shared memory (the next slice
+// loaded into registers while the current one is multiplied), and each warp
+// accumulates its 16 rows x 64 columns with mma.sync m16n8k16 in f32. The
+// op's semantics C += A·B are kept: C is read once at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostCode.h"
+#include "KernelBuilder.h"
+#include "tfc/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+
+namespace tfc {
+#define GEN_PASS_DEF_CONVERTLINALGMATMULTONVPTX
+#include "tfc/Conversion/Passes.h.inc"
+} // namespace tfc
+
+namespace tfc {
+namespace {
+
+constexpr int64_t kTile = 64, kSlice = 32, kThreads = 128;
+
+struct GemmShape {
+  bool batched;
+  int64_t batch, m, n, k;
+  Type t, acc; // operand and accumulator element types
+};
+
+/// The kernel's view of a matmul, or nullopt when it stays a loop nest.
+std::optional<GemmShape> gemmShape(linalg::LinalgOp op) {
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+      !op.hasPureBufferSemantics())
+    return std::nullopt;
+  // Transposed or broadcast operands (user-defined indexing maps) are not
+  // handled here.
+  if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation());
+      mm && mm.hasUserDefinedMaps())
+    return std::nullopt;
+  if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
+      bmm && bmm.hasUserDefinedMaps())
+    return std::nullopt;
+  SmallVector<MemRefType> types;
+  for (Value v : op->getOperands()) {
+    auto t = dyn_cast<MemRefType>(v.getType());
+    if (!t || !t.hasStaticShape() || !t.getLayout().isIdentity())
+      return std::nullopt;
+    types.push_back(t);
+  }
+  GemmShape s;
+  s.batched = isa<linalg::BatchMatmulOp>(op);
+  s.t = types[0].getElementType();
+  s.acc = types[2].getElementType();
+  if (!(s.t.isF16() || s.t.isBF16()) || types[1].getElementType() != s.t ||
+      !(s.acc.isF32() || s.acc == s.t))
+    return std::nullopt;
+  int64_t lead = s.batched ? 1 : 0;
+  s.batch = s.batched ? types[0].getDimSize(0) : 1;
+  s.m = types[0].getDimSize(lead);
+  s.k = types[0].getDimSize(lead + 1);
+  s.n = types[1].getDimSize(lead + 1);
+  // Pairs of elements along K (A) and N (B, C) must not straddle a row.
+  if (s.k % 2 || s.n % 2 || s.m == 0 || s.n == 0 || s.k == 0)
+    return std::nullopt;
+  return s;
+}
+
+gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                               StringRef name, const GemmShape &s,
+                               TypeRange args) {
+  SmallVector<Value> tiles;
+  auto kernel = createKernel(
+      builder, module, name, args,
+      {sharedTile(s.t, kTile, kSlice + 8), sharedTile(s.t, kTile, kSlice + 8)},
+      kThreads, tiles);
+  Value as = tiles[0], bts = tiles[1];
+  ImplicitLocOpBuilder b(module.getLoc(), builder);
+  b.setInsertionPointToEnd(&kernel.getBody().front());
+  Arith a{b};
+  MmaOps ops{a, s.t};
+  Block &entry = kernel.getBody().front();
+  Value A = entry.getArgument(0), B = entry.getArgument(1),
+        C = entry.getArgument(2);
+
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value warp = a.div(tid, 32), lane = a.rem(tid, 32);
+  Value g = a.div(lane, 4), t2 = a.mul(a.rem(lane, 4), 2);
+  Value n0 = a.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), kTile);
+  Value m0 = a.mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), kTile);
+  SmallVector<Value> lead;
+  if (s.batched)
+    lead.push_back(gpu::BlockIdOp::create(b, gpu::Dimension::z));
+
+  // A [64 rows of M][32 of K]; B [32 of K][64 of N], stored transposed.
+  TileLayout aLayout{kTile, kSlice, s.k % 8 == 0 ? 8 : 2, kThreads};
+  TileLayout bLayout{kSlice, kTile, s.n % 8 == 0 ? 8 : 2, kThreads};
+  auto loadA = [&](Value k0) {
+    return loadTile(a, A, lead, m0, s.m, k0, s.k, s.k % kSlice != 0, aLayout,
+                    tid);
+  };
+  auto loadB = [&](Value k0) {
+    return loadTile(a, B, lead, k0, s.k, n0, s.n, s.n % kTile != 0, bLayout,
+                    tid);
+  };
+  TileChunks aFirst = loadA(a.c(0)), bFirst = loadB(a.c(0));
+  Value zero = a.f(0.0);
+  constexpr int64_t kNTiles = kTile / 8;
+  SmallVector<Value> init(kNTiles * 4, zero);
+  init.append(aFirst.values.begin(), aFirst.values.end());
+  init.append(bFirst.values.begin(), bFirst.values.end());
+  auto loop = scf::ForOp::create(b, a.c(0), a.c((s.k + kSlice - 1) / kSlice),
+                                 a.c(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange iter = loop.getRegionIterArgs();
+    SmallVector<SmallVector<Value>> acc(kNTiles);
+    for (int64_t nt = 0; nt < kNTiles; ++nt)
+      acc[nt].assign(iter.begin() + 4 * nt, iter.begin() + 4 * nt + 4);
+    TileChunks aTile = aFirst, bTile = bFirst;
+    size_t aCount = aFirst.values.size();
+    aTile.values.assign(iter.begin() + kNTiles * 4,
+                        iter.begin() + kNTiles * 4 + aCount);
+    bTile.values.assign(iter.begin() + kNTiles * 4 + aCount, iter.end());
+
+    gpu::BarrierOp::create(b);
+    storeTile(a, aTile, as, /*transpose=*/false, tid);
+    storeTile(a, bTile, bts, /*transpose=*/true, tid);
+    gpu::BarrierOp::create(b);
+    Value next = a.mul(a.add(loop.getInductionVar(), 1), kSlice);
+    TileChunks aNext = loadA(next), bNext = loadB(next);
+
+    Value r0 = a.add(a.mul(warp, 16), g), r1 = a.add(r0, 8);
+    for (int64_t kk = 0; kk < kSlice / 16; ++kk) {
+      Value c0 = a.add(t2, kk * 16), c1 = a.add(t2, kk * 16 + 8);
+      SmallVector<Value> aFrag = {
+          ops.sharedPair(as, r0, c0), ops.sharedPair(as, r1, c0),
+          ops.sharedPair(as, r0, c1), ops.sharedPair(as, r1, c1)};
+      for (int64_t nt = 0; nt < kNTiles; ++nt) {
+        Value col = a.add(g, nt * 8);
+        ops.mma(aFrag,
+                {ops.sharedPair(bts, col, c0), ops.sharedPair(bts, col, c1)},
+                acc[nt]);
+      }
+    }
+    SmallVector<Value> yield;
+    for (auto &tile : acc)
+      yield.append(tile.begin(), tile.end());
+    yield.append(aNext.values.begin(), aNext.values.end());
+    yield.append(bNext.values.begin(), bNext.values.end());
+    scf::YieldOp::create(b, yield);
+  }
+
+  // C += the accumulators, two elements at a time, inside the matrix.
+  ValueRange res = loop.getResults();
+  auto pairTy = VectorType::get({2}, s.acc);
+  for (int r = 0; r < 2; ++r) {
+    Value row = a.add(a.add(m0, a.mul(warp, 16)), a.add(g, 8 * r));
+    a.guarded(a.ult(row, s.m), [&]() {
+      for (int64_t nt = 0; nt < kNTiles; ++nt) {
+        Value col = a.add(a.add(n0, t2), nt * 8);
+        a.guarded(s.n % kTile == 0 ? Value() : a.ult(col, s.n), [&]() {
+          SmallVector<Value> idx(lead);
+          idx.append({row, col});
+          unsigned bytes = 2 * s.acc.getIntOrFloatBitWidth() / 8;
+          Value old = vector::LoadOp::create(b, pairTy, C, idx, false,
+                                             llvm::MaybeAlign(bytes));
+          SmallVector<Value> sum;
+          for (int e = 0; e < 2; ++e) {
+            Value o = vector::ExtractOp::create(b, old, ArrayRef<int64_t>{e});
+            sum.push_back(
+                a.fromF32(a.fadd(a.toF32(o), res[nt * 4 + 2 * r + e]), s.acc));
+          }
+          vector::StoreOp::create(
+              b, vector::FromElementsOp::create(b, pairTy, sum), C, idx, false,
+              llvm::MaybeAlign(bytes));
+        });
+      }
+    });
+  }
+  gpu::ReturnOp::create(b);
+  return kernel;
+}
+
+struct ConvertLinalgMatmulToNVPTXPass
+    : impl::ConvertLinalgMatmulToNVPTXBase<ConvertLinalgMatmulToNVPTXPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<std::pair<linalg::LinalgOp, GemmShape>> gemms;
+    module.walk([&](linalg::LinalgOp op) {
+      if (!isHostCode(op))
+        return;
+      if (std::optional<GemmShape> s = gemmShape(op))
+        gemms.push_back({op, *s});
+    });
+    if (gemms.empty())
+      return;
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
+    OpBuilder b(&getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tfc_matmul");
+    for (auto [i, item] : llvm::enumerate(gemms)) {
+      auto [op, s] = item;
+      gpu::GPUFuncOp kernel = buildGemmKernel(
+          b, kernels, "matmul_" + std::to_string(i), s, op->getOperandTypes());
+      OpBuilder ob(op);
+      Location loc = op.getLoc();
+      auto dim = [&](int64_t n) -> Value {
+        return arith::ConstantIndexOp::create(ob, loc, n);
+      };
+      gpu::LaunchFuncOp::create(
+          ob, loc, kernel,
+          gpu::KernelDim3{dim((s.n + kTile - 1) / kTile),
+                          dim((s.m + kTile - 1) / kTile), dim(s.batch)},
+          gpu::KernelDim3{dim(kThreads), dim(1), dim(1)},
+          /*dynamicSharedMemorySize=*/Value(), op->getOperands());
+      op->erase();
+    }
+  }
+};
+
+} // namespace
+} // namespace tfc
