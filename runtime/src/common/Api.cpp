@@ -7,6 +7,7 @@
 #include "tfc/runtime/npy.h"
 #include "tfc/runtime/safetensors.h"
 
+#include "ElfCheck.h"
 #include "cuda/Failure.h"
 #include "cuda/GpuModel.h"
 #include "cuda/Modules.h"
@@ -325,6 +326,11 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     if (!fileExists(path))
       return makeStatus(TFC_NOT_FOUND,
                         "model " + file + ": " + std::strerror(ENOENT));
+    // dlopen maps a truncated library and the loader then dies of SIGBUS.
+    std::string damaged = tfc::checkElfExtents(file);
+    if (!damaged.empty())
+      return makeStatus(TFC_BAD_FORMAT,
+                        "cannot load model " + file + ": " + damaged);
     promoteSelfToGlobal();
     // Without a slash, dlopen would search the library path instead.
     std::string openPath =
