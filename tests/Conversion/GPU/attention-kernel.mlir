@@ -8,10 +8,10 @@
 
 // CHECK-LABEL: func.func @causal_gqa_f16
 // CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<2x8x100x64xf16>
-// CHECK: gpu.launch_func @tfc_attention::@attention_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in
+// CHECK: gpu.launch_func @tfc_fused::@attention_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in
 // CHECK: bufferization.to_tensor %{{.*}} restrict writable
 // CHECK-NOT: transformer.attention
-// CHECK: gpu.module @tfc_attention
+// CHECK: gpu.module @tfc_fused
 // CHECK-DAG: memref.global "private" @attention_0_tile0 : memref<64x72xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // CHECK-DAG: memref.global "private" @attention_0_tile1 : memref<64x72xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // CHECK: gpu.func @attention_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
@@ -41,7 +41,7 @@ func.func @causal_gqa_f16(%q: tensor<2x8x100x64xf16>, %k: tensor<2x2x130x64xf16>
 // read in the kernel; D = 80 is padded to 80 (a multiple of 16), Dv too.
 // CHECK-LABEL: func.func @masked_bf16
 // CHECK: tosa.reshape
-// CHECK: gpu.launch_func @tfc_attention::@attention_0
+// CHECK: gpu.launch_func @tfc_fused::@attention_0
 // CHECK: gpu.func @attention_0(%{{.*}}: memref<1x4x77x80xbf16>, %{{.*}}: memref<1x4x200x80xbf16>, %{{.*}}: memref<1x4x200x80xbf16>, %{{.*}}: memref<1x1x77x200xbf16>, %{{.*}}: memref<1x4x77x80xbf16>)
 // CHECK-NOT: arith.ceildivui
 // CHECK: scf.for
@@ -55,7 +55,7 @@ func.func @masked_bf16(%q: tensor<1x4x77x80xbf16>, %k: tensor<1x4x200x80xbf16>, 
 
 // f32 keeps f32 accuracy: FMA, no tensor cores, one thread per query row.
 // CHECK-LABEL: func.func @plain_f32
-// CHECK: gpu.launch_func @tfc_attention::@attention_0
+// CHECK: gpu.launch_func @tfc_fused::@attention_0
 // CHECK: gpu.func @attention_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: math.fma

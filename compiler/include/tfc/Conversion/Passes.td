@@ -180,21 +180,25 @@ def GPUMergeModules : Pass<"tfc-gpu-merge-modules", "mlir::ModuleOp"> {
 }
 
 def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::ModuleOp"> {
-  let summary = "Lower each fused attention to one flash-attention GPU kernel";
+  let summary = "Lower fused attention, softmax and layer_norm to one GPU kernel each";
   let description = [{
     Replaces every `transformer.attention` with static shapes by a launch of
-    a kernel built for its shapes in the `gpu.module @tfc_attention`: a block
+    a kernel built for its shapes in the `gpu.module @tfc_fused`: a block
     per (batch x head, tile of queries), K and V tiles staged through shared
     memory, the online softmax in registers, the output written once; the
     score matrix never exists. f16 and bf16 run on tensor cores
     (`nvvm.mma.sync` m16n8k16 with f32 accumulation, 64 queries per block of
     4 warps); f32 uses FMA (one thread per query row), so that f32 results
-    keep f32 accuracy. Causal blocks stop at their last visible key. Runs
-    before bufferization: operands are read in place
-    (`bufferization.to_buffer`), the result is a fresh buffer.
+    keep f32 accuracy. Causal blocks stop at their last visible key.
 
-    Attention the kernels do not cover (dynamic shapes; odd head dimensions
-    in f16/bf16) is left to `transformer-decompose`.
+    `transformer.softmax` over the last dimension and `transformer.layer_norm`
+    become one kernel each: a warp per row, lanes striding the row, f32
+    statistics combined with shuffles, the result written once.
+
+    Runs before bufferization: operands are read in place
+    (`bufferization.to_buffer`), each result is a fresh buffer. What the
+    kernels do not cover (dynamic shapes; odd head dimensions in f16/bf16;
+    a softmax over an inner dimension) is left to `transformer-decompose`.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

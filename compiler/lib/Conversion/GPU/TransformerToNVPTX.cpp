@@ -1,6 +1,7 @@
 //===- TransformerToNVPTX.cpp - Fused attention as one GPU kernel ---------===//
 
 #include "AttentionKernel.h"
+#include "RowKernels.h"
 #include "tfc/Conversion/Passes.h"
 #include "tfc/Dialect/Transformer/IR/Transformer.h"
 #include "tfc/Dialect/Transformer/Utils/TosaBuilder.h"
@@ -57,62 +58,126 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op) {
   return s;
 }
 
+/// Launches `kernel` on the buffers of `inputs` (read in place) and a fresh
+/// buffer of `resultType`, which it returns as a tensor.
+Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
+                      int64_t gridX, int64_t gridY, int64_t blockX,
+                      ValueRange inputs, RankedTensorType resultType) {
+  SmallVector<Value> args;
+  for (Value tensor : inputs) {
+    auto t = cast<RankedTensorType>(tensor.getType());
+    args.push_back(bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(t.getShape(), t.getElementType()), tensor,
+        /*readOnly=*/true));
+  }
+  Value out = memref::AllocOp::create(
+      b, loc,
+      MemRefType::get(resultType.getShape(), resultType.getElementType()),
+      b.getI64IntegerAttr(64));
+  args.push_back(out);
+  auto dim = [&](int64_t n) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, n);
+  };
+  gpu::LaunchFuncOp::create(b, loc, kernel,
+                            gpu::KernelDim3{dim(gridX), dim(gridY), dim(1)},
+                            gpu::KernelDim3{dim(blockX), dim(1), dim(1)},
+                            /*dynamicSharedMemorySize=*/Value(), args);
+  return bufferization::ToTensorOp::create(b, loc, resultType, out,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+/// [d0, ..., dn-1, n] as [rows, n].
+std::pair<int64_t, int64_t> rowsOf(RankedTensorType t) {
+  int64_t n = t.getDimSize(t.getRank() - 1);
+  return {n ? t.getNumElements() / n : 0, n};
+}
+
 struct ConvertTransformerToNVPTXPass
     : impl::ConvertTransformerToNVPTXBase<ConvertTransformerToNVPTXPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<transformer::AttentionOp> ops;
-    module.walk([&](transformer::AttentionOp op) { ops.push_back(op); });
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<transformer::AttentionOp, transformer::SoftmaxOp,
+              transformer::LayerNormOp>(op))
+        ops.push_back(op);
+    });
     if (ops.empty())
       return;
-    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                    UnitAttr::get(&getContext()));
     OpBuilder b(&getContext());
     b.setInsertionPointToEnd(module.getBody());
-    auto kernels =
-        gpu::GPUModuleOp::create(b, module.getLoc(), "tfc_attention");
+    auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tfc_fused");
     int count = 0;
-    for (transformer::AttentionOp op : ops) {
-      std::optional<AttentionShape> shape = kernelShape(op);
-      if (!shape)
-        continue;
-      AttentionLaunch launch = buildAttentionKernel(
-          b, kernels, "attention_" + std::to_string(count++), *shape);
-
+    auto name = [&](StringRef op) {
+      return (op + "_" + llvm::Twine(count++)).str();
+    };
+    for (Operation *op : ops) {
       OpBuilder ob(op);
-      Location loc = op.getLoc();
-      auto buffer = [&](Value tensor) -> Value {
-        auto t = cast<RankedTensorType>(tensor.getType());
-        return bufferization::ToBufferOp::create(
-            ob, loc, MemRefType::get(t.getShape(), t.getElementType()), tensor,
-            /*readOnly=*/true);
-      };
-      SmallVector<Value> args = {buffer(op.getQuery()), buffer(op.getKey()),
-                                 buffer(op.getValue())};
-      if (Value mask = op.getMask())
-        args.push_back(buffer(TosaBuilder(ob, loc).expandToRank(mask, 4)));
-      RankedTensorType resultType = op.getResult().getType();
-      Value out = memref::AllocOp::create(
-          ob, loc,
-          MemRefType::get(resultType.getShape(), resultType.getElementType()),
-          ob.getI64IntegerAttr(64));
-      args.push_back(out);
-      Value one = arith::ConstantIndexOp::create(ob, loc, 1);
-      auto dim = [&](int64_t n) -> Value {
-        return arith::ConstantIndexOp::create(ob, loc, n);
-      };
-      gpu::LaunchFuncOp::create(
-          ob, loc, launch.kernel,
-          gpu::KernelDim3{dim(launch.gridX), dim(launch.gridY), one},
-          gpu::KernelDim3{dim(launch.blockX), one, one},
-          /*dynamicSharedMemorySize=*/Value(), args);
-      Value result = bufferization::ToTensorOp::create(
-          ob, loc, resultType, out, /*restrict=*/true, /*writable=*/true);
-      op.replaceAllUsesWith(result);
-      op.erase();
+      Location loc = op->getLoc();
+      TosaBuilder tosa(ob, loc);
+      Value result;
+      if (auto attention = dyn_cast<transformer::AttentionOp>(op)) {
+        std::optional<AttentionShape> shape = kernelShape(attention);
+        if (!shape)
+          continue;
+        AttentionLaunch launch =
+            buildAttentionKernel(b, kernels, name("attention"), *shape);
+        SmallVector<Value> inputs = {attention.getQuery(), attention.getKey(),
+                                     attention.getValue()};
+        if (Value mask = attention.getMask())
+          inputs.push_back(tosa.expandToRank(mask, 4));
+        result = launchOnTensors(ob, loc, launch.kernel, launch.gridX,
+                                 launch.gridY, launch.blockX, inputs,
+                                 attention.getResult().getType());
+      } else if (auto softmax = dyn_cast<transformer::SoftmaxOp>(op)) {
+        RankedTensorType type = softmax.getInput().getType();
+        // An inner softmax dimension is left to the decomposition.
+        if (!type.hasStaticShape() ||
+            int64_t(softmax.getDimension()) != type.getRank() - 1)
+          continue;
+        auto [rows, n] = rowsOf(type);
+        if (rows == 0 || n == 0)
+          continue;
+        RowLaunch launch = buildSoftmaxKernel(b, kernels, name("softmax"), rows,
+                                              n, type.getElementType());
+        Value rows2d = tosa.reshape(softmax.getInput(), {rows, n});
+        result = tosa.reshape(
+            launchOnTensors(ob, loc, launch.kernel, launch.gridX, 1,
+                            launch.blockX, {rows2d},
+                            cast<RankedTensorType>(rows2d.getType())),
+            type.getShape());
+      } else {
+        auto norm = cast<transformer::LayerNormOp>(op);
+        RankedTensorType type = norm.getInput().getType();
+        if (!type.hasStaticShape() ||
+            !cast<RankedTensorType>(norm.getGamma().getType())
+                 .hasStaticShape() ||
+            !cast<RankedTensorType>(norm.getBeta().getType()).hasStaticShape())
+          continue;
+        auto [rows, n] = rowsOf(type);
+        if (rows == 0 || n == 0)
+          continue;
+        RowLaunch launch = buildLayerNormKernel(
+            b, kernels, name("layer_norm"), rows, n,
+            norm.getEpsilon().convertToDouble(), type.getElementType());
+        Value rows2d = tosa.reshape(norm.getInput(), {rows, n});
+        result = tosa.reshape(
+            launchOnTensors(ob, loc, launch.kernel, launch.gridX, 1,
+                            launch.blockX,
+                            {rows2d, norm.getGamma(), norm.getBeta()},
+                            cast<RankedTensorType>(rows2d.getType())),
+            type.getShape());
+      }
+      op->getResult(0).replaceAllUsesWith(result);
+      op->erase();
     }
-    if (count == 0)
+    if (count == 0) {
       kernels.erase();
+      return;
+    }
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(&getContext()));
   }
 };
 

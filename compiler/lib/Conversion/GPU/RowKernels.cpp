@@ -1,0 +1,167 @@
+//===- RowKernels.cpp - Softmax and layer_norm as one GPU kernel each -----===//
+//
+// One warp per row of [rows, n] (4 rows per block of 128 threads). Lane l
+// reads elements l, l + 32, ... (each warp access is contiguous), keeps its
+// statistics in registers (softmax: running max and rescaled sum; layer_norm:
+// sums of x - x[0] and of its square) and the warp combines them with a
+// butterfly of shuffles. A second sweep over the row (from L1/L2) writes
+// the result once. Statistics are f32 for every element type.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RowKernels.h"
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+
+namespace tfc {
+namespace {
+
+constexpr int64_t kRowsPerBlock = 4, kThreads = 32 * kRowsPerBlock;
+constexpr double kLog2e = 1.4426950408889634;
+
+struct RowContext {
+  Value row, lane, rowValid, safeRow;
+};
+
+/// The kernel's frame: its row, its lane, and whether the row exists.
+RowContext rowContext(Arith &a, int64_t rows) {
+  ImplicitLocOpBuilder &b = a.b;
+  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  Value block = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value row = a.add(a.mul(block, kRowsPerBlock), a.div(tid, 32));
+  return {row, a.rem(tid, 32), a.ult(row, rows), a.umin(row, rows - 1)};
+}
+
+/// Runs `body(j, inRange)` for j = lane, lane + 32, ... < n, carrying
+/// `init` through an scf.for; returns the final values.
+SmallVector<Value>
+sweep(Arith &a, Value lane, int64_t n, ValueRange init,
+      llvm::function_ref<SmallVector<Value>(Value, Value, ValueRange)> body) {
+  ImplicitLocOpBuilder &b = a.b;
+  auto loop = scf::ForOp::create(b, a.c(0), a.c((n + 31) / 32), a.c(1), init);
+  OpBuilder::InsertionGuard guard(b);
+  // Without loop-carried values the builder already added the terminator.
+  Block *block = loop.getBody();
+  if (init.empty())
+    b.setInsertionPoint(block->getTerminator());
+  else
+    b.setInsertionPointToStart(block);
+  Value j = a.add(a.mul(loop.getInductionVar(), 32), lane);
+  Value inRange = a.ult(j, n);
+  SmallVector<Value> next =
+      body(a.umin(j, n - 1), inRange, loop.getRegionIterArgs());
+  if (!init.empty())
+    scf::YieldOp::create(b, next);
+  return SmallVector<Value>(loop.getResults());
+}
+
+gpu::GPUFuncOp declare(OpBuilder &builder, gpu::GPUModuleOp module,
+                       StringRef name, TypeRange args) {
+  SmallVector<Value> noTiles;
+  return createKernel(builder, module, name, args, {}, kThreads, noTiles);
+}
+
+} // namespace
+
+RowLaunch buildSoftmaxKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                             StringRef name, int64_t rows, int64_t n, Type t) {
+  auto io = MemRefType::get({rows, n}, t);
+  gpu::GPUFuncOp kernel = declare(builder, module, name, {io, io});
+  ImplicitLocOpBuilder b(module.getLoc(), builder);
+  b.setInsertionPointToEnd(&kernel.getBody().front());
+  Arith a{b};
+  Value x = kernel.getArgument(0), y = kernel.getArgument(1);
+  RowContext r = rowContext(a, rows);
+  Value log2e = a.f(kLog2e), zero = a.f(0.0);
+  // x in the log2 domain; -inf beyond the row.
+  auto load = [&](Value j, Value inRange) {
+    Value v = a.fmul(
+        a.toF32(memref::LoadOp::create(b, x, ValueRange{r.safeRow, j})), log2e);
+    return a.sel(inRange, v, a.negInf());
+  };
+  // Subtracting -inf would give NaN: a row (or lane) that has seen only
+  // -inf subtracts 0.
+  auto usable = [&](Value m) { return a.sel(a.isNegInf(m), zero, m); };
+  SmallVector<Value> stats =
+      sweep(a, r.lane, n, {a.negInf(), zero},
+            [&](Value j, Value inRange, ValueRange acc) -> SmallVector<Value> {
+              Value v = load(j, inRange);
+              Value m = a.fmax(acc[0], v);
+              Value mu = usable(m);
+              Value s = a.fadd(a.fmul(acc[1], a.exp2(a.fsub(acc[0], mu))),
+                               a.exp2(a.fsub(v, mu)));
+              return {m, s};
+            });
+  Value rowMax = a.quadReduce(stats[0], 32, /*isMax=*/true);
+  Value mu = usable(rowMax);
+  Value total = a.quadReduce(a.fmul(stats[1], a.exp2(a.fsub(stats[0], mu))), 32,
+                             /*isMax=*/false);
+  Value inv = a.inverseOrZero(total);
+  a.guarded(r.rowValid, [&]() {
+    sweep(a, r.lane, n, {},
+          [&](Value j, Value inRange, ValueRange) -> SmallVector<Value> {
+            a.guarded(inRange, [&]() {
+              Value p = a.fmul(a.exp2(a.fsub(load(j, inRange), mu)), inv);
+              memref::StoreOp::create(b, a.fromF32(p, t), y,
+                                      ValueRange{r.row, j});
+            });
+            return {};
+          });
+  });
+  gpu::ReturnOp::create(b);
+  return {kernel, (rows + kRowsPerBlock - 1) / kRowsPerBlock, kThreads};
+}
+
+RowLaunch buildLayerNormKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                               StringRef name, int64_t rows, int64_t n,
+                               double epsilon, Type t) {
+  auto io = MemRefType::get({rows, n}, t);
+  auto vec = MemRefType::get({n}, t);
+  gpu::GPUFuncOp kernel = declare(builder, module, name, {io, vec, vec, io});
+  ImplicitLocOpBuilder b(module.getLoc(), builder);
+  b.setInsertionPointToEnd(&kernel.getBody().front());
+  Arith a{b};
+  Value x = kernel.getArgument(0), gamma = kernel.getArgument(1),
+        beta = kernel.getArgument(2), y = kernel.getArgument(3);
+  RowContext r = rowContext(a, rows);
+  Value zero = a.f(0.0);
+  auto load = [&](Value j) {
+    return a.toF32(memref::LoadOp::create(b, x, ValueRange{r.safeRow, j}));
+  };
+  // Sums shifted by the row's first element, so that a large mean does not
+  // cancel the variance away.
+  Value shift = load(a.c(0));
+  SmallVector<Value> sums =
+      sweep(a, r.lane, n, {zero, zero},
+            [&](Value j, Value inRange, ValueRange acc) -> SmallVector<Value> {
+              Value d = a.sel(inRange, a.fsub(load(j), shift), zero);
+              return {a.fadd(acc[0], d), a.fma(d, d, acc[1])};
+            });
+  Value invN = a.f(1.0 / double(n));
+  Value meanShifted = a.fmul(a.quadReduce(sums[0], 32, false), invN);
+  Value meanSquare = a.fmul(a.quadReduce(sums[1], 32, false), invN);
+  Value var =
+      a.fmax(a.fsub(meanSquare, a.fmul(meanShifted, meanShifted)), zero);
+  Value rstd = math::RsqrtOp::create(b, a.fadd(var, a.f(epsilon)));
+  Value mean = a.fadd(shift, meanShifted);
+  a.guarded(r.rowValid, [&]() {
+    sweep(a, r.lane, n, {},
+          [&](Value j, Value inRange, ValueRange) -> SmallVector<Value> {
+            a.guarded(inRange, [&]() {
+              Value g = a.toF32(memref::LoadOp::create(b, gamma, j));
+              Value bb = a.toF32(memref::LoadOp::create(b, beta, j));
+              Value v = a.fma(a.fmul(a.fsub(load(j), mean), rstd), g, bb);
+              memref::StoreOp::create(b, a.fromF32(v, t), y,
+                                      ValueRange{r.row, j});
+            });
+            return {};
+          });
+  });
+  gpu::ReturnOp::create(b);
+  return {kernel, (rows + kRowsPerBlock - 1) / kRowsPerBlock, kThreads};
+}
+
+} // namespace tfc
