@@ -146,7 +146,14 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     __m512 mnew[NV];
     for (int v = 0; v < NV; ++v)
       mnew[v] = st.m[v];
-    for (int64_t j = 0; j < nb; ++j) {
+    if (!mb && !p.causal) {
+      // Nothing to mask: the block's max only (scores stay where they are).
+      for (int64_t j = 0; j < nb; ++j)
+        for (int v = 0; v < NV; ++v)
+          mnew[v] =
+              _mm512_max_ps(mnew[v], _mm512_load_ps(sc + j * Br + v * 16));
+    }
+    for (int64_t j = 0; (mb || p.causal) && j < nb; ++j) {
       int64_t key = j0 + j;
       for (int v = 0; v < NV; ++v) {
         __m512 s = _mm512_load_ps(sc + j * Br + v * 16);
