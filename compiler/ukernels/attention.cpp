@@ -171,7 +171,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
             mv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, idx, mrow,
                                           4);
           }
-          s = _mm512_fmadd_ps(mv, log2e, s);
+          s = _mm512_add_ps(s, tfc::uk::toLog2Domain(mv, log2e));
         }
         if (p.causal) {
           // Visible iff key <= query + offset, i.e. query >= key - offset.

@@ -32,6 +32,18 @@ inline __m512 exp2(__m512 x) {
   return _mm512_scalef_ps(r, n);
 }
 
+/// x * log2(e), kept finite where x is: a large finite mask value (a
+/// framework's finfo.min) must not overflow to -inf, which alone hides a key.
+inline __m512 toLog2Domain(__m512 x, __m512 log2e) {
+  const __m512 big = _mm512_set1_ps(std::numeric_limits<float>::max());
+  __m512 y = _mm512_mul_ps(x, log2e);
+  __mmask16 inf = _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(-kNegInf),
+                                     _CMP_EQ_OQ);
+  __m512 clamped = _mm512_max_ps(_mm512_min_ps(y, big),
+                                 _mm512_sub_ps(_mm512_setzero_ps(), big));
+  return _mm512_mask_mov_ps(clamped, inf, y);
+}
+
 /// Lanes [0, n) of a 16-lane vector (none for n <= 0, all for n >= 16).
 inline __mmask16 firstLanes(int64_t n) {
   if (n <= 0)

@@ -12,7 +12,8 @@
 // CHECK-DAG: memref.global "private" @matmul_0_tile0 : memref<64x40xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // CHECK-DAG: memref.global "private" @matmul_0_tile1 : memref<64x40xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // CHECK: gpu.func @matmul_0
-// CHECK: gpu.block_id  z
+// CHECK: gpu.block_id  x
+// CHECK: arith.divui
 // CHECK: scf.for
 // CHECK: gpu.barrier
 // CHECK: vector.store {{.*}}vector<8xf16>

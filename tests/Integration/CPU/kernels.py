@@ -106,6 +106,15 @@ def rows_fully_masked(rng, b, hq, sq, skv):
     return m
 
 
+def finfo_min_rows(rng, b, hq, sq, skv):
+    """[B,1,Sq,Skv]: padding as frameworks write it, with the most negative
+    finite float instead of -inf; whole rows of it average every key."""
+    m = rng.standard_normal((b, 1, sq, skv))
+    m[:, :, ::4, :] = np.finfo(np.float32).min
+    m[:, :, 1::4, skv // 2:] = np.finfo(np.float32).min
+    return m
+
+
 def full_mask(rng, b, hq, sq, skv):
     return rng.standard_normal((b, hq, sq, skv))
 
@@ -191,6 +200,7 @@ def main():
     A(h, rng, "gqa_12_4_mask_rows", 1, 12, 4, 33, 65, 64,
       mask=rows_fully_masked)
     A(h, rng, "padding_mask_batch", 3, 4, 2, 17, 40, 64, mask=padding_mask)
+    A(h, rng, "finfo_min_rows", 1, 2, 2, 33, 40, 64, mask=finfo_min_rows)
     A(h, rng, "full_mask_scale", 1, 2, 2, 40, 50, 48, mask=full_mask,
       scale=0.3)
     A(h, rng, "rank2_mask_causal_dv", 2, 4, 1, 24, 24, 32, dv=48,

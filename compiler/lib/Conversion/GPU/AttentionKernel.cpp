@@ -126,8 +126,9 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   Value warp = a.div(tid, 32), lane = a.rem(tid, 32);
   Value g = a.div(lane, 4), tq = a.rem(lane, 4);
   Value t2 = a.mul(tq, 2);
-  Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  // (batch x head) on x, which allows 2^31 - 1 blocks; query blocks on y.
+  Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
   Value hk = a.div(hi, s.headsQ / s.headsKV);
   Value firstRow = a.add(a.mul(qBlock, kRows), a.mul(warp, 16));
@@ -207,10 +208,10 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         Value key = a.add(a.add(kv0, t2), nt * 8 + i % 2);
         Value x = a.fmul(acc[i], scaleC);
         if (mask)
-          x = a.fma(maskValue(a, mask, s.mask, bi, hi,
-                              a.umin(row[r], s.seqQ - 1),
-                              a.umin(key, s.seqKV - 1)),
-                    log2e, x);
+          x = a.fadd(x, a.toLog2Domain(maskValue(a, mask, s.mask, bi, hi,
+                                                 a.umin(row[r], s.seqQ - 1),
+                                                 a.umin(key, s.seqKV - 1)),
+                                       log2e));
         // Keys past the end exist only in a partial last tile.
         Value visible;
         if (s.seqKV % bc != 0)
@@ -316,8 +317,9 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
   int64_t d = s.headDim, dv = s.valueDim;
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  // (batch x head) on x, which allows 2^31 - 1 blocks; query blocks on y.
+  Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
   Value hk = a.div(hi, s.headsQ / s.headsKV);
   Value row = a.add(a.mul(qBlock, rowsPerBlock), tid);
@@ -377,9 +379,10 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
                     dot);
       Value key = a.add(kv0, jj);
       if (mask)
-        dot = a.fma(maskValue(a, mask, s.mask, bi, hi, safeRow,
-                              a.umin(key, s.seqKV - 1)),
-                    log2e, dot);
+        dot = a.fadd(dot,
+                     a.toLog2Domain(maskValue(a, mask, s.mask, bi, hi, safeRow,
+                                              a.umin(key, s.seqKV - 1)),
+                                    log2e));
       Value visible = a.ult(key, s.seqKV);
       if (s.causal)
         visible = a.andi(visible, a.sle(key, a.add(row, offset)));
@@ -419,6 +422,23 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
 
 } // namespace
 
+namespace {
+/// Keys per shared-memory tile of the tensor-core kernel.
+int64_t keysPerTile(int64_t dp, int64_t dvp) {
+  return std::max(dp, dvp) <= 128 ? 64 : 32;
+}
+} // namespace
+
+bool attentionKernelFits(const AttentionShape &s) {
+  // Static shared memory is limited to 48 KiB per block.
+  constexpr int64_t kMaxShared = 48 * 1024;
+  if (s.elementType.isF32())
+    return 4 * 16 * (s.headDim + s.valueDim) <= kMaxShared;
+  int64_t dp = roundUp(s.headDim, 16), dvp = roundUp(s.valueDim, 16);
+  int64_t bc = keysPerTile(dp, dvp);
+  return 2 * (bc * (dp + 8) + dvp * (bc + 8)) <= kMaxShared;
+}
+
 AttentionLaunch buildAttentionKernel(OpBuilder &builder,
                                      gpu::GPUModuleOp module, StringRef name,
                                      const AttentionShape &s) {
@@ -435,7 +455,7 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
     args.push_back(MemRefType::get(s.mask, t));
   args.push_back(MemRefType::get({s.batch, s.headsQ, s.seqQ, s.valueDim}, t));
   AttentionLaunch launch;
-  launch.gridY = s.batch * s.headsQ;
+  launch.gridX = s.batch * s.headsQ;
   if (s.elementType.isF32()) {
     constexpr int64_t kRows = 128, kKeys = 16;
     SmallVector<Value> tiles;
@@ -445,14 +465,14 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
     ImplicitLocOpBuilder b(module.getLoc(), builder);
     Arith a{b};
     buildFmaKernel(s, a, launch.kernel, tiles[0], tiles[1], kRows, kKeys);
-    launch.gridX = (s.seqQ + kRows - 1) / kRows;
+    launch.gridY = (s.seqQ + kRows - 1) / kRows;
     launch.blockX = kRows;
     return launch;
   }
   int64_t dp = roundUp(s.headDim, 16), dvp = roundUp(s.valueDim, 16);
   // 16 bytes of padding per row: the 8 rows a warp's fragment load touches
   // start 4 banks apart.
-  int64_t bc = std::max(dp, dvp) <= 128 ? 64 : 32;
+  int64_t bc = keysPerTile(dp, dvp);
   SmallVector<Value> tiles;
   launch.kernel = createKernel(builder, module, name, args,
                                {smem(bc, dp + 8), smem(dvp, bc + 8)},
@@ -461,7 +481,7 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   Arith a{b};
   MmaKernel kernel{s, a, b, s.elementType, dp, dvp, bc};
   kernel.build(launch.kernel, tiles[0], tiles[1]);
-  launch.gridX = (s.seqQ + MmaKernel::kRows - 1) / MmaKernel::kRows;
+  launch.gridY = (s.seqQ + MmaKernel::kRows - 1) / MmaKernel::kRows;
   launch.blockX = MmaKernel::kThreads;
   return launch;
 }

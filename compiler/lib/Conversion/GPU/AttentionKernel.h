@@ -27,6 +27,10 @@ struct AttentionLaunch {
   int64_t gridX, gridY, blockX;
 };
 
+/// Whether the kernel for `shape` fits in a block's static shared memory
+/// (head dimensions up to about 330 in f16/bf16).
+bool attentionKernelFits(const AttentionShape &shape);
+
 /// Appends a kernel to `module`: arguments q, k, v, [mask,] out as memrefs
 /// of the static shapes in `shape`. f16 and bf16 run on tensor cores
 /// (mma.sync m16n8k16, f32 accumulation); f32 uses FMA in registers.

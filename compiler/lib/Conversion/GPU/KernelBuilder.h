@@ -16,6 +16,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
+#include <limits>
+
 namespace tfc {
 
 using mlir::ArrayRef;
@@ -94,11 +96,25 @@ struct Arith {
     return t.isF32() ? x : mlir::arith::TruncFOp::create(b, t, x).getResult();
   }
   /// 1 / x for a positive row sum, 0 for a row that saw no key.
+  /// (A NaN sum stays NaN.)
   Value inverseOrZero(Value x) {
-    Value positive = mlir::arith::CmpFOp::create(
-        b, mlir::arith::CmpFPredicate::OGT, x, f(0.0));
-    return sel(positive, mlir::arith::DivFOp::create(b, f(1.0), x).getResult(),
-               f(0.0));
+    Value zero = mlir::arith::CmpFOp::create(b, mlir::arith::CmpFPredicate::OEQ,
+                                             x, f(0.0));
+    return sel(zero, f(0.0),
+               mlir::arith::DivFOp::create(b, f(1.0), x).getResult());
+  }
+  /// x * log2(e), kept finite when x is: a large finite value (a framework's
+  /// finfo.min mask, say) must not become an infinity, which would hide a
+  /// key that only -inf may hide.
+  Value toLog2Domain(Value x, Value log2e) {
+    Value y = fmul(x, log2e);
+    Value big = f(3.4028234663852886e38);
+    Value clamped = mlir::arith::MaximumFOp::create(
+        b, mlir::arith::MinimumFOp::create(b, y, big), fsub(f(0.0), big));
+    Value finite = mlir::arith::CmpFOp::create(
+        b, mlir::arith::CmpFPredicate::ONE, mlir::math::AbsFOp::create(b, x),
+        f(std::numeric_limits<float>::infinity()));
+    return sel(finite, clamped, y);
   }
   /// Emits `body` under `if (cond)`, or unconditionally when `cond` is null.
   void guarded(Value cond, llvm::function_ref<void()> body) {

@@ -76,7 +76,7 @@ std::optional<GemmShape> gemmShape(linalg::LinalgOp op) {
   s.k = types[0].getDimSize(lead + 1);
   s.n = types[1].getDimSize(lead + 1);
   // Pairs of elements along K (A) and N (B, C) must not straddle a row.
-  if (s.k % 2 || s.n % 2 || s.m == 0 || s.n == 0 || s.k == 0)
+  if (s.k % 2 || s.n % 2 || s.m == 0 || s.n == 0 || s.k == 0 || s.batch == 0)
     return std::nullopt;
   return s;
 }
@@ -101,11 +101,14 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value warp = a.div(tid, 32), lane = a.rem(tid, 32);
   Value g = a.div(lane, 4), t2 = a.mul(a.rem(lane, 4), 2);
-  Value n0 = a.mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), kTile);
+  // x: (batch, column block), which allows 2^31 - 1 blocks; y: row block.
+  int64_t nBlocks = (s.n + kTile - 1) / kTile;
+  Value bx = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  Value n0 = a.mul(a.rem(bx, nBlocks), kTile);
   Value m0 = a.mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), kTile);
   SmallVector<Value> lead;
   if (s.batched)
-    lead.push_back(gpu::BlockIdOp::create(b, gpu::Dimension::z));
+    lead.push_back(a.div(bx, nBlocks));
 
   // A [64 rows of M][32 of K]; B [32 of K][64 of N], stored transposed.
   TileLayout aLayout{kTile, kSlice, s.k % 8 == 0 ? 8 : 2, kThreads};
@@ -124,8 +127,8 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   SmallVector<Value> init(kNTiles * 4, zero);
   init.append(aFirst.values.begin(), aFirst.values.end());
   init.append(bFirst.values.begin(), bFirst.values.end());
-  auto loop = scf::ForOp::create(b, a.c(0), a.c((s.k + kSlice - 1) / kSlice),
-                                 a.c(1), init);
+  int64_t slices = (s.k + kSlice - 1) / kSlice;
+  auto loop = scf::ForOp::create(b, a.c(0), a.c(slices), a.c(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -143,7 +146,9 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     storeTile(a, aTile, as, /*transpose=*/false, tid);
     storeTile(a, bTile, bts, /*transpose=*/true, tid);
     gpu::BarrierOp::create(b);
-    Value next = a.mul(a.add(loop.getInductionVar(), 1), kSlice);
+    // The last slice prefetches itself again: never past the end of A.
+    Value next =
+        a.mul(a.umin(a.add(loop.getInductionVar(), 1), slices - 1), kSlice);
     TileChunks aNext = loadA(next), bNext = loadB(next);
 
     Value r0 = a.add(a.mul(warp, 16), g), r1 = a.add(r0, 8);
@@ -227,8 +232,8 @@ struct ConvertLinalgMatmulToNVPTXPass
       };
       gpu::LaunchFuncOp::create(
           ob, loc, kernel,
-          gpu::KernelDim3{dim((s.n + kTile - 1) / kTile),
-                          dim((s.m + kTile - 1) / kTile), dim(s.batch)},
+          gpu::KernelDim3{dim(s.batch * ((s.n + kTile - 1) / kTile)),
+                          dim((s.m + kTile - 1) / kTile), dim(1)},
           gpu::KernelDim3{dim(kThreads), dim(1), dim(1)},
           /*dynamicSharedMemorySize=*/Value(), op->getOperands());
       op->erase();

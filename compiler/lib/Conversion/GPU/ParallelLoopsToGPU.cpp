@@ -9,9 +9,11 @@
 #include "HostCode.h"
 #include "tfc/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
@@ -66,6 +68,12 @@ LogicalResult loopToLaunch(scf::ParallelOp loop, int64_t blockSize) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value threads = arith::ConstantIndexOp::create(b, loc, blockSize);
   Value blocks = arith::CeilDivUIOp::create(b, loc, total, threads);
+  // An empty iteration space launches nothing (a zero grid is an error).
+  Value nonEmpty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, total,
+                            arith::ConstantIndexOp::create(b, loc, 0));
+  auto ifNonEmpty = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
+  b.setInsertionPointToStart(&ifNonEmpty.getThenRegion().front());
   auto launch =
       gpu::LaunchOp::create(b, loc, blocks, one, one, threads, one, one);
   b.setInsertionPointToStart(&launch.getBody().front());
@@ -96,6 +104,96 @@ LogicalResult loopToLaunch(scf::ParallelOp loop, int64_t blockSize) {
   return success();
 }
 
+/// Ops that may run inside a single-thread kernel: memory accesses,
+/// arithmetic and structured control flow made of them.
+bool movable(Operation *op) {
+  if (isa<gpu::LaunchOp, memref::AllocOp, memref::AllocaOp, memref::DeallocOp>(
+          op))
+    return false;
+  Dialect *d = op->getDialect();
+  bool known =
+      isa<memref::LoadOp, memref::StoreOp>(op) ||
+      isa_and_nonnull<arith::ArithDialect, math::MathDialect>(d) ||
+      isa<scf::ForOp, scf::IfOp, scf::YieldOp, scf::ParallelOp, scf::ReduceOp,
+          scf::ReduceReturnOp, affine::AffineApplyOp>(op);
+  if (!known)
+    return false;
+  for (Region &region : op->getRegions())
+    for (Operation &inner : region.getOps())
+      if (!movable(&inner))
+        return false;
+  return true;
+}
+
+bool touchesMemory(Operation *op) {
+  return op
+      ->walk([](Operation *inner) {
+        return isa<memref::LoadOp, memref::StoreOp>(inner)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// Host code that reads or writes buffers outside any loop nest that became
+/// a launch (a rank-0 op, a reduction over every dimension) would touch
+/// device memory from the CPU: each run of such ops becomes one
+/// single-thread launch.
+LogicalResult wrapHostMemoryAccesses(func::FuncOp func) {
+  SmallVector<SmallVector<Operation *>> runs;
+  func.walk([&](Block *block) {
+    Operation *parent = block->getParentOp();
+    if (isa<gpu::LaunchOp>(parent) || !isHostCode(parent))
+      return; // kernel code
+    if (parent != func.getOperation() && movable(parent))
+      return; // moves with its parent
+    SmallVector<Operation *> run;
+    auto flush = [&]() {
+      // Arithmetic around the accesses stays on the host unless it is
+      // between them.
+      while (!run.empty() && !touchesMemory(run.back()))
+        run.pop_back();
+      while (!run.empty() && !touchesMemory(run.front()))
+        run.erase(run.begin());
+      if (!run.empty())
+        runs.push_back(run);
+      run.clear();
+    };
+    for (Operation &op : *block) {
+      if (!op.hasTrait<OpTrait::IsTerminator>() && movable(&op) &&
+          (!run.empty() || touchesMemory(&op)))
+        run.push_back(&op);
+      else
+        flush();
+    }
+    flush();
+  });
+  for (SmallVector<Operation *> &run : runs) {
+    llvm::SmallPtrSet<Operation *, 16> inRun(run.begin(), run.end());
+    for (Operation *op : run)
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers()) {
+          Operation *top = user;
+          while (top && !inRun.contains(top))
+            top = top->getParentOp();
+          if (!top)
+            return op->emitError("tfc-parallel-loops-to-gpu: a value "
+                                 "computed from device memory is used by "
+                                 "host code");
+        }
+    OpBuilder b(run.front());
+    Location loc = run.front()->getLoc();
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+    Block &body = launch.getBody().front();
+    b.setInsertionPointToStart(&body);
+    auto term = gpu::TerminatorOp::create(b, loc);
+    for (Operation *op : run)
+      op->moveBefore(term);
+  }
+  return success();
+}
+
 struct ParallelLoopsToGPUPass
     : impl::ParallelLoopsToGPUBase<ParallelLoopsToGPUPass> {
   using Base::Base;
@@ -117,6 +215,8 @@ struct ParallelLoopsToGPUPass
     for (scf::ParallelOp loop : loops)
       if (failed(loopToLaunch(loop, blockSize)))
         return signalPassFailure();
+    if (failed(wrapHostMemoryAccesses(func)))
+      return signalPassFailure();
   }
 };
 

@@ -95,11 +95,12 @@ RowLaunch buildSoftmaxKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                a.exp2(a.fsub(v, mu)));
               return {m, s};
             });
+  // A row of -inf sums to 0 and gives NaN, as on the CPU.
   Value rowMax = a.quadReduce(stats[0], 32, /*isMax=*/true);
   Value mu = usable(rowMax);
   Value total = a.quadReduce(a.fmul(stats[1], a.exp2(a.fsub(stats[0], mu))), 32,
                              /*isMax=*/false);
-  Value inv = a.inverseOrZero(total);
+  Value inv = arith::DivFOp::create(b, a.f(1.0), total);
   a.guarded(r.rowValid, [&]() {
     sweep(a, r.lane, n, {},
           [&](Value j, Value inRange, ValueRange) -> SmallVector<Value> {

@@ -48,6 +48,15 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op) {
   s.scale = op.getEffectiveScale();
   if (!s.elementType.isF32() && (s.headDim % 2 || s.valueDim % 2))
     return std::nullopt;
+  // Empty tensors (the decomposition's loops have nothing to do) and head
+  // dimensions whose tiles exceed shared memory stay with the
+  // decomposition.
+  for (int64_t d :
+       {s.batch, s.headsQ, s.headsKV, s.seqQ, s.seqKV, s.headDim, s.valueDim})
+    if (d == 0)
+      return std::nullopt;
+  if (!attentionKernelFits(s))
+    return std::nullopt;
   if (Value m = op.getMask()) {
     auto mt = cast<RankedTensorType>(m.getType());
     if (!mt.hasStaticShape())

@@ -1,0 +1,59 @@
+// Every buffer access of a GPU model's host function ends up inside a
+// launch: loop nests as 1-D launches over their linearised iteration space
+// (none when the space is empty), and what is left (rank-0 ops, reductions
+// over every dimension) as single-thread launches.
+//
+// RUN: tfc-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops,tfc-parallel-loops-to-gpu))" | FileCheck %s
+
+// CHECK-LABEL: func.func @loop_nest
+// CHECK: arith.cmpi ugt
+// CHECK: scf.if
+// CHECK: gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256
+// CHECK: arith.remui
+// CHECK: arith.divui
+// CHECK: memref.load
+// CHECK: memref.store
+func.func @loop_nest(%a: memref<3x5x7xf32>, %b: memref<3x5x7xf32>) {
+  linalg.copy ins(%a : memref<3x5x7xf32>) outs(%b : memref<3x5x7xf32>)
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rank0
+// CHECK-NOT: memref.load
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[ONE:.*]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]]) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]], %{{.*}} = %[[ONE]])
+// CHECK: memref.load
+// CHECK: arith.addf
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @rank0(%a: memref<f32>, %b: memref<f32>, %c: memref<f32>) {
+  linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []}
+      ins(%a, %b : memref<f32>, memref<f32>) outs(%c : memref<f32>) {
+  ^bb0(%x: f32, %y: f32, %z: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @full_reduction
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: memref.load
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK-NEXT: }
+// CHECK-NEXT: return
+func.func @full_reduction(%a: memref<8xf32>, %c: memref<f32>) {
+  linalg.reduce ins(%a : memref<8xf32>) outs(%c : memref<f32>) dimensions = [0]
+    (%x: f32, %acc: f32) {
+      %s = arith.addf %x, %acc : f32
+      linalg.yield %s : f32
+    }
+  return
+}
