@@ -98,8 +98,8 @@ struct MmaKernel {
   Value tid = {};
 
   /// How a [bc, cols] tile of K or V is staged (cols padded to 16).
-  TileLayout layout(int64_t cols, int64_t paddedCols) {
-    return {bc, paddedCols, cols % 8 == 0 ? 8 : 2, kThreads};
+  TileLayout layout(int64_t cols, int64_t paddedCols, bool transposed) {
+    return {bc, paddedCols, cols % 8 == 0 ? 8 : 2, kThreads, transposed};
   }
   TileChunks loadKV(Value src, Value kv0, int64_t cols, const TileLayout &l,
                     Value bi, Value hk) {
@@ -155,7 +155,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   for (int64_t i = 0; i < dvp / 8 * 4; ++i)
     init.push_back(zeroF);
   init.append({a.negInf(), a.negInf(), zeroF, zeroF}); // m0 m1 l0 l1
-  TileLayout kLayout = layout(s.headDim, dp), vLayout = layout(s.valueDim, dvp);
+  TileLayout kLayout = layout(s.headDim, dp, /*transposed=*/false);
+  TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/true);
   TileChunks kFirst = loadKV(k, a.c(0), s.headDim, kLayout, bi, hk);
   TileChunks vFirst = loadKV(v, a.c(0), s.valueDim, vLayout, bi, hk);
   int64_t numState = int64_t(init.size());

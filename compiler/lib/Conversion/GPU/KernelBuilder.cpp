@@ -73,6 +73,14 @@ void MmaOps::mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,
     acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
 }
 
+std::pair<Value, Value> chunkPosition(Arith &a, const TileLayout &l,
+                                      Value chunk) {
+  if (l.rowsFastest)
+    return {a.rem(chunk, l.tileRows), a.mul(a.div(chunk, l.tileRows), l.width)};
+  return {a.div(chunk, l.chunksPerRow()),
+          a.mul(a.rem(chunk, l.chunksPerRow()), l.width)};
+}
+
 TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
                     int64_t rows, Value col0, int64_t cols,
                     bool colsMayOverflow, const TileLayout &l, Value tid) {
@@ -81,8 +89,9 @@ TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
     // Threads past the last chunk load the last one again (in range, never
     // stored).
     Value chunk = a.umin(a.add(tid, it * l.threads), l.chunks() - 1);
-    Value row = a.add(row0, a.div(chunk, l.chunksPerRow()));
-    Value col = a.add(col0, a.mul(a.rem(chunk, l.chunksPerRow()), l.width));
+    auto [r, c] = chunkPosition(a, l, chunk);
+    Value row = a.add(row0, r);
+    Value col = a.add(col0, c);
     tile.values.push_back(loadRowChunk(a, src, lead, row, rows, col, cols,
                                        l.width, a.ult(row, rows),
                                        colsMayOverflow));
@@ -98,8 +107,7 @@ void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
     Value chunk = a.add(tid, int64_t(it) * l.threads);
     Value v = vec;
     auto body = [&]() {
-      Value r = a.div(chunk, l.chunksPerRow());
-      Value col = a.mul(a.rem(chunk, l.chunksPerRow()), l.width);
+      auto [r, col] = chunkPosition(a, l, chunk);
       if (!transpose) {
         unsigned bytes = cast<VectorType>(v.getType())
                              .getElementType()

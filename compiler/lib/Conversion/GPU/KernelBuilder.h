@@ -169,10 +169,19 @@ struct MmaOps {
 /// elements (16 bytes when the rows allow, else pairs).
 struct TileLayout {
   int64_t tileRows, tileCols, width, threads;
+  /// Consecutive chunks walk down a column of chunks instead of along a
+  /// row. For tiles stored transposed: the 32 lanes of a warp then write 32
+  /// different rows of the transposed tile, which fall in 16 different
+  /// banks (along a row, every chunk's elements would land in one bank).
+  bool rowsFastest = false;
   int64_t chunksPerRow() const { return tileCols / width; }
   int64_t chunks() const { return tileRows * chunksPerRow(); }
   int64_t perThread() const { return (chunks() + threads - 1) / threads; }
 };
+
+/// The row and first column (within the tile) of chunk `chunk`.
+std::pair<Value, Value> chunkPosition(Arith &a, const TileLayout &layout,
+                                      Value chunk);
 
 /// The chunks of one tile that one thread holds in registers: chunk
 /// tid + i * threads.

@@ -112,7 +112,8 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
 
   // A [64 rows of M][32 of K]; B [32 of K][64 of N], stored transposed.
   TileLayout aLayout{kTile, kSlice, s.k % 8 == 0 ? 8 : 2, kThreads};
-  TileLayout bLayout{kSlice, kTile, s.n % 8 == 0 ? 8 : 2, kThreads};
+  TileLayout bLayout{kSlice, kTile, s.n % 8 == 0 ? 8 : 2, kThreads,
+                     /*rowsFastest=*/true};
   auto loadA = [&](Value k0) {
     return loadTile(a, A, lead, m0, s.m, k0, s.k, s.k % kSlice != 0, aLayout,
                     tid);
