@@ -119,10 +119,11 @@ class TfcRun:
     def __init__(self, path, extra):
         self.path = path
         self.extra = extra
+        self.prefix = []    # arguments between path and the model
         self.timeouts = 0   # after one hang, numerics get shorter timeouts
 
     def __call__(self, lib, inputs, output, timeout, repeat=0, warmup=0):
-        cmd = [self.path, lib] + self.extra
+        cmd = [self.path] + self.prefix + [lib] + self.extra
         for p in inputs:
             cmd += ["--input", p]
         cmd += ["--output", output]
@@ -145,6 +146,36 @@ class TfcRun:
                    else "exit %d" % p.returncode)
             return None, (lines[-1] + " (%s)" % why if lines else why)
         return stdout, None
+
+
+# Run under compute-sanitizer after the numerics (memcheck: out-of-bounds
+# and misaligned accesses; racecheck: shared-memory races): one model per
+# kind of hand-built kernel, at odd sizes.
+SANITIZE = {"memcheck": ["attn_causal_f16", "attn_odd_77x200_d80_f16",
+                         "attn_padmask_f16", "matmul_f16_3x65x48x42",
+                         "softmax_64x4096_f16", "layer_norm_256x1024_f16"],
+            "racecheck": ["attn_causal_f16", "matmul_f16_3x65x48x42"]}
+
+
+def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
+    """The SANITIZE models under compute-sanitizer, numerics checked too;
+    any report fails the check (--error-exitcode)."""
+    tool = shutil.which("compute-sanitizer")
+    if not tool:
+        print("info compute-sanitizer not found: skipped", flush=True)
+        return
+    rng = np.random.default_rng(seed + 1)
+    specs = {m["name"]: m for m in manifest["models"]}
+    for kind, names in SANITIZE.items():
+        for name in names:
+            if name not in specs or clock.left() < 60:
+                continue
+            run = TfcRun(tool, [])
+            run.prefix = ["--tool", kind, "--error-exitcode", "99",
+                          "--print-limit", "5", tfc_run]
+            spec = dict(specs[name], name="%s [%s]" % (name, kind),
+                        builds=["fused"])
+            check_model(spec, base, run, device, rng, work, checks, clock)
 
 
 def median_ms(stdout):
@@ -568,6 +599,10 @@ def main():
     try:
         print("== numerics (%s)" % device, flush=True)
         run_numerics(manifest, base, run, device, seed, work, checks, clock)
+        if gpu:
+            print("== compute-sanitizer", flush=True)
+            run_sanitizer(manifest, base, a.tfc_run, device, seed, work,
+                          checks, clock)
         report(header, checks, rows, peer.name, gpu, a.out, clock, False)
         if not a.skip_timing:
             print("== timing (%.0f s left of %.0f)" % (clock.left(),

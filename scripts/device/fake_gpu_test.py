@@ -96,8 +96,34 @@ def main():
     print("\n".join(lines))
     report = check.report(header, checks, rows, peer.name, True, work,
                           check.Clock(1), True)
+
+    # compute-sanitizer: a stand-in that drops the tool's options and runs
+    # the model, and one that reports an error; the second must fail.
+    fake_bin = os.path.join(work, "sanitizer-bin")
+    os.makedirs(fake_bin)
+    path_before = os.environ["PATH"]
+    sanitized = {}
+    print("sanitizer stand-ins (the FAIL lines of the reporting one are "
+          "expected):")
+    for name, status in (("clean", "exec \"$@\""), ("error", "exit 99")):
+        tool = os.path.join(fake_bin, "compute-sanitizer")
+        with open(tool, "w") as f:
+            f.write("#!/bin/sh\nwhile [ \"${1#--}\" != \"$1\" ]; do "
+                    "shift 2; done\n%s\n" % status)
+        os.chmod(tool, 0o755)
+        os.environ["PATH"] = fake_bin + os.pathsep + path_before
+        sanitized[name] = check.Checks()
+        check.run_sanitizer(manifest, os.path.dirname(os.path.abspath(
+            a.manifest)), a.tfc_run, cpu, 1, work, sanitized[name],
+            check.Clock(600))
+    os.environ["PATH"] = path_before
+    sanitizer_ok = (not sanitized["clean"].failed and
+                    sanitized["error"].failed)
+    print("sanitizer stand-ins: clean %s, reporting %s" % (
+        "passes" if not sanitized["clean"].failed else "FAILS",
+        "fails" if sanitized["error"].failed else "PASSES"))
     shutil.rmtree(work, ignore_errors=True)
-    ok = (not checks.failed and backends_entered and
+    ok = (sanitizer_ok and not checks.failed and backends_entered and
           all(r.get("fused_ms") and r.get("peer_ms") for r in rows) and
           rows[0]["sets"] > 1 and "CUDA events" in report)
     print("%d passed, %d failed" % (int(bool(ok)), int(not ok)))

@@ -126,20 +126,23 @@ def layer_norm(name, shape, eps, dtype="f32"):
             "ref": {"op": "layer_norm", "eps": eps}, "tol": tol(dtype)}
 
 
-def matmul(name, batch, m, k, n):
-    ta, tb, tc = (ttype(s, "f32") for s in ((batch, m, k), (batch, k, n),
-                                            (batch, m, n)))
+def matmul(name, batch, m, k, n, dtype="f32"):
+    """A matmul with f32 results; f16/bf16 operands run on tensor cores on
+    the GPU (accumulated in f32)."""
+    ta, tb = (ttype(s, dtype) for s in ((batch, m, k), (batch, k, n)))
+    tc, tz = ttype((batch, m, n), "f32"), ttype((1,), dtype)
     mlir = ("func.func @main(%%a: %s, %%b: %s) -> %s {\n"
-            "  %%zp = \"tosa.const\"() {values = dense<0.0> : tensor<1xf32>}"
-            " : () -> tensor<1xf32>\n"
-            "  %%c = tosa.matmul %%a, %%b, %%zp, %%zp : (%s, %s, tensor<1xf32>,"
-            " tensor<1xf32>) -> %s\n"
-            "  return %%c : %s\n}\n") % (ta, tb, tc, ta, tb, tc, tc)
+            "  %%zp = \"tosa.const\"() {values = dense<0.0> : %s}"
+            " : () -> %s\n"
+            "  %%c = tosa.matmul %%a, %%b, %%zp, %%zp : (%s, %s, %s,"
+            " %s) -> %s\n"
+            "  return %%c : %s\n}\n") % (ta, tb, tc, tz, tz, ta, tb, tz, tz,
+                                        tc, tc)
     # No transformer op in it: the fused and unfused builds are the same.
     return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
             "builds": ["fused"], "dtype": "f32",
-            "inputs": [tensor("a", (batch, m, k), "f32"),
-                       tensor("b", (batch, k, n), "f32")],
+            "inputs": [tensor("a", (batch, m, k), dtype),
+                       tensor("b", (batch, k, n), dtype)],
             "output": {"shape": [batch, m, n], "dtype": "f32"},
             "ref": {"op": "matmul"}, "tol": tol("f32")}
 
@@ -211,6 +214,8 @@ def numerics_models(root):
         layer_norm("layer_norm_256x1024_f16", (256, 1024), 1e-5, "f16"),
         matmul("matmul_4x99x64x65", 4, 99, 64, 65),
         matmul("matmul_128x384x1536", 1, 128, 384, 1536),
+        matmul("matmul_f16_3x65x48x42", 3, 65, 48, 42, "f16"),
+        matmul("matmul_bf16_2x130x200x64", 2, 130, 200, 64, "bf16"),
         example("bert_layer", root + "/examples/bert-layer/bert_layer.mlir",
                 "bert_layer"),
         example("gpt_layer", root + "/examples/gpt-layer/gpt_layer.mlir",
