@@ -256,8 +256,10 @@ bool link(llvm::StringRef object, const LibraryOptions &options,
     args.append(
         {"-fopenmp", options.ukernelArchive, rpath, "-Wl,--exclude-libs,ALL"});
   else
-    // The mgpu* functions come from the runtime that loads the model.
-    args.append({"-Wl,-z,undefs"});
+    // The mgpu* functions come from the runtime that loads the model; the
+    // library needs nothing else but libc (--as-needed drops the C++
+    // libraries the driver adds).
+    args.append({"-Wl,-z,undefs", "-Wl,--as-needed"});
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
                                      &message);
