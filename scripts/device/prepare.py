@@ -62,6 +62,8 @@ def compile_one(tfc_compile, out, model, build, target, gpu_arch):
         cmd.append("--gpu-arch=" + gpu_arch)
     if build == "unfused":
         cmd.append("--no-fusion")
+    if build == "ldmatrix":
+        cmd.append("--gpu-ldmatrix")
     if model["entry"]:
         cmd.append("--entry=" + model["entry"])
     try:
@@ -122,6 +124,9 @@ def main():
         shutil.rmtree(os.path.join(a.out, sub), ignore_errors=True)
         os.makedirs(os.path.join(a.out, sub))
     models = specs.numerics_models(ROOT) + specs.timing_models(a.small)
+    if a.target != "nvptx":  # --gpu-ldmatrix is a GPU flag
+        for m in models:
+            m["builds"] = [b for b in m["builds"] if b != specs.LDMATRIX]
     for m in models:
         with open(os.path.join(a.out, "src", m["name"] + ".mlir"), "w") as f:
             f.write(m["mlir"])

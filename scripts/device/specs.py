@@ -42,7 +42,13 @@ BF16_MARGIN = 2e-3
 
 
 def tol(dtype):
-    return {"fused": TOL[dtype], "unfused": TOL[dtype]}
+    return {"fused": TOL[dtype], "unfused": TOL[dtype], "ldmatrix": TOL[dtype]}
+
+
+# f16/bf16 attention is also built with --gpu-ldmatrix (K and V fragments by
+# ldmatrix): checked like the fused build and timed beside it (the GPU target
+# only; prepare drops it for the CPU).
+LDMATRIX = "ldmatrix"
 
 
 def bound(tol, dtype, floor):
@@ -66,7 +72,11 @@ def tensor(name, shape, dtype, gen=None):
 def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
               mask=False, scale=None, group="numerics",
               builds=("fused", "unfused")):
-    """One transformer.attention; mask=True adds a [B,1,1,Skv] padding mask."""
+    """One transformer.attention; mask=True adds a [B,1,1,Skv] padding mask.
+    f16/bf16 ones also get the ldmatrix build."""
+    builds = list(builds)
+    if dtype != "f32" and LDMATRIX not in builds:
+        builds.insert(1, LDMATRIX)
     inputs = [tensor("q", (b, hq, sq, d), dtype),
               tensor("k", (b, hkv, skv, d), dtype),
               tensor("v", (b, hkv, skv, d), dtype)]

@@ -82,6 +82,12 @@ static cl::opt<bool> noFusion("no-fusion",
                                        "every transformer op to primitives"),
                               cl::cat(category));
 
+static cl::opt<bool> gpuLdmatrix(
+    "gpu-ldmatrix",
+    cl::desc("With --target=nvptx: f16/bf16 attention reads its K and V "
+             "fragments with ldmatrix (not yet measured on a GPU)"),
+    cl::cat(category));
+
 enum class Emit { MLIR, LLVM, Obj, SO, PTX };
 static cl::opt<Emit>
     emit("emit", cl::desc("What to write"), cl::init(Emit::SO),
@@ -197,6 +203,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     tfc::NVPTXPipelineOptions options;
     options.fuse = fuse;
     options.chip = gpuArch;
+    options.ldmatrix = gpuLdmatrix;
     options.format = kind == Emit::PTX ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
   } else {
@@ -279,6 +286,8 @@ int main(int argc, char **argv) {
                   "needs --target=cpu");
   } else if (emit == Emit::PTX) {
     return fail("--emit=ptx needs --target=nvptx");
+  } else if (gpuLdmatrix) {
+    return fail("--gpu-ldmatrix needs --target=nvptx");
   }
 
   DialectRegistry registry;

@@ -75,3 +75,24 @@ func.func @odd_head_dim_f16(%q: tensor<1x1x8x7xf16>, %k: tensor<1x1x8x7xf16>, %v
   %o = transformer.attention %q, %k, %v : tensor<1x1x8x7xf16>, tensor<1x1x8x7xf16>, tensor<1x1x8x7xf16> -> tensor<1x1x8x7xf16>
   return %o : tensor<1x1x8x7xf16>
 }
+
+// -----
+
+// With ldmatrix: K fragments by ldmatrix.x4, V staged row-major (16-byte
+// stores) and its fragments loaded transposed; no scalar shared stores.
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="ldmatrix=true" | FileCheck %s --check-prefix=LDM
+// CHECK-LABEL: func.func @ldmatrix_bf16
+// LDM-LABEL: func.func @ldmatrix_bf16
+// LDM-DAG: memref.global "private" @attention_0_tile0 : memref<64x72xbf16, #gpu.address_space<workgroup>>
+// LDM-DAG: memref.global "private" @attention_0_tile1 : memref<64x136xbf16, #gpu.address_space<workgroup>>
+// LDM: scf.for
+// LDM-NOT: memref.store
+// LDM: vector.store {{.*}} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// LDM: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x72xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// LDM: nvvm.mma.sync
+// LDM: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// LDM: nvvm.mma.sync
+func.func @ldmatrix_bf16(%q: tensor<1x2x100x64xbf16>, %k: tensor<1x2x100x64xbf16>, %v: tensor<1x2x100x128xbf16>) -> tensor<1x2x100x128xbf16> {
+  %o = transformer.attention %q, %k, %v : tensor<1x2x100x64xbf16>, tensor<1x2x100x64xbf16>, tensor<1x2x100x128xbf16> -> tensor<1x2x100x128xbf16>
+  return %o : tensor<1x2x100x128xbf16>
+}

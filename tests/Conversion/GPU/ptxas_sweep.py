@@ -101,13 +101,16 @@ for name, mlir, dt in cases:
     src = os.path.join(WORKDIR, name + ".mlir")
     with open(src, "w") as f:
         f.write(mlir)
-    for fused in (True, False):
-        label = "%s %s" % (name, "fused" if fused else "unfused")
-        ptx = os.path.join(WORKDIR, name + (".fused" if fused else ".unfused") + ".ptx")
+    # f16/bf16 attention also with its ldmatrix variant.
+    variants = [("fused", []), ("unfused", ["--no-fusion"])]
+    if name.startswith("attn") and dt != "f32":
+        variants.append(("ldmatrix", ["--gpu-ldmatrix"]))
+    for variant, flags in variants:
+        fused = variant != "unfused"
+        label = "%s %s" % (name, variant)
+        ptx = os.path.join(WORKDIR, "%s.%s.ptx" % (name, variant))
         cmd = [os.path.join(BINDIR, "tfc-compile"), src, "--target=nvptx",
-               "--emit=ptx", "-o", ptx]
-        if not fused:
-            cmd.append("--no-fusion")
+               "--emit=ptx", "-o", ptx] + flags
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
             check(label + ": tfc-compile", False, r.stderr.strip())
@@ -125,6 +128,10 @@ for name, mlir, dt in cases:
             check(label + ": mma.sync on tensor cores",
                   ("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32" % (dt, dt))
                   in text)
+            if variant == "ldmatrix":
+                check(label + ": fragments by ldmatrix (V transposed)",
+                      "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
+                      and "ld.shared.b32" not in text)
             # (Dv = 32: ptxas trades a few spills for occupancy; not checked.)
             if "dv32" not in name:
                 spills = re.findall(r"(\d+) bytes spill stores", r.stderr)

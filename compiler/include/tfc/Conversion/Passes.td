@@ -200,6 +200,11 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
     kernels do not cover (dynamic shapes; odd head dimensions in f16/bf16;
     a softmax over an inner dimension) is left to `transformer-decompose`.
   }];
+  let options = [
+    Option<"ldmatrix", "ldmatrix", "bool", /*default=*/"false",
+           "f16/bf16 attention reads its K and V fragments with ldmatrix "
+           "(V stays row-major in shared memory and is loaded transposed)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
@@ -207,6 +212,7 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
     "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tosa::TosaDialect",

@@ -13,6 +13,8 @@ struct NVPTXPipelineOptions {
   bool fuse = true;
   /// The GPU architecture, e.g. sm_90, sm_90a, sm_80.
   std::string chip = "sm_90";
+  /// f16/bf16 attention reads K and V fragments with ldmatrix.
+  bool ldmatrix = false;
   /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).
   std::string format = "bin";
 };

@@ -156,7 +156,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     init.push_back(zeroF);
   init.append({a.negInf(), a.negInf(), zeroF, zeroF}); // m0 m1 l0 l1
   TileLayout kLayout = layout(s.headDim, dp, /*transposed=*/false);
-  TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/true);
+  TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/!s.ldmatrix);
   TileChunks kFirst = loadKV(k, a.c(0), s.headDim, kLayout, bi, hk);
   TileChunks vFirst = loadKV(v, a.c(0), s.valueDim, vLayout, bi, hk);
   int64_t numState = int64_t(init.size());
@@ -186,7 +186,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     // their latency hides behind this tile's mma work.
     gpu::BarrierOp::create(b);
     storeTile(a, kTile, ks, /*transpose=*/false, tid);
-    storeTile(a, vTile, vts, /*transpose=*/true, tid);
+    storeTile(a, vTile, vts, /*transpose=*/!s.ldmatrix, tid);
     gpu::BarrierOp::create(b);
     TileChunks nextK = loadKV(k, a.add(kv0, bc), s.headDim, kLayout, bi, hk);
     TileChunks nextV = loadKV(v, a.add(kv0, bc), s.valueDim, vLayout, bi, hk);
@@ -199,10 +199,25 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     for (int64_t nt = 0; nt < bc / 8; ++nt) {
       SmallVector<Value> acc(4, zeroF);
       Value kRow = a.add(g, nt * 8);
-      for (int64_t kt = 0; kt < dp / 16; ++kt) {
-        Value b0 = ops.sharedPair(ks, kRow, a.add(t2, kt * 16));
-        Value b1 = ops.sharedPair(ks, kRow, a.add(t2, kt * 16 + 8));
-        ops.mma(qFrag[kt], {b0, b1}, acc);
+      if (s.ldmatrix) {
+        // Matrix j of an x4 load: keys nt*8.., head columns kt*16 + 8j..:
+        // registers b0, b1 of step kt, then of step kt + 1.
+        Value row8 = a.add(a.rem(lane, 8), nt * 8);
+        for (int64_t kt = 0; kt < dp / 16; kt += 2) {
+          int64_t count = kt + 1 < dp / 16 ? 4 : 2;
+          Value col = a.add(a.mul(a.rem(a.div(lane, 8), count), 8), kt * 16);
+          SmallVector<Value> bs =
+              ops.loadMatrices(ks, row8, col, count, /*transpose=*/false);
+          ops.mma(qFrag[kt], {bs[0], bs[1]}, acc);
+          if (count == 4)
+            ops.mma(qFrag[kt + 1], {bs[2], bs[3]}, acc);
+        }
+      } else {
+        for (int64_t kt = 0; kt < dp / 16; ++kt) {
+          Value b0 = ops.sharedPair(ks, kRow, a.add(t2, kt * 16));
+          Value b1 = ops.sharedPair(ks, kRow, a.add(t2, kt * 16 + 8));
+          ops.mma(qFrag[kt], {b0, b1}, acc);
+        }
       }
       for (int i = 0; i < 4; ++i) {
         int r = i / 2;
@@ -257,11 +272,30 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
           ops.pairFromF32(sc[2 * kk][2], sc[2 * kk][3]),
           ops.pairFromF32(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
           ops.pairFromF32(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
-      for (int64_t dn = 0; dn < dvp / 8; ++dn) {
-        Value vRow = a.add(g, dn * 8);
-        Value b0 = ops.sharedPair(vts, vRow, a.add(t2, kk * 16));
-        Value b1 = ops.sharedPair(vts, vRow, a.add(t2, kk * 16 + 8));
-        ops.mma(pFrag, {b0, b1}, o[dn]);
+      if (s.ldmatrix) {
+        // V [key][d] row-major, loaded transposed: matrix j of an x4 load
+        // holds keys kk*16 + 8 (j % 2).. of head columns (dn + j / 2) * 8..:
+        // registers b0, b1 of tile dn, then of tile dn + 1.
+        Value keyRow = a.add(a.add(a.rem(lane, 8), kk * 16),
+                             a.mul(a.rem(a.div(lane, 8), 2), 8));
+        for (int64_t dn = 0; dn < dvp / 8; dn += 2) {
+          int64_t count = dn + 1 < dvp / 8 ? 4 : 2;
+          Value col = a.mul(a.add(a.div(lane, 16), dn), 8);
+          if (count == 2)
+            col = a.c(dn * 8);
+          SmallVector<Value> bs =
+              ops.loadMatrices(vts, keyRow, col, count, /*transpose=*/true);
+          ops.mma(pFrag, {bs[0], bs[1]}, o[dn]);
+          if (count == 4)
+            ops.mma(pFrag, {bs[2], bs[3]}, o[dn + 1]);
+        }
+      } else {
+        for (int64_t dn = 0; dn < dvp / 8; ++dn) {
+          Value vRow = a.add(g, dn * 8);
+          Value b0 = ops.sharedPair(vts, vRow, a.add(t2, kk * 16));
+          Value b1 = ops.sharedPair(vts, vRow, a.add(t2, kk * 16 + 8));
+          ops.mma(pFrag, {b0, b1}, o[dn]);
+        }
       }
     }
 
@@ -437,7 +471,8 @@ bool attentionKernelFits(const AttentionShape &s) {
     return 4 * 16 * (s.headDim + s.valueDim) <= kMaxShared;
   int64_t dp = roundUp(s.headDim, 16), dvp = roundUp(s.valueDim, 16);
   int64_t bc = keysPerTile(dp, dvp);
-  return 2 * (bc * (dp + 8) + dvp * (bc + 8)) <= kMaxShared;
+  return 2 * (bc * (dp + 8) + std::max(dvp * (bc + 8), bc * (dvp + 8))) <=
+         kMaxShared;
 }
 
 AttentionLaunch buildAttentionKernel(OpBuilder &builder,
@@ -475,9 +510,10 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   // start 4 banks apart.
   int64_t bc = keysPerTile(dp, dvp);
   SmallVector<Value> tiles;
-  launch.kernel = createKernel(builder, module, name, args,
-                               {smem(bc, dp + 8), smem(dvp, bc + 8)},
-                               MmaKernel::kThreads, tiles);
+  launch.kernel = createKernel(
+      builder, module, name, args,
+      {smem(bc, dp + 8), s.ldmatrix ? smem(bc, dvp + 8) : smem(dvp, bc + 8)},
+      MmaKernel::kThreads, tiles);
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
   MmaKernel kernel{s, a, b, s.elementType, dp, dvp, bc};

@@ -19,6 +19,9 @@ struct AttentionShape {
   llvm::SmallVector<int64_t, 4> mask;
   bool causal = false;
   double scale = 1.0;
+  /// f16/bf16: fragments of K and V by ldmatrix (V staged row-major and
+  /// loaded transposed) instead of 4-byte shared loads of a transposed V.
+  bool ldmatrix = false;
   mlir::Type elementType; // f32, f16 or bf16
 };
 

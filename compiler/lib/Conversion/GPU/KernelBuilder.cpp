@@ -5,6 +5,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -55,6 +56,19 @@ Value MmaOps::sharedPair(Value smem, Value row, Value col) {
   return operand(vector::LoadOp::create(a.b, VectorType::get({2}, t), smem,
                                         ValueRange{row, col}, false,
                                         llvm::MaybeAlign(4)));
+}
+
+SmallVector<Value> MmaOps::loadMatrices(Value smem, Value row, Value col,
+                                        int64_t count, bool transpose) {
+  ImplicitLocOpBuilder &b = a.b;
+  Value m = nvgpu::LdMatrixOp::create(
+      b, VectorType::get({count, 2}, t), smem, ValueRange{row, col},
+      b.getBoolAttr(transpose), b.getI32IntegerAttr(int32_t(count)));
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < count; ++i)
+    regs.push_back(
+        operand(vector::ExtractOp::create(b, m, ArrayRef<int64_t>{i})));
+  return regs;
 }
 
 void MmaOps::mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,

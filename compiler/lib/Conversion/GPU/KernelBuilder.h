@@ -159,6 +159,14 @@ struct MmaOps {
   Value pairFromF32(Value x, Value y);
   /// Two consecutive elements of a shared-memory row.
   Value sharedPair(Value smem, Value row, Value col);
+  /// ldmatrix.x`count` (count 2 or 4) from a shared-memory tile, lane l
+  /// giving the address [row, col] of row l % 8 of matrix l / 8 (16-byte
+  /// aligned); `transpose` loads each 8x8 matrix transposed. Returns the
+  /// `count` registers as mma operands: thread T gets (row T / 4, columns
+  /// 2 (T % 4) and +1) of each matrix, or with `transpose` (rows 2 (T % 4)
+  /// and +1, column T / 4).
+  SmallVector<Value> loadMatrices(Value smem, Value row, Value col,
+                                  int64_t count, bool transpose);
   /// acc += A·B on one m16n8k16 tile; `acc` holds c0..c3.
   void mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,
            SmallVectorImpl<Value> &acc);

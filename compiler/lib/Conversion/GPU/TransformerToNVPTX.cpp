@@ -13,6 +13,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -104,6 +105,7 @@ std::pair<int64_t, int64_t> rowsOf(RankedTensorType t) {
 
 struct ConvertTransformerToNVPTXPass
     : impl::ConvertTransformerToNVPTXBase<ConvertTransformerToNVPTXPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<Operation *> ops;
@@ -130,6 +132,7 @@ struct ConvertTransformerToNVPTXPass
         std::optional<AttentionShape> shape = kernelShape(attention);
         if (!shape)
           continue;
+        shape->ldmatrix = ldmatrix;
         AttentionLaunch launch =
             buildAttentionKernel(b, kernels, name("attention"), *shape);
         SmallVector<Value> inputs = {attention.getQuery(), attention.getKey(),
