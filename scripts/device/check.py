@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import minilm  # noqa: E402
 import refs  # noqa: E402
 import specs  # noqa: E402
 
@@ -122,8 +123,11 @@ class TfcRun:
         self.prefix = []    # arguments between path and the model
         self.timeouts = 0   # after one hang, numerics get shorter timeouts
 
-    def __call__(self, lib, inputs, output, timeout, repeat=0, warmup=0):
+    def __call__(self, lib, inputs, output, timeout, repeat=0, warmup=0,
+                 weights=None):
         cmd = [self.path] + self.prefix + [lib] + self.extra
+        if weights:
+            cmd += ["--weights", weights]
         for p in inputs:
             cmd += ["--input", p]
         cmd += ["--output", output]
@@ -604,6 +608,12 @@ def main():
     try:
         print("== numerics (%s)" % device, flush=True)
         run_numerics(manifest, base, run, device, seed, work, checks, clock)
+        print("== all-MiniLM-L6-v2", flush=True)
+        try:
+            minilm.check(base, run, device, work, checks, clock)
+        except Exception as e:  # a bug here must not end the whole check
+            checks.add(False, "minilm", "check.py error: %s: %s" %
+                       (type(e).__name__, e))
         if gpu:
             print("== compute-sanitizer", flush=True)
             run_sanitizer(manifest, base, a.tfc_run, device, seed, work,

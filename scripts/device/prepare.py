@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import minilm  # noqa: E402
 import specs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -159,6 +160,23 @@ def main():
         print("prepare: carrying %s (models link it)" % lib)
         shutil.copy2(lib, lib_dir)
 
+    # all-MiniLM-L6-v2, when scripts/install-model.sh has installed it here.
+    mini = None
+    model_dir = subprocess.run(
+        ["bash", os.path.join(ROOT, "scripts", "install-model.sh"), "--check"],
+        capture_output=True, text=True)
+    if model_dir.returncode == 0:
+        err = minilm.prepare(model_dir.stdout.strip(),
+                             os.path.join(ROOT, "tests", "fixtures", "minilm"),
+                             a.tfc_compile, a.out, a.target, gpu_arch)
+        mini = err or "ok"
+        print("prepare: minilm: %s" % mini)
+        if err:
+            failures += 1
+    else:
+        print("prepare: minilm: model not installed here (scripts/"
+              "install-model.sh): not carried")
+
     for m in models:
         del m["mlir"]
         m["source"] = os.path.join("src", m["name"] + ".mlir")
@@ -170,6 +188,7 @@ def main():
         "gpu_arch": arch_note or "host",
         "small": a.small,
         "models": models,
+        "minilm": mini,
     }
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)

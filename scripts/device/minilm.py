@@ -1,0 +1,153 @@
+"""all-MiniLM-L6-v2 end to end in the device check.
+
+The model's 90 MB of f32 weights cannot travel (64 MiB per call), so prepare
+carries them rounded to f16 (45 MB); the run widens them back to f32, runs
+the tfc build on the fixture sentences (tests/fixtures/minilm: batch 8,
+sequence 128) and compares its sentence embeddings with PyTorch's BertModel
+(mean pooling, L2 normalisation, as sentence-transformers computes them) run
+in float64 on the same rounded weights: cosine above 0.9999 per sentence and
+max abs error under 1e-4, as the CPU test requires. The distance to the
+fixture's embeddings (original weights) is printed for information.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+
+BATCH, SEQ = 8, 128
+DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64,
+          "BF16": None}
+
+
+def read_safetensors(path):
+    """{name: array} of a safetensors file (numpy only: the machines' python3
+    need not have the safetensors package)."""
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = DTYPES.get(t["dtype"])
+        if dtype is None:
+            raise ValueError("%s: tensor %s has dtype %s" %
+                             (path, name, t["dtype"]))
+        begin, end = t["data_offsets"]
+        out[name] = np.frombuffer(data[begin:end], dtype=dtype).reshape(
+            t["shape"])
+    return out
+
+
+def write_safetensors(path, tensors):
+    names = {np.dtype(v): k for k, v in DTYPES.items() if v is not None}
+    header, blobs, offset = {}, [], 0
+    for name, a in tensors.items():
+        raw = np.ascontiguousarray(a).tobytes()
+        header[name] = {"dtype": names[a.dtype], "shape": list(a.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(len(head).to_bytes(8, "little"))
+        f.write(head)
+        for raw in blobs:
+            f.write(raw)
+DIR = "minilm"
+LIB = os.path.join("models", "minilm.fused.so")
+
+
+def prepare(model_dir, fixtures, tfc_compile, out, target, gpu_arch):
+    """Compiles the fused build and writes DIR/minilm; returns an error line
+    or None."""
+    cmd = [tfc_compile, "--hf", model_dir, "--batch", str(BATCH),
+           "--seq-len", str(SEQ), "-o", os.path.join(out, LIB),
+           "--target=" + target]
+    if gpu_arch:
+        cmd.append("--gpu-arch=" + gpu_arch)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if r.returncode:
+        lines = r.stderr.strip().splitlines()
+        return "tfc-compile: " + (lines[-1] if lines else "exit %d" %
+                                  r.returncode)
+    dst = os.path.join(out, DIR)
+    shutil.rmtree(dst, ignore_errors=True)
+    os.makedirs(dst)
+    weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    write_safetensors(os.path.join(dst, "model.f16.safetensors"),
+                      {k: v.astype(np.float16) if v.dtype == np.float32 else v
+                       for k, v in weights.items()})
+    shutil.copy(os.path.join(model_dir, "config.json"), dst)
+    for name in ("input_ids.npy", "attention_mask.npy", "embeddings.npy"):
+        shutil.copy(os.path.join(fixtures, name), dst)
+    return None
+
+
+def reference(config_path, weights, ids, mask, device):
+    """Sentence embeddings by PyTorch's BertModel in float64."""
+    import torch
+    from transformers import BertConfig, BertModel
+    model = BertModel(BertConfig.from_json_file(config_path),
+                      add_pooling_layer=False)
+    state = {k: torch.from_numpy(np.array(v)) for k, v in weights.items()}
+    missing, _ = model.load_state_dict(state, strict=False)
+    if missing:
+        raise RuntimeError("weights lack %s" % ", ".join(missing[:3]))
+    model = model.double().to(device).eval()
+    ids_t = torch.from_numpy(ids).to(device)
+    mask_t = torch.from_numpy(mask).to(device)
+    with torch.no_grad():
+        tokens = model(input_ids=ids_t, attention_mask=mask_t)[0]
+    m = mask_t.unsqueeze(-1).double()
+    pooled = (tokens * m).sum(1) / m.sum(1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, dim=1).cpu().numpy()
+
+
+def check(base, run, device, work, checks, clock):
+    src = os.path.join(base, DIR)
+    if not os.path.isdir(src):
+        print("info minilm: not prepared (model not installed there)",
+              flush=True)
+        return
+    label = "minilm batch %d seq %d fused" % (BATCH, SEQ)
+    weights = {k: v.astype(np.float32) if v.dtype == np.float16 else v
+               for k, v in read_safetensors(
+                   os.path.join(src, "model.f16.safetensors")).items()}
+    f32 = os.path.join(work, "minilm.f32.safetensors")
+    write_safetensors(f32, weights)
+    ids = np.load(os.path.join(src, "input_ids.npy"))
+    mask = np.load(os.path.join(src, "attention_mask.npy"))
+    out = os.path.join(work, "minilm_out.npy")
+    stdout, err = run(os.path.join(base, LIB),
+                      [os.path.join(src, "input_ids.npy"),
+                       os.path.join(src, "attention_mask.npy")], out,
+                      timeout=min(120, clock.left() - 5), repeat=10, warmup=2,
+                      weights=f32)
+    if err:
+        checks.add(False, label, err)
+        return
+    emb = np.load(out).astype(np.float64)
+    ref = reference(os.path.join(src, "config.json"), weights, ids, mask,
+                    device)
+    cos = (emb * ref).sum(1) / (np.linalg.norm(emb, axis=1) *
+                                np.linalg.norm(ref, axis=1))
+    err_abs = float(np.abs(emb - ref).max())
+    ok = bool(np.all(np.isfinite(emb))) and cos.min() > 0.9999 and \
+        err_abs < 1e-4
+    checks.add(ok, label, "min cosine %.8f (> 0.9999), max abs error %.1e "
+               "(< 1e-4) against float64 PyTorch on the same weights" %
+               (cos.min(), err_abs))
+    fixture = np.load(os.path.join(src, "embeddings.npy")).astype(np.float64)
+    cos_f = (emb * fixture).sum(1) / (np.linalg.norm(emb, axis=1) *
+                                      np.linalg.norm(fixture, axis=1))
+    m = re.search(r"median ([0-9.]+) ms", stdout or "")
+    print("info minilm: min cosine %.6f to the f32-weights fixture (weights "
+          "rounded to f16 for the trip); tfc %s ms per batch" %
+          (cos_f.min(), m.group(1) if m else "?"), flush=True)
