@@ -7,7 +7,7 @@
 #                                     its manifest and a prebuilt runtime
 #   scripts/device-check.sh run       THERE, as one call of the device tool:
 #                                     command "scripts/device-check.sh run",
-#                                     carry [".device"], timeout_s 420
+#                                     carry [".device"], timeout_s 480
 #   scripts/device-check.sh dry-run   HERE: the same driver on --target=cpu
 #                                     models with the CPU PyTorch of
 #                                     bench/.venv (no GPU needed)
@@ -15,7 +15,7 @@
 # Environment: TFC_BIN (use this bin/ with tfc-compile and tfc-run instead of
 # building build/), TFC_BUILD_DIR (default build/), TFC_GPU_ARCH (--gpu-arch
 # for the nvptx builds, e.g. sm_90a; default: tfc-compile's), DEVICE_CHECK_BUDGET
-# (seconds for the whole `run`, runtime build included; default 270),
+# (seconds for the whole `run`, runtime build included; default 330),
 # DEVICE_CHECK_SEED (reuse a printed seed), JOBS (parallel compiles, default 1).
 set -euo pipefail
 
@@ -133,7 +133,7 @@ check() {
   fi
   [[ -z "$model" ]] || timeout 30 "$tfc_run" "$model" --describe 2>&1 |
     grep -E '^  device:|error:' || true
-  local budget=$(( ${DEVICE_CHECK_BUDGET:-270} - (SECONDS - start) ))
+  local budget=$(( ${DEVICE_CHECK_BUDGET:-330} - (SECONDS - start) ))
   ((budget > 60)) || budget=60
   local rc=0
   PYTHONUNBUFFERED=1 timeout -k 10 $((budget + 60)) "$py" "$HERE/check.py" \
@@ -151,7 +151,7 @@ cmd="${1:-}"
 case "$cmd" in
   prepare)
     prepare "$ROOT/.device" nvptx
-    log 'next, on the device: run tool, command "scripts/device-check.sh run", carry [".device"], timeout_s 420'
+    log 'next, on the device: run tool, command "scripts/device-check.sh run", carry [".device"], timeout_s 480'
     ;;
   run)
     out="${OUT:-$ROOT/.device/out}"

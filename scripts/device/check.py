@@ -614,16 +614,18 @@ def main():
         except Exception as e:  # a bug here must not end the whole check
             checks.add(False, "minilm", "check.py error: %s: %s" %
                        (type(e).__name__, e))
-        if gpu:
-            print("== compute-sanitizer", flush=True)
-            run_sanitizer(manifest, base, a.tfc_run, device, seed, work,
-                          checks, clock)
         report(header, checks, rows, peer.name, gpu, a.out, clock, False)
         if not a.skip_timing:
             print("== timing (%.0f s left of %.0f)" % (clock.left(),
                                                       a.budget), flush=True)
             run_timing(manifest, Timing(base, run, device, seed, work,
                                         checks, clock, peer), rows)
+        # Last: a debugging aid that the time left may cut short.
+        if gpu:
+            print("== compute-sanitizer (%.0f s left)" % clock.left(),
+                  flush=True)
+            run_sanitizer(manifest, base, a.tfc_run, device, seed, work,
+                          checks, clock)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         md = report(header, checks, rows, peer.name, gpu, a.out, clock,
