@@ -170,17 +170,27 @@ LogicalResult wrapHostMemoryAccesses(func::FuncOp func) {
   });
   for (SmallVector<Operation *> &run : runs) {
     llvm::SmallPtrSet<Operation *, 16> inRun(run.begin(), run.end());
+    auto usedInRun = [&](OpOperand &use) {
+      Operation *top = use.getOwner();
+      while (top && !inRun.contains(top))
+        top = top->getParentOp();
+      return top != nullptr;
+    };
     for (Operation *op : run)
-      for (Value result : op->getResults())
-        for (Operation *user : result.getUsers()) {
-          Operation *top = user;
-          while (top && !inRun.contains(top))
-            top = top->getParentOp();
-          if (!top)
-            return op->emitError("tfc-parallel-loops-to-gpu: a value "
-                                 "computed from device memory is used by "
-                                 "host code");
+      for (Value result : op->getResults()) {
+        if (llvm::all_of(result.getUses(), usedInRun))
+          continue;
+        // A constant the host uses too: the host gets its own copy.
+        if (op->hasTrait<OpTrait::ConstantLike>()) {
+          OpBuilder cb(run.front());
+          Value copy = cb.clone(*op)->getResult(0);
+          result.replaceUsesWithIf(
+              copy, [&](OpOperand &use) { return !usedInRun(use); });
+          continue;
         }
+        return op->emitError("tfc-parallel-loops-to-gpu: a value computed "
+                             "from device memory is used by host code");
+      }
     OpBuilder b(run.front());
     Location loc = run.front()->getLoc();
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
