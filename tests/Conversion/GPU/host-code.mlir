@@ -57,3 +57,25 @@ func.func @full_reduction(%a: memref<8xf32>, %c: memref<f32>) {
     }
   return
 }
+
+// -----
+
+// Pure arithmetic inside a run that the host also needs stays on the host
+// as a copy (nothing read from device memory flows back).
+// RUN: tfc-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(tfc-parallel-loops-to-gpu))" | FileCheck %s --check-prefix=SHARED
+// CHECK-LABEL: func.func @shared_index
+// SHARED-LABEL: func.func @shared_index
+// SHARED: %[[HOST:.*]] = arith.muli %arg2, %arg2
+// SHARED: gpu.launch
+// SHARED: memref.load %arg0[]
+// SHARED: arith.muli %arg2, %arg2
+// SHARED: memref.store
+// SHARED: gpu.terminator
+// SHARED: arith.index_cast %[[HOST]]
+func.func @shared_index(%a: memref<f32>, %c: memref<f32>, %n: index) -> i64 {
+  %x = memref.load %a[] : memref<f32>
+  %m = arith.muli %n, %n : index
+  memref.store %x, %c[] : memref<f32>
+  %w = arith.index_cast %m : index to i64
+  return %w : i64
+}

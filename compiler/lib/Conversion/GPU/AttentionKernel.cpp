@@ -278,16 +278,13 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         // registers b0, b1 of tile dn, then of tile dn + 1.
         Value keyRow = a.add(a.add(a.rem(lane, 8), kk * 16),
                              a.mul(a.rem(a.div(lane, 8), 2), 8));
+        // (dvp is a multiple of 16: the 8-column tiles come in pairs.)
         for (int64_t dn = 0; dn < dvp / 8; dn += 2) {
-          int64_t count = dn + 1 < dvp / 8 ? 4 : 2;
           Value col = a.mul(a.add(a.div(lane, 16), dn), 8);
-          if (count == 2)
-            col = a.c(dn * 8);
           SmallVector<Value> bs =
-              ops.loadMatrices(vts, keyRow, col, count, /*transpose=*/true);
+              ops.loadMatrices(vts, keyRow, col, 4, /*transpose=*/true);
           ops.mma(pFrag, {bs[0], bs[1]}, o[dn]);
-          if (count == 4)
-            ops.mma(pFrag, {bs[2], bs[3]}, o[dn + 1]);
+          ops.mma(pFrag, {bs[2], bs[3]}, o[dn + 1]);
         }
       } else {
         for (int64_t dn = 0; dn < dvp / 8; ++dn) {

@@ -78,6 +78,10 @@ std::optional<GemmShape> gemmShape(linalg::LinalgOp op) {
   // Pairs of elements along K (A) and N (B, C) must not straddle a row.
   if (s.k % 2 || s.n % 2 || s.m == 0 || s.n == 0 || s.k == 0 || s.batch == 0)
     return std::nullopt;
+  // Row blocks go on gridDim.y (at most 65535), (batch, column blocks) on x.
+  if ((s.m + kTile - 1) / kTile > 65535 ||
+      s.batch * ((s.n + kTile - 1) / kTile) > 2147483647)
+    return std::nullopt;
   return s;
 }
 

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 
@@ -180,10 +181,16 @@ LogicalResult wrapHostMemoryAccesses(func::FuncOp func) {
       for (Value result : op->getResults()) {
         if (llvm::all_of(result.getUses(), usedInRun))
           continue;
-        // A constant the host uses too: the host gets its own copy.
-        if (op->hasTrait<OpTrait::ConstantLike>()) {
+        // A constant, or pure arithmetic on values from before the run,
+        // that the host uses too: the host gets its own copy.
+        bool fromOutside = llvm::all_of(op->getOperands(), [&](Value v) {
+          Operation *def = v.getDefiningOp();
+          return !def || !inRun.contains(def);
+        });
+        if (op->getNumRegions() == 0 && isPure(op) && fromOutside) {
           OpBuilder cb(run.front());
-          Value copy = cb.clone(*op)->getResult(0);
+          Value copy = cb.clone(*op)->getResult(
+              cast<OpResult>(result).getResultNumber());
           result.replaceUsesWithIf(
               copy, [&](OpOperand &use) { return !usedInRun(use); });
           continue;

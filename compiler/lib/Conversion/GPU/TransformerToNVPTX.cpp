@@ -58,6 +58,9 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op) {
       return std::nullopt;
   if (!attentionKernelFits(s))
     return std::nullopt;
+  // Query blocks go on gridDim.y (at most 65535 of 64 or 128 queries).
+  if ((s.seqQ + 63) / 64 > 65535)
+    return std::nullopt;
   if (Value m = op.getMask()) {
     auto mt = cast<RankedTensorType>(m.getType());
     if (!mt.hasStaticShape())
