@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set-up, then the main job: fuse the example layers, compile a real model
 # (all-MiniLM-L6-v2 from its config.json and model.safetensors), embed a few
-# sentences, and time the fused against the unfused build.
+# sentences, time the fused against the unfused build, and compile the model
+# for NVIDIA GPUs (PTX checked by ptxas; running it needs a GPU).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
@@ -47,3 +48,22 @@ for build in minilm4 minilm4_unfused; do
     --input "$WORK/ids.npy" --input "$WORK/mask.npy" --output "$WORK/out.npy" \
     --warmup 2 --repeat 10
 done
+
+echo
+echo "== 4. The same model for NVIDIA GPUs (--target=nvptx, sm_90)"
+if [[ -x /usr/local/cuda/bin/ptxas ]]; then
+  "$BIN/tfc-compile" --hf "$MODEL" --batch 4 --seq-len $SEQ --target=nvptx \
+    --emit=ptx -o "$WORK/minilm4.ptx"
+  echo "   $(grep -c '^.visible .entry' "$WORK/minilm4.ptx") kernels in one PTX module, among them:"
+  /usr/local/cuda/bin/ptxas -arch=sm_90 -v "$WORK/minilm4.ptx" \
+    -o "$WORK/minilm4.cubin" 2>&1 |
+    awk '/Compiling entry function/ { name = $7; gsub("\047", "", name) }
+         /Used [0-9]+ registers/ && name ~ /^(attention|layer_norm)_/ &&
+           !seen[substr(name, 1, 9)]++ {
+           smem = $NF == "smem" ? ", " $(NF-2) " bytes of shared memory" : ""
+           print "     " name " (f32): " $5 " registers" smem }'
+  echo "   (tfc-compile --target=nvptx -o model.so embeds the cubin; tfc-run runs it"
+  echo "   where a CUDA driver is: scripts/device-check.sh, docs/GPU.md)"
+else
+  echo "   skipped: no /usr/local/cuda/bin/ptxas on this machine"
+fi
