@@ -381,21 +381,13 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
     Value m = iter[dv], l = iter[dv + 1];
 
     gpu::BarrierOp::create(b);
+    // One element per chunk (f32 rows of any length).
     auto stage = [&](Value src, Value dst, int64_t cols) {
-      int64_t total = bc * cols;
-      for (int64_t it = 0; it * rowsPerBlock < total; ++it) {
-        Value e = a.add(tid, it * rowsPerBlock);
-        auto body = [&]() {
-          Value r = a.div(e, cols), col = a.rem(e, cols);
-          Value key = a.add(kv0, r);
-          Value x = memref::LoadOp::create(
-              b, src, ValueRange{bi, hk, a.umin(key, s.seqKV - 1), col});
-          x = a.sel(a.ult(key, s.seqKV), x, zeroF);
-          memref::StoreOp::create(b, x, dst, ValueRange{r, col});
-        };
-        a.guarded((it + 1) * rowsPerBlock <= total ? Value() : a.ult(e, total),
-                  body);
-      }
+      TileLayout l{bc, cols, 1, rowsPerBlock};
+      storeTile(a,
+                loadTile(a, src, {bi, hk}, kv0, s.seqKV, a.c(0), cols,
+                         /*colsMayOverflow=*/false, l, tid),
+                dst, /*transpose=*/false, tid);
     };
     stage(k, ks, d);
     stage(v, vs, dv);

@@ -100,10 +100,26 @@ Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
                                            /*writable=*/true);
 }
 
-/// [d0, ..., dn-1, n] as [rows, n].
-std::pair<int64_t, int64_t> rowsOf(RankedTensorType t) {
+/// [d0, ..., dn-1, n] as [rows, n]; nullopt when it has no element.
+std::optional<std::pair<int64_t, int64_t>> rowsOf(RankedTensorType t) {
   int64_t n = t.getDimSize(t.getRank() - 1);
-  return {n ? t.getNumElements() / n : 0, n};
+  if (n == 0 || t.getNumElements() == 0)
+    return std::nullopt;
+  return std::pair{t.getNumElements() / n, n};
+}
+
+/// Runs a row kernel on `x` viewed as [rows, n] (and `rest` as they are);
+/// returns its result in x's shape.
+Value launchOnRows(TosaBuilder &tosa, const RowLaunch &launch, Value x,
+                   int64_t rows, int64_t n, ValueRange rest) {
+  auto type = cast<RankedTensorType>(x.getType());
+  Value rows2d = tosa.reshape(x, {rows, n});
+  SmallVector<Value> inputs = {rows2d};
+  inputs.append(rest.begin(), rest.end());
+  Value y = launchOnTensors(tosa.builder(), tosa.getLoc(), launch.kernel,
+                            launch.gridX, 1, launch.blockX, inputs,
+                            cast<RankedTensorType>(rows2d.getType()));
+  return tosa.reshape(y, type.getShape());
 }
 
 struct ConvertTransformerToNVPTXPass
@@ -151,17 +167,13 @@ struct ConvertTransformerToNVPTXPass
         if (!type.hasStaticShape() ||
             int64_t(softmax.getDimension()) != type.getRank() - 1)
           continue;
-        auto [rows, n] = rowsOf(type);
-        if (rows == 0 || n == 0)
+        auto shape = rowsOf(type);
+        if (!shape)
           continue;
+        auto [rows, n] = *shape;
         RowLaunch launch = buildSoftmaxKernel(b, kernels, name("softmax"), rows,
                                               n, type.getElementType());
-        Value rows2d = tosa.reshape(softmax.getInput(), {rows, n});
-        result = tosa.reshape(
-            launchOnTensors(ob, loc, launch.kernel, launch.gridX, 1,
-                            launch.blockX, {rows2d},
-                            cast<RankedTensorType>(rows2d.getType())),
-            type.getShape());
+        result = launchOnRows(tosa, launch, softmax.getInput(), rows, n, {});
       } else {
         auto norm = cast<transformer::LayerNormOp>(op);
         RankedTensorType type = norm.getInput().getType();
@@ -170,19 +182,15 @@ struct ConvertTransformerToNVPTXPass
                  .hasStaticShape() ||
             !cast<RankedTensorType>(norm.getBeta().getType()).hasStaticShape())
           continue;
-        auto [rows, n] = rowsOf(type);
-        if (rows == 0 || n == 0)
+        auto shape = rowsOf(type);
+        if (!shape)
           continue;
+        auto [rows, n] = *shape;
         RowLaunch launch = buildLayerNormKernel(
             b, kernels, name("layer_norm"), rows, n,
             norm.getEpsilon().convertToDouble(), type.getElementType());
-        Value rows2d = tosa.reshape(norm.getInput(), {rows, n});
-        result = tosa.reshape(
-            launchOnTensors(ob, loc, launch.kernel, launch.gridX, 1,
-                            launch.blockX,
-                            {rows2d, norm.getGamma(), norm.getBeta()},
-                            cast<RankedTensorType>(rows2d.getType())),
-            type.getShape());
+        result = launchOnRows(tosa, launch, norm.getInput(), rows, n,
+                              {norm.getGamma(), norm.getBeta()});
       }
       op->getResult(0).replaceAllUsesWith(result);
       op->erase();
