@@ -9,29 +9,11 @@ ctypes opens the library RTLD_LOCAL, so a model can only find the allocator
 import ctypes
 import sys
 
-
-class Stats(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in (
-        "alloc_calls", "free_calls", "fresh_allocs", "fresh_bytes",
-        "reused_allocs", "live_blocks", "live_bytes", "cached_blocks",
-        "cached_bytes", "foreign_frees")]
+from tfcrt_ctypes import Stats, open_runtime
 
 
 def main(lib_path, model_path):
-    rt = ctypes.CDLL(lib_path)
-    rt.tfc_status_message.restype = ctypes.c_char_p
-    rt.tfc_array_data.restype = ctypes.c_void_p
-    rt.tfc_model_load.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-    for fn in ("tfc_model_bind_input", "tfc_model_bind_output"):
-        getattr(rt, fn).argtypes = [ctypes.c_void_p, ctypes.c_int32,
-                                    ctypes.c_void_p]
-    rt.tfc_model_invoke.argtypes = [ctypes.c_void_p]
-    rt.tfc_array_data.argtypes = [ctypes.c_void_p]
-
-    def check(status):
-        if status:
-            sys.exit("error: " + rt.tfc_status_message(
-                ctypes.c_void_p(status)).decode())
+    rt, check = open_runtime(lib_path)
 
     model = ctypes.c_void_p()
     check(rt.tfc_model_load(model_path.encode(), ctypes.byref(model)))

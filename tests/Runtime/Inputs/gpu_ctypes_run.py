@@ -10,32 +10,11 @@ functions only because tfc_model_load makes the runtime global.
 import ctypes
 import sys
 
-
-class Stats(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_uint64) for name in (
-        "alloc_calls", "free_calls", "fresh_allocs", "fresh_bytes",
-        "reused_allocs", "live_blocks", "live_bytes", "cached_blocks",
-        "cached_bytes", "foreign_frees")]
+from tfcrt_ctypes import Stats, open_runtime
 
 
 def main(lib_path, model_path):
-    rt = ctypes.CDLL(lib_path)
-    rt.tfc_status_message.restype = ctypes.c_char_p
-    rt.tfc_status_message.argtypes = [ctypes.c_void_p]
-    rt.tfc_model_target.restype = ctypes.c_char_p
-    rt.tfc_model_target.argtypes = [ctypes.c_void_p]
-    rt.tfc_model_load.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
-    for fn in ("tfc_model_bind_input", "tfc_model_bind_output",
-               "tfc_model_bind_weight"):
-        getattr(rt, fn).argtypes = [ctypes.c_void_p, ctypes.c_int32,
-                                    ctypes.c_void_p]
-    rt.tfc_model_invoke.argtypes = [ctypes.c_void_p]
-    rt.tfc_model_destroy.argtypes = [ctypes.c_void_p]
-
-    def check(status):
-        if status:
-            sys.exit("error: " + rt.tfc_status_message(status).decode())
-
+    rt, check = open_runtime(lib_path)
     stats = Stats()
 
     def show(label):

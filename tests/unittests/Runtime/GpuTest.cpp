@@ -10,6 +10,7 @@
 
 #include "tfc/runtime/api.h"
 
+#include "Status.h"
 #include "TestUtil.h"
 #include "fake_cuda.h"
 
@@ -33,22 +34,8 @@ const bool kUsesFakeDriver = [] {
   return true;
 }();
 
-struct Outcome {
-  tfc_status_code code;
-  std::string message;
-};
-
-Outcome outcome(tfc_status status) {
-  Outcome result{tfc_status_get_code(status), tfc_status_message(status)};
-  tfc_status_free(status);
-  return result;
-}
-
-#define EXPECT_OK(expr)                                                        \
-  do {                                                                         \
-    Outcome o = outcome(expr);                                                 \
-    EXPECT_EQ(o.code, TFC_OK) << o.message;                                    \
-  } while (0)
+using tfc::testing::Outcome;
+using tfc::testing::outcome;
 
 /// Sets an environment variable for a scope (the fake reads FAKE_CUDA_* on
 /// every call).

@@ -3,6 +3,7 @@
 #include "tfc/runtime/api.h"
 #include "tfc/runtime/safetensors.h"
 
+#include "Status.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -15,23 +16,8 @@ using tfc::testing::TempDir;
 
 namespace {
 
-/// The status's code and message; frees it.
-struct Outcome {
-  tfc_status_code code;
-  std::string message;
-};
-
-Outcome outcome(tfc_status status) {
-  Outcome result{tfc_status_get_code(status), tfc_status_message(status)};
-  tfc_status_free(status);
-  return result;
-}
-
-#define EXPECT_OK(expr)                                                        \
-  do {                                                                         \
-    Outcome o = outcome(expr);                                                 \
-    EXPECT_EQ(o.code, TFC_OK) << o.message;                                    \
-  } while (0)
+using tfc::testing::Outcome;
+using tfc::testing::outcome;
 
 class AddModel : public ::testing::Test {
 protected:

@@ -1,0 +1,34 @@
+//===- Status.h - tfc_status in the runtime tests ---------------*- C++ -*-===//
+
+#ifndef TFC_UNITTESTS_RUNTIME_STATUS_H
+#define TFC_UNITTESTS_RUNTIME_STATUS_H
+
+#include "tfc/runtime/api.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tfc::testing {
+
+/// The status's code and message; frees it.
+struct Outcome {
+  tfc_status_code code;
+  std::string message;
+};
+
+inline Outcome outcome(tfc_status status) {
+  Outcome result{tfc_status_get_code(status), tfc_status_message(status)};
+  tfc_status_free(status);
+  return result;
+}
+
+} // namespace tfc::testing
+
+#define EXPECT_OK(expr)                                                        \
+  do {                                                                         \
+    ::tfc::testing::Outcome o = ::tfc::testing::outcome(expr);                 \
+    EXPECT_EQ(o.code, TFC_OK) << o.message;                                    \
+  } while (0)
+
+#endif // TFC_UNITTESTS_RUNTIME_STATUS_H
