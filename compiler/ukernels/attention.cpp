@@ -103,6 +103,65 @@ template <int NV> struct BlockState {
   __m512 m[NV], l[NV];
 };
 
+/// Epilogue of the score product St = K_blk . Qt. It tracks the block's
+/// per-query max while the scores are still in registers and, when
+/// `reference` is set, turns them into P = 2^(S - reference) and adds up
+/// their sum, so an unmasked block needs no pass of its own over the scores.
+/// Without a reference it stores the raw scores.
+template <int NV> struct ScoreEpilogue {
+  const __m512 *reference = nullptr;
+  __m512 max[NV], sum[NV];
+
+  ScoreEpilogue() {
+    for (int v = 0; v < NV; ++v) {
+      max[v] = _mm512_set1_ps(kNegInf);
+      sum[v] = _mm512_setzero_ps();
+    }
+  }
+
+  template <int MR>
+  void operator()(__m512 (&acc)[MR][NV], const tfc::uk::Tile<NV> &t) {
+    __m512 m[NV];
+    for (int v = 0; v < NV; ++v)
+      m[v] = max[v];
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < NV; ++v) {
+        m[v] = _mm512_max_ps(m[v], acc[r][v]);
+        _mm512_store_ps(t.c + r * t.ldc + v * 16, acc[r][v]);
+      }
+    for (int v = 0; v < NV; ++v)
+      max[v] = m[v];
+    if (reference)
+      exponentiate(t.c, MR);
+  }
+
+  /// P = 2^(S - reference) in place on `rows` rows just stored (still in
+  /// L1), outside the product's register block so that the polynomial's
+  /// registers do not compete with its accumulators.
+  [[gnu::noinline]] void exponentiate(float *c, int rows) {
+    __m512 ref[NV], s[NV];
+    for (int v = 0; v < NV; ++v) {
+      ref[v] = reference[v];
+      s[v] = sum[v];
+    }
+    for (int r = 0; r < rows; ++r)
+      for (int v = 0; v < NV; ++v) {
+        float *x = c + r * NV * 16 + v * 16;
+        __m512 e = exp2(_mm512_sub_ps(_mm512_load_ps(x), ref[v]));
+        _mm512_store_ps(x, e);
+        s[v] = _mm512_add_ps(s[v], e);
+      }
+    for (int v = 0; v < NV; ++v)
+      sum[v] = s[v];
+  }
+};
+
+/// A block's scores may exceed the running max by this much (base 2) before
+/// the max is moved: P = 2^(S - m) then stays below 2^8, far from overflow,
+/// and the accumulator keeps its scale (the lazy rescaling of FlashAttention
+/// 4). Each query's max is exact again whenever a block exceeds it by more.
+constexpr float kRescaleThreshold = 8.0f;
+
 /// Walks keys [kvBegin, kvEnd) for queries [i0, i0 + nq) of (b, h), leaving
 /// the unnormalised accumulator and the softmax state in `st`.
 template <int NV>
@@ -117,10 +176,22 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
   const float *mb = p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] : nullptr;
 
-  float qscale = p.scale * kLog2e;
-  for (int64_t d = 0; d < p.D; ++d)
-    for (int64_t i = 0; i < Br; ++i)
-      qt[d * Br + i] = i < nq ? qb[(i0 + i) * p.qs[2] + d] * qscale : 0.0f;
+  // Qt[d][i] = Q[i0 + i][d] * qscale: one gather per 16 queries and channel.
+  const __m512 qscale = _mm512_set1_ps(p.scale * kLog2e);
+  const __m512i lane =
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i qrows =
+      _mm512_mullo_epi32(lane, _mm512_set1_epi32(int32_t(p.qs[2])));
+  for (int v = 0; v < NV; ++v) {
+    __mmask16 valid = firstLanes(nq - v * 16);
+    const float *qv = qb + (i0 + v * 16) * p.qs[2];
+    for (int64_t d = 0; d < p.D; ++d)
+      _mm512_store_ps(
+          qt + d * Br + v * 16,
+          _mm512_mul_ps(_mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid,
+                                                 qrows, qv + d, 4),
+                        qscale));
+  }
 
   for (int v = 0; v < NV; ++v) {
     st.m[v] = _mm512_set1_ps(kNegInf);
@@ -132,28 +203,48 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   if (p.causal)
     kvEnd = std::min(kvEnd, i0 + nq + p.causalOffset);
 
-  __m512i lane =
-      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512 log2e = _mm512_set1_ps(kLog2e);
+  bool started = false; // st.m holds a max of scores seen so far
   for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += kBc) {
     int64_t nb = std::min(kBc, kvEnd - j0);
-    // St = K_blk . Qt
-    blockProduct<NV>(packedTile<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc,
-                                    /*accumulate=*/false, nullptr),
-                     nb);
+    auto scores = packedTile<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc,
+                                 /*accumulate=*/false, nullptr);
+    auto values = packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot,
+                                 /*accumulate=*/true, nullptr);
+    // Every key of the block visible to every query: no mask, and causal
+    // only if the block ends before the first query's limit.
+    bool unmasked = !mb && (!p.causal || j0 + nb - 1 <= i0 + p.causalOffset);
 
-    // Mask, causal limit, invalid query lanes; then the block's max.
+    // Fast path: P straight from the score product, against the running
+    // max, as long as no score exceeds it by more than the threshold.
+    if (unmasked && started) {
+      ScoreEpilogue<NV> epilogue;
+      epilogue.reference = st.m;
+      blockProduct<NV>(scores, nb, epilogue);
+      __mmask16 over = 0;
+      for (int v = 0; v < NV; ++v)
+        over |= _mm512_cmp_ps_mask(
+            epilogue.max[v],
+            _mm512_add_ps(st.m[v], _mm512_set1_ps(kRescaleThreshold)),
+            _CMP_GT_OQ);
+      if (!over) {
+        for (int v = 0; v < NV; ++v)
+          st.l[v] = _mm512_add_ps(st.l[v], epilogue.sum[v]);
+        blockProduct<NV>(values, p.Dv); // Ot += Vt . P
+        continue;
+      }
+    }
+    started = true;
+
+    // St = K_blk . Qt, raw, with the block's max.
+    ScoreEpilogue<NV> epilogue;
+    blockProduct<NV>(scores, nb, epilogue);
+
+    // Mask, causal limit; then the block's max.
     __m512 mnew[NV];
     for (int v = 0; v < NV; ++v)
-      mnew[v] = st.m[v];
-    if (!mb && !p.causal) {
-      // Nothing to mask: the block's max only (scores stay where they are).
-      for (int64_t j = 0; j < nb; ++j)
-        for (int v = 0; v < NV; ++v)
-          mnew[v] =
-              _mm512_max_ps(mnew[v], _mm512_load_ps(sc + j * Br + v * 16));
-    }
-    for (int64_t j = 0; (mb || p.causal) && j < nb; ++j) {
+      mnew[v] = unmasked ? _mm512_max_ps(st.m[v], epilogue.max[v]) : st.m[v];
+    for (int64_t j = 0; !unmasked && j < nb; ++j) {
       int64_t key = j0 + j;
       for (int v = 0; v < NV; ++v) {
         __m512 s = _mm512_load_ps(sc + j * Br + v * 16);
@@ -207,9 +298,8 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
       st.l[v] = _mm512_fmadd_ps(st.l[v], alpha[v], lsum[v]);
 
     // Ot = Ot * alpha + Vt . P, with Vt[c][key] = V[key][c].
-    blockProduct<NV>(packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb,
-                                    st.ot, /*accumulate=*/true, alpha),
-                     p.Dv);
+    values.alpha = alpha;
+    blockProduct<NV>(values, p.Dv);
   }
 }
 
@@ -226,11 +316,20 @@ void storeBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     _mm512_store_ps(inv + v * 16,
                     _mm512_mask_mov_ps(r, empty, _mm512_setzero_ps()));
   }
+  // One gather of 16 channels (stride Br in Ot) per output vector.
+  const __m512i channels = _mm512_mullo_epi32(
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+      _mm512_set1_epi32(int32_t(Br)));
   float *ob = p.out + b * p.os[0] + h * p.os[1];
   for (int64_t i = 0; i < nq; ++i) {
     float *orow = ob + (i0 + i) * p.os[2];
-    for (int64_t c = 0; c < p.Dv; ++c)
-      orow[c] = st.ot[c * Br + i] * inv[i];
+    __m512 scale = _mm512_set1_ps(inv[i]);
+    for (int64_t c = 0; c < p.Dv; c += 16) {
+      __mmask16 valid = firstLanes(p.Dv - c);
+      __m512 o = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, channels,
+                                          st.ot + c * Br + i, 4);
+      _mm512_mask_storeu_ps(orow + c, valid, _mm512_mul_ps(o, scale));
+    }
   }
 }
 
@@ -297,7 +396,7 @@ bool fastPathApplies(const Problem &p) {
   };
   return p.qs[3] == 1 && p.ks[3] == 1 && p.vs[3] == 1 && p.os[3] == 1 &&
          p.D <= kMaxDim && p.Dv <= kMaxDim && fits32(p.Sq) && fits32(p.Skv) &&
-         (!p.mask || fits32(p.ms[2] * (p.Sq + 32)));
+         fits32(p.qs[2] * 16) && (!p.mask || fits32(p.ms[2] * (p.Sq + 32)));
 }
 
 #endif // __AVX512F__

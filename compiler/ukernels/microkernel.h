@@ -39,7 +39,19 @@ template <int NV> struct Tile {
   const __m512 *alpha; // per-lane scale of C, or null
 };
 
-template <int MR, int NV> inline void microKernel(const Tile<NV> &t) {
+/// The default epilogue: C = acc on the lanes in `cols`.
+struct StoreC {
+  template <int MR, int NV>
+  void operator()(__m512 (&acc)[MR][NV], const Tile<NV> &t) const {
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < NV; ++v)
+        _mm512_mask_storeu_ps(t.c + r * t.ldc + v * 16, t.cols[v], acc[r][v]);
+  }
+};
+
+/// One MR x NV*16 block; `epilogue(acc, t)` consumes the accumulators.
+template <int MR, int NV, typename Epilogue>
+inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
   __m512 acc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v) {
@@ -62,39 +74,53 @@ template <int MR, int NV> inline void microKernel(const Tile<NV> &t) {
         acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
   }
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v)
-      _mm512_mask_storeu_ps(t.c + r * t.ldc + v * 16, t.cols[v], acc[r][v]);
+  epilogue(acc, t);
 }
 
-/// Runs the kernel over `rows` rows of A and C in blocks of kMR, remainder
-/// included.
-template <int NV> inline void blockProduct(Tile<NV> t, int64_t rows) {
-  int64_t r = 0;
-  for (; r + kMR <= rows; r += kMR) {
-    microKernel<kMR, NV>(t);
-    t.a += kMR * t.lda;
-    t.c += kMR * t.ldc;
-  }
-  switch (rows - r) {
-#define TFC_REMAINDER(M)                                                       \
+/// Runs the kernel on the next `rows` (< 2 kMR) rows of `t` and advances it.
+template <int NV, typename Epilogue>
+inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
+  switch (rows) {
+#define TFC_ROWS(M)                                                            \
   case M:                                                                      \
-    microKernel<M, NV>(t);                                                     \
+    microKernel<M, NV>(t, epilogue);                                           \
     break;
-    TFC_REMAINDER(1)
-    TFC_REMAINDER(2)
-    TFC_REMAINDER(3)
-    TFC_REMAINDER(4)
-    TFC_REMAINDER(5)
-    TFC_REMAINDER(6)
-    TFC_REMAINDER(7)
-    TFC_REMAINDER(8)
-    TFC_REMAINDER(9)
-    TFC_REMAINDER(10)
-    TFC_REMAINDER(11)
-#undef TFC_REMAINDER
+    TFC_ROWS(1)
+    TFC_ROWS(2)
+    TFC_ROWS(3)
+    TFC_ROWS(4)
+    TFC_ROWS(5)
+    TFC_ROWS(6)
+    TFC_ROWS(7)
+    TFC_ROWS(8)
+    TFC_ROWS(9)
+    TFC_ROWS(10)
+    TFC_ROWS(11)
+    TFC_ROWS(12)
+#undef TFC_ROWS
   default:
     break;
+  }
+  t.a += rows * t.lda;
+  t.c += rows * t.ldc;
+}
+
+/// Runs the kernel over `rows` rows of A and C in blocks of kMR. A short
+/// remainder (at most kMR / 2 rows) is merged with the last full block into
+/// two blocks of about equal height: a block of few rows has too few
+/// independent accumulators to keep the FMA units busy.
+template <int NV, typename Epilogue = StoreC>
+inline void blockProduct(Tile<NV> t, int64_t rows, Epilogue &&epilogue = {}) {
+  int64_t rest = rows % kMR, full = rows / kMR;
+  bool merge = full > 0 && rest > 0 && rest <= kMR / 2;
+  for (int64_t b = 0; b < full - (merge ? 1 : 0); ++b)
+    rowBlock(t, kMR, epilogue);
+  if (merge) {
+    int64_t first = (kMR + rest + 1) / 2;
+    rowBlock(t, first, epilogue);
+    rowBlock(t, kMR + rest - first, epilogue);
+  } else if (rest > 0) {
+    rowBlock(t, rest, epilogue);
   }
 }
 

@@ -33,11 +33,15 @@ def attention_ref(q, k, v, mask, scale, causal):
 
 
 def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
-                   causal=False, scale=None, dtype="f32"):
+                   causal=False, scale=None, dtype="f32", key_growth=0.0):
+    """key_growth > 0 scales key j by 1 + key_growth * j / skv: later key
+    blocks then exceed the running max of the earlier ones by far."""
     dv = dv or d
     np_dtype = np.float16 if dtype == "f16" else np.float32
     q = rng.standard_normal((b, hq, sq, d)).astype(np_dtype)
-    k = rng.standard_normal((b, hkv, skv, d)).astype(np_dtype)
+    k = rng.standard_normal((b, hkv, skv, d))
+    k *= (1 + key_growth * np.arange(skv) / skv)[:, None]
+    k = k.astype(np_dtype)
     v = rng.standard_normal((b, hkv, skv, dv)).astype(np_dtype)
     inputs = [q, k, v]
     types = [tensor_type(x.shape, dtype) for x in inputs]
@@ -197,6 +201,9 @@ def main():
     A(h, rng, "causal_sq_lt_skv", 1, 4, 4, 77, 200, 64, causal=True)
     A(h, rng, "causal_sq_gt_skv", 1, 2, 2, 200, 77, 64, causal=True)
     A(h, rng, "causal_square", 2, 2, 2, 129, 129, 32, causal=True)
+    A(h, rng, "causal_long", 1, 2, 2, 600, 600, 64, causal=True)
+    A(h, rng, "rising_scores", 1, 2, 2, 50, 1000, 64, key_growth=6.0)
+    A(h, rng, "decode_rising_scores", 1, 4, 4, 1, 2000, 64, key_growth=20.0)
     A(h, rng, "gqa_12_4_mask_rows", 1, 12, 4, 33, 65, 64,
       mask=rows_fully_masked)
     A(h, rng, "padding_mask_batch", 3, 4, 2, 17, 40, 64, mask=padding_mask)
