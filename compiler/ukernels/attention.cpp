@@ -8,10 +8,13 @@
 // Ot[channel][query] keep queries along the vector lanes, so the per-query
 // softmax state (max, sum, rescale factor) is one vector per 16 queries and
 // every row reduction is a vertical vector operation. Both products are
-// register-blocked broadcast-FMA kernels (12 rows x Br lanes):
+// register-blocked broadcast-FMA kernels (kMR rows x Br lanes):
 //   St = K_blk . Qt          (K read in place, Q packed once per task)
 //   Ot = Ot * alpha + Vt . P (V read in place)
 // Scores are kept in base 2 (scale * log2 e folded into Q), so exp is exp2.
+// The score product's epilogue takes the block's max and, for unmasked
+// blocks, writes P against the running max directly; the max moves only
+// when a block exceeds it by more than kRescaleThreshold (lazy rescaling).
 // Causal blocks past the diagonal are skipped; grouped-query heads share
 // their K/V head without a copy; a single query row splits the keys across
 // tasks and reduces the partial results (split-KV).

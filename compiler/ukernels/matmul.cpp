@@ -2,7 +2,7 @@
 //
 // C[b] (+)= A[b] . B[b]. B is packed per KC-deep slice into 32-column panels
 // (zero-padded), which stay in L1 while blocks of A rows stream through the
-// shared register-blocked kernel (12 rows x 32 columns of C in registers).
+// shared register-blocked kernel (kMR rows x 32 columns of C in registers).
 // Blocks of rows x panels run in parallel. The packing buffer lives across
 // calls: after the first run, a model allocates nothing here.
 //
