@@ -98,6 +98,7 @@ void attentionReference(const Problem &p) {
 #ifdef __AVX512F__
 
 constexpr int64_t kBc = 128;     // keys per block
+constexpr int kUnroll = 4;       // of the products' k loops
 constexpr int64_t kMaxDim = 256; // largest D and Dv on the fast path
 
 /// Online-softmax state of one query block, unnormalised.
@@ -223,7 +224,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     if (unmasked && started) {
       ScoreEpilogue<NV> epilogue;
       epilogue.reference = st.m;
-      blockProduct<NV>(scores, nb, epilogue);
+      blockProduct<NV, kUnroll>(scores, nb, epilogue);
       __mmask16 over = 0;
       for (int v = 0; v < NV; ++v)
         over |= _mm512_cmp_ps_mask(
@@ -233,7 +234,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
       if (!over) {
         for (int v = 0; v < NV; ++v)
           st.l[v] = _mm512_add_ps(st.l[v], epilogue.sum[v]);
-        blockProduct<NV>(values, p.Dv); // Ot += Vt . P
+        blockProduct<NV, kUnroll>(values, p.Dv); // Ot += Vt . P
         continue;
       }
     }
@@ -241,7 +242,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
 
     // St = K_blk . Qt, raw, with the block's max.
     ScoreEpilogue<NV> epilogue;
-    blockProduct<NV>(scores, nb, epilogue);
+    blockProduct<NV, kUnroll>(scores, nb, epilogue);
 
     // Mask, causal limit; then the block's max.
     __m512 mnew[NV];
@@ -302,7 +303,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
 
     // Ot = Ot * alpha + Vt . P, with Vt[c][key] = V[key][c].
     values.alpha = alpha;
-    blockProduct<NV>(values, p.Dv);
+    blockProduct<NV, kUnroll>(values, p.Dv);
   }
 }
 

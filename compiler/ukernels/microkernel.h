@@ -52,8 +52,10 @@ struct StoreC {
   }
 };
 
-/// One MR x NV*16 block; `epilogue(acc, t)` consumes the accumulators.
-template <int MR, int NV, typename Epilogue>
+/// One MR x NV*16 block; `epilogue(acc, t)` consumes the accumulators. The k
+/// loop is unrolled `Unroll` times: worth it for short contractions
+/// (attention's D = 64: 1-2%), not for the GEMM's 256-deep slices.
+template <int MR, int NV, int Unroll, typename Epilogue>
 inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
   __m512 acc[MR][NV];
   for (int r = 0; r < MR; ++r)
@@ -66,8 +68,7 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
         acc[r][v] = _mm512_setzero_ps();
       }
     }
-  const float *a = t.a;
-  for (int64_t k = 0; k < t.n; ++k, a += t.astep) {
+  auto step = [&](const float *a, int64_t k) {
     __m512 bv[NV];
     for (int v = 0; v < NV; ++v)
       bv[v] = _mm512_load_ps(t.b + k * NV * 16 + v * 16);
@@ -76,17 +77,26 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
       for (int v = 0; v < NV; ++v)
         acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
+  };
+  const float *a = t.a;
+  if constexpr (Unroll > 1) {
+#pragma clang loop unroll_count(Unroll)
+    for (int64_t k = 0; k < t.n; ++k, a += t.astep)
+      step(a, k);
+  } else {
+    for (int64_t k = 0; k < t.n; ++k, a += t.astep)
+      step(a, k);
   }
   epilogue(acc, t);
 }
 
 /// Runs the kernel on the next `rows` (< 2 kMR) rows of `t` and advances it.
-template <int NV, typename Epilogue>
+template <int NV, int Unroll, typename Epilogue>
 inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
   switch (rows) {
 #define TFC_ROWS(M)                                                            \
   case M:                                                                      \
-    microKernel<M, NV>(t, epilogue);                                           \
+    microKernel<M, NV, Unroll>(t, epilogue);                                   \
     break;
     TFC_ROWS(1)
     TFC_ROWS(2)
@@ -112,18 +122,18 @@ inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
 /// remainder (at most kMR / 2 rows) is merged with the last full block into
 /// two blocks of about equal height: a block of few rows has too few
 /// independent accumulators to keep the FMA units busy.
-template <int NV, typename Epilogue = StoreC>
+template <int NV, int Unroll = 1, typename Epilogue = StoreC>
 inline void blockProduct(Tile<NV> t, int64_t rows, Epilogue &&epilogue = {}) {
   int64_t rest = rows % kMR, full = rows / kMR;
   bool merge = full > 0 && rest > 0 && rest <= kMR / 2;
   for (int64_t b = 0; b < full - (merge ? 1 : 0); ++b)
-    rowBlock(t, kMR, epilogue);
+    rowBlock<NV, Unroll>(t, kMR, epilogue);
   if (merge) {
     int64_t first = (kMR + rest + 1) / 2;
-    rowBlock(t, first, epilogue);
-    rowBlock(t, kMR + rest - first, epilogue);
+    rowBlock<NV, Unroll>(t, first, epilogue);
+    rowBlock<NV, Unroll>(t, kMR + rest - first, epilogue);
   } else if (rest > 0) {
-    rowBlock(t, rest, epilogue);
+    rowBlock<NV, Unroll>(t, rest, epilogue);
   }
 }
 
