@@ -180,21 +180,23 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
   const float *mb = p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] : nullptr;
 
-  // Qt[d][i] = Q[i0 + i][d] * qscale: one gather per 16 queries and channel.
+  // Qt[d][i] = Q[i0 + i][d] * qscale, 16 x 16 blocks transposed in
+  // registers.
   const __m512 qscale = _mm512_set1_ps(p.scale * kLog2e);
-  const __m512i lane =
-      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i qrows =
-      _mm512_mullo_epi32(lane, _mm512_set1_epi32(int32_t(p.qs[2])));
   for (int v = 0; v < NV; ++v) {
-    __mmask16 valid = firstLanes(nq - v * 16);
+    int64_t rows = std::min<int64_t>(16, nq - v * 16);
     const float *qv = qb + (i0 + v * 16) * p.qs[2];
-    for (int64_t d = 0; d < p.D; ++d)
-      _mm512_store_ps(
-          qt + d * Br + v * 16,
-          _mm512_mul_ps(_mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid,
-                                                 qrows, qv + d, 4),
-                        qscale));
+    for (int64_t d0 = 0; d0 < p.D; d0 += 16) {
+      __mmask16 cols = firstLanes(p.D - d0);
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i)
+        r[i] = i < rows ? _mm512_maskz_loadu_ps(cols, qv + i * p.qs[2] + d0)
+                        : _mm512_setzero_ps();
+      tfc::uk::transpose16(r);
+      for (int64_t j = 0; j < std::min<int64_t>(16, p.D - d0); ++j)
+        _mm512_store_ps(qt + (d0 + j) * Br + v * 16,
+                        _mm512_mul_ps(r[j], qscale));
+    }
   }
 
   for (int v = 0; v < NV; ++v) {
@@ -208,6 +210,8 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     kvEnd = std::min(kvEnd, i0 + nq + p.causalOffset);
 
   const __m512 log2e = _mm512_set1_ps(kLog2e);
+  const __m512i lane =
+      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   bool started = false; // st.m holds a max of scores seen so far
   for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += kBc) {
     int64_t nb = std::min(kBc, kvEnd - j0);
@@ -320,19 +324,21 @@ void storeBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     _mm512_store_ps(inv + v * 16,
                     _mm512_mask_mov_ps(r, empty, _mm512_setzero_ps()));
   }
-  // One gather of 16 channels (stride Br in Ot) per output vector.
-  const __m512i channels = _mm512_mullo_epi32(
-      _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-      _mm512_set1_epi32(int32_t(Br)));
+  // 16 x 16 blocks of Ot transposed in registers, scaled per query.
   float *ob = p.out + b * p.os[0] + h * p.os[1];
-  for (int64_t i = 0; i < nq; ++i) {
-    float *orow = ob + (i0 + i) * p.os[2];
-    __m512 scale = _mm512_set1_ps(inv[i]);
-    for (int64_t c = 0; c < p.Dv; c += 16) {
-      __mmask16 valid = firstLanes(p.Dv - c);
-      __m512 o = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, channels,
-                                          st.ot + c * Br + i, 4);
-      _mm512_mask_storeu_ps(orow + c, valid, _mm512_mul_ps(o, scale));
+  for (int v = 0; v < NV; ++v) {
+    int64_t rows = std::min<int64_t>(16, nq - v * 16);
+    for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
+      int64_t channels = std::min<int64_t>(16, p.Dv - c0);
+      __m512 r[16];
+      for (int c = 0; c < 16; ++c)
+        r[c] = c < channels ? _mm512_load_ps(st.ot + (c0 + c) * Br + v * 16)
+                            : _mm512_setzero_ps();
+      tfc::uk::transpose16(r);
+      for (int64_t i = 0; i < rows; ++i)
+        _mm512_mask_storeu_ps(
+            ob + (i0 + v * 16 + i) * p.os[2] + c0, firstLanes(channels),
+            _mm512_mul_ps(r[i], _mm512_set1_ps(inv[v * 16 + i])));
     }
   }
 }
@@ -400,7 +406,7 @@ bool fastPathApplies(const Problem &p) {
   };
   return p.qs[3] == 1 && p.ks[3] == 1 && p.vs[3] == 1 && p.os[3] == 1 &&
          p.D <= kMaxDim && p.Dv <= kMaxDim && fits32(p.Sq) && fits32(p.Skv) &&
-         fits32(p.qs[2] * 16) && (!p.mask || fits32(p.ms[2] * (p.Sq + 32)));
+         (!p.mask || fits32(p.ms[2] * (p.Sq + 32)));
 }
 
 #endif // __AVX512F__

@@ -43,6 +43,33 @@ inline __m512 toLog2Domain(__m512 x, __m512 log2e) {
   return _mm512_mask_mov_ps(clamped, inf, y);
 }
 
+/// Transposes the 16 x 16 block held in r[0..15] (row i in r[i]) in place.
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  auto pd = [](__m512 x) { return _mm512_castps_pd(x); };
+  for (int i = 0; i < 4; ++i) {
+    __m512 *q = t + 4 * i;
+    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(q[0]), pd(q[2])));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(q[0]), pd(q[2])));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(q[1]), pd(q[3])));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(q[1]), pd(q[3])));
+  }
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+      t[8 * i + 4 + j] =
+          _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+
 /// Lanes [0, n) of a 16-lane vector (none for n <= 0, all for n >= 16).
 inline __mmask16 firstLanes(int64_t n) {
   if (n <= 0)
