@@ -129,7 +129,7 @@ void matmulPacked(const Matmul &p) {
   int64_t panels = (p.n + kNR - 1) / kNR;
   int64_t rowBlocks = (p.m + kMC - 1) / kMC;
   static thread_local std::vector<float> storage;
-  size_t need = size_t(panels * kNR * kKC) + 16;
+  size_t need = size_t(panels * kNR * p.k) + 16;
   if (!p.constantB && storage.size() < need)
     storage.resize(need);
   // 64-byte align the panels.
@@ -140,22 +140,27 @@ void matmulPacked(const Matmul &p) {
     const float *ab = p.a + bt * p.as[0];
     const float *bb = p.b + bt * p.bs[0];
     float *cb = p.c + bt * p.cs[0];
-    const float *packedB =
-        p.constantB ? packedWeights.get(p, bb, panels) : nullptr;
-    for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
-      int64_t kc = std::min(kKC, p.k - k0);
-      const float *packed = packedB ? packedB + panels * kNR * k0 : scratch;
-      if (!packedB)
-        packSlice(p, bb, k0, kc, panels, scratch);
-#pragma omp parallel for collapse(2) schedule(dynamic)
-      for (int64_t pn = 0; pn < panels; ++pn)
-        for (int64_t rb = 0; rb < rowBlocks; ++rb) {
-          int64_t i0 = rb * kMC, rows = std::min(kMC, p.m - i0);
-          int64_t cols = std::min(kNR, p.n - pn * kNR);
+    const float *packed = scratch;
+    if (p.constantB)
+      packed = packedWeights.get(p, bb, panels);
+    else
+      for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
+        packSlice(p, bb, k0, std::min(kKC, p.k - k0), panels,
+                  scratch + panels * kNR * k0);
+        // One parallel region per matmul: each task owns a block of C and
+        // walks every K slice of it. Equal tasks, so a static schedule (a
+        // dynamic one costs a dispatch call per task).
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t pn = 0; pn < panels; ++pn)
+      for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+        int64_t i0 = rb * kMC, rows = std::min(kMC, p.m - i0);
+        int64_t cols = std::min(kNR, p.n - pn * kNR);
+        for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
+          int64_t kc = std::min(kKC, p.k - k0);
           Tile<2> t{ab + i0 * p.as[1] + k0 * p.as[2],
                     p.as[1],
                     p.as[2],
-                    packed + pn * kNR * kc,
+                    packed + panels * kNR * k0 + pn * kNR * kc,
                     kc,
                     cb + i0 * p.cs[1] + pn * kNR,
                     p.cs[1],
@@ -164,7 +169,7 @@ void matmulPacked(const Matmul &p) {
                     nullptr};
           blockProduct<2>(t, rows);
         }
-    }
+      }
   }
 }
 
