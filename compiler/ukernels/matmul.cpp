@@ -1,6 +1,6 @@
 //===- matmul.cpp - Packed f32 matmul for the CPU -------------------------===//
 //
-// C[b] (+)= A[b] . B[b]. B is packed per KC-deep slice into 32-column panels
+// C[b] (+)= A[b] . B[b]. B is packed in KC-deep slices of 32-column panels
 // (zero-padded), which stay in L1 while blocks of A rows stream through the
 // shared register-blocked kernel (kMR rows x 32 columns of C in registers).
 // Blocks of rows x panels run in parallel. The packing buffer lives across
@@ -141,15 +141,16 @@ void matmulPacked(const Matmul &p) {
     const float *bb = p.b + bt * p.bs[0];
     float *cb = p.c + bt * p.cs[0];
     const float *packed = scratch;
-    if (p.constantB)
+    if (p.constantB) {
       packed = packedWeights.get(p, bb, panels);
-    else
+    } else {
       for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
         packSlice(p, bb, k0, std::min(kKC, p.k - k0), panels,
                   scratch + panels * kNR * k0);
-        // One parallel region per matmul: each task owns a block of C and
-        // walks every K slice of it. Equal tasks, so a static schedule (a
-        // dynamic one costs a dispatch call per task).
+    }
+    // One parallel region per matmul: each task owns a block of C and walks
+    // every K slice of it. Equal tasks, so a static schedule (a dynamic one
+    // costs a dispatch call per task).
 #pragma omp parallel for collapse(2) schedule(static)
     for (int64_t pn = 0; pn < panels; ++pn)
       for (int64_t rb = 0; rb < rowBlocks; ++rb) {
