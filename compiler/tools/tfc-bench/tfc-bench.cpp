@@ -283,10 +283,29 @@ int main(int argc, char **argv) {
     o.shapes = o.kernel == "attention"
                    ? "1x12x512x64;1x12x1024x64;1x12x2048x64;1x12x4096x64"
                    : "8192x384;2048x1536;1536x4096";
+  // Two OpenMP runtimes share the process: the models' (LLVM's libomp) and
+  // the sgemm reference's (oneDNN's libgomp). With more than one thread,
+  // each one's idle workers spin for a while after a parallel region and
+  // take the cores from the other's next run (the fused attention on 2
+  // threads measured at 1 thread's speed after an sgemm). Passive waiting
+  // stops that; libgomp reads it when it loads, so the process starts
+  // again with it set (unless the caller chose a policy).
+  if (o.threads > 1 && !getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv);
+    std::fprintf(stderr,
+                 "tfc-bench: warning: could not restart with "
+                 "OMP_WAIT_POLICY=passive; OpenMP runtimes may interfere\n");
+  }
   // Every OpenMP runtime in the process (the models' and oneDNN's) reads
   // this before it starts.
   setenv("OMP_NUM_THREADS", std::to_string(o.threads).c_str(), 1);
   setThreads(o.threads);
+
+  // A result file that cannot be written fails now, not after the runs.
+  FILE *jsonFile = nullptr;
+  if (!o.json.empty() && !(jsonFile = std::fopen(o.json.c_str(), "w")))
+    die("cannot write " + o.json);
 
   char tmpl[] = "/tmp/tfc-bench-XXXXXX";
   if (!mkdtemp(tmpl))
@@ -439,10 +458,7 @@ int main(int argc, char **argv) {
   if (att && !sgemm)
     std::printf("(oneDNN not found: no sgemm reference)\n");
 
-  if (!o.json.empty()) {
-    FILE *f = std::fopen(o.json.c_str(), "w");
-    if (!f)
-      die("cannot write " + o.json);
+  if (FILE *f = jsonFile) {
     std::fprintf(f,
                  "{\"kernel\": \"%s\", \"causal\": %s, \"threads\": %d, "
                  "\"repeat\": %d, \"rows\": [\n",
