@@ -36,6 +36,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -141,16 +142,29 @@ static std::string fusionSummary(ModuleOp module) {
          " layer_norm";
 }
 
+/// Every pass argument that ran, in order, and whether --dump-ir-after
+/// matched one of them.
+static std::vector<std::string> passesRun;
+static bool irDumped = false;
+
 static void configure(PassManager &pm) {
   if (failed(applyPassManagerCLOptions(pm)))
     return;
   if (dumpIRAfter.empty())
     return;
+  // IR printing needs the passes to run on one thread.
+  pm.getContext()->disableMultithreading();
   std::string name = dumpIRAfter;
   pm.enableIRPrinting(
       /*shouldPrintBeforePass=*/[](Pass *, Operation *) { return false; },
       /*shouldPrintAfterPass=*/
-      [name](Pass *pass, Operation *) { return pass->getArgument() == name; },
+      [name](Pass *pass, Operation *) {
+        if (!llvm::is_contained(passesRun, pass->getArgument()))
+          passesRun.push_back(pass->getArgument().str());
+        bool match = pass->getArgument() == name;
+        irDumped |= match;
+        return match;
+      },
       /*printModuleScope=*/true, /*printAfterOnlyOnChange=*/false);
 }
 
@@ -334,6 +348,10 @@ int main(int argc, char **argv) {
   if (int rc = compileModule(*module, inputName, !noFusion, emit, outputFile,
                              argv[0], /*quiet=*/false))
     return rc;
+  if (!dumpIRAfter.empty() && !irDumped)
+    return fail("--dump-ir-after=" + dumpIRAfter +
+                ": no pass of that name ran; the passes that ran: " +
+                llvm::join(passesRun, ", "));
   if (!verifyFusion)
     return 0;
 
