@@ -213,8 +213,13 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   const __m512i lane =
       _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   bool started = false; // st.m holds a max of scores seen so far
-  for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += kBc) {
-    int64_t nb = std::min(kBc, kvEnd - j0);
+  // Causal without a mask: keys below `visible` are seen by every query of
+  // the block, so the blocks end there once, and only the keys past it (at
+  // most Br of them) take the masked path.
+  int64_t visible = p.causal && !mb ? i0 + p.causalOffset + 1 : kvEnd;
+  int64_t nb = 0;
+  for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += nb) {
+    nb = std::min(kBc, (j0 < visible ? std::min(visible, kvEnd) : kvEnd) - j0);
     auto scores = packedTile<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc,
                                  /*accumulate=*/false, nullptr);
     auto values = packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot,
