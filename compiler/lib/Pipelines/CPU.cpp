@@ -17,8 +17,7 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
     p += "transformer-decompose,";
   p += "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
        "tosa-to-tensor),canonicalize,cse,"
-       "func.func(tfc-fuse-elementwise,linalg-fold-unit-extent-dims),"
-       "canonicalize,cse,";
+       "func.func(tfc-fuse-elementwise),canonicalize,cse,";
   // Buffers: function results become caller-provided out-parameters, and
   // temporaries are allocated through the runtime's caching allocator.
   p += "one-shot-bufferize{bufferize-function-boundaries "
