@@ -114,6 +114,11 @@ template <int NV> struct BlockState {
 /// Without a reference it stores the raw scores.
 template <int NV> struct ScoreEpilogue {
   const __m512 *reference = nullptr;
+  /// A mask that is the same for every query (a padding mask): its values
+  /// for the block's keys, in the base-2 domain, added to each key's row;
+  /// `rows` is where row 0 of the block is stored.
+  const float *keyBias = nullptr;
+  const float *rows = nullptr;
   __m512 max[NV], sum[NV];
 
   ScoreEpilogue() {
@@ -125,6 +130,12 @@ template <int NV> struct ScoreEpilogue {
 
   template <int MR>
   void operator()(__m512 (&acc)[MR][NV], const tfc::uk::Tile<NV> &t) {
+    if (keyBias) {
+      const float *bias = keyBias + (t.c - rows) / t.ldc;
+      for (int r = 0; r < MR; ++r)
+        for (int v = 0; v < NV; ++v)
+          acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_set1_ps(bias[r]));
+    }
     __m512 m[NV];
     for (int v = 0; v < NV; ++v)
       m[v] = max[v];
@@ -213,26 +224,39 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   const __m512i lane =
       _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   bool started = false; // st.m holds a max of scores seen so far
-  // Causal without a mask: keys below `visible` are seen by every query of
-  // the block, so the blocks end there once, and only the keys past it (at
-  // most Br of them) take the masked path.
-  int64_t visible = p.causal && !mb ? i0 + p.causalOffset + 1 : kvEnd;
+  // A mask that is the same for every query (ms[2] == 0: padding) is added
+  // per key in the score product's epilogue; only a mask that differs
+  // between queries needs the masked path.
+  const float *queryMask = p.ms[2] == 0 ? nullptr : mb;
+  alignas(64) float keyBias[kBc];
+  // Causal without such a mask: keys below `visible` are seen by every
+  // query of the block, so the blocks end there once, and only the keys
+  // past it (at most Br of them) take the masked path.
+  int64_t visible = p.causal && !queryMask ? i0 + p.causalOffset + 1 : kvEnd;
   int64_t nb = 0;
   for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += nb) {
     nb = std::min(kBc, (j0 < visible ? std::min(visible, kvEnd) : kvEnd) - j0);
+    if (mb && !queryMask)
+      for (int64_t j = 0; j < nb; ++j)
+        keyBias[j] = tfc::uk::toLog2Domain(mb[(j0 + j) * p.ms[3]]);
     auto scores = packedTile<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc,
                                  /*accumulate=*/false, nullptr);
     auto values = packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot,
                                  /*accumulate=*/true, nullptr);
     // Every key of the block visible to every query: no mask, and causal
     // only if the block ends before the first query's limit.
-    bool unmasked = !mb && (!p.causal || j0 + nb - 1 <= i0 + p.causalOffset);
+    bool unmasked =
+        !queryMask && (!p.causal || j0 + nb - 1 <= i0 + p.causalOffset);
 
     // Fast path: P straight from the score product, against the running
     // max, as long as no score exceeds it by more than the threshold.
     if (unmasked && started) {
       ScoreEpilogue<NV> epilogue;
       epilogue.reference = st.m;
+      if (mb && !queryMask) {
+        epilogue.keyBias = keyBias;
+        epilogue.rows = sc;
+      }
       blockProduct<NV, kUnroll>(scores, nb, epilogue);
       __mmask16 over = 0;
       for (int v = 0; v < NV; ++v)
@@ -251,6 +275,10 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
 
     // St = K_blk . Qt, raw, with the block's max.
     ScoreEpilogue<NV> epilogue;
+    if (mb && !queryMask) {
+      epilogue.keyBias = keyBias;
+      epilogue.rows = sc;
+    }
     blockProduct<NV, kUnroll>(scores, nb, epilogue);
 
     // Mask, causal limit; then the block's max.
@@ -262,19 +290,13 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
       for (int v = 0; v < NV; ++v) {
         __m512 s = _mm512_load_ps(sc + j * Br + v * 16);
         int64_t qbase = i0 + v * 16;
-        if (mb) {
-          const float *mrow = mb + key * p.ms[3];
-          __m512 mv;
-          if (p.ms[2] == 0) {
-            mv = _mm512_set1_ps(*mrow);
-          } else {
-            __m512i idx = _mm512_mullo_epi32(
-                _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(qbase))),
-                _mm512_set1_epi32(int32_t(p.ms[2])));
-            __mmask16 valid = firstLanes(nq - v * 16);
-            mv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, idx, mrow,
-                                          4);
-          }
+        if (queryMask) {
+          __m512i idx = _mm512_mullo_epi32(
+              _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(qbase))),
+              _mm512_set1_epi32(int32_t(p.ms[2])));
+          __m512 mv = _mm512_mask_i32gather_ps(_mm512_setzero_ps(),
+                                               firstLanes(nq - v * 16), idx,
+                                               queryMask + key * p.ms[3], 4);
           s = _mm512_add_ps(s, tfc::uk::toLog2Domain(mv, log2e));
         }
         if (p.causal) {

@@ -3,6 +3,8 @@
 #ifndef TFC_UKERNELS_SIMD_H
 #define TFC_UKERNELS_SIMD_H
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #ifdef __AVX512F__
@@ -68,6 +70,15 @@ inline void transpose16(__m512 r[16]) {
     r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
     r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
   }
+}
+
+/// toLog2Domain for one value.
+inline float toLog2Domain(float x) {
+  float y = x * kLog2e;
+  if (std::isinf(x))
+    return y;
+  return std::max(std::min(y, std::numeric_limits<float>::max()),
+                  -std::numeric_limits<float>::max());
 }
 
 /// Lanes [0, n) of a 16-lane vector (none for n <= 0, all for n >= 16).

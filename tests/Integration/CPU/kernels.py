@@ -103,6 +103,15 @@ def padding_mask(rng, b, hq, sq, skv):
     return m
 
 
+def key_padding_finfo(rng, b, hq, sq, skv):
+    """[B,1,1,Skv] padding as frameworks write it (finfo.min), random
+    elsewhere; batch 1 masks every key (its rows average every value)."""
+    m = rng.uniform(-2, 0, (b, 1, 1, skv))
+    m[0, ..., skv - 37:] = np.finfo(np.float32).min
+    m[1:, ...] = np.finfo(np.float32).min
+    return m
+
+
 def rows_fully_masked(rng, b, hq, sq, skv):
     """[B,1,Sq,Skv] random additive mask with whole rows at -inf."""
     m = rng.standard_normal((b, 1, sq, skv))
@@ -207,6 +216,12 @@ def main():
     A(h, rng, "gqa_12_4_mask_rows", 1, 12, 4, 33, 65, 64,
       mask=rows_fully_masked)
     A(h, rng, "padding_mask_batch", 3, 4, 2, 17, 40, 64, mask=padding_mask)
+    A(h, rng, "padding_mask_long", 3, 2, 2, 70, 300, 64, mask=padding_mask,
+      key_growth=6.0)
+    A(h, rng, "key_padding_finfo", 2, 2, 2, 45, 260, 32,
+      mask=key_padding_finfo)
+    A(h, rng, "padding_mask_causal", 3, 2, 1, 150, 300, 64,
+      mask=padding_mask, causal=True)
     A(h, rng, "finfo_min_rows", 1, 2, 2, 33, 40, 64, mask=finfo_min_rows)
     A(h, rng, "full_mask_scale", 1, 2, 2, 40, 50, 48, mask=full_mask,
       scale=0.3)
