@@ -27,7 +27,10 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
        "buffer-deallocation-pipeline,convert-linalg-matmul-to-cpu,";
   // The remaining linalg ops become loops whose outermost parallel loop
   // runs on OpenMP threads; inner loops stay plain for LLVM to vectorise.
+  // Single-iteration loops (a batch of 1) are promoted first, so the loop
+  // that runs on the threads is the first one with work to share.
   p += "func.func(convert-linalg-to-affine-loops,"
+       "affine-loop-normalize{promote-single-iter=true},"
        "affine-parallelize{max-nested=1}),"
        "lower-affine,convert-scf-to-openmp,tfc-inline-alloca-scopes,"
        "tfc-math-approximation,convert-scf-to-cf,expand-strided-metadata,"
