@@ -12,9 +12,10 @@
 //   St = K_blk . Qt          (K read in place, Q packed once per task)
 //   Ot = Ot * alpha + Vt . P (V read in place)
 // Scores are kept in base 2 (scale * log2 e folded into Q), so exp is exp2.
-// The score product's epilogue takes the block's max and, for unmasked
-// blocks, writes P against the running max directly; the max moves only
-// when a block exceeds it by more than kRescaleThreshold (lazy rescaling).
+// The score product's epilogue adds a mask shared by all queries (padding),
+// takes the block's max and, for blocks nothing else masks, writes P
+// against the running max directly; the max moves only when a block
+// exceeds it by more than kRescaleThreshold (lazy rescaling).
 // Causal blocks past the diagonal are skipped; grouped-query heads share
 // their K/V head without a copy; a single query row splits the keys across
 // tasks and reduces the partial results (split-KV).
@@ -229,6 +230,14 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   // between queries needs the masked path.
   const float *queryMask = p.ms[2] == 0 ? nullptr : mb;
   alignas(64) float keyBias[kBc];
+  auto scoreEpilogue = [&] {
+    ScoreEpilogue<NV> epilogue;
+    if (mb && !queryMask) {
+      epilogue.keyBias = keyBias;
+      epilogue.rows = sc;
+    }
+    return epilogue;
+  };
   // Causal without such a mask: keys below `visible` are seen by every
   // query of the block, so the blocks end there once, and only the keys
   // past it (at most Br of them) take the masked path.
@@ -251,12 +260,8 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     // Fast path: P straight from the score product, against the running
     // max, as long as no score exceeds it by more than the threshold.
     if (unmasked && started) {
-      ScoreEpilogue<NV> epilogue;
+      ScoreEpilogue<NV> epilogue = scoreEpilogue();
       epilogue.reference = st.m;
-      if (mb && !queryMask) {
-        epilogue.keyBias = keyBias;
-        epilogue.rows = sc;
-      }
       blockProduct<NV, kUnroll>(scores, nb, epilogue);
       __mmask16 over = 0;
       for (int v = 0; v < NV; ++v)
@@ -274,11 +279,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     started = true;
 
     // St = K_blk . Qt, raw, with the block's max.
-    ScoreEpilogue<NV> epilogue;
-    if (mb && !queryMask) {
-      epilogue.keyBias = keyBias;
-      epilogue.rows = sc;
-    }
+    ScoreEpilogue<NV> epilogue = scoreEpilogue();
     blockProduct<NV, kUnroll>(scores, nb, epilogue);
 
     // Mask, causal limit; then the block's max.
