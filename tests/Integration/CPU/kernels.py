@@ -222,6 +222,8 @@ def main():
       mask=key_padding_finfo)
     A(h, rng, "padding_mask_causal", 3, 2, 1, 150, 300, 64,
       mask=padding_mask, causal=True)
+    A(h, rng, "decode_split_kv_padding", 3, 4, 4, 1, 1000, 64,
+      mask=key_padding_finfo)
     A(h, rng, "finfo_min_rows", 1, 2, 2, 33, 40, 64, mask=finfo_min_rows)
     A(h, rng, "full_mask_scale", 1, 2, 2, 40, 50, 48, mask=full_mask,
       scale=0.3)
