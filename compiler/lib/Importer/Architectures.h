@@ -41,6 +41,8 @@ llvm::ArrayRef<Architecture> architectures();
 // Families.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildBert(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildGpt2(ImportRequest &request);
 
 /// The sentence-transformers head shared by encoder families: pooling from
 /// DIR/1_Pooling/config.json (mean when absent; mean or cls supported) and

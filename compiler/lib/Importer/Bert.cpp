@@ -31,22 +31,18 @@ struct BertConfig {
 static FailureOr<BertConfig> readConfig(const JsonConfig &c,
                                         std::string &error) {
   BertConfig cfg;
-  auto get = [&](StringRef field, int64_t &out) {
-    FailureOr<int64_t> v = c.positiveInt(field, error);
-    if (failed(v))
-      return false;
-    out = *v;
-    return true;
-  };
-  if (!get("hidden_size", cfg.hidden) ||
-      !get("num_hidden_layers", cfg.layers) ||
-      !get("num_attention_heads", cfg.heads) ||
-      !get("intermediate_size", cfg.intermediate) ||
-      !get("vocab_size", cfg.vocab) ||
-      !get("max_position_embeddings", cfg.maxPositions))
+  if (failed(readPositiveInts(c,
+                              {{"hidden_size", &cfg.hidden},
+                               {"num_hidden_layers", &cfg.layers},
+                               {"num_attention_heads", &cfg.heads},
+                               {"intermediate_size", &cfg.intermediate},
+                               {"vocab_size", &cfg.vocab},
+                               {"max_position_embeddings", &cfg.maxPositions}},
+                              error)))
     return failure();
   if (c.has("type_vocab_size")) {
-    if (!get("type_vocab_size", cfg.typeVocab))
+    if (failed(
+            readPositiveInts(c, {{"type_vocab_size", &cfg.typeVocab}}, error)))
       return failure();
   } else {
     cfg.typeVocab = 2;
@@ -65,19 +61,10 @@ static FailureOr<BertConfig> readConfig(const JsonConfig &c,
     return failure();
   }
   cfg.eps = *eps;
-  FailureOr<std::string> act = c.string("hidden_act", error, "gelu");
+  FailureOr<Activation> act = readActivation(c, "hidden_act", "gelu", error);
   if (failed(act))
     return failure();
-  FailureOr<Activation> parsed = parseActivation(*act);
-  if (failed(parsed)) {
-    (void)c.fieldError("hidden_act",
-                       "unsupported activation \"" + *act +
-                           "\" (supported: gelu, gelu_new, "
-                           "gelu_pytorch_tanh, gelu_fast, relu)",
-                       error);
-    return failure();
-  }
-  cfg.act = *parsed;
+  cfg.act = *act;
   FailureOr<std::string> pos =
       c.string("position_embedding_type", error, "absolute");
   if (failed(pos))

@@ -29,9 +29,12 @@ static const StringRef bertNames[] = {
     "BertLMHeadModel",
 };
 
+static const StringRef gpt2Names[] = {"GPT2Model", "GPT2LMHeadModel"};
+
 ArrayRef<Architecture> architectures() {
   static const Architecture registry[] = {
       {"bert", bertNames, buildBert},
+      {"gpt2", gpt2Names, buildGpt2},
   };
   return registry;
 }

@@ -2,6 +2,8 @@
 
 #include "Layers.h"
 
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -34,25 +36,74 @@ FailureOr<Activation> parseActivation(StringRef name) {
   return *act;
 }
 
-FailureOr<Value> linear(ModelBuilder &mb, TosaBuilder &tb, Value x,
-                        StringRef name, int64_t out, bool bias) {
+FailureOr<Activation> readActivation(const JsonConfig &config, StringRef field,
+                                     StringRef fallback, std::string &error) {
+  FailureOr<std::string> name = config.string(field, error, fallback.str());
+  if (failed(name))
+    return failure();
+  FailureOr<Activation> act = parseActivation(*name);
+  if (failed(act))
+    (void)config.fieldError(field,
+                            "unsupported activation \"" + *name +
+                                "\" (supported: gelu, gelu_new, "
+                                "gelu_pytorch_tanh, gelu_fast, relu)",
+                            error);
+  return act;
+}
+
+LogicalResult readPositiveInts(const JsonConfig &config,
+                               ArrayRef<std::pair<StringRef, int64_t *>> fields,
+                               std::string &error) {
+  for (auto [field, out] : fields) {
+    FailureOr<int64_t> v = config.positiveInt(field, error);
+    if (failed(v))
+      return failure();
+    *out = *v;
+  }
+  return success();
+}
+
+/// x [..., in] as [1, rows, in] times `w` [1, in, out], plus `bias` [out],
+/// reshaped back to [..., out].
+static Value project(TosaBuilder &tb, Value x, Value w, Value bias,
+                     int64_t out) {
   RankedTensorType t = typeOf(x);
   int64_t in = t.getShape().back();
-  int64_t rows = t.getNumElements() / in;
-  FailureOr<Value> w = mb.weight((name + ".weight").str(), {out, in});
-  if (failed(w))
-    return failure();
-  Value wt = tb.transpose(tb.reshape(*w, {1, out, in}), {0, 2, 1});
-  Value y = tb.matmul(tb.reshape(x, {1, rows, in}), wt);
-  if (bias) {
-    FailureOr<Value> b = mb.weight((name + ".bias").str(), {out});
-    if (failed(b))
-      return failure();
-    y = tb.add(y, tb.reshape(*b, {1, 1, out}));
-  }
+  Value y = tb.matmul(tb.reshape(x, {1, t.getNumElements() / in, in}), w);
+  if (bias)
+    y = tb.add(y, tb.reshape(bias, {1, 1, out}));
   SmallVector<int64_t> shape(t.getShape());
   shape.back() = out;
   return tb.reshape(y, shape);
+}
+
+FailureOr<Value> linear(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                        StringRef name, int64_t out, bool bias) {
+  int64_t in = typeOf(x).getShape().back();
+  FailureOr<Value> w = mb.weight((name + ".weight").str(), {out, in});
+  if (failed(w))
+    return failure();
+  Value b;
+  if (bias) {
+    FailureOr<Value> bv = mb.weight((name + ".bias").str(), {out});
+    if (failed(bv))
+      return failure();
+    b = *bv;
+  }
+  Value wt = tb.transpose(tb.reshape(*w, {1, out, in}), {0, 2, 1});
+  return project(tb, x, wt, b, out);
+}
+
+FailureOr<Value> conv1d(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                        StringRef name, int64_t out) {
+  int64_t in = typeOf(x).getShape().back();
+  FailureOr<Value> w = mb.weight((name + ".weight").str(), {in, out});
+  if (failed(w))
+    return failure();
+  FailureOr<Value> b = mb.weight((name + ".bias").str(), {out});
+  if (failed(b))
+    return failure();
+  return project(tb, x, tb.reshape(*w, {1, in, out}), *b, out);
 }
 
 FailureOr<Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
@@ -135,7 +186,7 @@ Value extendedAttentionMask(TosaBuilder &tb, Value mask) {
 }
 
 Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
-                                Value mask, double scale) {
+                                Value mask, double scale, bool causal) {
   ArrayRef<int64_t> qs = typeOf(q).getShape(), ks = typeOf(k).getShape(),
                     vs = typeOf(v).getShape();
   int64_t b = qs[0], h = qs[1], sq = qs[2], d = qs[3], skv = ks[2], dv = vs[3];
@@ -146,6 +197,20 @@ Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
   Value scores = tb.matmul(q3, kt3);
   scores = tb.reshape(scores, {b, h, sq, skv});
   scores = tb.mul(scores, scalar(tb, scale, 4));
+  if (causal) {
+    // Key j is visible to query i iff j <= i + skv - sq.
+    OpBuilder &ob = tb.builder();
+    auto type = RankedTensorType::get({1, 1, sq, skv}, ob.getI1Type());
+    SmallVector<bool> visible;
+    visible.reserve(sq * skv);
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < skv; ++j)
+        visible.push_back(j <= i + skv - sq);
+    Value tril = tosa::ConstOp::create(ob, tb.getLoc(), type,
+                                       DenseElementsAttr::get(type, visible));
+    scores = tb.select(tril, scores,
+                       scalar(tb, -std::numeric_limits<float>::infinity(), 4));
+  }
   if (mask)
     scores = tb.add(scores, mask);
   // softmax over the last axis.

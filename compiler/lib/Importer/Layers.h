@@ -10,6 +10,7 @@
 #ifndef TFC_LIB_IMPORTER_LAYERS_H
 #define TFC_LIB_IMPORTER_LAYERS_H
 
+#include "Config.h"
 #include "ModelBuilder.h"
 
 namespace tfc::importer {
@@ -19,12 +20,33 @@ enum class Activation { GeluErf, GeluTanh, Relu };
 /// Maps a config.json "hidden_act" value; failure when unknown.
 mlir::FailureOr<Activation> parseActivation(llvm::StringRef name);
 
+/// The activation named by `field` of `config` (`fallback` when absent); an
+/// unknown name is a field error listing the supported ones.
+mlir::FailureOr<Activation> readActivation(const JsonConfig &config,
+                                           llvm::StringRef field,
+                                           llvm::StringRef fallback,
+                                           std::string &error);
+
+/// Reads each (field, destination) pair as a positive integer; stops at the
+/// first error.
+mlir::LogicalResult
+readPositiveInts(const JsonConfig &config,
+                 llvm::ArrayRef<std::pair<llvm::StringRef, int64_t *>> fields,
+                 std::string &error);
+
 /// nn.Linear: x [B, S, in] -> x @ W^T + b, W = `name`.weight [out, in],
 /// b = `name`.bias [out] (when `bias`). Emitted as a [1, B*S, in] x
 /// [1, in, out] tosa.matmul with the weight transposed in the graph.
 mlir::FailureOr<mlir::Value> linear(ModelBuilder &mb, TosaBuilder &tb,
                                     mlir::Value x, llvm::StringRef name,
                                     int64_t out, bool bias = true);
+
+/// transformers' Conv1D (GPT-2's projections): x [B, S, in] -> x @ W + b,
+/// W = `name`.weight [in, out] (stored transposed against nn.Linear),
+/// b = `name`.bias [out].
+mlir::FailureOr<mlir::Value> conv1d(ModelBuilder &mb, TosaBuilder &tb,
+                                    mlir::Value x, llvm::StringRef name,
+                                    int64_t out);
 
 /// nn.LayerNorm over the last axis as primitives: mean = sum(x) * 1/N,
 /// d = x - mean, var = sum(d * d) * 1/N, d * rsqrt(var + eps) * gamma + beta,
@@ -55,10 +77,17 @@ mlir::Value extendedAttentionMask(TosaBuilder &tb, mlir::Value mask);
 
 /// Eager attention: softmax(Q K^T * scale + mask) V with Q, K, V
 /// [B, H, S, dh]; `mask` additive [B, 1, 1, S] or null. Softmax as
-/// reduce_max, sub, exp, reduce_sum, reciprocal, mul.
+/// reduce_max, sub, exp, reduce_sum, reciprocal, mul. With `causal`, GPT-2's
+/// where(tril, scores, fill) comes between the scale and the mask: a
+/// tosa.select with a constant lower-triangular i1 tensor. The fill is -inf,
+/// where transformers writes finfo(f32).min: the two differ only in rows
+/// whose every visible key is padding (transformers then spreads the weight
+/// over the future keys too), and only -inf keeps the graph equal to one
+/// fused causal attention with the padding mask.
 mlir::Value scaledDotProductAttention(TosaBuilder &tb, mlir::Value q,
                                       mlir::Value k, mlir::Value v,
-                                      mlir::Value mask, double scale);
+                                      mlir::Value mask, double scale,
+                                      bool causal = false);
 
 /// sentence-transformers mean pooling: sum(h * m, 1) / max(sum(m, 1), 1e-9)
 /// with h [B, S, H], mask [B, S] -> [B, H].

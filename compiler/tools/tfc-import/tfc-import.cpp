@@ -39,10 +39,11 @@ static cl::opt<tfc::ImportOutput> outputKind(
     "output", cl::desc("What @main returns"),
     cl::values(clEnumValN(tfc::ImportOutput::SentenceEmbedding, "embedding",
                           "pooled (and normalised) sentence embedding "
-                          "[B, hidden] (default)"),
+                          "[B, hidden] (the default for encoders)"),
                clEnumValN(tfc::ImportOutput::LastHiddenState, "hidden",
-                          "last hidden state [B, S, hidden]")),
-    cl::init(tfc::ImportOutput::SentenceEmbedding), cl::cat(category));
+                          "last hidden state [B, S, hidden] (the default "
+                          "for decoders)")),
+    cl::init(tfc::ImportOutput::Default), cl::cat(category));
 static cl::opt<bool> tokenTypeIds(
     "token-type-ids",
     cl::desc("Take token_type_ids as a third input (default: all zero)"),

@@ -728,7 +728,7 @@ func.func @attention_combined(%v1: tensor<2x4x3x8xf32>, %v2: tensor<2x2x8x5xf32>
   %s29 = tosa.const_shape {values = dense<[2, 4, 3, 5]> : tensor<4xindex>} : () -> !tosa.shape<4>
   %v30 = tosa.reshape %v28, %s29 : (tensor<8x3x5xf32>, !tosa.shape<4>) -> tensor<2x4x3x5xf32>
   %v31 = "tosa.const"() <{values = dense<[[[[true, true, true, false, false], [true, true, true, true, false], [true, true, true, true, true]]]]> : tensor<1x1x3x5xi1>}> : () -> tensor<1x1x3x5xi1>
-  %v32 = "tosa.const"() <{values = dense<-1000000000.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %v32 = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
   %v33 = tosa.select %v31, %v30, %v32 : (tensor<1x1x3x5xi1>, tensor<2x4x3x5xf32>, tensor<1x1x1x1xf32>) -> tensor<2x4x3x5xf32>
   %v34 = tosa.add %v4, %v33 : (tensor<2x1x1x5xf32>, tensor<2x4x3x5xf32>) -> tensor<2x4x3x5xf32>
   %v35 = tosa.exp %v34 : (tensor<2x4x3x5xf32>) -> tensor<2x4x3x5xf32>

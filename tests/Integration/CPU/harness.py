@@ -42,6 +42,31 @@ class Harness:
         subprocess.run(cmd, check=True, stderr=subprocess.PIPE)
         return lib
 
+    def build_hf(self, name, model, batch, seq, fused):
+        """tfc-compile --hf MODEL; returns the library and the fusion
+        summary tfc-compile printed."""
+        lib = self.path(name + (".fused" if fused else ".unfused") + ".so")
+        cmd = [self.compile, "--hf", model, "--batch", str(batch),
+               "--seq-len", str(seq), "-o", lib]
+        if not fused:
+            cmd.append("--no-fusion")
+        summary = subprocess.run(cmd, check=True, stderr=subprocess.PIPE,
+                                 text=True).stderr.strip()
+        return lib, summary
+
+    def run_hf(self, lib, model, inputs):
+        """Runs a library built by build_hf on the model's
+        model.safetensors; returns its one output."""
+        args = [self.run_tool, lib, "--weights",
+                os.path.join(model, "model.safetensors")]
+        for i, x in enumerate(inputs):
+            p = self.path("in%d.npy" % i)
+            np.save(p, x)
+            args += ["--input", p]
+        out = self.path("out0.npy")
+        subprocess.run(args + ["--output", out], check=True)
+        return np.load(out)
+
     def run(self, lib, inputs, num_outputs=1):
         args = [self.run_tool, lib]
         for i, x in enumerate(inputs):

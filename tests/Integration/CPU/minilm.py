@@ -6,7 +6,6 @@ usage: minilm.py BINDIR WORKDIR MODEL_DIR FIXTURES_DIR
 """
 
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -22,23 +21,10 @@ def main():
     ref = np.load(os.path.join(fixtures, "embeddings.npy")).astype(np.float64)
     batch, seq = ids.shape
     for fused in (True, False):
-        lib = h.path("minilm.%s.so" % ("fused" if fused else "unfused"))
-        cmd = [h.compile, "--hf", model, "--batch", str(batch), "--seq-len",
-               str(seq), "-o", lib]
-        if not fused:
-            cmd.append("--no-fusion")
-        summary = subprocess.run(cmd, check=True, stderr=subprocess.PIPE,
-                                 text=True).stderr.strip()
+        lib, summary = h.build_hf("minilm", model, batch, seq, fused)
         if fused:
             print(summary)
-        np.save(h.path("ids.npy"), ids)
-        np.save(h.path("mask.npy"), mask)
-        out = h.path("emb.npy")
-        subprocess.run([h.run_tool, lib, "--weights",
-                        os.path.join(model, "model.safetensors"), "--input",
-                        h.path("ids.npy"), "--input", h.path("mask.npy"),
-                        "--output", out], check=True)
-        emb = np.load(out).astype(np.float64)
+        emb = h.run_hf(lib, model, [ids, mask]).astype(np.float64)
         cos = (emb * ref).sum(1) / (np.linalg.norm(emb, axis=1) *
                                     np.linalg.norm(ref, axis=1))
         label = "minilm %s" % ("fused" if fused else "unfused")

@@ -32,6 +32,9 @@ namespace tfc {
 
 /// What the emitted function returns.
 enum class ImportOutput {
+  /// The family's usual output: the sentence embedding for encoders (BERT),
+  /// the last hidden state for decoders (GPT-2).
+  Default,
   /// The sentence-transformers pipeline: pooling (mean over the attention mask
   /// or CLS, from 1_Pooling/config.json; mean when absent), then L2
   /// normalisation when modules.json lists a Normalize module (or has no
@@ -44,7 +47,7 @@ enum class ImportOutput {
 struct ImportOptions {
   int64_t batch = 1;
   int64_t seqLen = 128;
-  ImportOutput output = ImportOutput::SentenceEmbedding;
+  ImportOutput output = ImportOutput::Default;
   /// Add a `token_type_ids` input (tensor<BxSxi64>) after attention_mask; when
   /// false the token types are all zero, as transformers does by default.
   bool tokenTypeIds = false;

@@ -15,6 +15,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 
@@ -359,6 +360,7 @@ struct ScoresWalk {
   bool scaled = false;
   Value mask;
   bool isCausal = false;
+  double causalFill = 0; ///< What the causal select writes for hidden keys.
   std::optional<BooleanMask> booleanMask;
   SmallVector<HeadView> views;
   tosa::MatMulOp matmul;
@@ -414,10 +416,29 @@ MatchOr<MaskSelect> matchMaskSelect(tosa::SelectOp sel) {
   if (*fill > -1.0e4)
     return mismatch("select fill value " + std::to_string(*fill) +
                     " is not a large negative constant");
+  m.fill = *fill;
   m.isCausal = isCausalPattern(cond, visibleWhenTrue);
   if (!m.isCausal)
     m.booleanMask = BooleanMask{cond, visibleWhenTrue, *fill};
   return m;
+}
+
+/// The op hides causal keys outright. A causal select with a finite fill is
+/// the same only while each row keeps a visible score far above the fill;
+/// an additive mask can push every visible score of a row down to it
+/// (padding written as finfo.min), and then the filled keys count. Such a
+/// pair is left unfused; a fill of -inf has no such rows.
+static bool finiteCausalFillWithMask(const ScoresWalk &w, std::string &why) {
+  if (!w.isCausal || !w.mask || std::isinf(w.causalFill))
+    return false;
+  char fill[32];
+  std::snprintf(fill, sizeof(fill), "%g", w.causalFill);
+  why = std::string("a mask is added to scores whose causal select fills "
+                    "with a finite ") +
+        fill +
+        ": rows whose visible keys are all masked would differ (fill with "
+        "-inf to fuse)";
+  return true;
 }
 
 static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
@@ -486,6 +507,8 @@ static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
     for (int i = 0; i < 2; ++i) {
       ScoresWalk trial = w;
       trial.mask = add->getOperand(1 - i);
+      if (finiteCausalFillWithMask(trial, why))
+        return false;
       std::string reason;
       if (walkScores(add->getOperand(i), {}, trial, reason)) {
         w = trial;
@@ -514,6 +537,9 @@ static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
     }
     if (sm->isCausal) {
       w.isCausal = true;
+      w.causalFill = sm->fill;
+      if (finiteCausalFillWithMask(w, why))
+        return false;
     } else {
       if (w.mask) {
         why = "scores have two masks";

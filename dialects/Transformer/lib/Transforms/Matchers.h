@@ -150,6 +150,7 @@ struct BooleanMask {
 struct MaskSelect {
   mlir::Value scores;
   bool isCausal = false; ///< `cond` is exactly `j <= i + (Skv - Sq)`.
+  double fill = 0;       ///< The value hidden scores are replaced with.
   std::optional<BooleanMask> booleanMask; ///< Set when not causal.
 };
 

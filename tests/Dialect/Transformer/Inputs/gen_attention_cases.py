@@ -303,8 +303,12 @@ def make_case(rng, index, name=None, small=False, **fixed):
             cond, _ = bool_const(f, cshape, lambda i, j: j <= i + (skv - sq),
                                  inverted)
         big = -1.0e9 if et == "f32" else -65504.0
-        neg = f.splat(-math.inf if pick("fill", ["-inf", "big"]) == "-inf"
-                      else big, rank)
+        fill = pick("fill", ["-inf", "big"])
+        # A causal select next to an additive mask fuses only with -inf
+        # (a finite fill and a mask hiding every visible key of a row
+        # would not be the op).
+        fill = -math.inf if mask == "causal_add" or fill == "-inf" else big
+        neg = f.splat(fill, rank)
         if inverted:
             return f.select(cond, neg, s)
         return f.select(cond, s, neg)

@@ -1,0 +1,196 @@
+//===- Gpt2.cpp - GPT-2 decoders (GPT2Model, GPT2LMHeadModel) -------------===//
+//
+// Follows transformers' modeling_gpt2.py (eager attention): token + position
+// embeddings, N pre-LayerNorm blocks (ln_1, causal self-attention through
+// one Conv1D c_attn split into Q, K, V, c_proj, residual; ln_2, MLP c_fc,
+// activation, c_proj, residual), then ln_f. The causal mask is
+// where(tril, scores / sqrt(dh), finfo.min) and the padding mask is added
+// after it, as transformers does. The LM head (tied to wte) is not part of
+// the graph: the result is the last hidden state.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Architectures.h"
+#include "Layers.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace llvm;
+
+namespace tfc::importer {
+
+namespace {
+struct Gpt2Config {
+  int64_t hidden, layers, heads, inner, vocab, positions;
+  double eps;
+  Activation act;
+};
+} // namespace
+
+static FailureOr<Gpt2Config> readConfig(const JsonConfig &c,
+                                        std::string &error) {
+  Gpt2Config cfg;
+  if (failed(readPositiveInts(c,
+                              {{"n_embd", &cfg.hidden},
+                               {"n_layer", &cfg.layers},
+                               {"n_head", &cfg.heads},
+                               {"vocab_size", &cfg.vocab},
+                               {"n_positions", &cfg.positions}},
+                              error)))
+    return failure();
+  // n_inner: null or absent means 4 * n_embd.
+  const json::Value *inner = c.object().get("n_inner");
+  if (inner && inner->kind() != json::Value::Null) {
+    if (failed(readPositiveInts(c, {{"n_inner", &cfg.inner}}, error)))
+      return failure();
+  } else {
+    cfg.inner = 4 * cfg.hidden;
+  }
+  if (cfg.hidden % cfg.heads != 0) {
+    (void)c.fieldError(
+        "n_head", "does not divide n_embd (" + Twine(cfg.hidden) + ")", error);
+    return failure();
+  }
+  FailureOr<double> eps = c.number("layer_norm_epsilon", error, 1e-5);
+  if (failed(eps))
+    return failure();
+  if (*eps <= 0) {
+    (void)c.fieldError("layer_norm_epsilon", "expected a positive number",
+                       error);
+    return failure();
+  }
+  cfg.eps = *eps;
+  FailureOr<Activation> act =
+      readActivation(c, "activation_function", "gelu_new", error);
+  if (failed(act))
+    return failure();
+  cfg.act = *act;
+  // Options that change the attention arithmetic.
+  for (StringRef field :
+       {"scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"}) {
+    FailureOr<bool> on = c.boolean(field, error, false);
+    if (failed(on))
+      return failure();
+    if (*on) {
+      (void)c.fieldError(field, "true is not supported", error);
+      return failure();
+    }
+  }
+  FailureOr<bool> scaled = c.boolean("scale_attn_weights", error, true);
+  if (failed(scaled))
+    return failure();
+  if (!*scaled) {
+    (void)c.fieldError("scale_attn_weights", "false is not supported", error);
+    return failure();
+  }
+  return cfg;
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
+  FailureOr<Gpt2Config> cfgOr = readConfig(r.config, r.error);
+  if (failed(cfgOr))
+    return failure();
+  const Gpt2Config &cfg = *cfgOr;
+  const ImportOptions &o = r.options;
+  if (o.output == ImportOutput::SentenceEmbedding) {
+    r.error = r.config.path() +
+              ": GPT-2 is a decoder and has no sentence-embedding pooling; "
+              "its output is the last hidden state";
+    return failure();
+  }
+  if (o.tokenTypeIds) {
+    r.error = r.config.path() + ": GPT-2 takes no token_type_ids";
+    return failure();
+  }
+  if (o.seqLen > cfg.positions) {
+    r.error = ("--seq-len " + Twine(o.seqLen) + " exceeds n_positions (" +
+               Twine(cfg.positions) + ") in " + r.config.path())
+                  .str();
+    return failure();
+  }
+
+  FailureOr<std::string> prefix = r.weights.findPrefix("wte.weight");
+  if (failed(prefix)) {
+    r.error = r.weights.primaryFile() +
+              ": missing tensor \"wte.weight\" (with or without a prefix "
+              "such as \"transformer.\")";
+    return failure();
+  }
+
+  ModelBuilder mb(r.context, r.weights, *prefix, r.error);
+  auto i64 =
+      RankedTensorType::get({o.batch, o.seqLen}, mb.getBuilder().getI64Type());
+  Value ids = mb.addInput("input_ids", i64);
+  Value mask = mb.addInput("attention_mask", i64);
+
+  Value h;
+  {
+    TosaBuilder tb = mb.at("embeddings");
+    FailureOr<Value> wte = mb.weight("wte.weight", {cfg.vocab, cfg.hidden});
+    if (failed(wte))
+      return failure();
+    FailureOr<Value> wpe = mb.weight("wpe.weight", {cfg.positions, cfg.hidden});
+    if (failed(wpe))
+      return failure();
+    h = tb.add(embeddingLookup(tb, *wte, ids), leadingRows(tb, *wpe, o.seqLen));
+  }
+  Value extMask = [&] {
+    TosaBuilder tb = mb.at("attention_mask");
+    return extendedAttentionMask(tb, mask);
+  }();
+  double scale = 1.0 / std::sqrt(static_cast<double>(cfg.hidden / cfg.heads));
+
+  for (int64_t l = 0; l < cfg.layers; ++l) {
+    std::string block = "h." + std::to_string(l);
+    {
+      std::string name = block + ".attn";
+      TosaBuilder tb = mb.at(name);
+      FailureOr<Value> a = layerNorm(mb, tb, h, block + ".ln_1", cfg.eps);
+      if (failed(a))
+        return failure();
+      FailureOr<Value> qkv =
+          conv1d(mb, tb, *a, name + ".c_attn", 3 * cfg.hidden);
+      if (failed(qkv))
+        return failure();
+      auto part = [&](int64_t i) {
+        return tb.slice(*qkv, {0, 0, i * cfg.hidden},
+                        {o.batch, o.seqLen, cfg.hidden});
+      };
+      Value qh = splitHeads(tb, part(0), cfg.heads);
+      Value kh = splitHeads(tb, part(1), cfg.heads);
+      Value vh = splitHeads(tb, part(2), cfg.heads);
+      Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale,
+                                            /*causal=*/true);
+      FailureOr<Value> proj =
+          conv1d(mb, tb, mergeHeads(tb, ctx), name + ".c_proj", cfg.hidden);
+      if (failed(proj))
+        return failure();
+      h = tb.add(*proj, h);
+    }
+    {
+      std::string name = block + ".mlp";
+      TosaBuilder tb = mb.at(name);
+      FailureOr<Value> a = layerNorm(mb, tb, h, block + ".ln_2", cfg.eps);
+      if (failed(a))
+        return failure();
+      FailureOr<Value> up = conv1d(mb, tb, *a, name + ".c_fc", cfg.inner);
+      if (failed(up))
+        return failure();
+      FailureOr<Value> down = conv1d(mb, tb, activation(tb, *up, cfg.act),
+                                     name + ".c_proj", cfg.hidden);
+      if (failed(down))
+        return failure();
+      h = tb.add(*down, h);
+    }
+  }
+  TosaBuilder tb = mb.at("ln_f");
+  FailureOr<Value> out = layerNorm(mb, tb, h, "ln_f", cfg.eps);
+  if (failed(out))
+    return failure();
+  return mb.finish({*out});
+}
+
+} // namespace tfc::importer

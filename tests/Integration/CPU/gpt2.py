@@ -1,0 +1,172 @@
+"""A GPT-2 decoder imported from config.json + model.safetensors (tfc-compile
+--hf), fused and unfused, against a float64 numpy GPT-2 written from
+transformers' modeling_gpt2.py (eager attention): random weights, odd
+sizes, a padded batch row, the tanh GELU.
+
+usage: gpt2.py BINDIR WORKDIR [SEED]
+       gpt2.py --write DIR [--set FIELD=JSON]... [--unset FIELD]...
+               [--shape TENSOR=d0,d1]...   (only write the model directory)
+"""
+
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+
+from harness import Harness
+
+CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
+       "n_embd": 48, "n_layer": 2, "n_head": 3, "n_positions": 40,
+       "vocab_size": 101, "n_inner": None, "layer_norm_epsilon": 1e-5,
+       "activation_function": "gelu_new"}
+BATCH, SEQ = 2, 13
+
+
+def weights(rng, cfg):
+    h, inner = cfg["n_embd"], cfg["n_inner"] or 4 * cfg["n_embd"]
+    w = {"transformer.wte.weight": (cfg["vocab_size"], h),
+         "transformer.wpe.weight": (cfg["n_positions"], h),
+         "transformer.ln_f.weight": (h,), "transformer.ln_f.bias": (h,)}
+    for l in range(cfg["n_layer"]):
+        p = "transformer.h.%d." % l
+        w.update({p + "ln_1.weight": (h,), p + "ln_1.bias": (h,),
+                  p + "attn.c_attn.weight": (h, 3 * h),
+                  p + "attn.c_attn.bias": (3 * h,),
+                  p + "attn.c_proj.weight": (h, h),
+                  p + "attn.c_proj.bias": (h,),
+                  p + "ln_2.weight": (h,), p + "ln_2.bias": (h,),
+                  p + "mlp.c_fc.weight": (h, inner),
+                  p + "mlp.c_fc.bias": (inner,),
+                  p + "mlp.c_proj.weight": (inner, h),
+                  p + "mlp.c_proj.bias": (h,)})
+    out = {}
+    for name, shape in w.items():
+        x = rng.standard_normal(shape) * (0.3 if len(shape) == 2 else 0.1)
+        if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or \
+                name.endswith("ln_f.weight"):
+            x = x + 1.0
+        out[name] = x.astype(np.float32)
+    return out
+
+
+def write_safetensors(path, tensors):
+    header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
+    for name, x in tensors.items():
+        data = np.ascontiguousarray(x).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(x.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)
+
+
+def layer_norm(x, g, b, eps):
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * g + b
+
+
+def gelu_new(x):
+    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) *
+                                  (x + 0.044715 * x ** 3)))
+
+
+def reference(cfg, w, ids, mask):
+    """transformers' GPT2Model.forward, eager attention, in float64."""
+    w = {k[len("transformer."):]: v.astype(np.float64) for k, v in w.items()}
+    h, heads = cfg["n_embd"], cfg["n_head"]
+    dh = h // heads
+    b, s = ids.shape
+    x = w["wte.weight"][ids] + w["wpe.weight"][np.arange(s)][None]
+    fmin = np.finfo(np.float32).min
+    pad = (1.0 - mask.astype(np.float64))[:, None, None, :] * fmin
+    causal = np.tril(np.ones((s, s), dtype=bool))
+    for l in range(cfg["n_layer"]):
+        p = "h.%d." % l
+        a = layer_norm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"],
+                       cfg["layer_norm_epsilon"])
+        qkv = a @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+        q, k, v = (qkv[..., i * h:(i + 1) * h].reshape(b, s, heads, dh)
+                   .transpose(0, 2, 1, 3) for i in range(3))
+        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
+        sc = np.where(causal, sc, fmin) + pad
+        sc = np.exp(sc - sc.max(-1, keepdims=True))
+        ctx = (sc / sc.sum(-1, keepdims=True)) @ v
+        ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, h)
+        x = x + ctx @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+        a = layer_norm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"],
+                       cfg["layer_norm_epsilon"])
+        m = gelu_new(a @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])
+        x = x + m @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+    return layer_norm(x, w["ln_f.weight"], w["ln_f.bias"],
+                      cfg["layer_norm_epsilon"])
+
+
+def write_model(directory, rng, cfg, shapes=None):
+    """config.json and model.safetensors of a random GPT-2 in `directory`;
+    `shapes` replaces the shapes of some tensors. Returns the weights."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    w = weights(rng, {**CFG, **{k: v for k, v in cfg.items() if k in CFG}})
+    for name, shape in (shapes or {}).items():
+        w[name] = rng.standard_normal(shape).astype(np.float32)
+    write_safetensors(os.path.join(directory, "model.safetensors"), w)
+    return w
+
+
+def write_only(args):
+    cfg, shapes = dict(CFG), {}
+    directory = args[0]
+    it = iter(args[1:])
+    for flag in it:
+        value = next(it)
+        if flag == "--set":
+            k, v = value.split("=", 1)
+            cfg[k] = json.loads(v)
+        elif flag == "--unset":
+            cfg.pop(value, None)
+        elif flag == "--shape":
+            k, v = value.split("=", 1)
+            shapes["transformer." + k] = tuple(int(d) for d in v.split(","))
+        else:
+            sys.exit("gpt2.py: unknown flag " + flag)
+    write_model(directory, np.random.default_rng(1), cfg, shapes)
+
+
+def main():
+    if sys.argv[1] == "--write":
+        return write_only(sys.argv[2:])
+    bindir, workdir = sys.argv[1:3]
+    seed = int(sys.argv[3]) if len(sys.argv) > 3 else \
+        np.random.SeedSequence().entropy % (2**32)
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    h = Harness(bindir, workdir)
+    model = h.path("gpt2")
+    w = write_model(model, rng, CFG)
+    ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(np.int64)
+    mask = np.ones((BATCH, SEQ), dtype=np.int64)
+    mask[1, SEQ - 4:] = 0  # right padding in the second row
+    ref = reference(CFG, w, ids, mask)
+    for fused in (True, False):
+        lib, summary = h.build_hf("gpt2", model, BATCH, SEQ, fused)
+        if fused:
+            print(summary)
+        out = h.run_hf(lib, model, [ids, mask])
+        h.expect_close("gpt2 last hidden state %s" %
+                       ("fused" if fused else "unfused"), out, ref, 1e-4)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
