@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt2_e2e  # noqa: E402
 import minilm  # noqa: E402
 import refs  # noqa: E402
 import specs  # noqa: E402
@@ -613,6 +614,12 @@ def main():
             minilm.check(base, run, device, work, checks, clock)
         except Exception as e:  # a bug here must not end the whole check
             checks.add(False, "minilm", "check.py error: %s: %s" %
+                       (type(e).__name__, e))
+        print("== GPT-2", flush=True)
+        try:
+            gpt2_e2e.check(base, run, work, checks, clock)
+        except Exception as e:  # a bug here must not end the whole check
+            checks.add(False, "gpt2", "check.py error: %s: %s" %
                        (type(e).__name__, e))
         report(header, checks, rows, peer.name, gpu, a.out, clock, False)
         if not a.skip_timing:

@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gpt2_e2e  # noqa: E402
 import minilm  # noqa: E402
 import specs  # noqa: E402
 
@@ -177,6 +178,15 @@ def main():
         print("prepare: minilm: model not installed here (scripts/"
               "install-model.sh): not carried")
 
+    # A random GPT-2 (its weights are written again there from the seed).
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="tfc-gpt2-") as tmp:
+        err = gpt2_e2e.prepare(a.tfc_compile, a.out, a.target, gpu_arch, tmp)
+    gpt = err or "ok"
+    print("prepare: gpt2: %s" % gpt)
+    if err:
+        failures += 1
+
     for m in models:
         del m["mlir"]
         m["source"] = os.path.join("src", m["name"] + ".mlir")
@@ -189,6 +199,7 @@ def main():
         "small": a.small,
         "models": models,
         "minilm": mini,
+        "gpt2": gpt,
     }
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
