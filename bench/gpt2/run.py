@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""GPT-2 (124M shape, random weights) on the CPU: tfc fused, tfc unfused,
+PyTorch eager and ONNX Runtime, measured in one run.
+
+  bash bench/minilm/setup_peers.sh          # once: bench/.venv
+  bench/.venv/bin/python bench/gpt2/run.py [--threads 2] [--batch 1]
+      [--seq-len 128] [--layers 12] [--rounds 5] [--runs 10]
+
+GPT-2 small's shape (hidden 768, 12 heads, 12 blocks, vocabulary 50257) with
+weights from transformers' own initialisation (seed 0): the arithmetic is the
+same as the released checkpoint, which cannot be downloaded here. Every
+system computes GPT2Model's last hidden state from int64 ids and an
+all-ones attention mask, with the same thread count. Each round runs every
+system once as a fresh process (rotated order): 2 warm-up runs, then --runs
+timed runs; latency = median of the round medians. tfc is timed by tfc-run
+--repeat, the peers by perf_counter around each call (this file's `peer`
+mode). The outputs are compared with PyTorch's.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+
+
+def make_model(d, layers):
+    if os.path.exists(os.path.join(d, "model.safetensors")):
+        return
+    import torch
+    from transformers import GPT2Config, GPT2Model
+    torch.manual_seed(0)
+    m = GPT2Model(GPT2Config(n_layer=layers))
+    m.save_pretrained(d, safe_serialization=True)
+
+
+def peer(a):
+    import torch
+    torch.set_num_threads(a.threads)
+    ids = np.load(a.ids)
+    mask = np.ones_like(ids)
+    if a.system == "torch":
+        from transformers import GPT2Model
+        m = GPT2Model.from_pretrained(a.model, attn_implementation="eager")
+        m.eval()
+        ti, tm = torch.from_numpy(ids), torch.from_numpy(mask)
+
+        def call():
+            with torch.inference_mode():
+                return m(input_ids=ti, attention_mask=tm)[0].numpy()
+    else:
+        import onnxruntime as ort
+        o = ort.SessionOptions()
+        o.intra_op_num_threads = a.threads
+        o.inter_op_num_threads = 1
+        o.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        s = ort.InferenceSession(a.onnx, o, providers=["CPUExecutionProvider"])
+
+        def call():
+            return s.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+    for _ in range(2):
+        out = call()
+    times = []
+    for _ in range(a.runs):
+        t0 = time.perf_counter()
+        out = call()
+        times.append((time.perf_counter() - t0) * 1e3)
+    np.save(a.out, out)
+    print("median %.4f ms" % statistics.median(times))
+
+
+def export(model, onnx, batch, seq):
+    import torch
+    from transformers import GPT2Model
+    m = GPT2Model.from_pretrained(model, attn_implementation="eager").eval()
+    m.config.use_cache = False
+    ids = torch.zeros((batch, seq), dtype=torch.int64)
+
+    class Wrap(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, input_ids, attention_mask):
+            return self.m(input_ids=input_ids, attention_mask=attention_mask,
+                          use_cache=False)[0]
+    torch.onnx.export(Wrap(m), (ids, torch.ones_like(ids)), onnx,
+                      input_names=["input_ids", "attention_mask"],
+                      output_names=["hidden"], opset_version=14)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", nargs="?", default="bench")
+    ap.add_argument("--system")
+    ap.add_argument("--model")
+    ap.add_argument("--onnx")
+    ap.add_argument("--ids")
+    ap.add_argument("--out")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=10)
+    a = ap.parse_args()
+    if a.mode == "peer":
+        return peer(a)
+
+    work = os.path.join(HERE, "work")
+    os.makedirs(work, exist_ok=True)
+    model = os.path.join(work, "gpt2-random-%dl" % a.layers)
+    make_model(model, a.layers)
+    b, s = a.batch, a.seq_len
+    ids = np.random.default_rng(1).integers(0, 50257, (b, s)).astype(np.int64)
+    ids_p, mask_p = os.path.join(work, "ids.npy"), os.path.join(work, "mask.npy")
+    np.save(ids_p, ids)
+    np.save(mask_p, np.ones_like(ids))
+    onnx = os.path.join(work, "gpt2_%dl_b%d_s%d.onnx" % (a.layers, b, s))
+    if not os.path.exists(onnx):
+        export(model, onnx, b, s)
+    bins = os.path.join(ROOT, "build", "bin")
+    libs = {}
+    for fused in (True, False):
+        lib = os.path.join(work, "gpt2_%dl_b%d_s%d.%s.so" % (
+            a.layers, b, s, "fused" if fused else "unfused"))
+        cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
+               str(b), "--seq-len", str(s), "-o", lib]
+        if not fused:
+            cmd.append("--no-fusion")
+        r = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        if fused:
+            print(r.stderr.strip())
+        libs["tfc fused" if fused else "tfc unfused"] = lib
+    systems = ["tfc fused", "tfc unfused", "PyTorch eager", "ONNX Runtime"]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME",
+                        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    # Debian's torch uses the pthread OpenBLAS, which oversubscribes the
+    # cores next to torch's own threads; bench/minilm/setup_peers.sh fetches
+    # the OpenMP build (as the MiniLM benchmark uses).
+    torch_env = dict(env)
+    openblas = os.path.join(ROOT, "bench", ".venv", "openblas",
+                            "openblas-openmp")
+    if os.path.isdir(openblas):
+        torch_env["LD_LIBRARY_PATH"] = openblas + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    else:
+        print("run.py: warning: %s missing; PyTorch runs on the pthread "
+              "OpenBLAS" % openblas)
+    medians = {x: [] for x in systems}
+    outs = {}
+    for r in range(a.rounds):
+        order = systems[r % 4:] + systems[:r % 4]
+        for x in order:
+            out = os.path.join(work, "out_%s.npy" % x.split()[0].lower() +
+                               ("_u" if x == "tfc unfused" else ""))
+            if x.startswith("tfc"):
+                cmd = [os.path.join(bins, "tfc-run"), libs[x], "--weights",
+                       os.path.join(model, "model.safetensors"), "--input",
+                       ids_p, "--input", mask_p, "--output", out, "--repeat",
+                       str(a.runs), "--warmup", "2", "--threads",
+                       str(a.threads)]
+            else:
+                cmd = [sys.executable, __file__, "peer", "--system",
+                       "torch" if x == "PyTorch eager" else "ort", "--model",
+                       model, "--onnx", onnx, "--ids", ids_p, "--out", out,
+                       "--threads", str(a.threads), "--runs", str(a.runs)]
+            text = subprocess.run(cmd, check=True, capture_output=True,
+                                  text=True, env=torch_env
+                                  if x == "PyTorch eager" else env)
+            m = re.search(r"median ([0-9.]+) ms", text.stdout + text.stderr)
+            medians[x].append(float(m.group(1)))
+            outs[x] = out
+    ref = np.load(outs["PyTorch eager"]).astype(np.float64)
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short",
+                             "HEAD"], capture_output=True, text=True).stdout
+    print("\n### GPT-2 124M shape (random weights), batch %d, seq %d, %d "
+          "thread%s -- %s, tfc %s\n" % (b, s, a.threads,
+                                         "" if a.threads == 1 else "s", when,
+                                         commit.strip()))
+    print("| system | median ms | round medians ms | tfc fused is | max abs "
+          "diff vs PyTorch |\n|---|---:|---:|---|---:|")
+    base = statistics.median(medians["tfc fused"])
+    for x in systems:
+        med = statistics.median(medians[x])
+        diff = np.abs(np.load(outs[x]).astype(np.float64) - ref).max()
+        print("| %s | %.1f | %.1f-%.1f | %s | %.1e |" % (
+            x, med, min(medians[x]), max(medians[x]),
+            "-" if x == "tfc fused" else "%.2fx faster" % (med / base), diff))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
