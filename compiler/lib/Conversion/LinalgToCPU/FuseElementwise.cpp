@@ -20,9 +20,14 @@ namespace {
 struct FuseElementwisePass : impl::FuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    // Only a producer with one use: fusing one with several copies its
+    // computation into each consumer, and along a residual stream (GPT-2's
+    // h = h + f(h), no LayerNorm in between) every add would recompute all
+    // the adds and the embedding gather before it.
     linalg::ControlFusionFn control = [](OpOperand *operand) {
       auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
       return producer && linalg::isElementwise(producer) &&
+             producer->hasOneUse() &&
              isa<linalg::GenericOp>(operand->getOwner());
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
