@@ -196,7 +196,9 @@ def main():
         diff = np.abs(np.load(outs[x]).astype(np.float64) - ref).max()
         print("| %s | %.1f | %.1f-%.1f | %s | %.1e |" % (
             x, med, min(medians[x]), max(medians[x]),
-            "-" if x == "tfc fused" else "%.2fx faster" % (med / base), diff))
+            "-" if x == "tfc fused" else
+            ("%.2fx faster" if med >= base else "%.2fx (slower)") %
+            (med / base), diff))
 
 
 if __name__ == "__main__":
