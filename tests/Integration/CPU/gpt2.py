@@ -69,6 +69,19 @@ def write_safetensors(path, tensors):
             f.write(blob)
 
 
+def read_weights(directory):
+    """{name: float32 array} of DIR/model.safetensors as write_model wrote
+    it."""
+    with open(os.path.join(directory, "model.safetensors"), "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    return {name: np.frombuffer(data[t["data_offsets"][0]:
+                                     t["data_offsets"][1]],
+                                dtype=np.float32).reshape(t["shape"])
+            for name, t in header.items() if name != "__metadata__"}
+
+
 def layer_norm(x, g, b, eps):
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
