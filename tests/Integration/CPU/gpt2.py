@@ -25,13 +25,13 @@ CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
 BATCH, SEQ = 2, 13
 
 
-def weights(rng, cfg):
+def weights(rng, cfg, prefix="transformer."):
     h, inner = cfg["n_embd"], cfg["n_inner"] or 4 * cfg["n_embd"]
-    w = {"transformer.wte.weight": (cfg["vocab_size"], h),
-         "transformer.wpe.weight": (cfg["n_positions"], h),
-         "transformer.ln_f.weight": (h,), "transformer.ln_f.bias": (h,)}
+    w = {prefix + "wte.weight": (cfg["vocab_size"], h),
+         prefix + "wpe.weight": (cfg["n_positions"], h),
+         prefix + "ln_f.weight": (h,), prefix + "ln_f.bias": (h,)}
     for l in range(cfg["n_layer"]):
-        p = "transformer.h.%d." % l
+        p = prefix + "h.%d." % l
         w.update({p + "ln_1.weight": (h,), p + "ln_1.bias": (h,),
                   p + "attn.c_attn.weight": (h, 3 * h),
                   p + "attn.c_attn.bias": (3 * h,),
@@ -88,14 +88,20 @@ def layer_norm(x, g, b, eps):
     return (x - mean) / np.sqrt(var + eps) * g + b
 
 
-def gelu_new(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) *
-                                  (x + 0.044715 * x ** 3)))
+def activation(name, x):
+    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) *
+                                      (x + 0.044715 * x ** 3)))
+    if name == "gelu":
+        return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    assert name == "relu", name
+    return np.maximum(x, 0)
 
 
 def reference(cfg, w, ids, mask):
     """transformers' GPT2Model.forward, eager attention, in float64."""
-    w = {k[len("transformer."):]: v.astype(np.float64) for k, v in w.items()}
+    w = {k[len("transformer."):] if k.startswith("transformer.") else k:
+         v.astype(np.float64) for k, v in w.items()}
     h, heads = cfg["n_embd"], cfg["n_head"]
     dh = h // heads
     b, s = ids.shape
@@ -118,19 +124,21 @@ def reference(cfg, w, ids, mask):
         x = x + ctx @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
         a = layer_norm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"],
                        cfg["layer_norm_epsilon"])
-        m = gelu_new(a @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])
+        m = activation(cfg["activation_function"],
+                       a @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])
         x = x + m @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
     return layer_norm(x, w["ln_f.weight"], w["ln_f.bias"],
                       cfg["layer_norm_epsilon"])
 
 
-def write_model(directory, rng, cfg, shapes=None):
+def write_model(directory, rng, cfg, shapes=None, prefix="transformer."):
     """config.json and model.safetensors of a random GPT-2 in `directory`;
     `shapes` replaces the shapes of some tensors. Returns the weights."""
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(cfg, f)
-    w = weights(rng, {**CFG, **{k: v for k, v in cfg.items() if k in CFG}})
+    w = weights(rng, {**CFG, **{k: v for k, v in cfg.items() if k in CFG}},
+                prefix)
     for name, shape in (shapes or {}).items():
         w[name] = rng.standard_normal(shape).astype(np.float32)
     write_safetensors(os.path.join(directory, "model.safetensors"), w)
@@ -165,19 +173,27 @@ def main():
     print("seed", seed)
     rng = np.random.default_rng(seed)
     h = Harness(bindir, workdir)
-    model = h.path("gpt2")
-    w = write_model(model, rng, CFG)
-    ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(np.int64)
-    mask = np.ones((BATCH, SEQ), dtype=np.int64)
-    mask[1, SEQ - 4:] = 0  # right padding in the second row
-    ref = reference(CFG, w, ids, mask)
-    for fused in (True, False):
-        lib, summary = h.build_hf("gpt2", model, BATCH, SEQ, fused)
-        if fused:
-            print(summary)
-        out = h.run_hf(lib, model, [ids, mask])
-        h.expect_close("gpt2 last hidden state %s" %
-                       ("fused" if fused else "unfused"), out, ref, 1e-4)
+    # GPT2LMHeadModel's layout ("transformer." prefix, the tanh GELU), and
+    # GPT2Model's (no prefix) with the erf GELU and an odd n_inner.
+    cases = [("gpt2", CFG, "transformer."),
+             ("gpt2_erf", dict(CFG, architectures=["GPT2Model"], n_layer=1,
+                               n_inner=100, activation_function="gelu"), "")]
+    for name, cfg, prefix in cases:
+        model = h.path(name)
+        w = write_model(model, rng, cfg, prefix=prefix)
+        ids = rng.integers(0, cfg["vocab_size"], (BATCH, SEQ)).astype(
+            np.int64)
+        mask = np.ones((BATCH, SEQ), dtype=np.int64)
+        mask[1, SEQ - 4:] = 0  # right padding in the second row
+        ref = reference(cfg, w, ids, mask)
+        for fused in (True, False):
+            lib, summary = h.build_hf(name, model, BATCH, SEQ, fused)
+            if fused:
+                print(summary)
+            out = h.run_hf(lib, model, [ids, mask])
+            h.expect_close("%s last hidden state %s" %
+                           (name, "fused" if fused else "unfused"), out, ref,
+                           1e-4)
     h.finish()
 
 
