@@ -12,7 +12,6 @@ requires.
 
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -22,6 +21,7 @@ sys.path.append(os.path.join(os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__)))), "tests", "Integration",
     "CPU"))
 import gpt2 as model  # noqa: E402
+import minilm  # noqa: E402  (this directory's, first on the path)
 
 CFG = dict(model.CFG, n_embd=256, n_head=4, n_positions=160, vocab_size=512)
 BATCH, SEQ, SEED = 4, 128, 2026
@@ -43,15 +43,10 @@ def prepare(tfc_compile, out, target, gpu_arch, work):
     returns an error line or None."""
     src = os.path.join(work, "gpt2-model")
     model.write_model(src, np.random.default_rng(SEED), CFG)
-    cmd = [tfc_compile, "--hf", src, "--batch", str(BATCH), "--seq-len",
-           str(SEQ), "-o", os.path.join(out, LIB), "--target=" + target]
-    if gpu_arch:
-        cmd.append("--gpu-arch=" + gpu_arch)
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if r.returncode:
-        lines = r.stderr.strip().splitlines()
-        return "tfc-compile: " + (lines[-1] if lines else "exit %d" %
-                                  r.returncode)
+    err = minilm.compile_hf(tfc_compile, src, BATCH, SEQ,
+                            os.path.join(out, LIB), target, gpu_arch)
+    if err:
+        return err
     os.makedirs(os.path.join(out, DIR), exist_ok=True)
     with open(os.path.join(out, DIR, "config.json"), "w") as f:
         json.dump(CFG, f)

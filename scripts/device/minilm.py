@@ -64,12 +64,11 @@ DIR = "minilm"
 LIB = os.path.join("models", "minilm.fused.so")
 
 
-def prepare(model_dir, fixtures, tfc_compile, out, target, gpu_arch):
-    """Compiles the fused build and writes DIR/minilm; returns an error line
+def compile_hf(tfc_compile, model_dir, batch, seq, lib, target, gpu_arch):
+    """tfc-compile --hf of the fused build into `lib`; returns an error line
     or None."""
-    cmd = [tfc_compile, "--hf", model_dir, "--batch", str(BATCH),
-           "--seq-len", str(SEQ), "-o", os.path.join(out, LIB),
-           "--target=" + target]
+    cmd = [tfc_compile, "--hf", model_dir, "--batch", str(batch),
+           "--seq-len", str(seq), "-o", lib, "--target=" + target]
     if gpu_arch:
         cmd.append("--gpu-arch=" + gpu_arch)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -77,6 +76,16 @@ def prepare(model_dir, fixtures, tfc_compile, out, target, gpu_arch):
         lines = r.stderr.strip().splitlines()
         return "tfc-compile: " + (lines[-1] if lines else "exit %d" %
                                   r.returncode)
+    return None
+
+
+def prepare(model_dir, fixtures, tfc_compile, out, target, gpu_arch):
+    """Compiles the fused build and writes DIR/minilm; returns an error line
+    or None."""
+    err = compile_hf(tfc_compile, model_dir, BATCH, SEQ,
+                     os.path.join(out, LIB), target, gpu_arch)
+    if err:
+        return err
     dst = os.path.join(out, DIR)
     shutil.rmtree(dst, ignore_errors=True)
     os.makedirs(dst)
