@@ -112,7 +112,10 @@ template <int NV> struct BlockState {
 /// per-query max while the scores are still in registers and, when
 /// `reference` is set, turns them into P = 2^(S - reference) and adds up
 /// their sum, so an unmasked block needs no pass of its own over the scores.
-/// Without a reference it stores the raw scores.
+/// The exponentials of a register block run inside the k loop of the next
+/// one, between its FMAs (those of the last block run in finish()). Without
+/// a reference the raw scores are stored, unless `seed` asks for the first
+/// register block's max to serve as one.
 template <int NV> struct ScoreEpilogue {
   const __m512 *reference = nullptr;
   /// A mask that is the same for every query (a padding mask): its values
@@ -121,6 +124,12 @@ template <int NV> struct ScoreEpilogue {
   const float *keyBias = nullptr;
   const float *rows = nullptr;
   __m512 max[NV], sum[NV];
+  /// Where to keep the max of the first register block and use it as the
+  /// reference, when there is no running max yet.
+  __m512 *seed = nullptr;
+  /// Stored rows of S still to be exponentiated.
+  float *pending = nullptr;
+  int pendingRows = 0;
 
   ScoreEpilogue() {
     for (int v = 0; v < NV; ++v) {
@@ -129,8 +138,39 @@ template <int NV> struct ScoreEpilogue {
     }
   }
 
+  /// Exponentiates the pending rows one at a time, one vector per call,
+  /// with local copies of the state so that it stays in registers.
+  struct Exponentiate {
+    float *row;
+    int rowsLeft;
+    __m512 ref[NV], sum[NV];
+
+    void operator()(int v) {
+      if (rowsLeft <= 0)
+        return;
+      float *x = row + v * 16;
+      __m512 e = tfc::uk::exp2Lookup(_mm512_sub_ps(_mm512_load_ps(x), ref[v]));
+      _mm512_store_ps(x, e);
+      sum[v] = _mm512_add_ps(sum[v], e);
+      if (v == NV - 1) {
+        row += NV * 16;
+        --rowsLeft;
+      }
+    }
+  };
+
+  Exponentiate sideWork() const {
+    Exponentiate x{pending, reference ? pendingRows : 0, {}, {}};
+    for (int v = 0; v < NV; ++v) {
+      x.ref[v] = reference ? reference[v] : _mm512_setzero_ps();
+      x.sum[v] = sum[v];
+    }
+    return x;
+  }
+
   template <int MR>
-  void operator()(__m512 (&acc)[MR][NV], const tfc::uk::Tile<NV> &t) {
+  void operator()(__m512 (&acc)[MR][NV], const tfc::uk::Tile<NV> &t,
+                  Exponentiate &side) {
     if (keyBias) {
       const float *bias = keyBias + (t.c - rows) / t.ldc;
       for (int r = 0; r < MR; ++r)
@@ -147,28 +187,30 @@ template <int NV> struct ScoreEpilogue {
       }
     for (int v = 0; v < NV; ++v)
       max[v] = m[v];
-    if (reference)
-      exponentiate(t.c, MR);
+    absorb(side);
+    if (seed && !reference) {
+      for (int v = 0; v < NV; ++v)
+        seed[v] = m[v];
+      reference = seed;
+    }
+    pending = t.c;
+    pendingRows = MR;
   }
 
-  /// P = 2^(S - reference) in place on `rows` rows just stored (still in
-  /// L1), outside the product's register block so that the polynomial's
-  /// registers do not compete with its accumulators.
-  [[gnu::noinline]] void exponentiate(float *c, int rows) {
-    __m512 ref[NV], s[NV];
-    for (int v = 0; v < NV; ++v) {
-      ref[v] = reference[v];
-      s[v] = sum[v];
-    }
-    for (int r = 0; r < rows; ++r)
-      for (int v = 0; v < NV; ++v) {
-        float *x = c + r * NV * 16 + v * 16;
-        __m512 e = exp2(_mm512_sub_ps(_mm512_load_ps(x), ref[v]));
-        _mm512_store_ps(x, e);
-        s[v] = _mm512_add_ps(s[v], e);
-      }
+  /// Runs what `side` left of the pending rows and takes its sum.
+  void absorb(Exponentiate &side) {
+    while (side.rowsLeft > 0)
+      for (int v = 0; v < NV; ++v)
+        side(v);
     for (int v = 0; v < NV; ++v)
-      sum[v] = s[v];
+      sum[v] = side.sum[v];
+    pendingRows = 0;
+  }
+
+  /// Exponentiates the last register block's rows.
+  void finish() {
+    Exponentiate side = sideWork();
+    absorb(side);
   }
 };
 
@@ -258,20 +300,30 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
         !queryMask && (!p.causal || j0 + nb - 1 <= i0 + p.causalOffset);
 
     // Fast path: P straight from the score product, against the running
-    // max, as long as no score exceeds it by more than the threshold.
-    if (unmasked && started) {
+    // max (for the first block, the max of its first register block), as
+    // long as no score exceeds it by more than the threshold.
+    if (unmasked) {
       ScoreEpilogue<NV> epilogue = scoreEpilogue();
-      epilogue.reference = st.m;
+      __m512 seed[NV];
+      if (started)
+        epilogue.reference = st.m;
+      else
+        epilogue.seed = seed;
       blockProduct<NV, kUnroll>(scores, nb, epilogue);
+      epilogue.finish();
       __mmask16 over = 0;
       for (int v = 0; v < NV; ++v)
-        over |= _mm512_cmp_ps_mask(
-            epilogue.max[v],
-            _mm512_add_ps(st.m[v], _mm512_set1_ps(kRescaleThreshold)),
-            _CMP_GT_OQ);
+        over |=
+            _mm512_cmp_ps_mask(epilogue.max[v],
+                               _mm512_add_ps(epilogue.reference[v],
+                                             _mm512_set1_ps(kRescaleThreshold)),
+                               _CMP_GT_OQ);
       if (!over) {
-        for (int v = 0; v < NV; ++v)
+        for (int v = 0; v < NV; ++v) {
+          st.m[v] = epilogue.reference[v];
           st.l[v] = _mm512_add_ps(st.l[v], epilogue.sum[v]);
+        }
+        started = true;
         blockProduct<NV, kUnroll>(values, p.Dv); // Ot += Vt . P
         continue;
       }

@@ -3,7 +3,9 @@
 // The one inner product kernel of the CPU micro-kernels (attention's two
 // block products and the packed matmul): an MR x (NV*16) block of C held in
 // zmm registers, A read by scalar broadcast, B by vector loads from a packed
-// panel.
+// panel. The epilogue may hand the k loop independent vector work to run
+// between its FMAs (attention exponentiates the previous block's scores
+// there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,18 +44,41 @@ template <int NV> struct Tile {
   const __m512 *alpha; // per-lane scale of C, or null
 };
 
+/// Side work of an epilogue that has none.
+struct NoSideWork {
+  void operator()(int) {}
+};
+
 /// The default epilogue: C = acc on the lanes in `cols`.
 struct StoreC {
+  NoSideWork sideWork() const { return {}; }
   template <int MR, int NV>
-  void operator()(__m512 (&acc)[MR][NV], const Tile<NV> &t) const {
+  void operator()(__m512 (&acc)[MR][NV], const Tile<NV> &t,
+                  NoSideWork &) const {
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v)
         _mm512_mask_storeu_ps(t.c + r * t.ldc + v * 16, t.cols[v], acc[r][v]);
   }
 };
 
-/// One MR x NV*16 block; `epilogue(acc, t)` consumes the accumulators. The k
-/// loop is unrolled `Unroll` times: worth it for short contractions
+/// acc + broadcast(*a) * b with the broadcast folded into the FMA's memory
+/// operand ({1to16}). A separate vbroadcastss occupies a vector pipe that
+/// the FMAs leave free: on this machine a 6 x 2 block with separate
+/// broadcasts slows down with every other vector instruction added to it,
+/// while with folded ones 6-8 such instructions per 12 FMAs run for free.
+/// LLVM folds a broadcast only into its single use, hence the asm.
+inline __m512 fmaddBroadcast(const float *a, __m512 b, __m512 acc) {
+  asm("vfmadd231ps %[a]%{1to16%}, %[b], %[acc]"
+      : [acc] "+v"(acc)
+      : [a] "m"(*a), [b] "v"(b));
+  return acc;
+}
+
+/// One MR x NV*16 block; `epilogue(acc, t, side)` consumes the accumulators.
+/// `side = epilogue.sideWork()` is called as side(v) after every `Unroll`
+/// steps of the k loop, v cycling through 0..NV-1: work the out-of-order
+/// core runs in the FMAs' shadow. The epilogue finishes what the loop left.
+/// The k loop is unrolled `Unroll` times: worth it for short contractions
 /// (attention's D = 64: 1-2%), not for the GEMM's 256-deep slices.
 template <int MR, int NV, int Unroll, typename Epilogue>
 inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
@@ -72,22 +97,23 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
     __m512 bv[NV];
     for (int v = 0; v < NV; ++v)
       bv[v] = _mm512_load_ps(t.b + k * NV * 16 + v * 16);
-    for (int r = 0; r < MR; ++r) {
-      __m512 av = _mm512_set1_ps(a[r * t.lda]);
+    for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v)
-        acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
-    }
+        acc[r][v] = fmaddBroadcast(a + r * t.lda, bv[v], acc[r][v]);
   };
+  auto side = epilogue.sideWork();
   const float *a = t.a;
-  if constexpr (Unroll > 1) {
-#pragma clang loop unroll_count(Unroll)
-    for (int64_t k = 0; k < t.n; ++k, a += t.astep)
-      step(a, k);
-  } else {
-    for (int64_t k = 0; k < t.n; ++k, a += t.astep)
-      step(a, k);
-  }
-  epilogue(acc, t);
+  int64_t k = 0;
+  for (; k + NV * Unroll <= t.n;)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; ++v) {
+      for (int u = 0; u < Unroll; ++u, ++k, a += t.astep)
+        step(a, k);
+      side(v);
+    }
+  for (; k < t.n; ++k, a += t.astep)
+    step(a, k);
+  epilogue(acc, t, side);
 }
 
 /// Runs the kernel on the next `rows` (< 2 kMR) rows of `t` and advances it.

@@ -33,14 +33,19 @@ def attention_ref(q, k, v, mask, scale, causal):
 
 
 def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
-                   causal=False, scale=None, dtype="f32", key_growth=0.0):
+                   causal=False, scale=None, dtype="f32", key_growth=0.0,
+                   key_spike=None):
     """key_growth > 0 scales key j by 1 + key_growth * j / skv: later key
-    blocks then exceed the running max of the earlier ones by far."""
+    blocks then exceed the running max of the earlier ones by far.
+    key_spike = j scales key j by 64: its scores dwarf those of the keys
+    before it in the same block."""
     dv = dv or d
     np_dtype = np.float16 if dtype == "f16" else np.float32
     q = rng.standard_normal((b, hq, sq, d)).astype(np_dtype)
     k = rng.standard_normal((b, hkv, skv, d))
     k *= (1 + key_growth * np.arange(skv) / skv)[:, None]
+    if key_spike is not None:
+        k[:, :, key_spike, :] *= 64
     k = k.astype(np_dtype)
     v = rng.standard_normal((b, hkv, skv, dv)).astype(np_dtype)
     inputs = [q, k, v]
@@ -100,6 +105,15 @@ def padding_mask(rng, b, hq, sq, skv):
     m = np.zeros((b, 1, 1, skv))
     for i in range(b):
         m[i, ..., skv - 1 - i * 3:] = -np.inf
+    return m
+
+
+def left_padding(rng, b, hq, sq, skv):
+    """[B,1,1,Skv]: the first 3 + 5 i keys of batch i are padding (-inf), as
+    in a left-padded batch of prompts."""
+    m = np.zeros((b, 1, 1, skv))
+    for i in range(b):
+        m[i, ..., :3 + 5 * i] = -np.inf
     return m
 
 
@@ -216,6 +230,8 @@ def main():
     A(h, rng, "gqa_12_4_mask_rows", 1, 12, 4, 33, 65, 64,
       mask=rows_fully_masked)
     A(h, rng, "padding_mask_batch", 3, 4, 2, 17, 40, 64, mask=padding_mask)
+    A(h, rng, "left_padding", 3, 2, 2, 40, 300, 64, mask=left_padding)
+    A(h, rng, "first_block_spike", 1, 2, 2, 40, 300, 64, key_spike=50)
     A(h, rng, "padding_mask_long", 3, 2, 2, 70, 300, 64, mask=padding_mask,
       key_growth=6.0)
     A(h, rng, "key_padding_finfo", 2, 2, 2, 45, 260, 32,
