@@ -1,0 +1,73 @@
+//===- SimdTest.cpp - exp2, exp2Lookup and transpose16 of simd.h ----------===//
+
+#include "simd.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace {
+
+/// Largest relative error of `f` against exp2 in double precision over a
+/// dense sweep of [lo, hi] with random offsets, for results above 1e-30.
+template <typename F> double worstRelativeError(F f, double lo, double hi) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> jitter(0.0f, 1.0f / 4096);
+  double worst = 0;
+  for (double x0 = lo; x0 < hi; x0 += 16.0 / 4096) {
+    alignas(64) float x[16], y[16];
+    for (int i = 0; i < 16; ++i)
+      x[i] = float(x0 + i / 4096.0) + jitter(rng);
+    _mm512_store_ps(y, f(_mm512_load_ps(x)));
+    for (int i = 0; i < 16; ++i) {
+      double ref = std::exp2(double(x[i]));
+      if (ref > 1e-30)
+        worst = std::max(worst, std::fabs(y[i] - ref) / ref);
+    }
+  }
+  return worst;
+}
+
+template <typename F> float at(F f, float x) {
+  return _mm512_cvtss_f32(f(_mm512_set1_ps(x)));
+}
+
+auto exp2Poly = [](__m512 x) { return tfc::uk::exp2(x); };
+auto exp2Table = [](__m512 x) { return tfc::uk::exp2Lookup(x); };
+
+TEST(Exp2, PolynomialWithinItsStatedError) {
+  EXPECT_LT(worstRelativeError(exp2Poly, -120, 127), 2.4e-7);
+}
+
+TEST(Exp2, LookupWithinItsStatedError) {
+  EXPECT_LT(worstRelativeError(exp2Table, -120, 127), 5.5e-7);
+}
+
+TEST(Exp2, NegativeInfinityAndFarBelowGiveZero) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x : {-inf, -1e30f, -300.0f, -201.0f}) {
+    EXPECT_EQ(at(exp2Poly, x), 0.0f) << x;
+    EXPECT_EQ(at(exp2Table, x), 0.0f) << x;
+  }
+}
+
+TEST(Transpose16, MovesEveryElement) {
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i) {
+    alignas(64) float row[16];
+    for (int j = 0; j < 16; ++j)
+      row[j] = float(i * 16 + j);
+    r[i] = _mm512_load_ps(row);
+  }
+  tfc::uk::transpose16(r);
+  for (int i = 0; i < 16; ++i) {
+    alignas(64) float row[16];
+    _mm512_store_ps(row, r[i]);
+    for (int j = 0; j < 16; ++j)
+      EXPECT_EQ(row[j], float(j * 16 + i)) << i << "," << j;
+  }
+}
+
+} // namespace
