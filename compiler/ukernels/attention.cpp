@@ -438,8 +438,110 @@ template <int NV> void attentionBlocked(const Problem &p) {
   }
 }
 
-/// One query row per (batch, head): the keys are split into chunks attended
-/// in parallel, then the partial results are merged.
+/// Attention of the single query row of (b, h) to keys [kvBegin, kvEnd):
+/// the max m of its scores (base 2), the sum l of 2^(s - m) and the
+/// unnormalised output o[0:Dv]. The head dimension runs along the lanes
+/// (ND vectors cover D and Dv): each key's score is a dot product of ND
+/// vectors, 16 keys' scores are reduced into one vector at once, and each
+/// value row is added with its weight broadcast. (Queries in the lanes, as
+/// in attendBlock, would leave 15 of 16 lanes idle for one query.)
+template <int ND>
+void attendRow(const Problem &p, int64_t b, int64_t h, int64_t kvBegin,
+               int64_t kvEnd, float &mOut, float &lOut, float *o) {
+  int64_t kh = h / (p.Hq / p.Hkv);
+  const float *qr = p.q + b * p.qs[0] + h * p.qs[1];
+  const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
+  const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
+  const float *mb = p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] : nullptr;
+  const __m512 log2e = _mm512_set1_ps(kLog2e);
+  __mmask16 dl[ND], vl[ND];
+  __m512 qv[ND], ov[ND];
+  for (int c = 0; c < ND; ++c) {
+    dl[c] = firstLanes(p.D - 16 * c);
+    vl[c] = firstLanes(p.Dv - 16 * c);
+    qv[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(dl[c], qr + 16 * c),
+                          _mm512_set1_ps(p.scale * kLog2e));
+    ov[c] = _mm512_setzero_ps();
+  }
+  float m = kNegInf, l = 0;
+  alignas(64) float weight[16], bias[16];
+  for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += 16) {
+    int64_t n = std::min<int64_t>(16, kvEnd - j0);
+    __m512 dot[16];
+    for (int j = 0; j < 16; ++j) {
+      dot[j] = _mm512_setzero_ps();
+      const float *kr = kb + (j0 + std::min<int64_t>(j, n - 1)) * p.ks[2];
+      for (int c = 0; c < ND; ++c)
+        dot[j] = _mm512_fmadd_ps(
+            qv[c], _mm512_maskz_loadu_ps(dl[c], kr + 16 * c), dot[j]);
+    }
+    __mmask16 live = firstLanes(n);
+    __m512 s = tfc::uk::horizontalSums16(dot);
+    if (mb) {
+      for (int64_t j = 0; j < n; ++j)
+        bias[j] = mb[(j0 + j) * p.ms[3]];
+      s = _mm512_add_ps(
+          s, tfc::uk::toLog2Domain(_mm512_maskz_load_ps(live, bias), log2e));
+    }
+    s = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), live, s);
+    float top = _mm512_reduce_max_ps(s);
+    if (top == kNegInf)
+      continue; // no visible key here
+    if (top > m) {
+      float alpha = std::exp2(m - top); // 0 while m is -inf
+      l *= alpha;
+      for (int c = 0; c < ND; ++c)
+        ov[c] = _mm512_mul_ps(ov[c], _mm512_set1_ps(alpha));
+      m = top;
+    }
+    __m512 e = exp2(_mm512_sub_ps(s, _mm512_set1_ps(m)));
+    l += _mm512_reduce_add_ps(e);
+    _mm512_store_ps(weight, e);
+    for (int64_t j = 0; j < n; ++j) {
+      const float *vr = vb + (j0 + j) * p.vs[2];
+      for (int c = 0; c < ND; ++c)
+        ov[c] = tfc::uk::fmaddBroadcast(
+            weight + j, _mm512_maskz_loadu_ps(vl[c], vr + 16 * c), ov[c]);
+    }
+  }
+  mOut = m;
+  lOut = l;
+  for (int c = 0; c < ND; ++c)
+    _mm512_mask_storeu_ps(o + 16 * c, vl[c], ov[c]);
+}
+
+/// attendRow for ND = ceil(max(D, Dv) / 16) <= kMaxDim / 16.
+void attendRowAnyDim(const Problem &p, int64_t b, int64_t h, int64_t kvBegin,
+                     int64_t kvEnd, float &m, float &l, float *o) {
+  switch ((std::max(p.D, p.Dv) + 15) / 16) {
+#define TFC_ND(N)                                                              \
+  case N:                                                                      \
+    return attendRow<N>(p, b, h, kvBegin, kvEnd, m, l, o);
+    TFC_ND(1)
+    TFC_ND(2)
+    TFC_ND(3)
+    TFC_ND(4)
+    TFC_ND(5)
+    TFC_ND(6)
+    TFC_ND(7)
+    TFC_ND(8)
+    TFC_ND(9)
+    TFC_ND(10)
+    TFC_ND(11)
+    TFC_ND(12)
+    TFC_ND(13)
+    TFC_ND(14)
+    TFC_ND(15)
+    TFC_ND(16)
+#undef TFC_ND
+  default:
+    break;
+  }
+}
+static_assert(kMaxDim == 16 * 16, "attendRowAnyDim covers D <= 256");
+
+/// One query row per (batch, head) (decode): the keys are split into chunks
+/// attended in parallel (attendRow), then the partial results are merged.
 void attentionSplitKV(const Problem &p) {
   constexpr int64_t kChunk = 512;
   int64_t chunks = (p.Skv + kChunk - 1) / kChunk;
@@ -449,13 +551,9 @@ void attentionSplitKV(const Problem &p) {
 #pragma omp parallel for schedule(dynamic)
   for (int64_t t = 0; t < heads * chunks; ++t) {
     int64_t c = t % chunks, bh = t / chunks;
-    BlockState<1> st;
-    attendBlock<1>(p, bh / p.Hq, bh % p.Hq, 0, 1, c * kChunk,
-                   std::min(p.Skv, (c + 1) * kChunk), st);
-    partM[t] = _mm512_cvtss_f32(st.m[0]);
-    partL[t] = _mm512_cvtss_f32(st.l[0]);
-    for (int64_t d = 0; d < p.Dv; ++d)
-      partO[t * p.Dv + d] = st.ot[d * 16];
+    attendRowAnyDim(p, bh / p.Hq, bh % p.Hq, c * kChunk,
+                    std::min(p.Skv, (c + 1) * kChunk), partM[t], partL[t],
+                    partO.data() + t * p.Dv);
   }
 #pragma omp parallel for schedule(static)
   for (int64_t bh = 0; bh < heads; ++bh) {
@@ -526,7 +624,7 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
     return;
 #ifdef __AVX512F__
   if (fastPathApplies(p)) {
-    if (p.Sq == 1 && p.Skv > 512)
+    if (p.Sq == 1)
       attentionSplitKV(p);
     else if (p.Sq <= 16)
       attentionBlocked<1>(p);

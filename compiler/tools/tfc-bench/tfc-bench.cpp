@@ -11,8 +11,8 @@
 // memory-bound softmax and layer_norm. Peak memory is the inputs, outputs
 // and the working memory the model obtains from the runtime's allocator.
 //
-// Shapes: attention B x H x S x D (Sq = Skv = S), softmax and layer_norm
-// ROWS x N.
+// Shapes: attention B x H x S x D (Sq = Skv = S) or B x H x Sq x Skv x D
+// (decode: Sq = 1), softmax and layer_norm ROWS x N.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,7 +60,10 @@ void check(tfc_status s, const std::string &what) {
   die(what + ": " + m);
 }
 
-std::vector<int64_t> parseShape(const std::string &text, size_t rank) {
+/// The dimensions of `text`; `rank` is the count it must have, or with
+/// `altRank` either of the two.
+std::vector<int64_t> parseShape(const std::string &text, size_t rank,
+                                size_t altRank = 0) {
   std::vector<int64_t> dims;
   std::stringstream ss(text);
   std::string part;
@@ -71,8 +74,9 @@ std::vector<int64_t> parseShape(const std::string &text, size_t rank) {
       die("bad shape '" + text + "': expected positive integers joined by x");
     dims.push_back(v);
   }
-  if (dims.size() != rank)
+  if (dims.size() != rank && dims.size() != altRank)
     die("bad shape '" + text + "': expected " + std::to_string(rank) +
+        (altRank ? " or " + std::to_string(altRank) : std::string()) +
         " dimensions");
   return dims;
 }
@@ -95,16 +99,27 @@ struct KernelSpec {
 KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
   KernelSpec k;
   if (o.kernel == "attention") {
-    int64_t b = dims[0], h = dims[1], s = dims[2], d = dims[3];
-    std::vector<int64_t> qkv = {b, h, s, d};
-    std::string t = tensorType(qkv);
-    k.inputs = {qkv, qkv, qkv};
-    k.output = qkv;
-    k.mlir = "func.func @main(%q: " + t + ", %k: " + t + ", %v: " + t +
-             ") -> " + t + " {\n  %o = transformer.attention %q, %k, %v " +
-             (o.causal ? "{is_causal} " : "") + ": " + t + ", " + t + ", " + t +
-             " -> " + t + "\n  return %o : " + t + "\n}\n";
-    k.flops = 4.0 * b * h * double(s) * s * d * (o.causal ? 0.5 : 1.0);
+    // B x H x S x D, or B x H x Sq x Skv x D (decode: Sq = 1).
+    bool split = dims.size() == 5;
+    int64_t b = dims[0], h = dims[1], sq = dims[2], skv = dims[split ? 3 : 2],
+            d = dims.back();
+    std::vector<int64_t> q = {b, h, sq, d}, kv = {b, h, skv, d};
+    std::string tq = tensorType(q), tkv = tensorType(kv);
+    k.inputs = {q, kv, kv};
+    k.output = q;
+    k.mlir = "func.func @main(%q: " + tq + ", %k: " + tkv + ", %v: " + tkv +
+             ") -> " + tq + " {\n  %o = transformer.attention %q, %k, %v " +
+             (o.causal ? "{is_causal} " : "") + ": " + tq + ", " + tkv + ", " +
+             tkv + " -> " + tq + "\n  return %o : " + tq + "\n}\n";
+    // Query i sees keys j <= i + Skv - Sq when causal (S(S+1)/2 of the S^2
+    // pairs for Sq = Skv = S), every key otherwise.
+    double pairs = double(sq) * skv;
+    if (o.causal) {
+      pairs = 0;
+      for (int64_t i = 0; i < sq; ++i)
+        pairs += double(std::clamp<int64_t>(i + skv - sq + 1, 0, skv));
+    }
+    k.flops = 4.0 * b * h * d * pairs;
     return k;
   }
   int64_t rows = dims[0], n = dims[1];
@@ -268,7 +283,9 @@ int main(int argc, char **argv) {
     else if (a == "--help" || a == "-h") {
       std::printf("usage: tfc-bench [--kernel=attention|softmax|layer_norm] "
                   "[--shapes=S1;S2;...] [--causal] [--threads=N] "
-                  "[--repeat=R] [--json=FILE]\n");
+                  "[--repeat=R] [--json=FILE]\n"
+                  "shapes: attention BxHxSxD or BxHxSqxSkvxD (decode: Sq = "
+                  "1), softmax and layer_norm ROWSxN\n");
       return 0;
     } else
       die("unknown argument '" + a + "' (see --help)");
@@ -330,8 +347,9 @@ int main(int argc, char **argv) {
   std::string shapeText;
   bool mismatch = false;
   while (std::getline(shapeList, shapeText, ';')) {
-    std::vector<int64_t> dims =
-        parseShape(shapeText, o.kernel == "attention" ? 4 : 2);
+    std::vector<int64_t> dims = o.kernel == "attention"
+                                    ? parseShape(shapeText, 4, 5)
+                                    : parseShape(shapeText, 2);
     KernelSpec k = makeKernel(o, dims);
     std::string base = o.workdir + "/" + o.kernel + "_" + shapeText;
     {
@@ -441,7 +459,8 @@ int main(int argc, char **argv) {
               o.kernel.c_str(), att && o.causal ? " (causal)" : "", o.threads,
               o.threads == 1 ? "" : "s", o.repeat);
   if (att)
-    std::printf("| shape BxHxSxD | fused ms | unfused ms | speedup | fused "
+    std::printf("| shape BxHxSxD or BxHxSqxSkvxD | fused ms | unfused ms | "
+                "speedup | fused "
                 "GFLOP/s | sgemm GFLOP/s | of sgemm | fused MiB | unfused "
                 "MiB |\n|---|---|---|---|---|---|---|---|---|\n");
   else

@@ -117,6 +117,16 @@ def left_padding(rng, b, hq, sq, skv):
     return m
 
 
+def padding_first_batch_empty(rng, b, hq, sq, skv):
+    """[B,1,1,Skv]: batch 0 sees no key at all (-inf everywhere), batch i > 0
+    has its last 5 i keys padded."""
+    m = np.zeros((b, 1, 1, skv))
+    m[0] = -np.inf
+    for i in range(1, b):
+        m[i, ..., skv - 5 * i:] = -np.inf
+    return m
+
+
 def key_padding_finfo(rng, b, hq, sq, skv):
     """[B,1,1,Skv] padding as frameworks write it (finfo.min), random
     elsewhere; batch 1 masks every key (its rows average every value)."""
@@ -240,6 +250,10 @@ def main():
       mask=padding_mask, causal=True)
     A(h, rng, "decode_split_kv_padding", 3, 4, 4, 1, 1000, 64,
       mask=key_padding_finfo)
+    A(h, rng, "decode_gqa_odd_d_empty_row", 3, 8, 2, 1, 700, 80,
+      mask=padding_first_batch_empty)
+    A(h, rng, "decode_dv_wide", 1, 3, 3, 1, 530, 32, dv=144)
+    A(h, rng, "decode_d256_17_keys", 2, 2, 1, 1, 17, 256, causal=True)
     A(h, rng, "finfo_min_rows", 1, 2, 2, 33, 40, 64, mask=finfo_min_rows)
     A(h, rng, "full_mask_scale", 1, 2, 2, 40, 50, 48, mask=full_mask,
       scale=0.3)

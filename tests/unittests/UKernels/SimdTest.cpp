@@ -70,4 +70,25 @@ TEST(Transpose16, MovesEveryElement) {
   }
 }
 
+TEST(HorizontalSums16, EachLaneSumsItsVector) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(-1000, 1000);
+  __m512 x[16];
+  double expect[16];
+  for (int j = 0; j < 16; ++j) {
+    alignas(64) float row[16];
+    expect[j] = 0;
+    for (int i = 0; i < 16; ++i) {
+      // Integers: every order of the additions gives the exact sum.
+      row[i] = float(small(rng));
+      expect[j] += row[i];
+    }
+    x[j] = _mm512_load_ps(row);
+  }
+  alignas(64) float got[16];
+  _mm512_store_ps(got, tfc::uk::horizontalSums16(x));
+  for (int j = 0; j < 16; ++j)
+    EXPECT_EQ(got[j], float(expect[j])) << j;
+}
+
 } // namespace
