@@ -54,8 +54,8 @@ constexpr int64_t kMC = 96;  // rows of A per task (a multiple of kMR)
 /// Packs B[k0 : k0 + kc, :] of batch `bt` into 32-column panels of row
 /// stride kNR (columns past N are zero).
 void packSlice(const Matmul &p, const float *bb, int64_t k0, int64_t kc,
-               int64_t panels, float *packed) {
-#pragma omp parallel for schedule(static)
+               int64_t panels, float *packed, bool parallel) {
+#pragma omp parallel for schedule(static) if (parallel)
   for (int64_t pn = 0; pn < panels; ++pn) {
     float *dst = packed + pn * kNR * kc;
     int64_t cols = std::min(kNR, p.n - pn * kNR);
@@ -92,7 +92,7 @@ public:
         std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64)));
     for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
       packSlice(p, bb, k0, std::min(kKC, p.k - k0), panels,
-                buffer.get() + panels * kNR * k0);
+                buffer.get() + panels * kNR * k0, /*parallel=*/true);
     return cache.emplace(key, std::move(buffer)).first->second.get();
   }
 
@@ -124,7 +124,13 @@ public:
 
 PackedWeights packedWeights;
 
-void matmulPacked(const Matmul &p) {
+/// Products of fewer FLOPs than this run on one thread: a parallel region
+/// costs more than it saves (waking a passive OpenMP runtime's workers
+/// takes tens of microseconds; one query row's products are ~0.5 MFLOP).
+constexpr double kParallelFlops = 4e6;
+
+/// Batch element `bt` of the product, on the threads if `parallel`.
+void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   using namespace tfc::uk;
   int64_t panels = (p.n + kNR - 1) / kNR;
   int64_t rowBlocks = (p.m + kMC - 1) / kMC;
@@ -136,42 +142,55 @@ void matmulPacked(const Matmul &p) {
   float *scratch = reinterpret_cast<float *>(
       (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
 
-  for (int64_t bt = 0; bt < p.batch; ++bt) {
-    const float *ab = p.a + bt * p.as[0];
-    const float *bb = p.b + bt * p.bs[0];
-    float *cb = p.c + bt * p.cs[0];
-    const float *packed = scratch;
-    if (p.constantB) {
-      packed = packedWeights.get(p, bb, panels);
-    } else {
-      for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
-        packSlice(p, bb, k0, std::min(kKC, p.k - k0), panels,
-                  scratch + panels * kNR * k0);
-    }
-    // One parallel region per matmul: each task owns a block of C and walks
-    // every K slice of it. Equal tasks, so a static schedule (a dynamic one
-    // costs a dispatch call per task).
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t pn = 0; pn < panels; ++pn)
-      for (int64_t rb = 0; rb < rowBlocks; ++rb) {
-        int64_t i0 = rb * kMC, rows = std::min(kMC, p.m - i0);
-        int64_t cols = std::min(kNR, p.n - pn * kNR);
-        for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
-          int64_t kc = std::min(kKC, p.k - k0);
-          Tile<2> t{ab + i0 * p.as[1] + k0 * p.as[2],
-                    p.as[1],
-                    p.as[2],
-                    packed + panels * kNR * k0 + pn * kNR * kc,
-                    kc,
-                    cb + i0 * p.cs[1] + pn * kNR,
-                    p.cs[1],
-                    {firstLanes(cols), firstLanes(cols - 16)},
-                    /*accumulate=*/p.accumulate || k0 > 0,
-                    nullptr};
-          blockProduct<2>(t, rows);
-        }
-      }
+  const float *ab = p.a + bt * p.as[0];
+  const float *bb = p.b + bt * p.bs[0];
+  float *cb = p.c + bt * p.cs[0];
+  const float *packed = scratch;
+  if (p.constantB) {
+    packed = packedWeights.get(p, bb, panels);
+  } else {
+    for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
+      packSlice(p, bb, k0, std::min(kKC, p.k - k0), panels,
+                scratch + panels * kNR * k0, parallel);
   }
+  // One parallel region per matmul: each task owns a block of C and walks
+  // every K slice of it. Equal tasks, so a static schedule (a dynamic one
+  // costs a dispatch call per task).
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  for (int64_t pn = 0; pn < panels; ++pn)
+    for (int64_t rb = 0; rb < rowBlocks; ++rb) {
+      int64_t i0 = rb * kMC, rows = std::min(kMC, p.m - i0);
+      int64_t cols = std::min(kNR, p.n - pn * kNR);
+      for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
+        int64_t kc = std::min(kKC, p.k - k0);
+        Tile<2> t{ab + i0 * p.as[1] + k0 * p.as[2],
+                  p.as[1],
+                  p.as[2],
+                  packed + panels * kNR * k0 + pn * kNR * kc,
+                  kc,
+                  cb + i0 * p.cs[1] + pn * kNR,
+                  p.cs[1],
+                  {firstLanes(cols), firstLanes(cols - 16)},
+                  /*accumulate=*/p.accumulate || k0 > 0,
+                  nullptr};
+        blockProduct<2>(t, rows);
+      }
+    }
+}
+
+void matmulPacked(const Matmul &p) {
+  double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
+  if (flops >= kParallelFlops || p.batch == 1) {
+    // Large products on all threads each; small lone ones on this one.
+    for (int64_t bt = 0; bt < p.batch; ++bt)
+      matmulOne(p, bt, flops >= kParallelFlops);
+    return;
+  }
+  // Many small products: the batch elements spread over the threads when
+  // there is enough work in all of them together.
+#pragma omp parallel for schedule(static) if (flops * p.batch >= kParallelFlops)
+  for (int64_t bt = 0; bt < p.batch; ++bt)
+    matmulOne(p, bt, false);
 }
 
 #endif // __AVX512F__
