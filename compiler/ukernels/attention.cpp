@@ -438,85 +438,131 @@ template <int NV> void attentionBlocked(const Problem &p) {
   }
 }
 
-/// Attention of the single query row of (b, h) to keys [kvBegin, kvEnd):
-/// the max m of its scores (base 2), the sum l of 2^(s - m) and the
-/// unnormalised output o[0:Dv]. The head dimension runs along the lanes
-/// (ND vectors cover D and Dv): each key's score is a dot product of ND
-/// vectors, 16 keys' scores are reduced into one vector at once, and each
-/// value row is added with its weight broadcast. (Queries in the lanes, as
-/// in attendBlock, would leave 15 of 16 lanes idle for one query.)
-template <int ND>
-void attendRow(const Problem &p, int64_t b, int64_t h, int64_t kvBegin,
-               int64_t kvEnd, float &mOut, float &lOut, float *o) {
-  int64_t kh = h / (p.Hq / p.Hkv);
-  const float *qr = p.q + b * p.qs[0] + h * p.qs[1];
+/// One query row: query head h, row i.
+struct QueryRow {
+  int64_t h, i;
+};
+
+/// Most query rows one task of attendRows takes: the query heads of a
+/// grouped-query group times the rows of a short query block.
+constexpr int kMaxRows = 8;
+
+/// Attention of up to kMaxRows query rows that share the K/V head kh of
+/// batch b, to keys [kvBegin, kvEnd): per row, the max m of its scores (base
+/// 2), the sum l of 2^(s - m) and the unnormalised output o[r][0:Dv]. The
+/// head dimension runs along the lanes (ND vectors cover D and Dv): a key's
+/// score is a dot product of ND vectors, 16 keys' scores are reduced into
+/// one vector at once, and each value row is added with its weight
+/// broadcast. Each block of 16 keys and values comes from memory once for
+/// all the rows (then from L1). Queries in the lanes, as in attendBlock,
+/// would leave most lanes idle for so few rows.
+template <int ND, int MaxRows>
+void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
+                int nrows, int64_t kvBegin, int64_t kvEnd, float *mOut,
+                float *lOut, float *o) {
+  constexpr int W = ND * 16;
   const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
   const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
-  const float *mb = p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] : nullptr;
   const __m512 log2e = _mm512_set1_ps(kLog2e);
   __mmask16 dl[ND], vl[ND];
-  __m512 qv[ND], ov[ND];
   for (int c = 0; c < ND; ++c) {
     dl[c] = firstLanes(p.D - 16 * c);
     vl[c] = firstLanes(p.Dv - 16 * c);
-    qv[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(dl[c], qr + 16 * c),
-                          _mm512_set1_ps(p.scale * kLog2e));
-    ov[c] = _mm512_setzero_ps();
   }
-  float m = kNegInf, l = 0;
+  // With MaxRows = 1 (one row) these live in registers.
+  alignas(64) float q[MaxRows][W], acc[MaxRows][W];
+  float m[MaxRows], l[MaxRows];
+  int64_t end[MaxRows];
+  const float *maskRow[MaxRows];
+  nrows = std::min(nrows, MaxRows);
+  for (int r = 0; r < nrows; ++r) {
+    const float *qr =
+        p.q + b * p.qs[0] + rows[r].h * p.qs[1] + rows[r].i * p.qs[2];
+    for (int c = 0; c < ND; ++c) {
+      _mm512_store_ps(q[r] + 16 * c,
+                      _mm512_mul_ps(_mm512_maskz_loadu_ps(dl[c], qr + 16 * c),
+                                    _mm512_set1_ps(p.scale * kLog2e)));
+      _mm512_store_ps(acc[r] + 16 * c, _mm512_setzero_ps());
+    }
+    m[r] = kNegInf;
+    l[r] = 0;
+    // Causal: row i sees keys j <= i + offset.
+    end[r] = p.causal ? std::min(kvEnd, rows[r].i + p.causalOffset + 1) : kvEnd;
+    maskRow[r] = p.mask ? p.mask + b * p.ms[0] + rows[r].h * p.ms[1] +
+                              rows[r].i * p.ms[2]
+                        : nullptr;
+  }
   alignas(64) float weight[16], bias[16];
   for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += 16) {
     int64_t n = std::min<int64_t>(16, kvEnd - j0);
-    __m512 dot[16];
-    for (int j = 0; j < 16; ++j) {
-      dot[j] = _mm512_setzero_ps();
-      const float *kr = kb + (j0 + std::min<int64_t>(j, n - 1)) * p.ks[2];
+    for (int r = 0; r < nrows; ++r) {
+      int64_t visible = std::min(n, end[r] - j0);
+      if (visible <= 0)
+        continue;
+      __m512 qv[ND];
       for (int c = 0; c < ND; ++c)
-        dot[j] = _mm512_fmadd_ps(
-            qv[c], _mm512_maskz_loadu_ps(dl[c], kr + 16 * c), dot[j]);
-    }
-    __mmask16 live = firstLanes(n);
-    __m512 s = tfc::uk::horizontalSums16(dot);
-    if (mb) {
-      for (int64_t j = 0; j < n; ++j)
-        bias[j] = mb[(j0 + j) * p.ms[3]];
-      s = _mm512_add_ps(
-          s, tfc::uk::toLog2Domain(_mm512_maskz_load_ps(live, bias), log2e));
-    }
-    s = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), live, s);
-    float top = _mm512_reduce_max_ps(s);
-    if (top == kNegInf)
-      continue; // no visible key here
-    if (top > m) {
-      float alpha = std::exp2(m - top); // 0 while m is -inf
-      l *= alpha;
+        qv[c] = _mm512_load_ps(q[r] + 16 * c);
+      __m512 dot[16];
+      for (int j = 0; j < 16; ++j) {
+        dot[j] = _mm512_setzero_ps();
+        const float *kr = kb + (j0 + std::min<int64_t>(j, n - 1)) * p.ks[2];
+        for (int c = 0; c < ND; ++c)
+          dot[j] = _mm512_fmadd_ps(
+              qv[c], _mm512_maskz_loadu_ps(dl[c], kr + 16 * c), dot[j]);
+      }
+      __mmask16 live = firstLanes(visible);
+      __m512 s = tfc::uk::horizontalSums16(dot);
+      if (maskRow[r]) {
+        for (int64_t j = 0; j < visible; ++j)
+          bias[j] = maskRow[r][(j0 + j) * p.ms[3]];
+        s = _mm512_add_ps(
+            s, tfc::uk::toLog2Domain(_mm512_maskz_load_ps(live, bias), log2e));
+      }
+      s = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), live, s);
+      float top = _mm512_reduce_max_ps(s);
+      if (top == kNegInf)
+        continue; // no visible key here
+      __m512 ov[ND];
       for (int c = 0; c < ND; ++c)
-        ov[c] = _mm512_mul_ps(ov[c], _mm512_set1_ps(alpha));
-      m = top;
-    }
-    __m512 e = exp2(_mm512_sub_ps(s, _mm512_set1_ps(m)));
-    l += _mm512_reduce_add_ps(e);
-    _mm512_store_ps(weight, e);
-    for (int64_t j = 0; j < n; ++j) {
-      const float *vr = vb + (j0 + j) * p.vs[2];
+        ov[c] = _mm512_load_ps(acc[r] + 16 * c);
+      if (top > m[r]) {
+        float alpha = std::exp2(m[r] - top); // 0 while m is -inf
+        l[r] *= alpha;
+        for (int c = 0; c < ND; ++c)
+          ov[c] = _mm512_mul_ps(ov[c], _mm512_set1_ps(alpha));
+        m[r] = top;
+      }
+      __m512 e = exp2(_mm512_sub_ps(s, _mm512_set1_ps(m[r])));
+      l[r] += _mm512_reduce_add_ps(e);
+      _mm512_store_ps(weight, e);
+      for (int64_t j = 0; j < visible; ++j) {
+        const float *vr = vb + (j0 + j) * p.vs[2];
+        for (int c = 0; c < ND; ++c)
+          ov[c] = tfc::uk::fmaddBroadcast(
+              weight + j, _mm512_maskz_loadu_ps(vl[c], vr + 16 * c), ov[c]);
+      }
       for (int c = 0; c < ND; ++c)
-        ov[c] = tfc::uk::fmaddBroadcast(
-            weight + j, _mm512_maskz_loadu_ps(vl[c], vr + 16 * c), ov[c]);
+        _mm512_store_ps(acc[r] + 16 * c, ov[c]);
     }
   }
-  mOut = m;
-  lOut = l;
-  for (int c = 0; c < ND; ++c)
-    _mm512_mask_storeu_ps(o + 16 * c, vl[c], ov[c]);
+  for (int r = 0; r < nrows; ++r) {
+    mOut[r] = m[r];
+    lOut[r] = l[r];
+    std::memcpy(o + r * p.Dv, acc[r], sizeof(float) * p.Dv);
+  }
 }
 
-/// attendRow for ND = ceil(max(D, Dv) / 16) <= kMaxDim / 16.
-void attendRowAnyDim(const Problem &p, int64_t b, int64_t h, int64_t kvBegin,
-                     int64_t kvEnd, float &m, float &l, float *o) {
+/// attendRows for ND = ceil(max(D, Dv) / 16) <= kMaxDim / 16.
+void attendRowsAnyDim(const Problem &p, int64_t b, int64_t kh,
+                      const QueryRow *rows, int nrows, int64_t kvBegin,
+                      int64_t kvEnd, float *m, float *l, float *o) {
   switch ((std::max(p.D, p.Dv) + 15) / 16) {
 #define TFC_ND(N)                                                              \
   case N:                                                                      \
-    return attendRow<N>(p, b, h, kvBegin, kvEnd, m, l, o);
+    return nrows == 1                                                          \
+               ? attendRows<N, 1>(p, b, kh, rows, 1, kvBegin, kvEnd, m, l, o)  \
+               : attendRows<N, kMaxRows>(p, b, kh, rows, nrows, kvBegin,       \
+                                         kvEnd, m, l, o);
     TFC_ND(1)
     TFC_ND(2)
     TFC_ND(3)
@@ -538,33 +584,59 @@ void attendRowAnyDim(const Problem &p, int64_t b, int64_t h, int64_t kvBegin,
     break;
   }
 }
-static_assert(kMaxDim == 16 * 16, "attendRowAnyDim covers D <= 256");
+static_assert(kMaxDim == 16 * 16, "attendRowsAnyDim covers D <= 256");
 
-/// One query row per (batch, head) (decode): the keys are split into chunks
-/// attended in parallel (attendRow), then the partial results are merged.
-void attentionSplitKV(const Problem &p) {
+/// Query blocks of at most this many rows take attentionFewRows.
+constexpr int64_t kFewRows = 8;
+
+/// Few query rows per head (decode, short query blocks): the rows that
+/// share a K/V head (its grouped-query heads times the query rows) go
+/// through attendRows together, kMaxRows at a time, and the keys are split
+/// into chunks attended in parallel; the partial results are then merged
+/// per row.
+void attentionFewRows(const Problem &p) {
   constexpr int64_t kChunk = 512;
   int64_t chunks = (p.Skv + kChunk - 1) / kChunk;
-  int64_t heads = p.B * p.Hq;
-  std::vector<float> partO(heads * chunks * p.Dv), partM(heads * chunks),
-      partL(heads * chunks);
+  int64_t group = p.Hq / p.Hkv;
+  int64_t perHead = group * p.Sq; // rows sharing one K/V head
+  int64_t sets = (perHead + kMaxRows - 1) / kMaxRows;
+  int64_t rowsTotal = p.B * p.Hq * p.Sq;
+  // Partial results of row (b, h, i) for chunk c at ((b*Hq + h)*Sq + i)*chunks
+  // + c.
+  std::vector<float> partO(rowsTotal * chunks * p.Dv),
+      partM(rowsTotal * chunks), partL(rowsTotal * chunks);
+  int64_t tasks = p.B * p.Hkv * sets * chunks;
 #pragma omp parallel for schedule(dynamic)
-  for (int64_t t = 0; t < heads * chunks; ++t) {
-    int64_t c = t % chunks, bh = t / chunks;
-    attendRowAnyDim(p, bh / p.Hq, bh % p.Hq, c * kChunk,
-                    std::min(p.Skv, (c + 1) * kChunk), partM[t], partL[t],
-                    partO.data() + t * p.Dv);
+  for (int64_t t = 0; t < tasks; ++t) {
+    int64_t c = t % chunks, rest = t / chunks;
+    int64_t set = rest % sets, bkh = rest / sets;
+    int64_t b = bkh / p.Hkv, kh = bkh % p.Hkv;
+    QueryRow rows[kMaxRows];
+    int nrows = 0;
+    for (int64_t x = set * kMaxRows;
+         x < std::min(perHead, (set + 1) * kMaxRows); ++x)
+      rows[nrows++] = {kh * group + x / p.Sq, x % p.Sq};
+    float m[kMaxRows], l[kMaxRows];
+    alignas(64) float o[kMaxRows * kMaxDim];
+    attendRowsAnyDim(p, b, kh, rows, nrows, c * kChunk,
+                     std::min(p.Skv, (c + 1) * kChunk), m, l, o);
+    for (int r = 0; r < nrows; ++r) {
+      int64_t at = ((b * p.Hq + rows[r].h) * p.Sq + rows[r].i) * chunks + c;
+      partM[at] = m[r];
+      partL[at] = l[r];
+      std::memcpy(partO.data() + at * p.Dv, o + r * p.Dv, sizeof(float) * p.Dv);
+    }
   }
 #pragma omp parallel for schedule(static)
-  for (int64_t bh = 0; bh < heads; ++bh) {
+  for (int64_t row = 0; row < rowsTotal; ++row) {
     float mx = kNegInf;
     for (int64_t c = 0; c < chunks; ++c)
-      mx = std::max(mx, partM[bh * chunks + c]);
+      mx = std::max(mx, partM[row * chunks + c]);
     float l = 0;
     std::vector<float> acc(p.Dv, 0.0f);
     if (mx != kNegInf)
       for (int64_t c = 0; c < chunks; ++c) {
-        int64_t t = bh * chunks + c;
+        int64_t t = row * chunks + c;
         if (partM[t] == kNegInf)
           continue;
         float w = std::exp2(partM[t] - mx);
@@ -572,7 +644,9 @@ void attentionSplitKV(const Problem &p) {
         for (int64_t d = 0; d < p.Dv; ++d)
           acc[d] += partO[t * p.Dv + d] * w;
       }
-    float *o = p.out + (bh / p.Hq) * p.os[0] + (bh % p.Hq) * p.os[1];
+    int64_t i = row % p.Sq, bh = row / p.Sq;
+    float *o =
+        p.out + (bh / p.Hq) * p.os[0] + (bh % p.Hq) * p.os[1] + i * p.os[2];
     for (int64_t d = 0; d < p.Dv; ++d)
       o[d] = l > 0 ? acc[d] / l : 0.0f;
   }
@@ -624,8 +698,8 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
     return;
 #ifdef __AVX512F__
   if (fastPathApplies(p)) {
-    if (p.Sq == 1)
-      attentionSplitKV(p);
+    if (p.Sq <= kFewRows)
+      attentionFewRows(p);
     else if (p.Sq <= 16)
       attentionBlocked<1>(p);
     else

@@ -11,8 +11,9 @@
 // memory-bound softmax and layer_norm. Peak memory is the inputs, outputs
 // and the working memory the model obtains from the runtime's allocator.
 //
-// Shapes: attention B x H x S x D (Sq = Skv = S) or B x H x Sq x Skv x D
-// (decode: Sq = 1), softmax and layer_norm ROWS x N.
+// Shapes: attention B x H x S x D (Sq = Skv = S), B x H x Sq x Skv x D
+// (decode: Sq = 1) or B x Hq x Hkv x Sq x Skv x D (grouped-query heads),
+// softmax and layer_norm ROWS x N.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,10 +61,10 @@ void check(tfc_status s, const std::string &what) {
   die(what + ": " + m);
 }
 
-/// The dimensions of `text`; `rank` is the count it must have, or with
-/// `altRank` either of the two.
+/// The dimensions of `text`; `rank` is the count it must have, or one of
+/// the alternatives given.
 std::vector<int64_t> parseShape(const std::string &text, size_t rank,
-                                size_t altRank = 0) {
+                                size_t altRank = 0, size_t altRank2 = 0) {
   std::vector<int64_t> dims;
   std::stringstream ss(text);
   std::string part;
@@ -74,9 +75,12 @@ std::vector<int64_t> parseShape(const std::string &text, size_t rank,
       die("bad shape '" + text + "': expected positive integers joined by x");
     dims.push_back(v);
   }
-  if (dims.size() != rank && dims.size() != altRank)
+  if (dims.size() != rank && dims.size() != altRank && dims.size() != altRank2)
     die("bad shape '" + text + "': expected " + std::to_string(rank) +
-        (altRank ? " or " + std::to_string(altRank) : std::string()) +
+        (altRank2 ? ", " + std::to_string(altRank) + " or " +
+                        std::to_string(altRank2)
+         : altRank ? " or " + std::to_string(altRank)
+                   : std::string()) +
         " dimensions");
   return dims;
 }
@@ -99,11 +103,12 @@ struct KernelSpec {
 KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
   KernelSpec k;
   if (o.kernel == "attention") {
-    // B x H x S x D, or B x H x Sq x Skv x D (decode: Sq = 1).
-    bool split = dims.size() == 5;
-    int64_t b = dims[0], h = dims[1], sq = dims[2], skv = dims[split ? 3 : 2],
-            d = dims.back();
-    std::vector<int64_t> q = {b, h, sq, d}, kv = {b, h, skv, d};
+    // B x H x S x D, B x H x Sq x Skv x D (decode: Sq = 1), or
+    // B x Hq x Hkv x Sq x Skv x D (grouped-query heads).
+    size_t n = dims.size();
+    int64_t b = dims[0], h = dims[1], hkv = n == 6 ? dims[2] : h,
+            sq = dims[n - 3 + (n == 4)], skv = dims[n - 2], d = dims.back();
+    std::vector<int64_t> q = {b, h, sq, d}, kv = {b, hkv, skv, d};
     std::string tq = tensorType(q), tkv = tensorType(kv);
     k.inputs = {q, kv, kv};
     k.output = q;
@@ -284,8 +289,8 @@ int main(int argc, char **argv) {
       std::printf("usage: tfc-bench [--kernel=attention|softmax|layer_norm] "
                   "[--shapes=S1;S2;...] [--causal] [--threads=N] "
                   "[--repeat=R] [--json=FILE]\n"
-                  "shapes: attention BxHxSxD or BxHxSqxSkvxD (decode: Sq = "
-                  "1), softmax and layer_norm ROWSxN\n");
+                  "shapes: attention BxHxSxD, BxHxSqxSkvxD (decode: Sq = 1) "
+                  "or BxHqxHkvxSqxSkvxD, softmax and layer_norm ROWSxN\n");
       return 0;
     } else
       die("unknown argument '" + a + "' (see --help)");
@@ -348,8 +353,12 @@ int main(int argc, char **argv) {
   bool mismatch = false;
   while (std::getline(shapeList, shapeText, ';')) {
     std::vector<int64_t> dims = o.kernel == "attention"
-                                    ? parseShape(shapeText, 4, 5)
+                                    ? parseShape(shapeText, 4, 5, 6)
                                     : parseShape(shapeText, 2);
+    if (dims.size() == 6 && dims[1] % dims[2] != 0)
+      die("bad shape '" + shapeText + "': " + std::to_string(dims[1]) +
+          " query heads are not a multiple of " + std::to_string(dims[2]) +
+          " key/value heads");
     KernelSpec k = makeKernel(o, dims);
     std::string base = o.workdir + "/" + o.kernel + "_" + shapeText;
     {
@@ -459,7 +468,8 @@ int main(int argc, char **argv) {
               o.kernel.c_str(), att && o.causal ? " (causal)" : "", o.threads,
               o.threads == 1 ? "" : "s", o.repeat);
   if (att)
-    std::printf("| shape BxHxSxD or BxHxSqxSkvxD | fused ms | unfused ms | "
+    std::printf("| shape BxHxSxD, BxHxSqxSkvxD or BxHqxHkvxSqxSkvxD | fused ms "
+                "| unfused ms | "
                 "speedup | fused "
                 "GFLOP/s | sgemm GFLOP/s | of sgemm | fused MiB | unfused "
                 "MiB |\n|---|---|---|---|---|---|---|---|---|\n");

@@ -254,6 +254,10 @@ def main():
       mask=padding_first_batch_empty)
     A(h, rng, "decode_dv_wide", 1, 3, 3, 1, 530, 32, dv=144)
     A(h, rng, "decode_d256_17_keys", 2, 2, 1, 1, 17, 256, causal=True)
+    A(h, rng, "few_rows_causal_gqa_masked", 2, 8, 2, 5, 600, 64, causal=True,
+      mask=rows_fully_masked)
+    A(h, rng, "few_rows_sq_gt_skv_causal", 1, 2, 2, 7, 3, 32, causal=True)
+    A(h, rng, "few_rows_finfo_d80", 1, 3, 3, 8, 1000, 80, mask=finfo_min_rows)
     A(h, rng, "finfo_min_rows", 1, 2, 2, 33, 40, 64, mask=finfo_min_rows)
     A(h, rng, "full_mask_scale", 1, 2, 2, 40, 50, 48, mask=full_mask,
       scale=0.3)
