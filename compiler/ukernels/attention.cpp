@@ -16,9 +16,14 @@
 // takes the block's max and, for blocks nothing else masks, writes P
 // against the running max directly; the max moves only when a block
 // exceeds it by more than kRescaleThreshold (lazy rescaling).
+// The exponentials of one register block run in the next one's k loop.
 // Causal blocks past the diagonal are skipped; grouped-query heads share
-// their K/V head without a copy; a single query row splits the keys across
-// tasks and reduces the partial results (split-KV).
+// their K/V head without a copy.
+//
+// Query blocks of at most kFewRows rows (decode) take attendRows instead:
+// the head dimension along the lanes, the rows that share a K/V head taken
+// together so that each K/V block is read once for all of them, and the
+// keys split across tasks whose partial results are then merged (split-KV).
 //
 //===----------------------------------------------------------------------===//
 
