@@ -608,8 +608,14 @@ void attentionFewRows(const Problem &p) {
   int64_t rowsTotal = p.B * p.Hq * p.Sq;
   // Partial results of row (b, h, i) for chunk c at ((b*Hq + h)*Sq + i)*chunks
   // + c.
-  std::vector<float> partO(rowsTotal * chunks * p.Dv),
-      partM(rowsTotal * chunks), partL(rowsTotal * chunks);
+  // Kept across calls (per calling thread) and only grown: fresh pages are
+  // slow to touch, and a decoder calls this once per step and layer.
+  static thread_local std::vector<float> partials;
+  size_t parts = size_t(rowsTotal * chunks);
+  if (partials.size() < parts * (p.Dv + 2))
+    partials.resize(parts * (p.Dv + 2));
+  float *partO = partials.data(), *partM = partO + parts * p.Dv,
+        *partL = partM + parts;
   int64_t tasks = p.B * p.Hkv * sets * chunks;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t t = 0; t < tasks; ++t) {
@@ -629,7 +635,7 @@ void attentionFewRows(const Problem &p) {
       int64_t at = ((b * p.Hq + rows[r].h) * p.Sq + rows[r].i) * chunks + c;
       partM[at] = m[r];
       partL[at] = l[r];
-      std::memcpy(partO.data() + at * p.Dv, o + r * p.Dv, sizeof(float) * p.Dv);
+      std::memcpy(partO + at * p.Dv, o + r * p.Dv, sizeof(float) * p.Dv);
     }
   }
 #pragma omp parallel for schedule(static)
@@ -638,7 +644,7 @@ void attentionFewRows(const Problem &p) {
     for (int64_t c = 0; c < chunks; ++c)
       mx = std::max(mx, partM[row * chunks + c]);
     float l = 0;
-    std::vector<float> acc(p.Dv, 0.0f);
+    float acc[kMaxDim] = {};
     if (mx != kNegInf)
       for (int64_t c = 0; c < chunks; ++c) {
         int64_t t = row * chunks + c;
