@@ -62,8 +62,8 @@ struct StoreC {
 };
 
 /// acc + broadcast(*a) * b with the broadcast folded into the FMA's memory
-/// operand ({1to16}). A separate vbroadcastss occupies a vector pipe that
-/// the FMAs leave free: on this machine a 6 x 2 block with separate
+/// operand ({1to16}). A separate vbroadcastss takes a slot on the vector
+/// pipes beside the FMAs: on this machine a 6 x 2 block with separate
 /// broadcasts slows down with every other vector instruction added to it,
 /// while with folded ones 6-8 such instructions per 12 FMAs run for free.
 /// LLVM folds a broadcast only into its single use, hence the asm.
