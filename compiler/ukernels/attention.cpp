@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 using tfc::uk::blockProduct;
@@ -497,57 +498,153 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
                               rows[r].i * p.ms[2]
                         : nullptr;
   }
-  alignas(64) float weight[16], bias[16];
-  for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += 16) {
-    int64_t n = std::min<int64_t>(16, kvEnd - j0);
-    for (int r = 0; r < nrows; ++r) {
-      int64_t visible = std::min(n, end[r] - j0);
-      if (visible <= 0)
+  alignas(64) float weight[MaxRows][16];
+  int64_t visible[MaxRows];
+  // One row's online-softmax step over a block of 16 keys at j0 whose
+  // scores are s: the mask added, keys past visible[r] hidden; false when
+  // no key is visible, else m and l updated, the accumulator's scale
+  // factor in alpha (1 when m did not move) and the weights in weight[r].
+  auto softmaxStep = [&](int r, int64_t j0, __m512 s, float &alpha) {
+    __mmask16 live = firstLanes(visible[r]);
+    if (maskRow[r] && visible[r] > 0) {
+      alignas(64) float bias[16];
+      for (int64_t j = 0; j < visible[r]; ++j)
+        bias[j] = maskRow[r][(j0 + j) * p.ms[3]];
+      s = _mm512_add_ps(
+          s, tfc::uk::toLog2Domain(_mm512_maskz_load_ps(live, bias), log2e));
+    }
+    s = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), live, s);
+    float top = _mm512_reduce_max_ps(s);
+    alpha = 1;
+    if (top == kNegInf) { // no visible key here
+      visible[r] = 0;
+      _mm512_store_ps(weight[r], _mm512_setzero_ps());
+      return false;
+    }
+    if (top > m[r]) {
+      alpha = std::exp2(m[r] - top); // 0 while m is -inf
+      l[r] *= alpha;
+      m[r] = top;
+    }
+    __m512 e = exp2(_mm512_sub_ps(s, _mm512_set1_ps(m[r])));
+    l[r] += _mm512_reduce_add_ps(e);
+    _mm512_store_ps(weight[r], e);
+    return true;
+  };
+
+  if constexpr (MaxRows == 1) {
+    // One row: its accumulator stays in registers.
+    __m512 ov[ND];
+    for (int c = 0; c < ND; ++c)
+      ov[c] = _mm512_setzero_ps();
+    for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += 16) {
+      int64_t n = std::min<int64_t>(16, kvEnd - j0);
+      visible[0] = std::clamp<int64_t>(end[0] - j0, 0, n);
+      if (visible[0] == 0)
         continue;
       __m512 qv[ND];
       for (int c = 0; c < ND; ++c)
-        qv[c] = _mm512_load_ps(q[r] + 16 * c);
+        qv[c] = _mm512_load_ps(q[0] + 16 * c);
       __m512 dot[16];
       for (int j = 0; j < 16; ++j) {
-        dot[j] = _mm512_setzero_ps();
         const float *kr = kb + (j0 + std::min<int64_t>(j, n - 1)) * p.ks[2];
+        dot[j] = _mm512_setzero_ps();
         for (int c = 0; c < ND; ++c)
           dot[j] = _mm512_fmadd_ps(
               qv[c], _mm512_maskz_loadu_ps(dl[c], kr + 16 * c), dot[j]);
       }
-      __mmask16 live = firstLanes(visible);
-      __m512 s = tfc::uk::horizontalSums16(dot);
-      if (maskRow[r]) {
-        for (int64_t j = 0; j < visible; ++j)
-          bias[j] = maskRow[r][(j0 + j) * p.ms[3]];
-        s = _mm512_add_ps(
-            s, tfc::uk::toLog2Domain(_mm512_maskz_load_ps(live, bias), log2e));
-      }
-      s = _mm512_mask_mov_ps(_mm512_set1_ps(kNegInf), live, s);
-      float top = _mm512_reduce_max_ps(s);
-      if (top == kNegInf)
-        continue; // no visible key here
-      __m512 ov[ND];
+      float alpha;
+      if (!softmaxStep(0, j0, tfc::uk::horizontalSums16(dot), alpha))
+        continue;
       for (int c = 0; c < ND; ++c)
-        ov[c] = _mm512_load_ps(acc[r] + 16 * c);
-      if (top > m[r]) {
-        float alpha = std::exp2(m[r] - top); // 0 while m is -inf
-        l[r] *= alpha;
-        for (int c = 0; c < ND; ++c)
-          ov[c] = _mm512_mul_ps(ov[c], _mm512_set1_ps(alpha));
-        m[r] = top;
-      }
-      __m512 e = exp2(_mm512_sub_ps(s, _mm512_set1_ps(m[r])));
-      l[r] += _mm512_reduce_add_ps(e);
-      _mm512_store_ps(weight, e);
-      for (int64_t j = 0; j < visible; ++j) {
+        ov[c] = _mm512_mul_ps(ov[c], _mm512_set1_ps(alpha));
+      for (int64_t j = 0; j < visible[0]; ++j) {
         const float *vr = vb + (j0 + j) * p.vs[2];
         for (int c = 0; c < ND; ++c)
           ov[c] = tfc::uk::fmaddBroadcast(
-              weight + j, _mm512_maskz_loadu_ps(vl[c], vr + 16 * c), ov[c]);
+              weight[0] + j, _mm512_maskz_loadu_ps(vl[c], vr + 16 * c), ov[c]);
       }
-      for (int c = 0; c < ND; ++c)
-        _mm512_store_ps(acc[r] + 16 * c, ov[c]);
+    }
+    for (int c = 0; c < ND; ++c)
+      _mm512_store_ps(acc[0] + 16 * c, ov[c]);
+  } else {
+    // Rows in pairs where they can: a pair loads each key and value vector
+    // once for both rows (the loads, not the FMAs, bound this loop).
+    for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += 16) {
+      int64_t n = std::min<int64_t>(16, kvEnd - j0);
+      __m512 scores[MaxRows];
+      auto scoreRows = [&](auto rb, int r0) {
+        constexpr int RB = decltype(rb)::value;
+        __m512 qv[RB][ND];
+        for (int x = 0; x < RB; ++x)
+          for (int c = 0; c < ND; ++c)
+            qv[x][c] = _mm512_load_ps(q[r0 + x] + 16 * c);
+        __m512 pairs[RB][8];
+        for (int i = 0; i < 8; ++i) {
+          __m512 dot[RB][2];
+          for (int y = 0; y < 2; ++y) {
+            const float *kr =
+                kb + (j0 + std::min<int64_t>(2 * i + y, n - 1)) * p.ks[2];
+            for (int x = 0; x < RB; ++x)
+              dot[x][y] = _mm512_setzero_ps();
+            for (int c = 0; c < ND; ++c) {
+              __m512 kc = _mm512_maskz_loadu_ps(dl[c], kr + 16 * c);
+              for (int x = 0; x < RB; ++x)
+                dot[x][y] = _mm512_fmadd_ps(qv[x][c], kc, dot[x][y]);
+            }
+          }
+          for (int x = 0; x < RB; ++x)
+            pairs[x][i] = tfc::uk::pairSums(dot[x][0], dot[x][1]);
+        }
+        for (int x = 0; x < RB; ++x)
+          scores[r0 + x] = tfc::uk::horizontalSumsOfPairs(pairs[x]);
+      };
+      int r = 0;
+      for (; r + 1 < nrows; r += 2)
+        scoreRows(std::integral_constant<int, 2>(), r);
+      if (r < nrows)
+        scoreRows(std::integral_constant<int, 1>(), r);
+
+      for (r = 0; r < nrows; ++r) {
+        visible[r] = std::clamp<int64_t>(end[r] - j0, 0, n);
+        float alpha;
+        if (softmaxStep(r, j0, scores[r], alpha) && alpha != 1)
+          for (int c = 0; c < ND; ++c)
+            _mm512_store_ps(acc[r] + 16 * c,
+                            _mm512_mul_ps(_mm512_load_ps(acc[r] + 16 * c),
+                                          _mm512_set1_ps(alpha)));
+      }
+
+      // acc += weights . V, RB rows at a time (weights are 0 past a row's
+      // visible keys).
+      auto accumulateRows = [&](auto rb, int r0) {
+        constexpr int RB = decltype(rb)::value;
+        int64_t keys = 0;
+        for (int x = 0; x < RB; ++x)
+          keys = std::max(keys, visible[r0 + x]);
+        if (keys == 0)
+          return;
+        __m512 ov[RB][ND];
+        for (int x = 0; x < RB; ++x)
+          for (int c = 0; c < ND; ++c)
+            ov[x][c] = _mm512_load_ps(acc[r0 + x] + 16 * c);
+        for (int64_t j = 0; j < keys; ++j) {
+          const float *vr = vb + (j0 + j) * p.vs[2];
+          for (int c = 0; c < ND; ++c) {
+            __m512 vc = _mm512_maskz_loadu_ps(vl[c], vr + 16 * c);
+            for (int x = 0; x < RB; ++x)
+              ov[x][c] =
+                  tfc::uk::fmaddBroadcast(weight[r0 + x] + j, vc, ov[x][c]);
+          }
+        }
+        for (int x = 0; x < RB; ++x)
+          for (int c = 0; c < ND; ++c)
+            _mm512_store_ps(acc[r0 + x] + 16 * c, ov[x][c]);
+      };
+      for (r = 0; r + 1 < nrows; r += 2)
+        accumulateRows(std::integral_constant<int, 2>(), r);
+      if (r < nrows)
+        accumulateRows(std::integral_constant<int, 1>(), r);
     }
   }
   for (int r = 0; r < nrows; ++r) {

@@ -129,17 +129,17 @@ inline void transpose16(__m512 r[16]) {
   }
 }
 
-/// Lane j of the result is the sum of the 16 lanes of x[j]: a tree of
-/// 128-bit, 64-bit and 32-bit shuffles (31 shuffles and 15 adds for 16
-/// horizontal sums, against 16 x 8 for one reduction each).
-inline __m512 horizontalSums16(const __m512 x[16]) {
+/// First stage of horizontalSums16: lanes 0-7 hold partial sums of a,
+/// lanes 8-15 of b (their 256-bit halves added).
+inline __m512 pairSums(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, 0x44),
+                       _mm512_shuffle_f32x4(a, b, 0xee));
+}
+
+/// The rest of horizontalSums16, from u[i] = pairSums(x[2i], x[2i+1]).
+inline __m512 horizontalSumsOfPairs(const __m512 u[8]) {
   auto pd = [](__m512 v) { return _mm512_castps_pd(v); };
   auto ps = [](__m512d v) { return _mm512_castpd_ps(v); };
-  // u[i]: 256-bit halves of x[2i] (lanes 0-7) and x[2i+1] (8-15) added.
-  __m512 u[8];
-  for (int i = 0; i < 8; ++i)
-    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x44),
-                         _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xee));
   // y[i]: 128-bit lane L holds 4 partial sums of x[4i + L].
   __m512 y[4];
   for (int i = 0; i < 4; ++i)
@@ -157,6 +157,17 @@ inline __m512 horizontalSums16(const __m512 x[16]) {
   const __m512i order =
       _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
   return _mm512_permutexvar_ps(order, w);
+}
+
+/// Lane j of the result is the sum of the 16 lanes of x[j]: a tree of
+/// 128-bit, 64-bit and 32-bit shuffles (31 shuffles and 15 adds for 16
+/// horizontal sums, against 16 x 8 for one reduction each). A caller that
+/// produces x two at a time can apply pairSums as it goes.
+inline __m512 horizontalSums16(const __m512 x[16]) {
+  __m512 u[8];
+  for (int i = 0; i < 8; ++i)
+    u[i] = pairSums(x[2 * i], x[2 * i + 1]);
+  return horizontalSumsOfPairs(u);
 }
 
 /// toLog2Domain for one value.
