@@ -260,6 +260,8 @@ def main():
     A(h, rng, "few_rows_finfo_d80", 1, 3, 3, 8, 1000, 80, mask=finfo_min_rows)
     A(h, rng, "few_rows_gqa3_d128", 2, 6, 2, 3, 777, 128, causal=True,
       mask=padding_mask)
+    A(h, rng, "few_rows_12_causal_sq_lt_skv", 1, 3, 3, 12, 900, 64,
+      causal=True, mask=rows_fully_masked)
     A(h, rng, "finfo_min_rows", 1, 2, 2, 33, 40, 64, mask=finfo_min_rows)
     A(h, rng, "full_mask_scale", 1, 2, 2, 40, 50, 48, mask=full_mask,
       scale=0.3)
