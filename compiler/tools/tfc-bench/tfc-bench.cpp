@@ -61,10 +61,9 @@ void check(tfc_status s, const std::string &what) {
   die(what + ": " + m);
 }
 
-/// The dimensions of `text`; `rank` is the count it must have, or one of
-/// the alternatives given.
-std::vector<int64_t> parseShape(const std::string &text, size_t rank,
-                                size_t altRank = 0, size_t altRank2 = 0) {
+/// The dimensions of `text`, whose count must be one of `ranks`.
+std::vector<int64_t> parseShape(const std::string &text,
+                                std::initializer_list<size_t> ranks) {
   std::vector<int64_t> dims;
   std::stringstream ss(text);
   std::string part;
@@ -75,14 +74,16 @@ std::vector<int64_t> parseShape(const std::string &text, size_t rank,
       die("bad shape '" + text + "': expected positive integers joined by x");
     dims.push_back(v);
   }
-  if (dims.size() != rank && dims.size() != altRank && dims.size() != altRank2)
-    die("bad shape '" + text + "': expected " + std::to_string(rank) +
-        (altRank2 ? ", " + std::to_string(altRank) + " or " +
-                        std::to_string(altRank2)
-         : altRank ? " or " + std::to_string(altRank)
-                   : std::string()) +
-        " dimensions");
-  return dims;
+  if (std::find(ranks.begin(), ranks.end(), dims.size()) != ranks.end())
+    return dims;
+  // "4", "4 or 5", "4, 5 or 6".
+  std::string expected;
+  for (size_t n = 0; n < ranks.size(); ++n) {
+    if (n > 0)
+      expected += n + 1 == ranks.size() ? " or " : ", ";
+    expected += std::to_string(ranks.begin()[n]);
+  }
+  die("bad shape '" + text + "': expected " + expected + " dimensions");
 }
 
 std::string tensorType(const std::vector<int64_t> &shape) {
@@ -353,8 +354,8 @@ int main(int argc, char **argv) {
   bool mismatch = false;
   while (std::getline(shapeList, shapeText, ';')) {
     std::vector<int64_t> dims = o.kernel == "attention"
-                                    ? parseShape(shapeText, 4, 5, 6)
-                                    : parseShape(shapeText, 2);
+                                    ? parseShape(shapeText, {4, 5, 6})
+                                    : parseShape(shapeText, {2});
     if (dims.size() == 6 && dims[1] % dims[2] != 0)
       die("bad shape '" + shapeText + "': " + std::to_string(dims[1]) +
           " query heads are not a multiple of " + std::to_string(dims[2]) +
