@@ -49,6 +49,9 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
   for (const auto &[name, enabled] : llvm::sys::getHostCPUFeatures())
     features.AddFeature(name, enabled);
   llvm::TargetOptions options;
+  // Constructors (GPU models load their module in one) go to .init_array,
+  // which the dynamic loader runs; .ctors it ignores.
+  options.UseInitArray = true;
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features.getString(), options,
       llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
