@@ -11,6 +11,10 @@
 #   scripts/device-check.sh dry-run   HERE: the same driver on --target=cpu
 #                                     models with the CPU PyTorch of
 #                                     bench/.venv (no GPU needed)
+#   scripts/device-check.sh emulate   HERE: the numerics of the GPU builds
+#                                     (PTX embedded) on the PTX interpreter
+#                                     of the fake CUDA driver, against the
+#                                     CPU PyTorch (no GPU; no timing)
 #
 # Environment: TFC_BIN (use this bin/ with tfc-compile and tfc-run instead of
 # building build/), TFC_BUILD_DIR (default build/), TFC_GPU_ARCH (--gpu-arch
@@ -161,6 +165,28 @@ case "$cmd" in
     check "$ROOT/.device" "$out" python3 2>&1 | tee "$out/device-check.log" || rc=$?
     exit "$rc"
     ;;
+  emulate)
+    build_tfc
+    [[ -n "${TFC_BIN:-}" ]] || ninja -C "$BUILD" ptx_cuda
+    driver="$(dirname "$BIN")/runtime/fixtures/ptx_cuda.so"
+    [[ -f "$driver" ]] || { log "no PTX-interpreting driver at $driver"; exit 1; }
+    py="$ROOT/bench/.venv/bin/python"
+    [[ -x "$py" ]] || py=$(bash "$ROOT/bench/minilm/setup_peers.sh")
+    emu="$TMP/tfc-device-emu"
+    rc=0
+    python3 "$HERE/prepare.py" --tfc-compile "$BIN/tfc-compile" \
+      --out "$emu/device" --target nvptx --gpu-binary ptx --numerics-only \
+      --gpu-arch "${TFC_GPU_ARCH:-}" --jobs "${JOBS:-2}" || rc=$?
+    ((rc == 0 || rc == 2)) || exit $rc
+    set -o pipefail
+    TFC_CUDA_DRIVER="$driver" PYTHONUNBUFFERED=1 "$py" "$HERE/check.py" \
+      --manifest "$emu/device/manifest.json" --tfc-run "$BIN/tfc-run" \
+      --out "$emu/out" --budget 3600 --emulated \
+      ${DEVICE_CHECK_SEED:+--seed "$DEVICE_CHECK_SEED"} 2>&1 |
+      tee "$emu/device-check.log" || rc=$?
+    log "emulated check: exit $rc; table and log in $emu/out"
+    exit "$rc"
+    ;;
   dry-run)
     py="$ROOT/bench/.venv/bin/python"
     [[ -x "$py" ]] || py=$(bash "$ROOT/bench/minilm/setup_peers.sh")
@@ -175,7 +201,7 @@ case "$cmd" in
     exit "$rc"
     ;;
   *)
-    sed -n '2,19p' "$0"
+    sed -n '2,23p' "$0"
     exit 2
     ;;
 esac

@@ -15,6 +15,11 @@ config.test_exec_root = os.path.join(config.tfc_obj_root, "tests")
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%tfc_src_root", config.tfc_src_root))
 config.substitutions.append(("%tfc_bin", config.tfc_tools_dir))
+# The fake CUDA driver that runs PTX modules in an interpreter
+# (runtime/tests/fixtures/ptx_emu.h): GPU builds checked without a GPU.
+config.substitutions.append(
+    ("%ptx_cuda", os.path.join(config.tfc_obj_root, "runtime", "fixtures",
+                               "ptx_cuda.so")))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

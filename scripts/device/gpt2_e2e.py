@@ -38,13 +38,13 @@ def inputs():
     return ids, mask
 
 
-def prepare(tfc_compile, out, target, gpu_arch, work):
+def prepare(tfc_compile, out, target, gpu_flags, work):
     """Compiles the fused build into `out` and writes DIR/config.json;
     returns an error line or None."""
     src = os.path.join(work, "gpt2-model")
     model.write_model(src, np.random.default_rng(SEED), CFG)
     err = minilm.compile_hf(tfc_compile, src, BATCH, SEQ,
-                            os.path.join(out, LIB), target, gpu_arch)
+                            os.path.join(out, LIB), target, gpu_flags)
     if err:
         return err
     os.makedirs(os.path.join(out, DIR), exist_ok=True)

@@ -64,13 +64,13 @@ DIR = "minilm"
 LIB = os.path.join("models", "minilm.fused.so")
 
 
-def compile_hf(tfc_compile, model_dir, batch, seq, lib, target, gpu_arch):
-    """tfc-compile --hf of the fused build into `lib`; returns an error line
-    or None."""
+def compile_hf(tfc_compile, model_dir, batch, seq, lib, target, gpu_flags):
+    """tfc-compile --hf of the fused build into `lib` (gpu_flags: extra
+    tfc-compile flags, --gpu-arch and the like); returns an error line or
+    None."""
     cmd = [tfc_compile, "--hf", model_dir, "--batch", str(batch),
            "--seq-len", str(seq), "-o", lib, "--target=" + target]
-    if gpu_arch:
-        cmd.append("--gpu-arch=" + gpu_arch)
+    cmd += gpu_flags
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if r.returncode:
         lines = r.stderr.strip().splitlines()
@@ -79,11 +79,11 @@ def compile_hf(tfc_compile, model_dir, batch, seq, lib, target, gpu_arch):
     return None
 
 
-def prepare(model_dir, fixtures, tfc_compile, out, target, gpu_arch):
+def prepare(model_dir, fixtures, tfc_compile, out, target, gpu_flags):
     """Compiles the fused build and writes DIR/minilm; returns an error line
     or None."""
     err = compile_hf(tfc_compile, model_dir, BATCH, SEQ,
-                     os.path.join(out, LIB), target, gpu_arch)
+                     os.path.join(out, LIB), target, gpu_flags)
     if err:
         return err
     dst = os.path.join(out, DIR)

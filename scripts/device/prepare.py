@@ -54,14 +54,12 @@ def describe_tree():
     return "%s+dirty.%s" % (head, h.hexdigest()[:7])
 
 
-def compile_one(tfc_compile, out, model, build, target, gpu_arch):
+def compile_one(tfc_compile, out, model, build, target, gpu_flags):
     """Returns (relative path, None) or (None, one-line error)."""
     src = os.path.join(out, "src", model["name"] + ".mlir")
     rel = os.path.join("models", "%s.%s.so" % (model["name"], build))
     cmd = [tfc_compile, src, "-o", os.path.join(out, rel),
-           "--target=" + target]
-    if gpu_arch:
-        cmd.append("--gpu-arch=" + gpu_arch)
+           "--target=" + target] + gpu_flags
     if build == "unfused":
         cmd.append("--no-fusion")
     if build == "ldmatrix":
@@ -100,6 +98,38 @@ def foreign_libs(path):
     return libs
 
 
+def prepare_models(a, gpu_flags):
+    """all-MiniLM-L6-v2 (when scripts/install-model.sh has installed it
+    here) and a random GPT-2: (minilm status, gpt2 status, failures)."""
+    failures = 0
+    mini = None
+    model_dir = subprocess.run(
+        ["bash", os.path.join(ROOT, "scripts", "install-model.sh"), "--check"],
+        capture_output=True, text=True)
+    if model_dir.returncode == 0:
+        err = minilm.prepare(model_dir.stdout.strip(),
+                             os.path.join(ROOT, "tests", "fixtures", "minilm"),
+                             a.tfc_compile, a.out, a.target, gpu_flags)
+        mini = err or "ok"
+        print("prepare: minilm: %s" % mini)
+        if err:
+            failures += 1
+    else:
+        print("prepare: minilm: model not installed here (scripts/"
+              "install-model.sh): not carried")
+
+    # A random GPT-2 (its weights are written again there from the seed).
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="tfc-gpt2-") as tmp:
+        err = gpt2_e2e.prepare(a.tfc_compile, a.out, a.target, gpu_flags,
+                               tmp)
+    gpt = err or "ok"
+    print("prepare: gpt2: %s" % gpt)
+    if err:
+        failures += 1
+    return mini, gpt, failures
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tfc-compile", required=True)
@@ -108,6 +138,11 @@ def main():
     p.add_argument("--gpu-arch", default="")
     p.add_argument("--small", action="store_true",
                    help="dry run: small timing shapes")
+    p.add_argument("--numerics-only", action="store_true",
+                   help="no timing models (the PTX interpreter's check)")
+    p.add_argument("--gpu-binary", default="cubin",
+                   help="what GPU models embed: cubin, or ptx (for the PTX "
+                   "interpreter of scripts/device-check.sh emulate)")
     p.add_argument("--jobs", type=int, default=1)
     a = p.parse_args()
 
@@ -121,11 +156,16 @@ def main():
     if a.target != "cpu" and not gpu_arch:
         m = re.search(r"(sm_\w+) \(default\)", help_text)
         arch_note = "%s (tfc-compile default)" % (m.group(1) if m else "?")
+    gpu_flags = ["--gpu-arch=" + gpu_arch] if gpu_arch else []
+    if a.target != "cpu" and a.gpu_binary != "cubin":
+        gpu_flags.append("--gpu-binary=" + a.gpu_binary)
 
     for sub in ("src", "models"):
         shutil.rmtree(os.path.join(a.out, sub), ignore_errors=True)
         os.makedirs(os.path.join(a.out, sub))
-    models = specs.numerics_models(ROOT) + specs.timing_models(a.small)
+    models = specs.numerics_models(ROOT)
+    if not a.numerics_only:
+        models += specs.timing_models(a.small)
     if a.target != "nvptx":  # --gpu-ldmatrix is a GPU flag
         for m in models:
             m["builds"] = [b for b in m["builds"] if b != specs.LDMATRIX]
@@ -140,7 +180,7 @@ def main():
     failures = 0
     with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as pool:
         futures = [pool.submit(compile_one, a.tfc_compile, a.out, m, b,
-                               a.target, gpu_arch) for m, b in jobs]
+                               a.target, gpu_flags) for m, b in jobs]
         for (m, b), fut in zip(jobs, futures):
             rel, err = fut.result()
             m.setdefault("paths", {})[b] = rel
@@ -161,31 +201,10 @@ def main():
         print("prepare: carrying %s (models link it)" % lib)
         shutil.copy2(lib, lib_dir)
 
-    # all-MiniLM-L6-v2, when scripts/install-model.sh has installed it here.
-    mini = None
-    model_dir = subprocess.run(
-        ["bash", os.path.join(ROOT, "scripts", "install-model.sh"), "--check"],
-        capture_output=True, text=True)
-    if model_dir.returncode == 0:
-        err = minilm.prepare(model_dir.stdout.strip(),
-                             os.path.join(ROOT, "tests", "fixtures", "minilm"),
-                             a.tfc_compile, a.out, a.target, gpu_arch)
-        mini = err or "ok"
-        print("prepare: minilm: %s" % mini)
-        if err:
-            failures += 1
-    else:
-        print("prepare: minilm: model not installed here (scripts/"
-              "install-model.sh): not carried")
-
-    # A random GPT-2 (its weights are written again there from the seed).
-    import tempfile
-    with tempfile.TemporaryDirectory(prefix="tfc-gpt2-") as tmp:
-        err = gpt2_e2e.prepare(a.tfc_compile, a.out, a.target, gpu_arch, tmp)
-    gpt = err or "ok"
-    print("prepare: gpt2: %s" % gpt)
-    if err:
-        failures += 1
+    mini, gpt = None, "not prepared (--numerics-only)"
+    if not a.numerics_only:
+        mini, gpt, failed = prepare_models(a, gpu_flags)
+        failures += failed
 
     for m in models:
         del m["mlir"]

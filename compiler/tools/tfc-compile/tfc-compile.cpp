@@ -89,6 +89,14 @@ static cl::opt<bool> gpuLdmatrix(
              "fragments with ldmatrix (not yet measured on a GPU)"),
     cl::cat(category));
 
+static cl::opt<std::string> gpuBinary(
+    "gpu-binary",
+    cl::desc("With --target=nvptx, what a model library embeds: cubin "
+             "(default; made here by ptxas) or ptx (compiled by the CUDA "
+             "driver when the model is loaded: runs on GPUs newer than "
+             "--gpu-arch, and on the PTX interpreter of the tests)"),
+    cl::init("cubin"), cl::cat(category));
+
 enum class Emit { MLIR, LLVM, Obj, SO, PTX };
 static cl::opt<Emit>
     emit("emit", cl::desc("What to write"), cl::init(Emit::SO),
@@ -218,7 +226,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     options.fuse = fuse;
     options.chip = gpuArch;
     options.ldmatrix = gpuLdmatrix;
-    options.format = kind == Emit::PTX ? "isa" : "bin";
+    options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
   } else {
     tfc::CPUPipelineOptions options;
@@ -298,8 +306,13 @@ int main(int argc, char **argv) {
     if (verifyFusion)
       return fail("--verify-fusion runs both builds on this machine and "
                   "needs --target=cpu");
+    if (gpuBinary != "cubin" && gpuBinary != "ptx")
+      return fail("unknown --gpu-binary '" + gpuBinary +
+                  "' (supported: cubin, ptx)");
   } else if (emit == Emit::PTX) {
     return fail("--emit=ptx needs --target=nvptx");
+  } else if (gpuBinary.getNumOccurrences()) {
+    return fail("--gpu-binary needs --target=nvptx");
   } else if (gpuLdmatrix) {
     return fail("--gpu-ldmatrix needs --target=nvptx");
   }

@@ -17,8 +17,9 @@ MLIR_DTYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64,
 
 
 class Harness:
-    def __init__(self, bindir, workdir, target="cpu"):
+    def __init__(self, bindir, workdir, target="cpu", compile_flags=()):
         self.target = target
+        self.compile_flags = list(compile_flags)
         self.compile = os.path.join(bindir, "tfc-compile")
         self.run_tool = os.path.join(bindir, "tfc-run")
         self.workdir = workdir
@@ -29,16 +30,18 @@ class Harness:
     def path(self, name):
         return os.path.join(self.workdir, name)
 
-    def build(self, name, mlir, fused, entry=None):
+    def build(self, name, mlir, fused, entry=None, flags=()):
         src = self.path(name + ".mlir")
         with open(src, "w") as f:
             f.write(mlir)
         lib = self.path(name + (".fused" if fused else ".unfused") + ".so")
         cmd = [self.compile, src, "-o", lib, "--target=" + self.target]
+        cmd += self.compile_flags
         if not fused:
             cmd.append("--no-fusion")
         if entry:
             cmd.append("--entry=" + entry)
+        cmd += flags
         subprocess.run(cmd, check=True, stderr=subprocess.PIPE)
         return lib
 

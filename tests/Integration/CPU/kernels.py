@@ -3,6 +3,7 @@ and unfused, against float64 references over many shapes (odd sizes, one
 query row, causal with Sq != Skv, fully masked rows, grouped-query heads).
 
 usage: kernels.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
+                  [--gpu-binary=cubin|ptx]
 """
 
 import sys
@@ -74,10 +75,15 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
     # f16 inputs and outputs carry 11 significant bits (the unfused build
     # also computes in f16): a few units of 2^-11 in a norm-wise error.
     tol = 5e-3 if dtype == "f16" else 1e-4
-    for fused in (True, False):
-        lib = h.build(name, mlir, fused)
+    builds = [("fused", True, []), ("unfused", False, [])]
+    if dtype == "f16" and h.target == "nvptx":
+        # The tensor-core kernel's other variant: K/V fragments by ldmatrix.
+        builds.append(("fused ldmatrix", True, ["--gpu-ldmatrix"]))
+    for build, fused, flags in builds:
+        lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
+                      fused, flags=flags)
         (out,) = h.run(lib, inputs)
-        label = "attention %s %s" % (name, "fused" if fused else "unfused")
+        label = "attention %s %s" % (name, build)
         h.expect_close(label, out, ref, tol)
         # Rows that see no key must be exactly zero, never NaN.
         visible = empty_rows(m, causal, b, hq, sq, skv)
@@ -218,10 +224,13 @@ def matmul_case(h, rng, name, batch, m, k, n):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     target = "cpu"
+    flags = []
     for a in sys.argv[1:]:
         if a.startswith("--target="):
             target = a[len("--target="):]
-    h = Harness(args[0], args[1], target)
+        elif a.startswith("--gpu-binary="):
+            flags.append(a)
+    h = Harness(args[0], args[1], target, flags)
     seed = int(args[2]) if len(args) > 2 else np.random.SeedSequence(
     ).entropy % (2**32)
     print("seed", seed)
@@ -268,6 +277,17 @@ def main():
     A(h, rng, "rank2_mask_causal_dv", 2, 4, 1, 24, 24, 32, dv=48,
       mask=row_mask, causal=True)
     A(h, rng, "f16", 1, 4, 2, 19, 37, 64, dtype="f16")
+    A(h, rng, "f16_causal_gqa_padding", 2, 8, 2, 70, 130, 64, dtype="f16",
+      causal=True, mask=padding_mask)
+    A(h, rng, "f16_sq_gt_skv_causal", 1, 2, 2, 100, 40, 32, dtype="f16",
+      causal=True)
+    A(h, rng, "f16_d128_odd", 1, 2, 2, 45, 97, 128, dtype="f16")
+    A(h, rng, "f16_decode_finfo", 2, 4, 4, 1, 300, 64, dtype="f16",
+      mask=key_padding_finfo)
+    A(h, rng, "f16_rising_scores", 1, 2, 2, 64, 500, 64, dtype="f16",
+      key_growth=6.0)
+    A(h, rng, "f16_masked_rows_dv", 1, 4, 4, 33, 80, 64, dv=32, dtype="f16",
+      mask=rows_fully_masked)
     matmul_case(h, rng, "odd_panels", 4, 99, 64, 65)
     matmul_case(h, rng, "one_by_one", 1, 1, 17, 1)
     matmul_case(h, rng, "deep_k_slices", 2, 130, 600, 33)
