@@ -396,7 +396,8 @@ class Timing:
             self.build(m, build, paths, expect, row)
         print("time %-30s %s" % (m["name"], ", ".join(
             "%s %.3f ms" % (k[:-3], row[k]) for k in
-            ("fused_ms", "ldmatrix_ms", "unfused_ms", "peer_ms") if k in row)),
+            ("fused_ms", "ldmatrix_ms", "async_ms", "unfused_ms", "peer_ms")
+            if k in row)),
             flush=True)
 
     def build(self, m, build, paths, expect, row):
@@ -477,9 +478,10 @@ def timing_table(rows, peer_name):
     lines = ["| D | S | causal | tfc fused ms | TFLOP/s | %s ms | TFLOP/s "
              "| fused vs SDPA | tfc unfused ms | TFLOP/s | fused vs unfused "
              "| fused err vs SDPA | tfc ldmatrix ms | TFLOP/s "
-             "| ldmatrix vs SDPA |" % peer_name,
+             "| ldmatrix vs SDPA | tfc async ms | TFLOP/s | async vs SDPA |"
+             % peer_name,
              "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:"
-             "|---:|---:|---:|"]
+             "|---:|---:|---:|---:|---:|---:|"]
     notes = []
     for r in rows:
         def rate(key):
@@ -491,7 +493,7 @@ def timing_table(rows, peer_name):
                 return "%.2fx" % (r[other] / r[ours])
             return "—"
         lines.append("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-                     "| %s | %s | %s | %s |" % (
+                     "| %s | %s | %s | %s | %s | %s | %s |" % (
                          r["D"], r["S"], "yes" if r["causal"] else "no",
                          fmt(r.get("fused_ms")), rate("fused_ms"),
                          fmt(r.get("peer_ms")), rate("peer_ms"),
@@ -499,7 +501,9 @@ def timing_table(rows, peer_name):
                          rate("unfused_ms"), ratio("unfused_ms"),
                          fmt(r.get("fused_err"), "%.1e"),
                          fmt(r.get("ldmatrix_ms")), rate("ldmatrix_ms"),
-                         ratio("peer_ms", "ldmatrix_ms")))
+                         ratio("peer_ms", "ldmatrix_ms"),
+                         fmt(r.get("async_ms")), rate("async_ms"),
+                         ratio("peer_ms", "async_ms")))
         for n in r["notes"]:
             if n not in notes:
                 notes.append(n)

@@ -62,8 +62,8 @@ def compile_one(tfc_compile, out, model, build, target, gpu_flags):
            "--target=" + target] + gpu_flags
     if build == "unfused":
         cmd.append("--no-fusion")
-    if build == "ldmatrix":
-        cmd.append("--gpu-ldmatrix")
+    if build in specs.GPU_VARIANTS:
+        cmd.append(specs.GPU_VARIANTS[build])
     if model["entry"]:
         cmd.append("--entry=" + model["entry"])
     try:
@@ -166,9 +166,10 @@ def main():
     models = specs.numerics_models(ROOT)
     if not a.numerics_only:
         models += specs.timing_models(a.small)
-    if a.target != "nvptx":  # --gpu-ldmatrix is a GPU flag
+    if a.target != "nvptx":  # --gpu-ldmatrix and the like are GPU flags
         for m in models:
-            m["builds"] = [b for b in m["builds"] if b != specs.LDMATRIX]
+            m["builds"] = [b for b in m["builds"]
+                           if b not in specs.GPU_VARIANTS]
     for m in models:
         with open(os.path.join(a.out, "src", m["name"] + ".mlir"), "w") as f:
             f.write(m["mlir"])

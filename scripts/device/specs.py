@@ -42,13 +42,17 @@ BF16_MARGIN = 2e-3
 
 
 def tol(dtype):
-    return {"fused": TOL[dtype], "unfused": TOL[dtype], "ldmatrix": TOL[dtype]}
+    return {"fused": TOL[dtype], "unfused": TOL[dtype], "ldmatrix": TOL[dtype],
+            "async": TOL[dtype]}
 
 
 # f16/bf16 attention is also built with --gpu-ldmatrix (K and V fragments by
-# ldmatrix): checked like the fused build and timed beside it (the GPU target
-# only; prepare drops it for the CPU).
+# ldmatrix) and with --gpu-async-copy (K and V tiles by cp.async into two
+# stages, fragments by ldmatrix): checked like the fused build and timed
+# beside it (the GPU target only; prepare drops them for the CPU).
 LDMATRIX = "ldmatrix"
+ASYNC = "async"
+GPU_VARIANTS = {LDMATRIX: "--gpu-ldmatrix", ASYNC: "--gpu-async-copy"}
 
 
 def bound(tol, dtype, floor):
@@ -73,10 +77,12 @@ def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
               mask=False, scale=None, group="numerics",
               builds=("fused", "unfused")):
     """One transformer.attention; mask=True adds a [B,1,1,Skv] padding mask.
-    f16/bf16 ones also get the ldmatrix build."""
+    f16/bf16 ones also get the ldmatrix and async builds."""
     builds = list(builds)
-    if dtype != "f32" and LDMATRIX not in builds:
-        builds.insert(1, LDMATRIX)
+    if dtype != "f32":
+        for i, variant in enumerate((LDMATRIX, ASYNC)):
+            if variant not in builds:
+                builds.insert(1 + i, variant)
     inputs = [tensor("q", (b, hq, sq, d), dtype),
               tensor("k", (b, hkv, skv, d), dtype),
               tensor("v", (b, hkv, skv, d), dtype)]

@@ -12,8 +12,9 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
   // Graph level: fused attention becomes one kernel launch each; whatever
   // else remains (softmax, layer_norm, unfused attention) is decomposed.
   if (options.fuse)
-    p += std::string("transformer-fuse,convert-transformer-to-nvptx") +
-         (options.ldmatrix ? "{ldmatrix=true}," : ",");
+    p += std::string("transformer-fuse,convert-transformer-to-nvptx{") +
+         "ldmatrix=" + (options.ldmatrix ? "true" : "false") +
+         " async-copy=" + (options.asyncCopy ? "true" : "false") + "},";
   p += "transformer-decompose,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
        "tosa-to-tensor),canonicalize,cse,"

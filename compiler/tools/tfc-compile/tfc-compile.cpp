@@ -89,6 +89,13 @@ static cl::opt<bool> gpuLdmatrix(
              "fragments with ldmatrix (not yet measured on a GPU)"),
     cl::cat(category));
 
+static cl::opt<bool> gpuAsyncCopy(
+    "gpu-async-copy",
+    cl::desc("With --target=nvptx: f16/bf16 attention copies its K and V "
+             "tiles to shared memory with cp.async into two stages, and "
+             "reads fragments with ldmatrix (not yet measured on a GPU)"),
+    cl::cat(category));
+
 static cl::opt<std::string> gpuBinary(
     "gpu-binary",
     cl::desc("With --target=nvptx, what a model library embeds: cubin "
@@ -226,6 +233,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     options.fuse = fuse;
     options.chip = gpuArch;
     options.ldmatrix = gpuLdmatrix;
+    options.asyncCopy = gpuAsyncCopy;
     options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
   } else {
@@ -315,6 +323,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-binary needs --target=nvptx");
   } else if (gpuLdmatrix) {
     return fail("--gpu-ldmatrix needs --target=nvptx");
+  } else if (gpuAsyncCopy) {
+    return fail("--gpu-async-copy needs --target=nvptx");
   }
 
   DialectRegistry registry;

@@ -96,3 +96,51 @@ func.func @ldmatrix_bf16(%q: tensor<1x2x100x64xbf16>, %k: tensor<1x2x100x64xbf16
   %o = transformer.attention %q, %k, %v : tensor<1x2x100x64xbf16>, tensor<1x2x100x64xbf16>, tensor<1x2x100x128xbf16> -> tensor<1x2x100x128xbf16>
   return %o : tensor<1x2x100x128xbf16>
 }
+
+// -----
+
+// With async-copy: K and V tiles go from global to shared memory by
+// cp.async (16-byte chunks, zero-filled out of range) into two stages of
+// 32 keys (D = 128: two stages of 64 would exceed 48 KiB); tile j + 1 is in
+// flight while tile j is computed, nothing is staged in registers, and a
+// barrier ends each tile before its stage is refilled.
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="async-copy=true" | FileCheck %s --check-prefix=ASYNC
+// CHECK-LABEL: func.func @async_f16
+// LDM-LABEL: func.func @async_f16
+// ASYNC-LABEL: func.func @async_f16
+// ASYNC-DAG: memref.global "private" @attention_0_tile0 : memref<64x136xf16, #gpu.address_space<workgroup>>
+// ASYNC-DAG: memref.global "private" @attention_0_tile1 : memref<64x136xf16, #gpu.address_space<workgroup>>
+// ASYNC: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1} : memref<2x8x300x128xf16> to memref<64x136xf16, #gpu.address_space<workgroup>>
+// ASYNC: nvgpu.device_async_create_group
+// ASYNC: scf.for
+// ASYNC: nvgpu.device_async_copy
+// ASYNC: nvgpu.device_async_create_group
+// ASYNC: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// ASYNC-NEXT: gpu.barrier
+// ASYNC-NOT: vector.store
+// ASYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// ASYNC: nvvm.mma.sync
+// ASYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// ASYNC: nvvm.mma.sync
+// ASYNC: gpu.barrier
+// ASYNC-NEXT: scf.yield
+func.func @async_f16(%q: tensor<2x8x300x128xf16>, %k: tensor<2x8x300x128xf16>, %v: tensor<2x8x300x128xf16>) -> tensor<2x8x300x128xf16> {
+  %o = transformer.attention %q, %k, %v {is_causal} : tensor<2x8x300x128xf16>, tensor<2x8x300x128xf16>, tensor<2x8x300x128xf16> -> tensor<2x8x300x128xf16>
+  return %o : tensor<2x8x300x128xf16>
+}
+
+// -----
+
+// A head dimension that is not a multiple of 8 elements has no 16-byte
+// chunks: async-copy keeps the register-staged tiles.
+// CHECK-LABEL: func.func @async_d36_bf16
+// LDM-LABEL: func.func @async_d36_bf16
+// ASYNC-LABEL: func.func @async_d36_bf16
+// ASYNC-NOT: nvgpu.device_async_copy
+// ASYNC: scf.for
+// ASYNC: vector.store
+// ASYNC: nvvm.mma.sync
+func.func @async_d36_bf16(%q: tensor<1x2x40x36xbf16>, %k: tensor<1x2x40x36xbf16>, %v: tensor<1x2x40x36xbf16>) -> tensor<1x2x40x36xbf16> {
+  %o = transformer.attention %q, %k, %v : tensor<1x2x40x36xbf16>, tensor<1x2x40x36xbf16>, tensor<1x2x40x36xbf16> -> tensor<1x2x40x36xbf16>
+  return %o : tensor<1x2x40x36xbf16>
+}

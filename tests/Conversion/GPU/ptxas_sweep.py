@@ -101,10 +101,11 @@ for name, mlir, dt in cases:
     src = os.path.join(WORKDIR, name + ".mlir")
     with open(src, "w") as f:
         f.write(mlir)
-    # f16/bf16 attention also with its ldmatrix variant.
+    # f16/bf16 attention also with its ldmatrix and async-copy variants.
     variants = [("fused", []), ("unfused", ["--no-fusion"])]
     if name.startswith("attn") and dt != "f32":
         variants.append(("ldmatrix", ["--gpu-ldmatrix"]))
+        variants.append(("async", ["--gpu-async-copy"]))
     for variant, flags in variants:
         fused = variant != "unfused"
         label = "%s %s" % (name, variant)
@@ -132,6 +133,15 @@ for name, mlir, dt in cases:
                 check(label + ": fragments by ldmatrix (V transposed)",
                       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
                       and "ld.shared.b32" not in text)
+            if variant == "async":
+                # Head dimensions in 16-byte chunks copy by cp.async; others
+                # keep the register-staged tiles.
+                dims = re.findall(r"tensor<\d+x\d+x\d+x(\d+)x", mlir)
+                if all(int(d) % 8 == 0 for d in dims[:3]):
+                    check(label + ": tiles by cp.async (16-byte chunks)",
+                          re.search(r"cp\.async\.cg\.shared\.global \[.*\], "
+                                    r"\[.*\], 16, ", text) and
+                          re.search(r"cp\.async\.wait_group\s+1;", text))
             # (Dv = 32: ptxas trades a few spills for occupancy; not checked.)
             if "dv32" not in name:
                 spills = re.findall(r"(\d+) bytes spill stores", r.stderr)

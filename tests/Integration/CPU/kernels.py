@@ -77,8 +77,10 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
     tol = 5e-3 if dtype == "f16" else 1e-4
     builds = [("fused", True, []), ("unfused", False, [])]
     if dtype == "f16" and h.target == "nvptx":
-        # The tensor-core kernel's other variant: K/V fragments by ldmatrix.
+        # The tensor-core kernel's variants: K/V fragments by ldmatrix; K/V
+        # tiles by cp.async in two stages.
         builds.append(("fused ldmatrix", True, ["--gpu-ldmatrix"]))
+        builds.append(("fused async-copy", True, ["--gpu-async-copy"]))
     for build, fused, flags in builds:
         lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
                       fused, flags=flags)

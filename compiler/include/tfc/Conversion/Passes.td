@@ -203,7 +203,12 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
   let options = [
     Option<"ldmatrix", "ldmatrix", "bool", /*default=*/"false",
            "f16/bf16 attention reads its K and V fragments with ldmatrix "
-           "(V stays row-major in shared memory and is loaded transposed)">
+           "(V stays row-major in shared memory and is loaded transposed)">,
+    Option<"asyncCopy", "async-copy", "bool", /*default=*/"false",
+           "f16/bf16 attention copies its K and V tiles to shared memory "
+           "with cp.async, double-buffered (and reads fragments with "
+           "ldmatrix); head dimensions that are not multiples of 8 keep "
+           "the register-staged tiles">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -15,6 +15,8 @@ struct NVPTXPipelineOptions {
   std::string chip = "sm_90";
   /// f16/bf16 attention reads K and V fragments with ldmatrix.
   bool ldmatrix = false;
+  /// f16/bf16 attention copies K/V tiles with cp.async, double-buffered.
+  bool asyncCopy = false;
   /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).
   std::string format = "bin";
 };

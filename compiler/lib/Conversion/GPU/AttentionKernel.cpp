@@ -16,6 +16,12 @@
 // reduction is a butterfly over the 4 lanes of a quad. Causal blocks stop
 // at the last key their last row sees. The score matrix never exists.
 //
+// Variants: with `ldmatrix`, K and V fragments come from ldmatrix (V stays
+// row-major and is loaded transposed); with `asyncCopy` (which implies it),
+// the tiles go from global to shared memory by cp.async into two stages:
+// tile j + 1 is in flight while tile j is computed, and no register holds
+// a prefetched tile.
+//
 // FMA kernel (f32): one thread per query row, q and o in registers, keys in
 // shared-memory tiles of 16 with one rescale per tile.
 //
@@ -29,6 +35,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -97,6 +104,27 @@ struct MmaKernel {
   MmaOps ops{a, t};
   Value tid = {};
 
+  bool async() const { return s.asyncCopy; }
+  bool ldmatrix() const { return s.ldmatrix || s.asyncCopy; }
+  /// Issues the cp.async copies of key tile `tile` into stage tile % 2 of
+  /// the K and V buffers ([2 bc][..]) and commits them as one group; a
+  /// tile past `numTiles` is zero-filled without reading memory.
+  void copyTile(Value tile, Value numTiles, Value k, Value v, Value ks,
+                Value vs, Value bi, Value hk) {
+    TileLayout kl = layout(s.headDim, dp, false);
+    TileLayout vl = layout(s.valueDim, dvp, false);
+    Value enabled = a.ult(tile, numTiles);
+    Value kv0 = a.mul(tile, bc), stageRow = a.mul(a.rem(tile, 2), bc);
+    SmallVector<Value> tokens =
+        copyTileAsync(a, k, {bi, hk}, kv0, s.seqKV, s.headDim, enabled, kl, ks,
+                      stageRow, tid);
+    tokens.append(copyTileAsync(a, v, {bi, hk}, kv0, s.seqKV, s.valueDim,
+                                enabled, vl, vs, stageRow, tid));
+    lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  }
+  Value lastGroup = {};
+
   /// How a [bc, cols] tile of K or V is staged (cols padded to 16).
   TileLayout layout(int64_t cols, int64_t paddedCols, bool transposed) {
     return {bc, paddedCols, cols % 8 == 0 ? 8 : 2, kThreads, transposed};
@@ -156,9 +184,14 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     init.push_back(zeroF);
   init.append({a.negInf(), a.negInf(), zeroF, zeroF}); // m0 m1 l0 l1
   TileLayout kLayout = layout(s.headDim, dp, /*transposed=*/false);
-  TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/!s.ldmatrix);
-  TileChunks kFirst = loadKV(k, a.c(0), s.headDim, kLayout, bi, hk);
-  TileChunks vFirst = loadKV(v, a.c(0), s.valueDim, vLayout, bi, hk);
+  TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/!ldmatrix());
+  TileChunks kFirst{kLayout, {}}, vFirst{vLayout, {}};
+  if (async()) {
+    copyTile(a.c(0), numTiles, k, v, ks, vts, bi, hk);
+  } else {
+    kFirst = loadKV(k, a.c(0), s.headDim, kLayout, bi, hk);
+    vFirst = loadKV(v, a.c(0), s.valueDim, vLayout, bi, hk);
+  }
   int64_t numState = int64_t(init.size());
   init.append(kFirst.values.begin(), kFirst.values.end());
   init.append(vFirst.values.begin(), vFirst.values.end());
@@ -181,15 +214,27 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     Value l[2] = {iter[dvp / 8 * 4 + 2], iter[dvp / 8 * 4 + 3]};
     Value kv0 = a.mul(j, bc);
 
-    // Stage this tile's K and Vᵀ (prefetched into registers during the
-    // previous tile's arithmetic), then issue the loads of the next tile:
-    // their latency hides behind this tile's mma work.
-    gpu::BarrierOp::create(b);
-    storeTile(a, kTile, ks, /*transpose=*/false, tid);
-    storeTile(a, vTile, vts, /*transpose=*/!s.ldmatrix, tid);
-    gpu::BarrierOp::create(b);
-    TileChunks nextK = loadKV(k, a.add(kv0, bc), s.headDim, kLayout, bi, hk);
-    TileChunks nextV = loadKV(v, a.add(kv0, bc), s.valueDim, vLayout, bi, hk);
+    TileChunks nextK{kLayout, {}}, nextV{vLayout, {}};
+    Value stageRow = a.c(0);
+    if (async()) {
+      // Tile j + 1 goes in flight into the other stage; then wait for this
+      // thread's copies of tile j (all but the newest group), and for
+      // everyone's.
+      stageRow = a.mul(a.rem(j, 2), bc);
+      copyTile(a.add(j, 1), numTiles, k, v, ks, vts, bi, hk);
+      nvgpu::DeviceAsyncWaitOp::create(b, lastGroup, b.getI32IntegerAttr(1));
+      gpu::BarrierOp::create(b);
+    } else {
+      // Stage this tile's K and Vᵀ (prefetched into registers during the
+      // previous tile's arithmetic), then issue the loads of the next tile:
+      // their latency hides behind this tile's mma work.
+      gpu::BarrierOp::create(b);
+      storeTile(a, kTile, ks, /*transpose=*/false, tid);
+      storeTile(a, vTile, vts, /*transpose=*/!ldmatrix(), tid);
+      gpu::BarrierOp::create(b);
+      nextK = loadKV(k, a.add(kv0, bc), s.headDim, kLayout, bi, hk);
+      nextV = loadKV(v, a.add(kv0, bc), s.valueDim, vLayout, bi, hk);
+    }
 
     // S = Q·Kᵀ, scaled into the log2 domain, masked.
     double scaleLog2 = s.scale * kLog2e;
@@ -199,10 +244,10 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     for (int64_t nt = 0; nt < bc / 8; ++nt) {
       SmallVector<Value> acc(4, zeroF);
       Value kRow = a.add(g, nt * 8);
-      if (s.ldmatrix) {
+      if (ldmatrix()) {
         // Matrix j of an x4 load: keys nt*8.., head columns kt*16 + 8j..:
         // registers b0, b1 of step kt, then of step kt + 1.
-        Value row8 = a.add(a.rem(lane, 8), nt * 8);
+        Value row8 = a.add(a.add(a.rem(lane, 8), nt * 8), stageRow);
         for (int64_t kt = 0; kt < dp / 16; kt += 2) {
           int64_t count = kt + 1 < dp / 16 ? 4 : 2;
           Value col = a.add(a.mul(a.rem(a.div(lane, 8), count), 8), kt * 16);
@@ -272,12 +317,13 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
           ops.pairFromF32(sc[2 * kk][2], sc[2 * kk][3]),
           ops.pairFromF32(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
           ops.pairFromF32(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
-      if (s.ldmatrix) {
+      if (ldmatrix()) {
         // V [key][d] row-major, loaded transposed: matrix j of an x4 load
         // holds keys kk*16 + 8 (j % 2).. of head columns (dn + j / 2) * 8..:
         // registers b0, b1 of tile dn, then of tile dn + 1.
-        Value keyRow = a.add(a.add(a.rem(lane, 8), kk * 16),
-                             a.mul(a.rem(a.div(lane, 8), 2), 8));
+        Value keyRow = a.add(a.add(a.add(a.rem(lane, 8), kk * 16),
+                                   a.mul(a.rem(a.div(lane, 8), 2), 8)),
+                             stageRow);
         // (dvp is a multiple of 16: the 8-column tiles come in pairs.)
         for (int64_t dn = 0; dn < dvp / 8; dn += 2) {
           Value col = a.mul(a.add(a.div(lane, 16), dn), 8);
@@ -295,6 +341,11 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         }
       }
     }
+
+    // Every warp is done with this stage before tile j + 2 is copied into
+    // it (the next iteration's copies).
+    if (async())
+      gpu::BarrierOp::create(b);
 
     SmallVector<Value> yield;
     for (auto &frag : o)
@@ -447,21 +498,40 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
 } // namespace
 
 namespace {
+constexpr int64_t kMaxShared = 48 * 1024; // static shared memory per block
+
+/// Whether the async-copy variant applies: 16-byte chunks of K and V rows.
+bool useAsyncCopy(const AttentionShape &s) {
+  return s.asyncCopy && !s.elementType.isF32() && s.headDim % 8 == 0 &&
+         s.valueDim % 8 == 0;
+}
+
+/// Bytes of shared memory of the tensor-core kernel's tiles.
+int64_t sharedBytes(const AttentionShape &s, int64_t bc, int64_t dp,
+                    int64_t dvp) {
+  if (useAsyncCopy(s)) // two stages of K [bc][dp+8] and V [bc][dvp+8]
+    return 2 * 2 * bc * ((dp + 8) + (dvp + 8));
+  return 2 * (bc * (dp + 8) + std::max(dvp * (bc + 8), bc * (dvp + 8)));
+}
+
 /// Keys per shared-memory tile of the tensor-core kernel.
-int64_t keysPerTile(int64_t dp, int64_t dvp) {
+int64_t keysPerTile(const AttentionShape &s, int64_t dp, int64_t dvp) {
+  if (useAsyncCopy(s)) {
+    for (int64_t bc : {64, 32})
+      if (sharedBytes(s, bc, dp, dvp) <= kMaxShared)
+        return bc;
+    return 16;
+  }
   return std::max(dp, dvp) <= 128 ? 64 : 32;
 }
 } // namespace
 
 bool attentionKernelFits(const AttentionShape &s) {
   // Static shared memory is limited to 48 KiB per block.
-  constexpr int64_t kMaxShared = 48 * 1024;
   if (s.elementType.isF32())
     return 4 * 16 * (s.headDim + s.valueDim) <= kMaxShared;
   int64_t dp = roundUp(s.headDim, 16), dvp = roundUp(s.valueDim, 16);
-  int64_t bc = keysPerTile(dp, dvp);
-  return 2 * (bc * (dp + 8) + std::max(dvp * (bc + 8), bc * (dvp + 8))) <=
-         kMaxShared;
+  return sharedBytes(s, keysPerTile(s, dp, dvp), dp, dvp) <= kMaxShared;
 }
 
 AttentionLaunch buildAttentionKernel(OpBuilder &builder,
@@ -497,15 +567,20 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   int64_t dp = roundUp(s.headDim, 16), dvp = roundUp(s.valueDim, 16);
   // 16 bytes of padding per row: the 8 rows a warp's fragment load touches
   // start 4 banks apart.
-  int64_t bc = keysPerTile(dp, dvp);
+  AttentionShape shape = s;
+  shape.asyncCopy = useAsyncCopy(s);
+  int64_t bc = keysPerTile(shape, dp, dvp);
+  int64_t stages = shape.asyncCopy ? 2 : 1;
   SmallVector<Value> tiles;
-  launch.kernel = createKernel(
-      builder, module, name, args,
-      {smem(bc, dp + 8), s.ldmatrix ? smem(bc, dvp + 8) : smem(dvp, bc + 8)},
-      MmaKernel::kThreads, tiles);
+  launch.kernel =
+      createKernel(builder, module, name, args,
+                   {smem(stages * bc, dp + 8), shape.ldmatrix || shape.asyncCopy
+                                                   ? smem(stages * bc, dvp + 8)
+                                                   : smem(dvp, bc + 8)},
+                   MmaKernel::kThreads, tiles);
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
-  MmaKernel kernel{s, a, b, s.elementType, dp, dvp, bc};
+  MmaKernel kernel{shape, a, b, s.elementType, dp, dvp, bc};
   kernel.build(launch.kernel, tiles[0], tiles[1]);
   launch.gridY = (s.seqQ + MmaKernel::kRows - 1) / MmaKernel::kRows;
   launch.blockX = MmaKernel::kThreads;

@@ -22,6 +22,10 @@ struct AttentionShape {
   /// f16/bf16: fragments of K and V by ldmatrix (V staged row-major and
   /// loaded transposed) instead of 4-byte shared loads of a transposed V.
   bool ldmatrix = false;
+  /// f16/bf16 with head dimensions that are multiples of 8: K and V tiles
+  /// go from global to shared memory by cp.async, double-buffered (no
+  /// staging in registers); fragments by ldmatrix. Other shapes ignore it.
+  bool asyncCopy = false;
   mlir::Type elementType; // f32, f16 or bf16
 };
 

@@ -113,6 +113,42 @@ TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
   return tile;
 }
 
+SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
+                                 Value row0, int64_t rows, int64_t cols,
+                                 Value enabled, const TileLayout &l, Value dst,
+                                 Value dstRow0, Value tid) {
+  ImplicitLocOpBuilder &b = a.b;
+  Type token = nvgpu::DeviceAsyncTokenType::get(b.getContext());
+  SmallVector<Value> tokens;
+  for (int64_t it = 0; it < l.perThread(); ++it) {
+    Value chunk = a.add(tid, it * l.threads);
+    bool whole = (it + 1) * l.threads <= l.chunks();
+    auto body = [&]() {
+      auto [r, c] = chunkPosition(a, l, chunk);
+      Value row = a.add(row0, r);
+      Value valid = a.andi(enabled, a.ult(row, rows));
+      if (l.tileCols != cols)
+        valid = a.andi(valid, a.ult(c, cols));
+      // Out of range: nothing is read (0 source elements), the address is
+      // kept inside the tensor all the same.
+      SmallVector<Value> srcIdx(lead.begin(), lead.end());
+      srcIdx.append({a.umin(row, rows - 1), a.umin(c, cols - l.width)});
+      Value srcElements = a.sel(valid, a.c(l.width), a.c(0));
+      Value tok = nvgpu::DeviceAsyncCopyOp::create(
+          b, token, dst, ValueRange{a.add(dstRow0, r), c}, src, srcIdx,
+          b.getIndexAttr(l.width), srcElements,
+          /*bypassL1=*/b.getUnitAttr());
+      // A token cannot leave the scf.if of the last, partial round; the
+      // group commits every copy this thread issued all the same.
+      if (whole)
+        tokens.push_back(tok);
+    };
+    // The last round: threads past the last chunk copy nothing.
+    a.guarded(whole ? Value() : a.ult(chunk, l.chunks()), body);
+  }
+  return tokens;
+}
+
 void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
                Value tid) {
   ImplicitLocOpBuilder &b = a.b;

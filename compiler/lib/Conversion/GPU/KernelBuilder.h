@@ -210,6 +210,17 @@ TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
 void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
                Value tid);
 
+/// Copies the same window as loadTile straight into `dst` [>= dstRow0 +
+/// tileRows][>= tileCols] at row dstRow0 with cp.async (16-byte chunks:
+/// `layout.width` elements of 16 bytes, `cols` a multiple of it); chunks
+/// out of range, and all of them when `enabled` is false, are zero-filled
+/// without reading memory. Returns the copies' tokens, for one
+/// nvgpu.device_async_create_group.
+SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
+                                 Value row0, int64_t rows, int64_t cols,
+                                 Value enabled, const TileLayout &layout,
+                                 Value dst, Value dstRow0, Value tid);
+
 /// Declares kernel `name` in `module` with `args` and a known block size,
 /// and its shared-memory tiles: globals in the workgroup address space with
 /// 16-byte alignment (16-byte stores and 4-byte fragment loads; workgroup

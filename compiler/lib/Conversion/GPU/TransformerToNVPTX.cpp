@@ -152,6 +152,7 @@ struct ConvertTransformerToNVPTXPass
         if (!shape)
           continue;
         shape->ldmatrix = ldmatrix;
+        shape->asyncCopy = asyncCopy;
         AttentionLaunch launch =
             buildAttentionKernel(b, kernels, name("attention"), *shape);
         SmallVector<Value> inputs = {attention.getQuery(), attention.getKey(),
