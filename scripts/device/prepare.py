@@ -62,8 +62,7 @@ def compile_one(tfc_compile, out, model, build, target, gpu_flags):
            "--target=" + target] + gpu_flags
     if build == "unfused":
         cmd.append("--no-fusion")
-    if build in specs.GPU_VARIANTS:
-        cmd.append(specs.GPU_VARIANTS[build])
+    cmd += specs.GPU_VARIANTS.get(build, [])
     if model["entry"]:
         cmd.append("--entry=" + model["entry"])
     try:

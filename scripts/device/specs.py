@@ -42,17 +42,20 @@ BF16_MARGIN = 2e-3
 
 
 def tol(dtype):
-    return {"fused": TOL[dtype], "unfused": TOL[dtype], "ldmatrix": TOL[dtype],
-            "async": TOL[dtype]}
+    return dict({"fused": TOL[dtype], "unfused": TOL[dtype]},
+                **{b: TOL[dtype] for b in GPU_VARIANTS})
 
 
 # f16/bf16 attention is also built with --gpu-ldmatrix (K and V fragments by
-# ldmatrix) and with --gpu-async-copy (K and V tiles by cp.async into two
-# stages, fragments by ldmatrix): checked like the fused build and timed
-# beside it (the GPU target only; prepare drops them for the CPU).
-LDMATRIX = "ldmatrix"
-ASYNC = "async"
-GPU_VARIANTS = {LDMATRIX: "--gpu-ldmatrix", ASYNC: "--gpu-async-copy"}
+# ldmatrix), --gpu-async-copy (K and V tiles by cp.async into two stages,
+# fragments by ldmatrix) and that with 32 query rows per warp (blocks of 128
+# rows): checked like the fused build and timed beside it (the GPU target
+# only; prepare drops them for the CPU). Build name: tfc-compile flags.
+GPU_VARIANTS = {
+    "ldmatrix": ["--gpu-ldmatrix"],
+    "async": ["--gpu-async-copy"],
+    "async32": ["--gpu-async-copy", "--gpu-warp-rows=32"],
+}
 
 
 def bound(tol, dtype, floor):
@@ -77,10 +80,10 @@ def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
               mask=False, scale=None, group="numerics",
               builds=("fused", "unfused")):
     """One transformer.attention; mask=True adds a [B,1,1,Skv] padding mask.
-    f16/bf16 ones also get the ldmatrix and async builds."""
+    f16/bf16 ones also get the GPU_VARIANTS builds."""
     builds = list(builds)
     if dtype != "f32":
-        for i, variant in enumerate((LDMATRIX, ASYNC)):
+        for i, variant in enumerate(GPU_VARIANTS):
             if variant not in builds:
                 builds.insert(1 + i, variant)
     inputs = [tensor("q", (b, hq, sq, d), dtype),

@@ -14,7 +14,8 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
   if (options.fuse)
     p += std::string("transformer-fuse,convert-transformer-to-nvptx{") +
          "ldmatrix=" + (options.ldmatrix ? "true" : "false") +
-         " async-copy=" + (options.asyncCopy ? "true" : "false") + "},";
+         " async-copy=" + (options.asyncCopy ? "true" : "false") +
+         " warp-rows=" + std::to_string(options.warpRows) + "},";
   p += "transformer-decompose,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
        "tosa-to-tensor),canonicalize,cse,"

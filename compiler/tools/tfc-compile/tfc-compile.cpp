@@ -96,6 +96,14 @@ static cl::opt<bool> gpuAsyncCopy(
              "reads fragments with ldmatrix (not yet measured on a GPU)"),
     cl::cat(category));
 
+static cl::opt<int64_t> gpuWarpRows(
+    "gpu-warp-rows",
+    cl::desc("With --target=nvptx: query rows per warp of f16/bf16 "
+             "attention, 16 (default: blocks of 64 rows) or 32 (blocks of "
+             "128; each K and V fragment serves two mma.sync; not yet "
+             "measured on a GPU)"),
+    cl::init(16), cl::cat(category));
+
 static cl::opt<std::string> gpuBinary(
     "gpu-binary",
     cl::desc("With --target=nvptx, what a model library embeds: cubin "
@@ -234,6 +242,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     options.chip = gpuArch;
     options.ldmatrix = gpuLdmatrix;
     options.asyncCopy = gpuAsyncCopy;
+    options.warpRows = gpuWarpRows;
     options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
   } else {
@@ -314,6 +323,9 @@ int main(int argc, char **argv) {
     if (verifyFusion)
       return fail("--verify-fusion runs both builds on this machine and "
                   "needs --target=cpu");
+    if (gpuWarpRows != 16 && gpuWarpRows != 32)
+      return fail("unknown --gpu-warp-rows " + std::to_string(gpuWarpRows) +
+                  " (supported: 16, 32)");
     if (gpuBinary != "cubin" && gpuBinary != "ptx")
       return fail("unknown --gpu-binary '" + gpuBinary +
                   "' (supported: cubin, ptx)");
@@ -325,6 +337,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-ldmatrix needs --target=nvptx");
   } else if (gpuAsyncCopy) {
     return fail("--gpu-async-copy needs --target=nvptx");
+  } else if (gpuWarpRows.getNumOccurrences()) {
+    return fail("--gpu-warp-rows needs --target=nvptx");
   }
 
   DialectRegistry registry;

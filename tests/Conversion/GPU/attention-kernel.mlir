@@ -144,3 +144,25 @@ func.func @async_d36_bf16(%q: tensor<1x2x40x36xbf16>, %k: tensor<1x2x40x36xbf16>
   %o = transformer.attention %q, %k, %v : tensor<1x2x40x36xbf16>, tensor<1x2x40x36xbf16>, tensor<1x2x40x36xbf16> -> tensor<1x2x40x36xbf16>
   return %o : tensor<1x2x40x36xbf16>
 }
+
+// -----
+
+// 32 query rows per warp: blocks of 128 rows (grid y = ceil(300 / 128) = 3),
+// and each K fragment (ldmatrix) serves the two 16-row slabs of the warp.
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="async-copy=true warp-rows=32" | FileCheck %s --check-prefix=ROWS32
+// CHECK-LABEL: func.func @rows32_f16
+// LDM-LABEL: func.func @rows32_f16
+// ASYNC-LABEL: func.func @rows32_f16
+// ROWS32-LABEL: func.func @rows32_f16
+// ROWS32: %[[Y:.*]] = arith.constant 3 : index
+// ROWS32: gpu.launch_func @tfc_fused::@attention_0 blocks in (%{{.*}}, %[[Y]], %{{.*}}) threads in
+// ROWS32: scf.for
+// ROWS32: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<128x72xf16
+// ROWS32: nvvm.mma.sync A[{{.*}}] B[%[[B0:[0-9]+]], %[[B1:[0-9]+]]]
+// ROWS32-NOT: nvgpu.ldmatrix
+// ROWS32: nvvm.mma.sync A[{{.*}}] B[%[[B0]], %[[B1]]]
+// ROWS32: nvgpu.ldmatrix
+func.func @rows32_f16(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x64xf16>, %v: tensor<1x4x300x64xf16>) -> tensor<1x4x300x64xf16> {
+  %o = transformer.attention %q, %k, %v : tensor<1x4x300x64xf16>, tensor<1x4x300x64xf16>, tensor<1x4x300x64xf16> -> tensor<1x4x300x64xf16>
+  return %o : tensor<1x4x300x64xf16>
+}

@@ -101,11 +101,14 @@ for name, mlir, dt in cases:
     src = os.path.join(WORKDIR, name + ".mlir")
     with open(src, "w") as f:
         f.write(mlir)
-    # f16/bf16 attention also with its ldmatrix and async-copy variants.
+    # f16/bf16 attention also with its ldmatrix and async-copy variants, and
+    # 32 query rows per warp.
     variants = [("fused", []), ("unfused", ["--no-fusion"])]
     if name.startswith("attn") and dt != "f32":
         variants.append(("ldmatrix", ["--gpu-ldmatrix"]))
         variants.append(("async", ["--gpu-async-copy"]))
+        variants.append(("async32",
+                         ["--gpu-async-copy", "--gpu-warp-rows=32"]))
     for variant, flags in variants:
         fused = variant != "unfused"
         label = "%s %s" % (name, variant)
@@ -133,7 +136,7 @@ for name, mlir, dt in cases:
                 check(label + ": fragments by ldmatrix (V transposed)",
                       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
                       and "ld.shared.b32" not in text)
-            if variant == "async":
+            if variant in ("async", "async32"):
                 # Head dimensions in 16-byte chunks copy by cp.async; others
                 # keep the register-staged tiles.
                 dims = re.findall(r"tensor<\d+x\d+x\d+x(\d+)x", mlir)

@@ -208,7 +208,10 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
            "f16/bf16 attention copies its K and V tiles to shared memory "
            "with cp.async, double-buffered (and reads fragments with "
            "ldmatrix); head dimensions that are not multiples of 8 keep "
-           "the register-staged tiles">
+           "the register-staged tiles">,
+    Option<"warpRows", "warp-rows", "int64_t", /*default=*/"16",
+           "f16/bf16 attention: query rows per warp, 16 (blocks of 64 rows) "
+           "or 32 (blocks of 128; K and V fragments serve two mma each)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

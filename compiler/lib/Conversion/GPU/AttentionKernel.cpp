@@ -99,7 +99,10 @@ struct MmaKernel {
   Type t;          // f16 or bf16
   int64_t dp, dvp; // head dims rounded up to 16
   int64_t bc;      // keys per tile
-  static constexpr int64_t kRows = 64, kThreads = 128;
+  int64_t slabs;   // 16-row slabs per warp (1 or 2)
+  static constexpr int64_t kThreads = 128;
+  /// Query rows per block: 4 warps of 16 or 32.
+  int64_t rows() const { return 4 * 16 * slabs; }
 
   MmaOps ops{a, t};
   Value tid = {};
@@ -159,30 +162,43 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
   Value hk = a.div(hi, s.headsQ / s.headsKV);
-  Value firstRow = a.add(a.mul(qBlock, kRows), a.mul(warp, 16));
-  Value row[2] = {a.add(firstRow, g), a.add(a.add(firstRow, g), 8)};
-  Value rowValid[2] = {a.ult(row[0], s.seqQ), a.ult(row[1], s.seqQ)};
-
-  // Q as A fragments, one per 16 columns of the head dimension.
-  SmallVector<SmallVector<Value, 4>> qFrag;
-  for (int64_t kt = 0; kt < dp / 16; ++kt) {
-    Value c0 = a.add(t2, kt * 16), c1 = a.add(t2, kt * 16 + 8);
-    qFrag.push_back(
-        {globalPair(q, bi, hi, row[0], s.seqQ, c0, s.headDim, rowValid[0]),
-         globalPair(q, bi, hi, row[1], s.seqQ, c0, s.headDim, rowValid[1]),
-         globalPair(q, bi, hi, row[0], s.seqQ, c1, s.headDim, rowValid[0]),
-         globalPair(q, bi, hi, row[1], s.seqQ, c1, s.headDim, rowValid[1])});
+  // The warp's rows: slab sl (16 rows) holds rows g and g + 8 of it for
+  // this thread; row index ri = 2 sl + r.
+  int64_t nr = 2 * slabs;
+  Value firstRow = a.add(a.mul(qBlock, rows()), a.mul(warp, 16 * slabs));
+  SmallVector<Value> row, rowValid;
+  for (int64_t ri = 0; ri < nr; ++ri) {
+    row.push_back(a.add(firstRow, a.add(g, ri / 2 * 16 + ri % 2 * 8)));
+    rowValid.push_back(a.ult(row.back(), s.seqQ));
   }
+
+  // Q as A fragments, one per slab and 16 columns of the head dimension.
+  SmallVector<SmallVector<SmallVector<Value, 4>>> qFrag(slabs);
+  for (int64_t sl = 0; sl < slabs; ++sl)
+    for (int64_t kt = 0; kt < dp / 16; ++kt) {
+      Value c0 = a.add(t2, kt * 16), c1 = a.add(t2, kt * 16 + 8);
+      Value r0 = row[2 * sl], r1 = row[2 * sl + 1];
+      Value v0 = rowValid[2 * sl], v1 = rowValid[2 * sl + 1];
+      qFrag[sl].push_back(
+          {globalPair(q, bi, hi, r0, s.seqQ, c0, s.headDim, v0),
+           globalPair(q, bi, hi, r1, s.seqQ, c0, s.headDim, v1),
+           globalPair(q, bi, hi, r0, s.seqQ, c1, s.headDim, v0),
+           globalPair(q, bi, hi, r1, s.seqQ, c1, s.headDim, v1)});
+    }
 
   // Keys this block sees: causal rows stop at their diagonal.
   int64_t offset = s.seqKV - s.seqQ;
-  Value numTiles = numKeyTiles(a, s, qBlock, kRows, bc);
+  Value numTiles = numKeyTiles(a, s, qBlock, rows(), bc);
 
+  // Loop state: o [slab][dn][4], then m [ri], l [ri], then a prefetched
+  // tile in registers (without async copies).
   Value zeroF = a.f(0.0);
-  SmallVector<Value> init;
-  for (int64_t i = 0; i < dvp / 8 * 4; ++i)
+  int64_t numO = slabs * (dvp / 8) * 4;
+  SmallVector<Value> init(numO, zeroF);
+  for (int64_t ri = 0; ri < nr; ++ri)
+    init.push_back(a.negInf());
+  for (int64_t ri = 0; ri < nr; ++ri)
     init.push_back(zeroF);
-  init.append({a.negInf(), a.negInf(), zeroF, zeroF}); // m0 m1 l0 l1
   TileLayout kLayout = layout(s.headDim, dp, /*transposed=*/false);
   TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/!ldmatrix());
   TileChunks kFirst{kLayout, {}}, vFirst{vLayout, {}};
@@ -207,11 +223,15 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
                         iter.begin() + numState + kFirst.values.size());
     vTile.values.assign(iter.begin() + numState + kFirst.values.size(),
                         iter.end());
-    SmallVector<SmallVector<Value>> o(dvp / 8);
-    for (int64_t dn = 0; dn < dvp / 8; ++dn)
-      o[dn].assign(iter.begin() + dn * 4, iter.begin() + dn * 4 + 4);
-    Value m[2] = {iter[dvp / 8 * 4], iter[dvp / 8 * 4 + 1]};
-    Value l[2] = {iter[dvp / 8 * 4 + 2], iter[dvp / 8 * 4 + 3]};
+    SmallVector<SmallVector<SmallVector<Value>>> o(slabs);
+    for (int64_t sl = 0; sl < slabs; ++sl)
+      for (int64_t dn = 0; dn < dvp / 8; ++dn) {
+        auto first = iter.begin() + (sl * (dvp / 8) + dn) * 4;
+        o[sl].push_back(SmallVector<Value>(first, first + 4));
+      }
+    SmallVector<Value> m(iter.begin() + numO, iter.begin() + numO + nr);
+    SmallVector<Value> l(iter.begin() + numO + nr,
+                         iter.begin() + numO + 2 * nr);
     Value kv0 = a.mul(j, bc);
 
     TileChunks nextK{kLayout, {}}, nextV{vLayout, {}};
@@ -236,14 +256,19 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       nextV = loadKV(v, a.add(kv0, bc), s.valueDim, vLayout, bi, hk);
     }
 
-    // S = Q·Kᵀ, scaled into the log2 domain, masked.
+    // S = Q·Kᵀ, scaled into the log2 domain, masked. Each K fragment
+    // serves every slab of the warp.
     double scaleLog2 = s.scale * kLog2e;
     Value scaleC = a.f(scaleLog2), log2e = a.f(kLog2e), ninf = a.negInf();
-    SmallVector<SmallVector<Value>> sc(bc / 8);
-    Value rowMax[2] = {ninf, ninf};
+    SmallVector<SmallVector<SmallVector<Value>>> sc(
+        slabs, SmallVector<SmallVector<Value>>(bc / 8));
+    SmallVector<Value> rowMax(nr, ninf);
     for (int64_t nt = 0; nt < bc / 8; ++nt) {
-      SmallVector<Value> acc(4, zeroF);
-      Value kRow = a.add(g, nt * 8);
+      SmallVector<SmallVector<Value>> acc(slabs, SmallVector<Value>(4, zeroF));
+      auto mmaAll = [&](int64_t kt, Value b0, Value b1) {
+        for (int64_t sl = 0; sl < slabs; ++sl)
+          ops.mma(qFrag[sl][kt], {b0, b1}, acc[sl]);
+      };
       if (ldmatrix()) {
         // Matrix j of an x4 load: keys nt*8.., head columns kt*16 + 8j..:
         // registers b0, b1 of step kt, then of step kt + 1.
@@ -253,70 +278,80 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
           Value col = a.add(a.mul(a.rem(a.div(lane, 8), count), 8), kt * 16);
           SmallVector<Value> bs =
               ops.loadMatrices(ks, row8, col, count, /*transpose=*/false);
-          ops.mma(qFrag[kt], {bs[0], bs[1]}, acc);
+          mmaAll(kt, bs[0], bs[1]);
           if (count == 4)
-            ops.mma(qFrag[kt + 1], {bs[2], bs[3]}, acc);
+            mmaAll(kt + 1, bs[2], bs[3]);
         }
       } else {
-        for (int64_t kt = 0; kt < dp / 16; ++kt) {
-          Value b0 = ops.sharedPair(ks, kRow, a.add(t2, kt * 16));
-          Value b1 = ops.sharedPair(ks, kRow, a.add(t2, kt * 16 + 8));
-          ops.mma(qFrag[kt], {b0, b1}, acc);
-        }
+        Value kRow = a.add(g, nt * 8);
+        for (int64_t kt = 0; kt < dp / 16; ++kt)
+          mmaAll(kt, ops.sharedPair(ks, kRow, a.add(t2, kt * 16)),
+                 ops.sharedPair(ks, kRow, a.add(t2, kt * 16 + 8)));
       }
-      for (int i = 0; i < 4; ++i) {
-        int r = i / 2;
-        Value key = a.add(a.add(kv0, t2), nt * 8 + i % 2);
-        Value x = a.fmul(acc[i], scaleC);
-        if (mask)
-          x = a.fadd(x, a.toLog2Domain(maskValue(a, mask, s.mask, bi, hi,
-                                                 a.umin(row[r], s.seqQ - 1),
-                                                 a.umin(key, s.seqKV - 1)),
-                                       log2e));
-        // Keys past the end exist only in a partial last tile.
-        Value visible;
-        if (s.seqKV % bc != 0)
-          visible = a.ult(key, s.seqKV);
-        if (s.causal) {
-          Value below = a.sle(key, a.add(row[r], offset));
-          visible = visible ? a.andi(visible, below) : below;
+      for (int64_t sl = 0; sl < slabs; ++sl)
+        for (int i = 0; i < 4; ++i) {
+          int64_t ri = 2 * sl + i / 2;
+          Value key = a.add(a.add(kv0, t2), nt * 8 + i % 2);
+          Value x = a.fmul(acc[sl][i], scaleC);
+          if (mask)
+            x = a.fadd(x, a.toLog2Domain(maskValue(a, mask, s.mask, bi, hi,
+                                                   a.umin(row[ri], s.seqQ - 1),
+                                                   a.umin(key, s.seqKV - 1)),
+                                         log2e));
+          // Keys past the end exist only in a partial last tile.
+          Value visible;
+          if (s.seqKV % bc != 0)
+            visible = a.ult(key, s.seqKV);
+          if (s.causal) {
+            Value below = a.sle(key, a.add(row[ri], offset));
+            visible = visible ? a.andi(visible, below) : below;
+          }
+          if (visible)
+            x = a.sel(visible, x, ninf);
+          acc[sl][i] = x;
+          rowMax[ri] = a.fmax(rowMax[ri], x);
         }
-        if (visible)
-          x = a.sel(visible, x, ninf);
-        acc[i] = x;
-        rowMax[r] = a.fmax(rowMax[r], x);
-      }
-      sc[nt] = acc;
+      for (int64_t sl = 0; sl < slabs; ++sl)
+        sc[sl][nt] = acc[sl];
     }
 
     // Online softmax: new running max, rescale factor, probabilities.
-    Value alpha[2], mUse[2], newM[2], rowSum[2] = {zeroF, zeroF};
-    for (int r = 0; r < 2; ++r) {
-      newM[r] = a.fmax(m[r], a.quadReduce(rowMax[r], 4, /*isMax=*/true));
+    SmallVector<Value> alpha(nr), mUse(nr), newM(nr), rowSum(nr, zeroF),
+        newL(nr);
+    for (int64_t ri = 0; ri < nr; ++ri) {
+      newM[ri] = a.fmax(m[ri], a.quadReduce(rowMax[ri], 4, /*isMax=*/true));
       // A row that has seen no key yet keeps -inf: subtract 0 instead.
-      mUse[r] = a.sel(a.isNegInf(newM[r]), zeroF, newM[r]);
-      alpha[r] = a.exp2(a.fsub(m[r], mUse[r]));
+      mUse[ri] = a.sel(a.isNegInf(newM[ri]), zeroF, newM[ri]);
+      alpha[ri] = a.exp2(a.fsub(m[ri], mUse[ri]));
     }
-    for (int64_t nt = 0; nt < bc / 8; ++nt)
-      for (int i = 0; i < 4; ++i) {
-        int r = i / 2;
-        sc[nt][i] = a.exp2(a.fsub(sc[nt][i], mUse[r]));
-        rowSum[r] = a.fadd(rowSum[r], sc[nt][i]);
-      }
-    Value newL[2];
-    for (int r = 0; r < 2; ++r)
-      newL[r] = a.fma(l[r], alpha[r], rowSum[r]);
-    for (int64_t dn = 0; dn < dvp / 8; ++dn)
-      for (int i = 0; i < 4; ++i)
-        o[dn][i] = a.fmul(o[dn][i], alpha[i / 2]);
+    for (int64_t sl = 0; sl < slabs; ++sl)
+      for (int64_t nt = 0; nt < bc / 8; ++nt)
+        for (int i = 0; i < 4; ++i) {
+          int64_t ri = 2 * sl + i / 2;
+          sc[sl][nt][i] = a.exp2(a.fsub(sc[sl][nt][i], mUse[ri]));
+          rowSum[ri] = a.fadd(rowSum[ri], sc[sl][nt][i]);
+        }
+    for (int64_t ri = 0; ri < nr; ++ri)
+      newL[ri] = a.fma(l[ri], alpha[ri], rowSum[ri]);
+    for (int64_t sl = 0; sl < slabs; ++sl)
+      for (int64_t dn = 0; dn < dvp / 8; ++dn)
+        for (int i = 0; i < 4; ++i)
+          o[sl][dn][i] = a.fmul(o[sl][dn][i], alpha[2 * sl + i / 2]);
 
-    // O += P·V: P's C fragments become A fragments in registers.
+    // O += P·V: P's C fragments become A fragments in registers; each V
+    // fragment serves every slab.
     for (int64_t kk = 0; kk < bc / 16; ++kk) {
-      SmallVector<Value> pFrag = {
-          ops.pairFromF32(sc[2 * kk][0], sc[2 * kk][1]),
-          ops.pairFromF32(sc[2 * kk][2], sc[2 * kk][3]),
-          ops.pairFromF32(sc[2 * kk + 1][0], sc[2 * kk + 1][1]),
-          ops.pairFromF32(sc[2 * kk + 1][2], sc[2 * kk + 1][3])};
+      SmallVector<SmallVector<Value>> pFrag;
+      for (int64_t sl = 0; sl < slabs; ++sl) {
+        auto &p0 = sc[sl][2 * kk], &p1 = sc[sl][2 * kk + 1];
+        pFrag.push_back(
+            {ops.pairFromF32(p0[0], p0[1]), ops.pairFromF32(p0[2], p0[3]),
+             ops.pairFromF32(p1[0], p1[1]), ops.pairFromF32(p1[2], p1[3])});
+      }
+      auto mmaAll = [&](int64_t dn, Value b0, Value b1) {
+        for (int64_t sl = 0; sl < slabs; ++sl)
+          ops.mma(pFrag[sl], {b0, b1}, o[sl][dn]);
+      };
       if (ldmatrix()) {
         // V [key][d] row-major, loaded transposed: matrix j of an x4 load
         // holds keys kk*16 + 8 (j % 2).. of head columns (dn + j / 2) * 8..:
@@ -329,15 +364,14 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
           Value col = a.mul(a.add(a.div(lane, 16), dn), 8);
           SmallVector<Value> bs =
               ops.loadMatrices(vts, keyRow, col, 4, /*transpose=*/true);
-          ops.mma(pFrag, {bs[0], bs[1]}, o[dn]);
-          ops.mma(pFrag, {bs[2], bs[3]}, o[dn + 1]);
+          mmaAll(dn, bs[0], bs[1]);
+          mmaAll(dn + 1, bs[2], bs[3]);
         }
       } else {
         for (int64_t dn = 0; dn < dvp / 8; ++dn) {
           Value vRow = a.add(g, dn * 8);
-          Value b0 = ops.sharedPair(vts, vRow, a.add(t2, kk * 16));
-          Value b1 = ops.sharedPair(vts, vRow, a.add(t2, kk * 16 + 8));
-          ops.mma(pFrag, {b0, b1}, o[dn]);
+          mmaAll(dn, ops.sharedPair(vts, vRow, a.add(t2, kk * 16)),
+                 ops.sharedPair(vts, vRow, a.add(t2, kk * 16 + 8)));
         }
       }
     }
@@ -348,9 +382,11 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       gpu::BarrierOp::create(b);
 
     SmallVector<Value> yield;
-    for (auto &frag : o)
-      yield.append(frag.begin(), frag.end());
-    yield.append({newM[0], newM[1], newL[0], newL[1]});
+    for (auto &slab : o)
+      for (auto &frag : slab)
+        yield.append(frag.begin(), frag.end());
+    yield.append(newM.begin(), newM.end());
+    yield.append(newL.begin(), newL.end());
     yield.append(nextK.values.begin(), nextK.values.end());
     yield.append(nextV.values.begin(), nextV.values.end());
     scf::YieldOp::create(b, yield);
@@ -358,26 +394,25 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
 
   // O / l, written once; rows without a visible key are 0.
   ValueRange res = loop.getResults();
-  Value inv[2];
-  for (int r = 0; r < 2; ++r) {
-    Value total = a.quadReduce(res[dvp / 8 * 4 + 2 + r], 4, /*isMax=*/false);
-    inv[r] = a.inverseOrZero(total);
-  }
-  for (int r = 0; r < 2; ++r) {
+  for (int64_t ri = 0; ri < nr; ++ri) {
+    int64_t sl = ri / 2, r = ri % 2;
+    Value total = a.quadReduce(res[numO + nr + ri], 4, /*isMax=*/false);
+    Value inv = a.inverseOrZero(total);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(
-        &scf::IfOp::create(b, rowValid[r], false).getThenRegion().front());
+        &scf::IfOp::create(b, rowValid[ri], false).getThenRegion().front());
     for (int64_t dn = 0; dn < dvp / 8; ++dn) {
       if (dn * 8 >= s.valueDim)
         break;
       Value col = a.add(t2, dn * 8);
-      Value x = a.fmul(res[dn * 4 + 2 * r], inv[r]);
-      Value y = a.fmul(res[dn * 4 + 2 * r + 1], inv[r]);
+      int64_t at = (sl * (dvp / 8) + dn) * 4 + 2 * r;
+      Value x = a.fmul(res[at], inv);
+      Value y = a.fmul(res[at + 1], inv);
       Value pair = vector::FromElementsOp::create(
           b, VectorType::get({2}, t),
           ValueRange{a.fromF32(x, t), a.fromF32(y, t)});
       auto store = [&]() {
-        vector::StoreOp::create(b, pair, out, ValueRange{bi, hi, row[r], col},
+        vector::StoreOp::create(b, pair, out, ValueRange{bi, hi, row[ri], col},
                                 false, llvm::MaybeAlign(4));
       };
       a.guarded((dn + 1) * 8 <= s.valueDim ? Value() : a.ult(col, s.valueDim),
@@ -514,15 +549,20 @@ int64_t sharedBytes(const AttentionShape &s, int64_t bc, int64_t dp,
   return 2 * (bc * (dp + 8) + std::max(dvp * (bc + 8), bc * (dvp + 8)));
 }
 
-/// Keys per shared-memory tile of the tensor-core kernel.
+/// Keys per shared-memory tile of the tensor-core kernel. With 32 rows per
+/// warp, smaller tiles keep the scores and accumulators within 255
+/// registers: 32 keys beyond D = 64 (64 spill at D = 80), 16 beyond D = 96
+/// (32 spill in causal D = 128).
 int64_t keysPerTile(const AttentionShape &s, int64_t dp, int64_t dvp) {
+  int64_t d = std::max(dp, dvp);
+  int64_t most = s.warpRows != 32 ? 64 : d <= 64 ? 64 : d <= 96 ? 32 : 16;
   if (useAsyncCopy(s)) {
     for (int64_t bc : {64, 32})
-      if (sharedBytes(s, bc, dp, dvp) <= kMaxShared)
+      if (bc <= most && sharedBytes(s, bc, dp, dvp) <= kMaxShared)
         return bc;
     return 16;
   }
-  return std::max(dp, dvp) <= 128 ? 64 : 32;
+  return std::max(dp, dvp) <= 128 ? most : 32;
 }
 } // namespace
 
@@ -580,9 +620,10 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
                    MmaKernel::kThreads, tiles);
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
-  MmaKernel kernel{shape, a, b, s.elementType, dp, dvp, bc};
+  MmaKernel kernel{shape, a,   b,  s.elementType,
+                   dp,    dvp, bc, s.warpRows == 32 ? 2 : 1};
   kernel.build(launch.kernel, tiles[0], tiles[1]);
-  launch.gridY = (s.seqQ + MmaKernel::kRows - 1) / MmaKernel::kRows;
+  launch.gridY = (s.seqQ + kernel.rows() - 1) / kernel.rows();
   launch.blockX = MmaKernel::kThreads;
   return launch;
 }

@@ -26,6 +26,10 @@ struct AttentionShape {
   /// go from global to shared memory by cp.async, double-buffered (no
   /// staging in registers); fragments by ldmatrix. Other shapes ignore it.
   bool asyncCopy = false;
+  /// f16/bf16: query rows per warp, 16 (blocks of 64 rows) or 32 (blocks
+  /// of 128: each K and V fragment read from shared memory serves two
+  /// mma.sync instead of one, at the price of twice the accumulators).
+  int64_t warpRows = 16;
   mlir::Type elementType; // f32, f16 or bf16
 };
 

@@ -127,6 +127,12 @@ struct ConvertTransformerToNVPTXPass
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (warpRows != 16 && warpRows != 32) {
+      module.emitError() << "convert-transformer-to-nvptx: warp-rows must be "
+                            "16 or 32, not "
+                         << static_cast<int64_t>(warpRows);
+      return signalPassFailure();
+    }
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<transformer::AttentionOp, transformer::SoftmaxOp,
@@ -153,6 +159,7 @@ struct ConvertTransformerToNVPTXPass
           continue;
         shape->ldmatrix = ldmatrix;
         shape->asyncCopy = asyncCopy;
+        shape->warpRows = warpRows;
         AttentionLaunch launch =
             buildAttentionKernel(b, kernels, name("attention"), *shape);
         SmallVector<Value> inputs = {attention.getQuery(), attention.getKey(),
