@@ -257,8 +257,12 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     }
 
     // S = Q·Kᵀ, scaled into the log2 domain, masked. Each K fragment
-    // serves every slab of the warp.
+    // serves every slab of the warp. Without a mask (and with a positive
+    // scale) the scores stay raw: the running max is taken on them and the
+    // scale folds into the exponent's FMA, exp2(s·c - m·c), one
+    // instruction per score fewer.
     double scaleLog2 = s.scale * kLog2e;
+    bool raw = !mask && s.scale > 0;
     Value scaleC = a.f(scaleLog2), log2e = a.f(kLog2e), ninf = a.negInf();
     SmallVector<SmallVector<SmallVector<Value>>> sc(
         slabs, SmallVector<SmallVector<Value>>(bc / 8));
@@ -292,7 +296,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         for (int i = 0; i < 4; ++i) {
           int64_t ri = 2 * sl + i / 2;
           Value key = a.add(a.add(kv0, t2), nt * 8 + i % 2);
-          Value x = a.fmul(acc[sl][i], scaleC);
+          Value x = raw ? acc[sl][i] : a.fmul(acc[sl][i], scaleC);
           if (mask)
             x = a.fadd(x, a.toLog2Domain(maskValue(a, mask, s.mask, bi, hi,
                                                    a.umin(row[ri], s.seqQ - 1),
@@ -317,18 +321,23 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
 
     // Online softmax: new running max, rescale factor, probabilities.
     SmallVector<Value> alpha(nr), mUse(nr), newM(nr), rowSum(nr, zeroF),
-        newL(nr);
+        newL(nr), negMc(nr);
     for (int64_t ri = 0; ri < nr; ++ri) {
       newM[ri] = a.fmax(m[ri], a.quadReduce(rowMax[ri], 4, /*isMax=*/true));
       // A row that has seen no key yet keeps -inf: subtract 0 instead.
       mUse[ri] = a.sel(a.isNegInf(newM[ri]), zeroF, newM[ri]);
-      alpha[ri] = a.exp2(a.fsub(m[ri], mUse[ri]));
+      Value shift = a.fsub(m[ri], mUse[ri]);
+      alpha[ri] = a.exp2(raw ? a.fmul(shift, scaleC) : shift);
+      if (raw)
+        negMc[ri] = a.fmul(mUse[ri], a.f(-scaleLog2));
     }
     for (int64_t sl = 0; sl < slabs; ++sl)
       for (int64_t nt = 0; nt < bc / 8; ++nt)
         for (int i = 0; i < 4; ++i) {
           int64_t ri = 2 * sl + i / 2;
-          sc[sl][nt][i] = a.exp2(a.fsub(sc[sl][nt][i], mUse[ri]));
+          Value x = sc[sl][nt][i];
+          sc[sl][nt][i] =
+              a.exp2(raw ? a.fma(x, scaleC, negMc[ri]) : a.fsub(x, mUse[ri]));
           rowSum[ri] = a.fadd(rowSum[ri], sc[sl][nt][i]);
         }
     for (int64_t ri = 0; ri < nr; ++ri)
