@@ -101,16 +101,22 @@ func.func @ldmatrix_bf16(%q: tensor<1x2x100x64xbf16>, %k: tensor<1x2x100x64xbf16
 
 // With async-copy: K and V tiles go from global to shared memory by
 // cp.async (16-byte chunks, zero-filled out of range) into two stages of
-// 32 keys (D = 128: two stages of 64 would exceed 48 KiB); tile j + 1 is in
-// flight while tile j is computed, nothing is staged in registers, and a
-// barrier ends each tile before its stage is refilled.
+// 64 keys; tile j + 1 is in flight while tile j is computed, nothing is
+// staged in registers, and a barrier ends each tile before its stage is
+// refilled. At D = 128 the stages (2 x 2 x 64 x 136 x 2 bytes) exceed the
+// 48 KiB of static shared memory: they are views of dynamic shared memory,
+// whose size the launch passes.
 // RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="async-copy=true" | FileCheck %s --check-prefix=ASYNC
 // CHECK-LABEL: func.func @async_f16
 // LDM-LABEL: func.func @async_f16
 // ASYNC-LABEL: func.func @async_f16
-// ASYNC-DAG: memref.global "private" @attention_0_tile0 : memref<64x136xf16, #gpu.address_space<workgroup>>
-// ASYNC-DAG: memref.global "private" @attention_0_tile1 : memref<64x136xf16, #gpu.address_space<workgroup>>
-// ASYNC: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1} : memref<2x8x300x128xf16> to memref<64x136xf16, #gpu.address_space<workgroup>>
+// ASYNC: %[[BYTES:.*]] = arith.constant 69632 : i32
+// ASYNC: gpu.launch_func @tfc_fused::@attention_0 {{.*}} dynamic_shared_memory_size %[[BYTES]] args
+// ASYNC: gpu.func @attention_0
+// ASYNC: %[[DYN:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// ASYNC: memref.view %[[DYN]][%{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x136xf16, #gpu.address_space<workgroup>>
+// ASYNC: memref.view %[[DYN]][%{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x136xf16, #gpu.address_space<workgroup>>
+// ASYNC: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1} : memref<2x8x300x128xf16> to memref<128x136xf16, #gpu.address_space<workgroup>>
 // ASYNC: nvgpu.device_async_create_group
 // ASYNC: scf.for
 // ASYNC: nvgpu.device_async_copy

@@ -287,6 +287,8 @@ def main():
     A(h, rng, "f16_sq_gt_skv_causal", 1, 2, 2, 100, 40, 32, dtype="f16",
       causal=True)
     A(h, rng, "f16_d128_odd", 1, 2, 2, 45, 97, 128, dtype="f16")
+    A(h, rng, "f16_d128_causal_many_tiles", 1, 1, 1, 140, 330, 128,
+      dtype="f16", causal=True)
     A(h, rng, "f16_decode_finfo", 2, 4, 4, 1, 300, 64, dtype="f16",
       mask=key_padding_finfo)
     A(h, rng, "f16_rising_scores", 1, 2, 2, 64, 500, 64, dtype="f16",

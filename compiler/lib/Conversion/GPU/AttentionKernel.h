@@ -36,10 +36,13 @@ struct AttentionShape {
 struct AttentionLaunch {
   mlir::gpu::GPUFuncOp kernel;
   int64_t gridX, gridY, blockX;
+  /// Dynamic shared memory the launch passes (0: static tiles only).
+  int64_t dynamicSharedBytes = 0;
 };
 
-/// Whether the kernel for `shape` fits in a block's static shared memory
-/// (head dimensions up to about 330 in f16/bf16).
+/// Whether the kernel for `shape` fits in a block's shared memory (static:
+/// head dimensions up to about 330 in f16/bf16; the async-copy variant's
+/// two stages may take up to 100 KiB of dynamic shared memory).
 bool attentionKernelFits(const AttentionShape &shape);
 
 /// Appends a kernel to `module`: arguments q, k, v, [mask,] out as memrefs

@@ -186,12 +186,43 @@ MemRefType sharedTile(Type t, int64_t rows, int64_t cols) {
                          workgroup);
 }
 
+int64_t sharedBytes(ArrayRef<MemRefType> tiles) {
+  int64_t bytes = 0;
+  for (MemRefType t : tiles)
+    bytes += roundUp(t.getNumElements() * t.getElementTypeBitWidth() / 8, 16);
+  return bytes;
+}
+
 gpu::GPUFuncOp createKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                             StringRef name, TypeRange args,
                             ArrayRef<MemRefType> tiles, int64_t blockSize,
-                            SmallVectorImpl<Value> &tileValues) {
+                            SmallVectorImpl<Value> &tileValues, bool dynamic) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
+  if (dynamic) {
+    auto func = gpu::GPUFuncOp::create(
+        builder, module.getLoc(), name,
+        FunctionType::get(builder.getContext(), args, {}));
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                  builder.getUnitAttr());
+    func.setKnownBlockSizeAttr(
+        builder.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
+    builder.setInsertionPointToStart(&func.getBody().front());
+    Location loc = module.getLoc();
+    auto bytesType = MemRefType::get(
+        {ShapedType::kDynamic}, builder.getI8Type(), AffineMap(),
+        gpu::AddressSpaceAttr::get(builder.getContext(),
+                                   gpu::AddressSpace::Workgroup));
+    Value all = gpu::DynamicSharedMemoryOp::create(builder, loc, bytesType);
+    int64_t offset = 0;
+    for (MemRefType type : tiles) {
+      Value shift = arith::ConstantIndexOp::create(builder, loc, offset);
+      tileValues.push_back(
+          memref::ViewOp::create(builder, loc, type, all, shift, ValueRange{}));
+      offset += sharedBytes({type});
+    }
+    return func;
+  }
   SmallVector<std::string> names;
   for (auto [i, type] : llvm::enumerate(tiles)) {
     names.push_back((name + "_tile" + llvm::Twine(i)).str());

@@ -225,13 +225,18 @@ SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
 /// and its shared-memory tiles: globals in the workgroup address space with
 /// 16-byte alignment (16-byte stores and 4-byte fragment loads; workgroup
 /// attributions would only be aligned to the element size). Returns the
-/// kernel with the tiles fetched at its entry.
-mlir::gpu::GPUFuncOp createKernel(mlir::OpBuilder &builder,
-                                  mlir::gpu::GPUModuleOp module,
-                                  llvm::StringRef name, mlir::TypeRange args,
-                                  ArrayRef<mlir::MemRefType> tiles,
-                                  int64_t blockSize,
-                                  SmallVectorImpl<Value> &tileValues);
+/// kernel with the tiles fetched at its entry. With `dynamic`, the tiles
+/// are views, 16-byte aligned, of the launch's dynamic shared memory
+/// instead (beyond the 48 KiB of static shared memory; the launch passes
+/// sharedBytes(tiles) and the runtime opts the kernel in).
+mlir::gpu::GPUFuncOp
+createKernel(mlir::OpBuilder &builder, mlir::gpu::GPUModuleOp module,
+             llvm::StringRef name, mlir::TypeRange args,
+             ArrayRef<mlir::MemRefType> tiles, int64_t blockSize,
+             SmallVectorImpl<Value> &tileValues, bool dynamic = false);
+
+/// Bytes of shared memory the tiles take, each 16-byte aligned.
+int64_t sharedBytes(ArrayRef<mlir::MemRefType> tiles);
 
 /// memref<rows x cols x t> in the workgroup address space.
 mlir::MemRefType sharedTile(Type t, int64_t rows, int64_t cols);

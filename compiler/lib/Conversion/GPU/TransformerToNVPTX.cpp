@@ -75,7 +75,8 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op) {
 /// buffer of `resultType`, which it returns as a tensor.
 Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
                       int64_t gridX, int64_t gridY, int64_t blockX,
-                      ValueRange inputs, RankedTensorType resultType) {
+                      ValueRange inputs, RankedTensorType resultType,
+                      int64_t dynamicSharedBytes = 0) {
   SmallVector<Value> args;
   for (Value tensor : inputs) {
     auto t = cast<RankedTensorType>(tensor.getType());
@@ -91,10 +92,13 @@ Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
   auto dim = [&](int64_t n) -> Value {
     return arith::ConstantIndexOp::create(b, loc, n);
   };
-  gpu::LaunchFuncOp::create(b, loc, kernel,
-                            gpu::KernelDim3{dim(gridX), dim(gridY), dim(1)},
-                            gpu::KernelDim3{dim(blockX), dim(1), dim(1)},
-                            /*dynamicSharedMemorySize=*/Value(), args);
+  Value dynamicShared;
+  if (dynamicSharedBytes)
+    dynamicShared = arith::ConstantIntOp::create(b, loc, b.getI32Type(),
+                                                 dynamicSharedBytes);
+  gpu::LaunchFuncOp::create(
+      b, loc, kernel, gpu::KernelDim3{dim(gridX), dim(gridY), dim(1)},
+      gpu::KernelDim3{dim(blockX), dim(1), dim(1)}, dynamicShared, args);
   return bufferization::ToTensorOp::create(b, loc, resultType, out,
                                            /*restrict=*/true,
                                            /*writable=*/true);
@@ -166,9 +170,9 @@ struct ConvertTransformerToNVPTXPass
                                      attention.getValue()};
         if (Value mask = attention.getMask())
           inputs.push_back(tosa.expandToRank(mask, 4));
-        result = launchOnTensors(ob, loc, launch.kernel, launch.gridX,
-                                 launch.gridY, launch.blockX, inputs,
-                                 attention.getResult().getType());
+        result = launchOnTensors(
+            ob, loc, launch.kernel, launch.gridX, launch.gridY, launch.blockX,
+            inputs, attention.getResult().getType(), launch.dynamicSharedBytes);
       } else if (auto softmax = dyn_cast<transformer::SoftmaxOp>(op)) {
         RankedTensorType type = softmax.getInput().getType();
         // An inner softmax dimension is left to the decomposition.
