@@ -199,49 +199,44 @@ gpu::GPUFuncOp createKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                             SmallVectorImpl<Value> &tileValues, bool dynamic) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(module.getBody());
-  if (dynamic) {
-    auto func = gpu::GPUFuncOp::create(
-        builder, module.getLoc(), name,
-        FunctionType::get(builder.getContext(), args, {}));
-    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                  builder.getUnitAttr());
-    func.setKnownBlockSizeAttr(
-        builder.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
-    builder.setInsertionPointToStart(&func.getBody().front());
-    Location loc = module.getLoc();
-    auto bytesType = MemRefType::get(
-        {ShapedType::kDynamic}, builder.getI8Type(), AffineMap(),
-        gpu::AddressSpaceAttr::get(builder.getContext(),
-                                   gpu::AddressSpace::Workgroup));
-    Value all = gpu::DynamicSharedMemoryOp::create(builder, loc, bytesType);
-    int64_t offset = 0;
-    for (MemRefType type : tiles) {
-      Value shift = arith::ConstantIndexOp::create(builder, loc, offset);
-      tileValues.push_back(
-          memref::ViewOp::create(builder, loc, type, all, shift, ValueRange{}));
-      offset += sharedBytes({type});
-    }
-    return func;
-  }
+  Location loc = module.getLoc();
+  // Static tiles: module globals, declared before the kernel.
   SmallVector<std::string> names;
-  for (auto [i, type] : llvm::enumerate(tiles)) {
-    names.push_back((name + "_tile" + llvm::Twine(i)).str());
-    memref::GlobalOp::create(builder, module.getLoc(), names.back(),
-                             builder.getStringAttr("private"), type,
-                             Attribute(), /*constant=*/false,
-                             builder.getI64IntegerAttr(16));
+  if (!dynamic) {
+    for (auto [i, type] : llvm::enumerate(tiles)) {
+      names.push_back((name + "_tile" + llvm::Twine(i)).str());
+      memref::GlobalOp::create(
+          builder, loc, names.back(), builder.getStringAttr("private"), type,
+          Attribute(), /*constant=*/false, builder.getI64IntegerAttr(16));
+    }
   }
-  auto func =
-      gpu::GPUFuncOp::create(builder, module.getLoc(), name,
-                             FunctionType::get(builder.getContext(), args, {}));
+  auto func = gpu::GPUFuncOp::create(
+      builder, loc, name, FunctionType::get(builder.getContext(), args, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                 builder.getUnitAttr());
   func.setKnownBlockSizeAttr(
       builder.getDenseI32ArrayAttr({int32_t(blockSize), 1, 1}));
   builder.setInsertionPointToStart(&func.getBody().front());
-  for (auto [type, global] : llvm::zip(tiles, names))
+  if (!dynamic) {
+    for (auto [type, global] : llvm::zip(tiles, names))
+      tileValues.push_back(
+          memref::GetGlobalOp::create(builder, loc, type, global));
+    return func;
+  }
+  // Dynamic: views of the launch's dynamic shared memory, one after the
+  // other.
+  auto bytesType =
+      MemRefType::get({ShapedType::kDynamic}, builder.getI8Type(), AffineMap(),
+                      gpu::AddressSpaceAttr::get(builder.getContext(),
+                                                 gpu::AddressSpace::Workgroup));
+  Value all = gpu::DynamicSharedMemoryOp::create(builder, loc, bytesType);
+  int64_t offset = 0;
+  for (MemRefType type : tiles) {
+    Value shift = arith::ConstantIndexOp::create(builder, loc, offset);
     tileValues.push_back(
-        memref::GetGlobalOp::create(builder, module.getLoc(), type, global));
+        memref::ViewOp::create(builder, loc, type, all, shift, ValueRange{}));
+    offset += sharedBytes({type});
+  }
   return func;
 }
 
