@@ -126,6 +126,13 @@ func.func @ldmatrix_bf16(%q: tensor<1x2x100x64xbf16>, %k: tensor<1x2x100x64xbf16
 // ASYNC-NOT: vector.store
 // ASYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
 // ASYNC: nvvm.mma.sync
+// Causal: only tiles reaching past the warp's first row hide scores (the
+// 32 scores of a thread go through one scf.if; other tiles skip it).
+// ASYNC: arith.cmpi sgt
+// ASYNC: scf.if %{{.*}} -> (f32, f32,
+// ASYNC: arith.select
+// ASYNC: } else {
+// ASYNC-NEXT: scf.yield
 // ASYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // ASYNC: nvvm.mma.sync
 // ASYNC: gpu.barrier

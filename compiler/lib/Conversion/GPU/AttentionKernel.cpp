@@ -302,22 +302,81 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
                                                    a.umin(row[ri], s.seqQ - 1),
                                                    a.umin(key, s.seqKV - 1)),
                                          log2e));
-          // Keys past the end exist only in a partial last tile.
-          Value visible;
-          if (s.seqKV % bc != 0)
-            visible = a.ult(key, s.seqKV);
-          if (s.causal) {
-            Value below = a.sle(key, a.add(row[ri], offset));
-            visible = visible ? a.andi(visible, below) : below;
-          }
-          if (visible)
-            x = a.sel(visible, x, ninf);
           acc[sl][i] = x;
-          rowMax[ri] = a.fmax(rowMax[ri], x);
         }
       for (int64_t sl = 0; sl < slabs; ++sl)
         sc[sl][nt] = acc[sl];
     }
+
+    // Keys past the end (a partial last tile) and past a row's causal
+    // limit are hidden (-inf). Only the tiles that have such keys for this
+    // warp pay for it: the last tile, and the causal tiles reaching beyond
+    // the warp's first row. Elsewhere the branch skips the per-score
+    // compare and select. (Not in the register-staged builds beyond
+    // D = 64: their prefetched tile leaves no registers for the branch's
+    // two sets of scores, and ptxas spills.)
+    auto hide = [&]() {
+      SmallVector<Value> hidden;
+      for (int64_t sl = 0; sl < slabs; ++sl)
+        for (int64_t nt = 0; nt < bc / 8; ++nt)
+          for (int i = 0; i < 4; ++i) {
+            int64_t ri = 2 * sl + i / 2;
+            Value key = a.add(a.add(kv0, t2), nt * 8 + i % 2);
+            Value visible;
+            if (s.seqKV % bc != 0)
+              visible = a.ult(key, s.seqKV);
+            if (s.causal) {
+              Value below = a.sle(key, a.add(row[ri], offset));
+              visible = visible ? a.andi(visible, below) : below;
+            }
+            hidden.push_back(a.sel(visible, sc[sl][nt][i], ninf));
+          }
+      return hidden;
+    };
+    bool branch = async() || std::max(dp, dvp) <= 64;
+    if ((s.causal || s.seqKV % bc != 0) && !branch) {
+      SmallVector<Value> hidden = hide();
+      auto next = hidden.begin();
+      for (auto &slab : sc)
+        for (auto &frag : slab)
+          for (Value &x : frag)
+            x = *next++;
+    } else if (s.causal || s.seqKV % bc != 0) {
+      Value needed;
+      if (s.seqKV % bc != 0)
+        needed = a.ult(a.c(s.seqKV), a.add(kv0, bc));
+      if (s.causal) {
+        Value warpRow = a.add(a.mul(qBlock, rows()), a.mul(warp, 16 * slabs));
+        Value beyond =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::sgt,
+                                  a.add(kv0, bc - 1), a.add(warpRow, offset));
+        needed = needed ? arith::OrIOp::create(b, needed, beyond) : beyond;
+      }
+      SmallVector<Type> types(slabs * (bc / 8) * 4, b.getF32Type());
+      auto ifOp = scf::IfOp::create(b, types, needed, /*withElse=*/true);
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+        scf::YieldOp::create(b, hide());
+        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+        SmallVector<Value> same;
+        for (auto &slab : sc)
+          for (auto &frag : slab)
+            same.append(frag.begin(), frag.end());
+        scf::YieldOp::create(b, same);
+      }
+      auto result = ifOp.getResults().begin();
+      for (auto &slab : sc)
+        for (auto &frag : slab)
+          for (Value &x : frag)
+            x = *result++;
+    }
+    for (int64_t sl = 0; sl < slabs; ++sl)
+      for (int64_t nt = 0; nt < bc / 8; ++nt)
+        for (int i = 0; i < 4; ++i) {
+          int64_t ri = 2 * sl + i / 2;
+          rowMax[ri] = a.fmax(rowMax[ri], sc[sl][nt][i]);
+        }
 
     // Online softmax: new running max, rescale factor, probabilities.
     SmallVector<Value> alpha(nr), mUse(nr), newM(nr), rowSum(nr, zeroF),
