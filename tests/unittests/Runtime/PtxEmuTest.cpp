@@ -229,6 +229,39 @@ TEST(PtxEmu, ShflModes) {
   EXPECT_EQ(out, expect);
 }
 
+TEST(PtxEmu, VoteModes) {
+  Module m(R"(
+.visible .entry vote(.param .u64 pout)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %tid.x;
+  setp.lt.u32 %p1, %r1, 5;
+  vote.sync.any.pred %p2, %p1, -1;
+  vote.sync.all.pred %p3, %p1, -1;
+  vote.sync.ballot.b32 %r2, %p1, -1;
+  selp.u32 %r3, 1, 0, %p2;
+  selp.u32 %r4, 1, 0, %p3;
+  mul.wide.u32 %rd2, %r1, 16;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.v4.b32 [%rd3], {%r3, %r4, %r2, %r1};
+  ret;
+}
+)");
+  ASSERT_NE(m.module, nullptr) << m.error;
+  std::vector<uint32_t> out(128), expect(128);
+  for (uint32_t l = 0; l < 32; ++l) {
+    expect[l * 4] = 1;        // any: lanes 0-4
+    expect[l * 4 + 1] = 0;    // all: not lanes 5-31
+    expect[l * 4 + 2] = 0x1f; // ballot
+    expect[l * 4 + 3] = l;
+  }
+  ASSERT_EQ(launch(m, "vote", 32, {{out.data(), out.size() * 4}}), PTXEMU_OK);
+  EXPECT_EQ(out, expect);
+}
+
 TEST(PtxEmu, ReportsAnIllegalAddress) {
   Module m(R"(
 .visible .entry oob(.param .u64 p)
