@@ -133,6 +133,13 @@ func.func @ldmatrix_bf16(%q: tensor<1x2x100x64xbf16>, %k: tensor<1x2x100x64xbf16
 // ASYNC: arith.select
 // ASYNC: } else {
 // ASYNC-NEXT: scf.yield
+// Lazy rescaling: O (64 accumulators per thread at D = 128) is rescaled
+// only when some row of the warp has a max beyond 2^8 over its reference.
+// ASYNC: arith.cmpf ogt
+// ASYNC: %[[GROW:.*]] = nvvm.vote.sync any %{{.*}}, %{{.*}} -> i1
+// ASYNC: scf.if %[[GROW]] -> (f32, f32,
+// ASYNC: arith.mulf
+// ASYNC: } else {
 // ASYNC: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // ASYNC: nvvm.mma.sync
 // ASYNC: gpu.barrier

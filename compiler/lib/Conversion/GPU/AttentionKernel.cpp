@@ -48,6 +48,9 @@ namespace tfc {
 namespace {
 
 constexpr double kLog2e = 1.4426950408889634;
+/// Lazy rescaling: the reference max moves when a row's max exceeds it by
+/// more than this (log2 domain: a factor of 256).
+constexpr double kLazyRescaleLog2 = 8.0;
 
 /// Element offset of the mask for (b, h, row, key): broadcast dimensions
 /// index 0.
@@ -256,6 +259,10 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       nextV = loadKV(v, a.add(kv0, bc), s.valueDim, vLayout, bi, hk);
     }
 
+    // Where registers allow (the async builds, or D <= 64), warp-uniform
+    // branches skip work that most tiles do not need.
+    bool branch = async() || std::max(dp, dvp) <= 64;
+
     // S = Q·Kᵀ, scaled into the log2 domain, masked. Each K fragment
     // serves every slab of the warp. Without a mask (and with a positive
     // scale) the scores stay raw: the running max is taken on them and the
@@ -333,7 +340,6 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
           }
       return hidden;
     };
-    bool branch = async() || std::max(dp, dvp) <= 64;
     if ((s.causal || s.seqKV % bc != 0) && !branch) {
       SmallVector<Value> hidden = hide();
       auto next = hidden.begin();
@@ -379,10 +385,35 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         }
 
     // Online softmax: new running max, rescale factor, probabilities.
+    // Lazily (where registers allow the branch, as for hiding keys): the
+    // reference max of the warp's rows moves only when some row's tile max
+    // exceeds it by more than 2^8 (probabilities then stay below 256, exact
+    // enough in f16/bf16 and far from overflow in the f32 sums); otherwise
+    // alpha is 1 and the rescale of O is skipped for the whole warp.
     SmallVector<Value> alpha(nr), mUse(nr), newM(nr), rowSum(nr, zeroF),
-        newL(nr), negMc(nr);
+        newL(nr), negMc(nr), tileMax(nr);
+    for (int64_t ri = 0; ri < nr; ++ri)
+      tileMax[ri] = a.quadReduce(rowMax[ri], 4, /*isMax=*/true);
+    Value grow;
+    if (branch) {
+      Value rises;
+      for (int64_t ri = 0; ri < nr; ++ri) {
+        // -inf - -inf (no key seen yet) is NaN: not a rise.
+        Value d = a.fsub(tileMax[ri], m[ri]);
+        Value r = arith::CmpFOp::create(b, arith::CmpFPredicate::OGT,
+                                        raw ? a.fmul(d, scaleC) : d,
+                                        a.f(kLazyRescaleLog2));
+        rises = rises ? arith::OrIOp::create(b, rises, r).getResult() : r;
+      }
+      grow = NVVM::VoteSyncOp::create(
+          b, b.getI1Type(), arith::ConstantIntOp::create(b, b.getI32Type(), -1),
+          rises,
+          NVVM::VoteSyncKindAttr::get(b.getContext(), NVVM::VoteSyncKind::any));
+    }
     for (int64_t ri = 0; ri < nr; ++ri) {
-      newM[ri] = a.fmax(m[ri], a.quadReduce(rowMax[ri], 4, /*isMax=*/true));
+      newM[ri] = a.fmax(m[ri], tileMax[ri]);
+      if (grow)
+        newM[ri] = a.sel(grow, newM[ri], m[ri]);
       // A row that has seen no key yet keeps -inf: subtract 0 instead.
       mUse[ri] = a.sel(a.isNegInf(newM[ri]), zeroF, newM[ri]);
       Value shift = a.fsub(m[ri], mUse[ri]);
@@ -401,10 +432,36 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         }
     for (int64_t ri = 0; ri < nr; ++ri)
       newL[ri] = a.fma(l[ri], alpha[ri], rowSum[ri]);
-    for (int64_t sl = 0; sl < slabs; ++sl)
-      for (int64_t dn = 0; dn < dvp / 8; ++dn)
-        for (int i = 0; i < 4; ++i)
-          o[sl][dn][i] = a.fmul(o[sl][dn][i], alpha[2 * sl + i / 2]);
+    auto rescale = [&]() {
+      SmallVector<Value> scaled;
+      for (int64_t sl = 0; sl < slabs; ++sl)
+        for (int64_t dn = 0; dn < dvp / 8; ++dn)
+          for (int i = 0; i < 4; ++i)
+            scaled.push_back(a.fmul(o[sl][dn][i], alpha[2 * sl + i / 2]));
+      return scaled;
+    };
+    SmallVector<Value> scaled;
+    if (grow) {
+      auto ifOp = scf::IfOp::create(b, SmallVector<Type>(numO, b.getF32Type()),
+                                    grow, /*withElse=*/true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+      scf::YieldOp::create(b, rescale());
+      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+      SmallVector<Value> same;
+      for (auto &slab : o)
+        for (auto &frag : slab)
+          same.append(frag.begin(), frag.end());
+      scf::YieldOp::create(b, same);
+      scaled.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+    } else {
+      scaled = rescale();
+    }
+    auto next = scaled.begin();
+    for (auto &slab : o)
+      for (auto &frag : slab)
+        for (Value &x : frag)
+          x = *next++;
 
     // O += P·V: P's C fragments become A fragments in registers; each V
     // fragment serves every slab.
