@@ -75,6 +75,39 @@ KernelArguments kernelArguments(gpu::GPUFuncOp func, const AttentionShape &s) {
           entry.getArgument(masked ? 4 : 3)};
 }
 
+/// Per-thread fragments of the tensor-core kernel: [slab][8-column tile][4].
+using Fragments = SmallVector<SmallVector<SmallVector<Value>>>;
+
+/// Replaces `frags` by `update()` (its values in slab, tile, element order)
+/// where `cond` holds: a warp-uniform branch, scf.if yielding the updated
+/// values or the old ones; without a condition, unconditionally.
+void updateWhere(ImplicitLocOpBuilder &b, Value cond, Fragments &frags,
+                 llvm::function_ref<SmallVector<Value>()> update) {
+  SmallVector<Value> values;
+  if (!cond) {
+    values = update();
+  } else {
+    SmallVector<Value> old;
+    for (auto &slab : frags)
+      for (auto &frag : slab)
+        old.append(frag.begin(), frag.end());
+    auto ifOp = scf::IfOp::create(
+        b, SmallVector<Type>(old.size(), b.getF32Type()), cond,
+        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifOp.getThenRegion().front());
+    scf::YieldOp::create(b, update());
+    b.setInsertionPointToStart(&ifOp.getElseRegion().front());
+    scf::YieldOp::create(b, old);
+    values.assign(ifOp.getResults().begin(), ifOp.getResults().end());
+  }
+  auto next = values.begin();
+  for (auto &slab : frags)
+    for (auto &frag : slab)
+      for (Value &x : frag)
+        x = *next++;
+}
+
 /// Key tiles of `tileKeys` that the block of `rows` queries starting at
 /// qBlock * rows must visit. Causal rows stop at their diagonal: the last
 /// row sees keys below qBlock * rows + rows + (Skv - Sq), clamped to
@@ -340,14 +373,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
           }
       return hidden;
     };
-    if ((s.causal || s.seqKV % bc != 0) && !branch) {
-      SmallVector<Value> hidden = hide();
-      auto next = hidden.begin();
-      for (auto &slab : sc)
-        for (auto &frag : slab)
-          for (Value &x : frag)
-            x = *next++;
-    } else if (s.causal || s.seqKV % bc != 0) {
+    if (s.causal || s.seqKV % bc != 0) {
       Value needed;
       if (s.seqKV % bc != 0)
         needed = a.ult(a.c(s.seqKV), a.add(kv0, bc));
@@ -358,24 +384,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
                                   a.add(kv0, bc - 1), a.add(warpRow, offset));
         needed = needed ? arith::OrIOp::create(b, needed, beyond) : beyond;
       }
-      SmallVector<Type> types(slabs * (bc / 8) * 4, b.getF32Type());
-      auto ifOp = scf::IfOp::create(b, types, needed, /*withElse=*/true);
-      {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-        scf::YieldOp::create(b, hide());
-        b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-        SmallVector<Value> same;
-        for (auto &slab : sc)
-          for (auto &frag : slab)
-            same.append(frag.begin(), frag.end());
-        scf::YieldOp::create(b, same);
-      }
-      auto result = ifOp.getResults().begin();
-      for (auto &slab : sc)
-        for (auto &frag : slab)
-          for (Value &x : frag)
-            x = *result++;
+      updateWhere(b, branch ? needed : Value(), sc, hide);
     }
     for (int64_t sl = 0; sl < slabs; ++sl)
       for (int64_t nt = 0; nt < bc / 8; ++nt)
@@ -440,28 +449,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
             scaled.push_back(a.fmul(o[sl][dn][i], alpha[2 * sl + i / 2]));
       return scaled;
     };
-    SmallVector<Value> scaled;
-    if (grow) {
-      auto ifOp = scf::IfOp::create(b, SmallVector<Type>(numO, b.getF32Type()),
-                                    grow, /*withElse=*/true);
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(&ifOp.getThenRegion().front());
-      scf::YieldOp::create(b, rescale());
-      b.setInsertionPointToStart(&ifOp.getElseRegion().front());
-      SmallVector<Value> same;
-      for (auto &slab : o)
-        for (auto &frag : slab)
-          same.append(frag.begin(), frag.end());
-      scf::YieldOp::create(b, same);
-      scaled.assign(ifOp.getResults().begin(), ifOp.getResults().end());
-    } else {
-      scaled = rescale();
-    }
-    auto next = scaled.begin();
-    for (auto &slab : o)
-      for (auto &frag : slab)
-        for (Value &x : frag)
-          x = *next++;
+    updateWhere(b, grow, o, rescale);
 
     // O += P·V: P's C fragments become A fragments in registers; each V
     // fragment serves every slab.
