@@ -1,7 +1,9 @@
 // f16/bf16 matmuls on buffers become one tensor-core GEMM launch each:
 // 64x64 tiles of C per block of 4 warps, K in slices of 32 staged through
-// 16-byte aligned shared memory (B transposed), mma.sync m16n8k16 with f32
-// accumulation, C += A·B kept. f32 and transposed-map matmuls stay loops.
+// 16-byte aligned shared memory (A [64][32], B [32][64], rows padded by 16
+// bytes), fragments by ldmatrix.x4 (B's transposed), mma.sync m16n8k16 with
+// f32 accumulation, C += A·B kept. f32 and transposed-map matmuls stay
+// loops.
 //
 // RUN: tfc-opt %s --split-input-file --convert-linalg-matmul-to-nvptx | FileCheck %s
 
@@ -10,15 +12,18 @@
 // CHECK-NOT: linalg.batch_matmul
 // CHECK: gpu.module @tfc_matmul
 // CHECK-DAG: memref.global "private" @matmul_0_tile0 : memref<64x40xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
-// CHECK-DAG: memref.global "private" @matmul_0_tile1 : memref<64x40xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
+// CHECK-DAG: memref.global "private" @matmul_0_tile1 : memref<32x72xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // CHECK: gpu.func @matmul_0
 // CHECK: gpu.block_id  x
 // CHECK: arith.divui
 // CHECK: scf.for
 // CHECK: gpu.barrier
-// CHECK: vector.store {{.*}}vector<8xf16>
-// CHECK: memref.store {{.*}} : memref<64x40xf16, #gpu.address_space<workgroup>>
+// CHECK: vector.store {{.*}} : memref<64x40xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK-NOT: memref.store
+// CHECK: vector.store {{.*}} : memref<32x72xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x40xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true} : memref<32x72xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
 // CHECK: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32)
 // CHECK: scf.yield
 // C += A·B: the old C is read before the store.

@@ -245,6 +245,7 @@ def ConvertLinalgMatmulToNVPTX : Pass<"convert-linalg-matmul-to-nvptx", "mlir::M
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect"

@@ -3,10 +3,12 @@
 // linalg.matmul / linalg.batch_matmul on f16 or bf16 buffers (f32 or same-type
 // accumulator) become one launch of a tensor-core GEMM kernel built for the
 // shapes: a block of 4 warps owns a 64x64 tile of C, walks K in slices of 32
-// staging A [64][32] and Bᵀ [64][32] through shared memory (the next slice
-// loaded into registers while the current one is multiplied), and each warp
-// accumulates its 16 rows x 64 columns with mma.sync m16n8k16 in f32. The
-// op's semantics C += A·B are kept: C is read once at the end.
+// staging A [64][32] and B [32][64] through shared memory, both row-major
+// (the next slice loaded into registers while the current one is
+// multiplied), and each warp accumulates its 16 rows x 64 columns with
+// mma.sync m16n8k16 in f32, its fragments read by ldmatrix (B's
+// transposed). The op's semantics C += A·B are kept: C is read once at the
+// end.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -91,9 +94,11 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   SmallVector<Value> tiles;
   auto kernel = createKernel(
       builder, module, name, args,
-      {sharedTile(s.t, kTile, kSlice + 8), sharedTile(s.t, kTile, kSlice + 8)},
+      {sharedTile(s.t, kTile, kSlice + 8), sharedTile(s.t, kSlice, kTile + 8)},
       kThreads, tiles);
-  Value as = tiles[0], bts = tiles[1];
+  // Rows padded by 16 bytes: the 8 row addresses of an ldmatrix fall in
+  // different banks.
+  Value as = tiles[0], bs = tiles[1];
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   b.setInsertionPointToEnd(&kernel.getBody().front());
   Arith a{b};
@@ -114,10 +119,9 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   if (s.batched)
     lead.push_back(a.div(bx, nBlocks));
 
-  // A [64 rows of M][32 of K]; B [32 of K][64 of N], stored transposed.
+  // A [64 rows of M][32 of K]; B [32 of K][64 of N].
   TileLayout aLayout{kTile, kSlice, s.k % 8 == 0 ? 8 : 2, kThreads};
-  TileLayout bLayout{kSlice, kTile, s.n % 8 == 0 ? 8 : 2, kThreads,
-                     /*rowsFastest=*/true};
+  TileLayout bLayout{kSlice, kTile, s.n % 8 == 0 ? 8 : 2, kThreads};
   auto loadA = [&](Value k0) {
     return loadTile(a, A, lead, m0, s.m, k0, s.k, s.k % kSlice != 0, aLayout,
                     tid);
@@ -149,24 +153,33 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
 
     gpu::BarrierOp::create(b);
     storeTile(a, aTile, as, /*transpose=*/false, tid);
-    storeTile(a, bTile, bts, /*transpose=*/true, tid);
+    storeTile(a, bTile, bs, /*transpose=*/false, tid);
     gpu::BarrierOp::create(b);
     // The last slice prefetches itself again: never past the end of A.
     Value next =
         a.mul(a.umin(a.add(loop.getInductionVar(), 1), slices - 1), kSlice);
     TileChunks aNext = loadA(next), bNext = loadB(next);
 
-    Value r0 = a.add(a.mul(warp, 16), g), r1 = a.add(r0, 8);
+    // Lane l addresses row l % 8 of 8x8 matrix l / 8 of an x4 load. A:
+    // matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
+    // (rows 8-15, k 8-15) of the warp's 16 rows: registers a0..a3. B [k][n]
+    // transposed: matrices (k 0-7, n tile nt), (k 8-15, nt), (k 0-7,
+    // nt + 1), (k 8-15, nt + 1): b0 b1 of tile nt, then of nt + 1.
+    Value quarter = a.div(lane, 8);
+    Value aRow = a.add(a.add(a.mul(warp, 16), a.mul(a.rem(quarter, 2), 8)),
+                       a.rem(lane, 8));
     for (int64_t kk = 0; kk < kSlice / 16; ++kk) {
-      Value c0 = a.add(t2, kk * 16), c1 = a.add(t2, kk * 16 + 8);
-      SmallVector<Value> aFrag = {
-          ops.sharedPair(as, r0, c0), ops.sharedPair(as, r1, c0),
-          ops.sharedPair(as, r0, c1), ops.sharedPair(as, r1, c1)};
-      for (int64_t nt = 0; nt < kNTiles; ++nt) {
-        Value col = a.add(g, nt * 8);
-        ops.mma(aFrag,
-                {ops.sharedPair(bts, col, c0), ops.sharedPair(bts, col, c1)},
-                acc[nt]);
+      Value aCol = a.add(a.mul(a.div(quarter, 2), 8), kk * 16);
+      SmallVector<Value> aFrag =
+          ops.loadMatrices(as, aRow, aCol, 4, /*transpose=*/false);
+      Value bRow =
+          a.add(a.add(a.rem(lane, 8), kk * 16), a.mul(a.rem(quarter, 2), 8));
+      for (int64_t nt = 0; nt < kNTiles; nt += 2) {
+        Value bCol = a.mul(a.add(a.div(lane, 16), nt), 8);
+        SmallVector<Value> bFrag =
+            ops.loadMatrices(bs, bRow, bCol, 4, /*transpose=*/true);
+        ops.mma(aFrag, {bFrag[0], bFrag[1]}, acc[nt]);
+        ops.mma(aFrag, {bFrag[2], bFrag[3]}, acc[nt + 1]);
       }
     }
     SmallVector<Value> yield;
