@@ -8,7 +8,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
 BIN="$BUILD/bin"
 bash "$ROOT/scripts/setup.sh"
-ninja -C "$BUILD" tfc-opt tfc-compile tfc-run tfc_ukernels
+ninja -C "$BUILD" tfc-opt tfc-compile tfc-run tfc_ukernels ptx_cuda
 python3 -c "import tokenizers" 2>/dev/null || python3 -m pip install -q tokenizers
 MODEL="$(bash "$ROOT/scripts/install-model.sh")"
 WORK="$(mktemp -d)"
@@ -64,6 +64,30 @@ if [[ -x /usr/local/cuda/bin/ptxas ]]; then
            print "     " name " (f32): " $5 " registers" smem }'
   echo "   (tfc-compile --target=nvptx -o model.so embeds the cubin; tfc-run runs it"
   echo "   where a CUDA driver is: scripts/device-check.sh, docs/GPU.md)"
+  echo "   Without a GPU: causal f16 attention (1x4x128x64) built for the GPU with"
+  echo "   its PTX embedded, run by the PTX interpreter of the test CUDA driver,"
+  echo "   against the CPU build:"
+  T="tensor<1x4x128x64xf16>"
+  cat > "$WORK/attn.mlir" <<MLIR
+func.func @main(%q: $T, %k: $T, %v: $T) -> $T {
+  %o = transformer.attention %q, %k, %v {is_causal} : $T, $T, $T -> $T
+  return %o : $T
+}
+MLIR
+  python3 -c "import numpy as np, sys; r = np.random.default_rng(0)
+for n in 'qkv': np.save(sys.argv[1] + '/' + n + '.npy', r.standard_normal((1, 4, 128, 64)).astype(np.float16))" "$WORK"
+  io=(--input "$WORK/q.npy" --input "$WORK/k.npy" --input "$WORK/v.npy")
+  "$BIN/tfc-compile" "$WORK/attn.mlir" -o "$WORK/attn_cpu.so" 2>/dev/null
+  "$BIN/tfc-run" "$WORK/attn_cpu.so" "${io[@]}" --output "$WORK/o_cpu.npy"
+  for flags in "" "--gpu-async-copy --gpu-warp-rows=32"; do
+    "$BIN/tfc-compile" "$WORK/attn.mlir" -o "$WORK/attn_gpu.so" --target=nvptx \
+      --gpu-binary=ptx $flags 2>/dev/null
+    PTXEMU_STATS=1 TFC_CUDA_DRIVER="$BUILD/runtime/fixtures/ptx_cuda.so" \
+      "$BIN/tfc-run" "$WORK/attn_gpu.so" "${io[@]}" --output "$WORK/o_gpu.npy" 2>&1 |
+      sed -n 's/^ptxemu: \([^,]*\),.*/\1/p' | sed "s/^/     ${flags:-default build}: /"
+    python3 -c "import numpy as np, sys; a, b = (np.load(sys.argv[1] + f).astype(np.float64) for f in ('/o_gpu.npy', '/o_cpu.npy'))
+print('       GPU build vs CPU build: relative difference %.1e' % (np.linalg.norm(a - b) / np.linalg.norm(b)))" "$WORK"
+  done
 else
   echo "   skipped: no /usr/local/cuda/bin/ptxas on this machine"
 fi
