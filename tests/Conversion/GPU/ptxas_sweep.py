@@ -3,17 +3,28 @@ GPUs: fused and unfused attention in f32, f16 and bf16 (causal, grouped-query
 heads, masks, odd sizes, one query row, Dv != D), softmax, layer_norm, a
 matmul and both example layers. Fused f16/bf16 attention must run on tensor
 cores (mma.sync in the PTX) without register spills, and so must f16/bf16
-matmuls (alone, and in unfused attention).
+matmuls (alone, and in unfused attention). With PTX_CUDA (the fake CUDA
+driver with the PTX interpreter), every module must also load in the
+interpreter: what the numerics tests do not run still uses only PTX it
+implements.
 
-usage: ptxas_sweep.py BINDIR WORKDIR
+usage: ptxas_sweep.py BINDIR WORKDIR [PTX_CUDA]
 """
 
+import ctypes
 import os
 import re
 import subprocess
 import sys
 
 BINDIR, WORKDIR = sys.argv[1], sys.argv[2]
+interpreter = None
+if len(sys.argv) > 3:
+    interpreter = ctypes.CDLL(sys.argv[3])
+    interpreter.ptxemu_load.restype = ctypes.c_void_p
+    interpreter.ptxemu_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p,
+                                        ctypes.c_size_t]
+    interpreter.ptxemu_unload.argtypes = [ctypes.c_void_p]
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 os.makedirs(WORKDIR, exist_ok=True)
 failures = 0
@@ -97,6 +108,17 @@ def check(label, ok, detail=""):
         failures += 1
 
 
+def check_interpreter(label, ptx):
+    if not interpreter:
+        return
+    error = ctypes.create_string_buffer(512)
+    with open(ptx, "rb") as f:
+        module = interpreter.ptxemu_load(f.read(), error, len(error))
+    check(label + ": loads in the PTX interpreter", bool(module),
+          error.value.decode())
+    interpreter.ptxemu_unload(module)
+
+
 for name, mlir, dt in cases:
     src = os.path.join(WORKDIR, name + ".mlir")
     with open(src, "w") as f:
@@ -123,6 +145,7 @@ for name, mlir, dt in cases:
                             ptx + ".cubin"], capture_output=True, text=True)
         check(label + ": ptxas -arch=sm_90", r.returncode == 0,
               r.stderr.strip()[-500:])
+        check_interpreter(label, ptx)
         text = open(ptx).read()
         mma = "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32" % (dt, dt)
         if dt != "f32" and (name.startswith("matmul") or
@@ -165,6 +188,8 @@ for arch in ("sm_80", "sm_90a"):
         ok = r.returncode == 0 and (".target %s" % arch) in open(ptx).read()
     check("attn_causal_odd_bf16 fused: ptxas -arch=" + arch, ok,
           r.stderr.strip())
+    if os.path.exists(ptx):
+        check_interpreter("attn_causal_odd_bf16 fused, " + arch, ptx)
 
 print("%d failed" % failures)
 sys.exit(1 if failures else 0)
