@@ -374,17 +374,17 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       return hidden;
     };
     if (s.causal || s.seqKV % bc != 0) {
-      Value needed;
-      if (s.seqKV % bc != 0)
+      Value needed; // null: hide in every tile
+      if (branch && s.seqKV % bc != 0)
         needed = a.ult(a.c(s.seqKV), a.add(kv0, bc));
-      if (s.causal) {
-        Value warpRow = a.add(a.mul(qBlock, rows()), a.mul(warp, 16 * slabs));
+      if (branch && s.causal) {
+        // Past the causal limit of the warp's first row.
         Value beyond =
             arith::CmpIOp::create(b, arith::CmpIPredicate::sgt,
-                                  a.add(kv0, bc - 1), a.add(warpRow, offset));
+                                  a.add(kv0, bc - 1), a.add(firstRow, offset));
         needed = needed ? arith::OrIOp::create(b, needed, beyond) : beyond;
       }
-      updateWhere(b, branch ? needed : Value(), sc, hide);
+      updateWhere(b, needed, sc, hide);
     }
     for (int64_t sl = 0; sl < slabs; ++sl)
       for (int64_t nt = 0; nt < bc / 8; ++nt)
