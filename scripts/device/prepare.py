@@ -62,7 +62,11 @@ def compile_one(tfc_compile, out, model, build, target, gpu_flags):
            "--target=" + target] + gpu_flags
     if build == "unfused":
         cmd.append("--no-fusion")
-    cmd += specs.GPU_VARIANTS.get(build, [])
+    variant = specs.GPU_VARIANTS.get(build, [])
+    if any(f.startswith("--gpu-arch=") for f in variant):
+        # The build names its own architecture (wgmma: sm_90a).
+        cmd = [f for f in cmd if not f.startswith("--gpu-arch=")]
+    cmd += variant
     if model["entry"]:
         cmd.append("--entry=" + model["entry"])
     try:

@@ -15,6 +15,7 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
     p += std::string("transformer-fuse,convert-transformer-to-nvptx{") +
          "ldmatrix=" + (options.ldmatrix ? "true" : "false") +
          " async-copy=" + (options.asyncCopy ? "true" : "false") +
+         " wgmma=" + (options.wgmma ? "true" : "false") +
          " warp-rows=" + std::to_string(options.warpRows) + "},";
   p += "transformer-decompose,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"

@@ -96,6 +96,13 @@ static cl::opt<bool> gpuAsyncCopy(
              "reads fragments with ldmatrix (not yet measured on a GPU)"),
     cl::cat(category));
 
+static cl::opt<bool> gpuWgmma(
+    "gpu-wgmma",
+    cl::desc("With --target=nvptx --gpu-arch=sm_90a: f16/bf16 attention "
+             "computes Q·Kᵀ and P·V with Hopper's warpgroup MMA (wgmma) on "
+             "K and V tiles copied by cp.async (not yet measured on a GPU)"),
+    cl::cat(category));
+
 static cl::opt<int64_t> gpuWarpRows(
     "gpu-warp-rows",
     cl::desc("With --target=nvptx: query rows per warp of f16/bf16 "
@@ -242,6 +249,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     options.chip = gpuArch;
     options.ldmatrix = gpuLdmatrix;
     options.asyncCopy = gpuAsyncCopy;
+    options.wgmma = gpuWgmma;
     options.warpRows = gpuWarpRows;
     options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
@@ -323,6 +331,13 @@ int main(int argc, char **argv) {
     if (verifyFusion)
       return fail("--verify-fusion runs both builds on this machine and "
                   "needs --target=cpu");
+    if (gpuWgmma && gpuArch != "sm_90a")
+      return fail("--gpu-wgmma needs --gpu-arch=sm_90a (wgmma is not part "
+                  "of " +
+                  gpuArch + ")");
+    if (gpuWgmma && gpuWarpRows.getNumOccurrences() && gpuWarpRows != 16)
+      return fail("--gpu-wgmma takes 16 rows per warp (a warpgroup of 4 "
+                  "warps owns 64 rows); drop --gpu-warp-rows");
     if (gpuWarpRows != 16 && gpuWarpRows != 32)
       return fail("unknown --gpu-warp-rows " + std::to_string(gpuWarpRows) +
                   " (supported: 16, 32)");
@@ -337,6 +352,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-ldmatrix needs --target=nvptx");
   } else if (gpuAsyncCopy) {
     return fail("--gpu-async-copy needs --target=nvptx");
+  } else if (gpuWgmma) {
+    return fail("--gpu-wgmma needs --target=nvptx");
   } else if (gpuWarpRows.getNumOccurrences()) {
     return fail("--gpu-warp-rows needs --target=nvptx");
   }

@@ -131,6 +131,7 @@ for name, mlir, dt in cases:
         variants.append(("async", ["--gpu-async-copy"]))
         variants.append(("async32",
                          ["--gpu-async-copy", "--gpu-warp-rows=32"]))
+        variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
     for variant, flags in variants:
         fused = variant != "unfused"
         label = "%s %s" % (name, variant)
@@ -141,9 +142,10 @@ for name, mlir, dt in cases:
         if r.returncode:
             check(label + ": tfc-compile", False, r.stderr.strip())
             continue
-        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", ptx, "-o",
+        arch = "sm_90a" if variant == "wgmma" else "sm_90"
+        r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx, "-o",
                             ptx + ".cubin"], capture_output=True, text=True)
-        check(label + ": ptxas -arch=sm_90", r.returncode == 0,
+        check(label + ": ptxas -arch=" + arch, r.returncode == 0,
               r.stderr.strip()[-500:])
         check_interpreter(label, ptx)
         text = open(ptx).read()
@@ -151,19 +153,32 @@ for name, mlir, dt in cases:
         if dt != "f32" and (name.startswith("matmul") or
                             (name.startswith("attn") and not fused)):
             check(label + ": matmuls on tensor cores", mma in text)
+        dims = [int(d) for d in
+                re.findall(r"tensor<\d+x\d+x\d+x(\d+)x", mlir)[:3]]
         if name.startswith("attn") and fused and dt != "f32":
-            check(label + ": mma.sync on tensor cores",
-                  ("mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32" % (dt, dt))
-                  in text)
+            # wgmma takes head dimensions in 16-byte chunks up to 128;
+            # others keep mma.sync.
+            if variant == "wgmma" and all(d % 8 == 0 and d <= 128
+                                          for d in dims):
+                check(label + ": wgmma on tensor cores, no mma.sync",
+                      ("wgmma.mma_async.sync.aligned.m64n" in text and
+                       ".f32.%s.%s" % (dt, dt) in text and
+                       "mma.sync" not in text))
+                # ptxas reports (C75xx) where it must add warpgroup
+                # fences or waits, or serialize the wgmma: registers the
+                # kernel writes inside a chain, or reads before its wait.
+                check(label + ": ptxas keeps the wgmma chains as built",
+                      not re.search(r"\(C75\d\d\)", r.stderr), r.stderr)
+            else:
+                check(label + ": mma.sync on tensor cores", mma in text)
             if variant == "ldmatrix":
                 check(label + ": fragments by ldmatrix (V transposed)",
                       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
                       and "ld.shared.b32" not in text)
-            if variant in ("async", "async32"):
+            if variant in ("async", "async32", "wgmma"):
                 # Head dimensions in 16-byte chunks copy by cp.async; others
                 # keep the register-staged tiles.
-                dims = re.findall(r"tensor<\d+x\d+x\d+x(\d+)x", mlir)
-                if all(int(d) % 8 == 0 for d in dims[:3]):
+                if all(d % 8 == 0 for d in dims):
                     check(label + ": tiles by cp.async (16-byte chunks)",
                           re.search(r"cp\.async\.cg\.shared\.global \[.*\], "
                                     r"\[.*\], 16, ", text) and

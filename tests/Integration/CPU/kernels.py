@@ -78,12 +78,15 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
     builds = [("fused", True, []), ("unfused", False, [])]
     if dtype == "f16" and h.target == "nvptx":
         # The tensor-core kernel's variants: K/V fragments by ldmatrix; K/V
-        # tiles by cp.async in two stages; 32 query rows per warp.
+        # tiles by cp.async in two stages; 32 query rows per warp; wgmma.
         builds.append(("fused ldmatrix", True, ["--gpu-ldmatrix"]))
         builds.append(("fused async-copy", True, ["--gpu-async-copy"]))
         builds.append(("fused async-copy 32 rows/warp", True,
                        ["--gpu-async-copy", "--gpu-warp-rows=32"]))
         builds.append(("fused 32 rows/warp", True, ["--gpu-warp-rows=32"]))
+        # Hopper: Q·Kᵀ and P·V on wgmma (sm_90a).
+        builds.append(("fused wgmma", True,
+                       ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
     for build, fused, flags in builds:
         lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
                       fused, flags=flags)

@@ -209,6 +209,11 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
            "with cp.async, double-buffered (and reads fragments with "
            "ldmatrix); head dimensions that are not multiples of 8 keep "
            "the register-staged tiles">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "f16/bf16 attention on Hopper's wgmma (needs a gpu.module target "
+           "of sm_90a): the async-copy kernel with Q·Kᵀ and P·V as "
+           "warpgroup MMAs; head dimensions that are not multiples of 8 or "
+           "exceed 128 keep the mma.sync kernels">,
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"16",
            "f16/bf16 attention: query rows per warp, 16 (blocks of 64 rows) "
            "or 32 (blocks of 128; K and V fragments serve two mma each)">

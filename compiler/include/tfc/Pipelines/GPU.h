@@ -17,6 +17,8 @@ struct NVPTXPipelineOptions {
   bool ldmatrix = false;
   /// f16/bf16 attention copies K/V tiles with cp.async, double-buffered.
   bool asyncCopy = false;
+  /// f16/bf16 attention on wgmma (chip sm_90a).
+  bool wgmma = false;
   /// f16/bf16 attention: query rows per warp (16 or 32).
   int64_t warpRows = 16;
   /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).

@@ -21,6 +21,12 @@
 // the tiles go from global to shared memory by cp.async into two stages:
 // tile j + 1 is in flight while tile j is computed, and no register holds
 // a prefetched tile.
+// With `wgmma` (sm_90a; implies asyncCopy), the block's 4 warps are one
+// warpgroup: S = Q·Kᵀ for the whole tile is one chain of wgmma m64nBck16
+// (Q from registers, K by descriptor), and O += P·V one chain of
+// m64nDk16 (P from registers, V by descriptor, N-major); the tiles are
+// stored as wgmma's 8x8 core matrices. The accumulators come out in the
+// same per-thread layout as mma.sync's, so the softmax is shared.
 //
 // FMA kernel (f32): one thread per query row, q and o in registers, keys in
 // shared-memory tiles of 16 with one rescale per tile.
@@ -141,9 +147,11 @@ struct MmaKernel {
   int64_t rows() const { return 4 * 16 * slabs; }
 
   MmaOps ops{a, t};
+  WgmmaOps wg{a, t};
   Value tid = {};
 
   bool async() const { return s.asyncCopy; }
+  bool wgmma() const { return s.wgmma; }
   bool ldmatrix() const { return s.ldmatrix || s.asyncCopy; }
   /// Issues the cp.async copies of key tile `tile` into stage tile % 2 of
   /// the K and V buffers ([2 bc][..]) and commits them as one group; a
@@ -166,7 +174,8 @@ struct MmaKernel {
 
   /// How a [bc, cols] tile of K or V is staged (cols padded to 16).
   TileLayout layout(int64_t cols, int64_t paddedCols, bool transposed) {
-    return {bc, paddedCols, cols % 8 == 0 ? 8 : 2, kThreads, transposed};
+    return {bc,       paddedCols, cols % 8 == 0 ? 8 : 2,
+            kThreads, transposed, /*coreMatrices=*/wgmma()};
   }
   TileChunks loadKV(Value src, Value kv0, int64_t cols, const TileLayout &l,
                     Value bi, Value hk) {
@@ -279,6 +288,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       stageRow = a.mul(a.rem(j, 2), bc);
       copyTile(a.add(j, 1), numTiles, k, v, ks, vts, bi, hk);
       nvgpu::DeviceAsyncWaitOp::create(b, lastGroup, b.getI32IntegerAttr(1));
+      if (wgmma())
+        wg.fenceSharedWrites();
       gpu::BarrierOp::create(b);
     } else {
       // Stage this tile's K and Vᵀ (prefetched into registers during the
@@ -307,13 +318,29 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     SmallVector<SmallVector<SmallVector<Value>>> sc(
         slabs, SmallVector<SmallVector<Value>>(bc / 8));
     SmallVector<Value> rowMax(nr, ninf);
+    // wgmma: the whole tile's scores in one chain, K-major core matrices
+    // of stage j % 2 (16 head columns = 2 core matrices per step).
+    SmallVector<Value> tileAcc;
+    if (wgmma()) {
+      tileAcc.assign(bc / 2, zeroF);
+      Value desc = wg.descriptor(ks, a.mul(a.rem(j, 2), bc * dp * 2),
+                                 /*lbo=*/128, /*sbo=*/dp * 16);
+      wg.fence();
+      for (int64_t kt = 0; kt < dp / 16; ++kt)
+        wg.mma(qFrag[0][kt], wg.advance(desc, kt * 256), /*transposeB=*/false,
+               /*accumulate=*/kt > 0, tileAcc);
+      wg.commit();
+      wg.wait(0);
+    }
     for (int64_t nt = 0; nt < bc / 8; ++nt) {
       SmallVector<SmallVector<Value>> acc(slabs, SmallVector<Value>(4, zeroF));
       auto mmaAll = [&](int64_t kt, Value b0, Value b1) {
         for (int64_t sl = 0; sl < slabs; ++sl)
           ops.mma(qFrag[sl][kt], {b0, b1}, acc[sl]);
       };
-      if (ldmatrix()) {
+      if (wgmma()) {
+        acc[0].assign(tileAcc.begin() + 4 * nt, tileAcc.begin() + 4 * nt + 4);
+      } else if (ldmatrix()) {
         // Matrix j of an x4 load: keys nt*8.., head columns kt*16 + 8j..:
         // registers b0, b1 of step kt, then of step kt + 1.
         Value row8 = a.add(a.add(a.rem(lane, 8), nt * 8), stageRow);
@@ -452,8 +479,9 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     updateWhere(b, grow, o, rescale);
 
     // O += P·V: P's C fragments become A fragments in registers; each V
-    // fragment serves every slab.
-    for (int64_t kk = 0; kk < bc / 16; ++kk) {
+    // fragment serves every slab. wgmma: one chain over the tile's keys,
+    // V N-major in core matrices (16 keys = 2 row groups per step).
+    auto pFragments = [&](int64_t kk) {
       SmallVector<SmallVector<Value>> pFrag;
       for (int64_t sl = 0; sl < slabs; ++sl) {
         auto &p0 = sc[sl][2 * kk], &p1 = sc[sl][2 * kk + 1];
@@ -461,6 +489,30 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
             {ops.pairFromF32(p0[0], p0[1]), ops.pairFromF32(p0[2], p0[3]),
              ops.pairFromF32(p1[0], p1[1]), ops.pairFromF32(p1[2], p1[3])});
       }
+      return pFrag;
+    };
+    if (wgmma()) {
+      // All of P is converted before the fence: registers written between
+      // wgmma of one chain make ptxas fence each of them.
+      SmallVector<SmallVector<SmallVector<Value>>> pAll;
+      for (int64_t kk = 0; kk < bc / 16; ++kk)
+        pAll.push_back(pFragments(kk));
+      SmallVector<Value> oAcc;
+      for (auto &frag : o[0])
+        oAcc.append(frag.begin(), frag.end());
+      Value vDesc = wg.descriptor(vts, a.mul(a.rem(j, 2), bc * dvp * 2),
+                                  /*lbo=*/dvp * 16, /*sbo=*/128);
+      wg.fence();
+      for (int64_t kk = 0; kk < bc / 16; ++kk)
+        wg.mma(pAll[kk][0], wg.advance(vDesc, kk * 2 * dvp * 16),
+               /*transposeB=*/true, /*accumulate=*/true, oAcc);
+      wg.commit();
+      wg.wait(0);
+      for (int64_t dn = 0; dn < dvp / 8; ++dn)
+        o[0][dn].assign(oAcc.begin() + 4 * dn, oAcc.begin() + 4 * dn + 4);
+    }
+    for (int64_t kk = 0; kk < (wgmma() ? 0 : bc / 16); ++kk) {
+      SmallVector<SmallVector<Value>> pFrag = pFragments(kk);
       auto mmaAll = [&](int64_t dn, Value b0, Value b1) {
         for (int64_t sl = 0; sl < slabs; ++sl)
           ops.mma(pFrag[sl], {b0, b1}, o[sl][dn]);
@@ -656,15 +708,24 @@ constexpr int64_t kMaxShared = 48 * 1024; // static shared memory per block
 /// three; forcing three with .minnctapersm spills).
 constexpr int64_t kMaxDynamicShared = 80 * 1024;
 
+/// Whether the wgmma variant applies: 16-byte chunks of K and V rows, and
+/// head dimensions up to 128 (Q's fragments, S and O stay in registers).
+bool useWgmma(const AttentionShape &s) {
+  return s.wgmma && !s.elementType.isF32() && s.headDim % 8 == 0 &&
+         s.valueDim % 8 == 0 && std::max(s.headDim, s.valueDim) <= 128;
+}
+
 /// Whether the async-copy variant applies: 16-byte chunks of K and V rows.
 bool useAsyncCopy(const AttentionShape &s) {
-  return s.asyncCopy && !s.elementType.isF32() && s.headDim % 8 == 0 &&
-         s.valueDim % 8 == 0;
+  return (s.asyncCopy || useWgmma(s)) && !s.elementType.isF32() &&
+         s.headDim % 8 == 0 && s.valueDim % 8 == 0;
 }
 
 /// Bytes of shared memory of the tensor-core kernel's tiles.
 int64_t tileBytes(const AttentionShape &s, int64_t bc, int64_t dp,
                   int64_t dvp) {
+  if (useWgmma(s)) // two stages of K and V in core matrices, unpadded
+    return 2 * 2 * bc * (dp + dvp);
   if (useAsyncCopy(s)) // two stages of K [bc][dp+8] and V [bc][dvp+8]
     return 2 * 2 * bc * ((dp + 8) + (dvp + 8));
   return 2 * (bc * (dp + 8) + std::max(dvp * (bc + 8), bc * (dvp + 8)));
@@ -677,6 +738,8 @@ int64_t tileBytes(const AttentionShape &s, int64_t bc, int64_t dp,
 int64_t keysPerTile(const AttentionShape &s, int64_t dp, int64_t dvp) {
   int64_t d = std::max(dp, dvp);
   int64_t most = s.warpRows != 32 ? 64 : d <= 64 ? 64 : d <= 96 ? 32 : 16;
+  if (useWgmma(s)) // wgmma's N: 128 keys where two stages fit
+    return tileBytes(s, 128, dp, dvp) <= kMaxDynamicShared ? 128 : 64;
   if (useAsyncCopy(s)) {
     for (int64_t bc : {64, 32})
       if (bc <= most && tileBytes(s, bc, dp, dvp) <= kMaxDynamicShared)
@@ -730,13 +793,18 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   // 16 bytes of padding per row: the 8 rows a warp's fragment load touches
   // start 4 banks apart.
   AttentionShape shape = s;
+  shape.wgmma = useWgmma(s);
   shape.asyncCopy = useAsyncCopy(s);
+  if (shape.wgmma) // a warpgroup of 4 warps, 16 rows each
+    shape.warpRows = 16;
   int64_t bc = keysPerTile(shape, dp, dvp);
   int64_t stages = shape.asyncCopy ? 2 : 1;
   SmallVector<MemRefType> tileTypes = {smem(stages * bc, dp + 8),
                                        shape.ldmatrix || shape.asyncCopy
                                            ? smem(stages * bc, dvp + 8)
                                            : smem(dvp, bc + 8)};
+  if (shape.wgmma) // [chunks][8]: core matrices, unpadded
+    tileTypes = {smem(stages * bc * dp / 8, 8), smem(stages * bc * dvp / 8, 8)};
   // Beyond 48 KiB (the async stages at D = 128), dynamic shared memory.
   bool dynamic = sharedBytes(tileTypes) > kMaxShared;
   SmallVector<Value> tiles;
@@ -746,7 +814,7 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
   MmaKernel kernel{shape, a,   b,  s.elementType,
-                   dp,    dvp, bc, s.warpRows == 32 ? 2 : 1};
+                   dp,    dvp, bc, shape.warpRows == 32 ? 2 : 1};
   kernel.build(launch.kernel, tiles[0], tiles[1]);
   launch.gridY = (s.seqQ + kernel.rows() - 1) / kernel.rows();
   launch.blockX = MmaKernel::kThreads;

@@ -30,6 +30,11 @@ struct AttentionShape {
   /// of 128: each K and V fragment read from shared memory serves two
   /// mma.sync instead of one, at the price of twice the accumulators).
   int64_t warpRows = 16;
+  /// f16/bf16 with head dimensions that are multiples of 8, sm_90a only:
+  /// the async-copy kernel with Q·Kᵀ and P·V on wgmma (the block's 4 warps
+  /// are one warpgroup; K and V tiles in core-matrix layout) instead of
+  /// mma.sync. Other shapes ignore it.
+  bool wgmma = false;
   mlir::Type elementType; // f32, f16 or bf16
 };
 

@@ -87,6 +87,90 @@ void MmaOps::mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,
     acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
 }
 
+Value WgmmaOps::descriptor(Value smem, Value offset, int64_t lbo, int64_t sbo) {
+  ImplicitLocOpBuilder &b = a.b;
+  Type i64 = b.getI64Type();
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, smem);
+  Value addr =
+      arith::IndexCastUIOp::create(b, i64, a.add(base, offset)).getResult();
+  auto c64 = [&](int64_t v) {
+    return arith::ConstantIntOp::create(b, i64, v).getResult();
+  };
+  // Bits 0-13: address bits 4-17; 16-29: LBO >> 4; 32-45: SBO >> 4; base
+  // offset and swizzle mode (bits 49-51, 62-63) 0.
+  Value start = arith::ShRUIOp::create(
+      b, arith::AndIOp::create(b, addr, c64(0x3ffff)), c64(4));
+  int64_t strides = ((lbo >> 4) & 0x3fff) << 16 | ((sbo >> 4) & 0x3fff) << 32;
+  return arith::OrIOp::create(b, start, c64(strides));
+}
+
+Value WgmmaOps::advance(Value desc, int64_t bytes) {
+  if (!bytes)
+    return desc;
+  return arith::AddIOp::create(
+      a.b, desc,
+      arith::ConstantIntOp::create(a.b, a.b.getI64Type(), bytes >> 4));
+}
+
+void WgmmaOps::mma(ArrayRef<Value> aFrag, Value descB, bool transposeB,
+                   bool accumulate, SmallVectorImpl<Value> &acc) {
+  ImplicitLocOpBuilder &b = a.b;
+  int64_t n = int64_t(acc.size()) * 2;
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  // PTX: d..., {a0..a3}, descB, scale-d (predicate), scale-a, scale-b,
+  // transpose-b.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32."
+     << (t.isBF16() ? "bf16.bf16" : "f16.f16") << " {";
+  std::string constraints;
+  int64_t regs = int64_t(acc.size());
+  for (int64_t i = 0; i < regs; ++i) {
+    os << (i ? ", " : "") << "$" << i;
+    constraints += "=f,";
+  }
+  for (int64_t i = 0; i < regs; ++i)
+    constraints += std::to_string(i) + ",";
+  os << "}, {$" << 2 * regs << ", $" << 2 * regs + 1 << ", $" << 2 * regs + 2
+     << ", $" << 2 * regs + 3 << "}, $" << 2 * regs + 4 << ", $" << 2 * regs + 5
+     << ", 1, 1, " << (transposeB ? 1 : 0) << ";";
+  constraints += "r,r,r,r,l,b,~{memory}";
+  SmallVector<Value> operands;
+  // Without accumulation the inputs are ignored: undefined, so that
+  // nothing initialises them.
+  for (Value x : acc)
+    operands.push_back(accumulate ? x : LLVM::UndefOp::create(b, f32));
+  for (Value x : aFrag)
+    operands.push_back(x.getType() == i32
+                           ? x
+                           : LLVM::BitcastOp::create(b, i32, x).getResult());
+  operands.push_back(descB);
+  operands.push_back(
+      arith::ConstantIntOp::create(b, b.getI1Type(), accumulate ? 1 : 0));
+  auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                SmallVector<Type>(regs, f32));
+  Value r = LLVM::InlineAsmOp::create(b, resTy, operands, text, constraints,
+                                      /*has_side_effects=*/true,
+                                      /*is_align_stack=*/false,
+                                      LLVM::tailcallkind::TailCallKind::None,
+                                      LLVM::AsmDialectAttr(), ArrayAttr())
+                .getResult(0);
+  for (int64_t i = 0; i < regs; ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
+}
+
+void WgmmaOps::fence() { NVVM::WgmmaFenceAlignedOp::create(a.b); }
+void WgmmaOps::fenceSharedWrites() {
+  MLIRContext *ctx = a.b.getContext();
+  NVVM::FenceProxyOp::create(
+      a.b, NVVM::ProxyKindAttr::get(ctx, NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+}
+void WgmmaOps::commit() { NVVM::WgmmaGroupSyncAlignedOp::create(a.b); }
+void WgmmaOps::wait(int64_t pending) {
+  NVVM::WgmmaWaitGroupSyncOp::create(a.b, uint64_t(pending));
+}
+
 std::pair<Value, Value> chunkPosition(Arith &a, const TileLayout &l,
                                       Value chunk) {
   if (l.rowsFastest)
@@ -134,10 +218,19 @@ SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
       SmallVector<Value> srcIdx(lead.begin(), lead.end());
       srcIdx.append({a.umin(row, rows - 1), a.umin(c, cols - l.width)});
       Value srcElements = a.sel(valid, a.c(l.width), a.c(0));
-      Value tok = nvgpu::DeviceAsyncCopyOp::create(
-          b, token, dst, ValueRange{a.add(dstRow0, r), c}, src, srcIdx,
-          b.getIndexAttr(l.width), srcElements,
-          /*bypassL1=*/b.getUnitAttr());
+      SmallVector<Value> dstIdx = {a.add(dstRow0, r), c};
+      if (l.coreMatrices) {
+        // Chunk (row, c) is row row % 8 of core matrix c / 8 of row group
+        // row / 8.
+        Value at = dstIdx[0];
+        dstIdx = {
+            a.add(a.add(a.mul(a.div(at, 8), l.tileCols), c), a.rem(at, 8)),
+            a.c(0)};
+      }
+      Value tok =
+          nvgpu::DeviceAsyncCopyOp::create(b, token, dst, dstIdx, src, srcIdx,
+                                           b.getIndexAttr(l.width), srcElements,
+                                           /*bypassL1=*/b.getUnitAttr());
       // A token cannot leave the scf.if of the last, partial round; the
       // group commits every copy this thread issued all the same.
       if (whole)

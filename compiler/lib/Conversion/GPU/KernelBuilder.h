@@ -172,6 +172,44 @@ struct MmaOps {
            SmallVectorImpl<Value> &acc);
 };
 
+/// Hopper's warpgroup MMA (wgmma, sm_90a) for f16/bf16 with f32
+/// accumulation: D[64][N] (+)= A[64][16]·B[16][N], issued by the 4 warps of
+/// a warpgroup, asynchronously. A comes from registers: warp w of the group
+/// holds rows 16w.. as the A fragment of mma.sync m16n8k16. B comes from
+/// shared memory through a descriptor, in the layout without swizzle: 8x8
+/// core matrices of 8 rows of 16 bytes, 128 contiguous bytes each, LBO bytes
+/// apart along K and SBO bytes apart along N. D: register 4i + j of a
+/// thread holds row 16w + lane/4 + 8 (j/2), column 8i + 2 (lane%4) + j%2,
+/// the C fragments of mma.sync side by side.
+struct WgmmaOps {
+  Arith &a;
+  Type t; // f16 or bf16
+
+  /// The descriptor of a shared-memory operand starting at byte `offset` of
+  /// `smem` (16-byte aligned).
+  Value descriptor(Value smem, Value offset, int64_t lbo, int64_t sbo);
+  /// The descriptor of the operand `bytes` (a multiple of 16) further on
+  /// (shared memory addresses stay below 2^18: no carry out of the field).
+  Value advance(Value desc, int64_t bytes);
+  /// Issues acc = A·B (+ acc with `accumulate`) for N = acc.size() * 2
+  /// columns; `aFrag` holds the 4 A registers as mma operands; B is
+  /// K-major (element (n, k) in row n of a core matrix), or with
+  /// `transposeB` N-major (element (n, k) in row k). The results are
+  /// valid only after commit() and wait().
+  void mma(ArrayRef<Value> aFrag, Value descB, bool transposeB, bool accumulate,
+           SmallVectorImpl<Value> &acc);
+  /// Orders register accesses before the wgmma that follow it.
+  void fence();
+  /// Orders this thread's completed writes to shared memory (cp.async
+  /// included, after its wait) before wgmma's reads, which go through the
+  /// async proxy: before the barrier that publishes a tile.
+  void fenceSharedWrites();
+  /// Closes the wgmma issued since the last commit into a group.
+  void commit();
+  /// Waits until at most `pending` groups are in flight.
+  void wait(int64_t pending);
+};
+
 /// A [tileRows, tileCols] window of a tensor's last two dimensions, staged
 /// through shared memory by `threads` threads in chunks of `width`
 /// elements (16 bytes when the rows allow, else pairs).
@@ -182,6 +220,11 @@ struct TileLayout {
   /// different rows of the transposed tile, which fall in 16 different
   /// banks (along a row, every chunk's elements would land in one bank).
   bool rowsFastest = false;
+  /// Stored as wgmma's 8x8 core matrices (16-byte chunks only) in a
+  /// [rows * tileCols / 8][8] buffer: each group of 8 rows holds its
+  /// tileCols / 8 core matrices one after another (tileCols * 16 bytes),
+  /// a core matrix 8 rows of 16 bytes.
+  bool coreMatrices = false;
   int64_t chunksPerRow() const { return tileCols / width; }
   int64_t chunks() const { return tileRows * chunksPerRow(); }
   int64_t perThread() const { return (chunks() + threads - 1) / threads; }

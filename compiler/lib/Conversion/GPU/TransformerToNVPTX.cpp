@@ -163,6 +163,7 @@ struct ConvertTransformerToNVPTXPass
           continue;
         shape->ldmatrix = ldmatrix;
         shape->asyncCopy = asyncCopy;
+        shape->wgmma = wgmma;
         shape->warpRows = warpRows;
         AttentionLaunch launch =
             buildAttentionKernel(b, kernels, name("attention"), *shape);
