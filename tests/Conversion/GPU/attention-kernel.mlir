@@ -192,14 +192,16 @@ func.func @rows32_f16(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x64xf16>, %v
 // With wgmma (sm_90a): the block's 4 warps are one warpgroup. K and V go by
 // cp.async into two stages of 128 keys stored as 8x8 core matrices
 // ([chunks][8], 2 x 2 x 128 x 64 x 2 bytes = 64 KiB of dynamic shared
-// memory). Per tile: S = Q·Kᵀ is one chain of 4 wgmma m64n128k16 (Q from
-// registers, K by descriptor, K-major: transpose flag 0), the first
-// without accumulation; the softmax as in the mma.sync kernels; then
-// O += P·V is one chain of 8 m64n64k16 (P from registers, V N-major:
-// transpose flag 1). The copied tile is made visible to wgmma's reads
-// (async proxy) by a proxy fence before the barrier; each chain is fenced,
-// committed and waited for before its results are read, and a barrier ends
-// the tile before its stage is refilled.
+// memory), V one tile behind K. The copied tiles are made visible to
+// wgmma's reads (async proxy) by a proxy fence before the barrier. Per
+// tile: S = Q·Kᵀ is one chain of 4 wgmma m64n128k16 (Q from registers, K
+// by descriptor, K-major: transpose flag 0), the first without
+// accumulation, committed; then O += P·V of the previous tile, a chain of 8
+// m64n64k16 (P from registers, V N-major: transpose flag 1), committed as
+// a second group; waiting for all but one group gives S while P·V still
+// runs during the softmax; O is waited for only before its rescale. Empty
+// asm statements pin the accumulators after each wait, and P and O before
+// the fence. After the loop, the last tile's P·V.
 // RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="wgmma=true" | FileCheck %s --check-prefix=WGMMA
 // CHECK-LABEL: func.func @wgmma_f16
 // WGMMA-LABEL: func.func @wgmma_f16
@@ -213,22 +215,36 @@ func.func @rows32_f16(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x64xf16>, %v
 // WGMMA-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // WGMMA-NEXT: gpu.barrier
 // WGMMA: memref.extract_aligned_pointer_as_index %[[K]]
+// WGMMA: llvm.inline_asm has_side_effects "", "=f,
+// WGMMA: llvm.inline_asm has_side_effects "", "=r,
 // WGMMA: nvvm.wgmma.fence.aligned
 // WGMMA: llvm.inline_asm has_side_effects "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, 1, 1, 0;"
 // WGMMA-SAME: : (f32, {{.*}}, i64, i1) -> !llvm.struct<(f32,
 // WGMMA-COUNT-3: llvm.inline_asm has_side_effects "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, 1, 1, 0;"
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
-// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// WGMMA: nvvm.vote.sync any
 // WGMMA: memref.extract_aligned_pointer_as_index %[[V]]
-// WGMMA: nvvm.wgmma.fence.aligned
 // WGMMA-COUNT-8: llvm.inline_asm has_side_effects "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1;"
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
-// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// WGMMA-NEXT: llvm.inline_asm has_side_effects "", "=f,
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: nvvm.vote.sync any
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA-NEXT: llvm.inline_asm has_side_effects "", "=f,
+// WGMMA-NOT: wgmma.mma_async
 // WGMMA: gpu.barrier
 // WGMMA-NEXT: scf.yield
+// WGMMA: nvvm.cp.async.wait.group 0
+// WGMMA-NEXT: nvvm.fence.proxy
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1;"
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // WGMMA-NOT: nvvm.mma.sync
 func.func @wgmma_f16(%q: tensor<2x8x300x64xf16>, %k: tensor<2x8x300x64xf16>, %v: tensor<2x8x300x64xf16>) -> tensor<2x8x300x64xf16> {
   %o = transformer.attention %q, %k, %v {is_causal} : tensor<2x8x300x64xf16>, tensor<2x8x300x64xf16>, tensor<2x8x300x64xf16> -> tensor<2x8x300x64xf16>
@@ -238,12 +254,14 @@ func.func @wgmma_f16(%q: tensor<2x8x300x64xf16>, %k: tensor<2x8x300x64xf16>, %v:
 // -----
 
 // bf16 at D = 128: two stages of 128 keys would take 128 KiB; 64 keys
-// (64 KiB): S by wgmma m64n64k16, O by m64n128k16.
+// (64 KiB): S by wgmma m64n64k16, O by m64n128k16 (in the loop and after).
 // CHECK-LABEL: func.func @wgmma_d128_bf16
 // WGMMA-LABEL: func.func @wgmma_d128_bf16
 // WGMMA: %[[BYTES:.*]] = arith.constant 65536 : i32
 // WGMMA: to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, 1, 1, 0;"
+// WGMMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 1;"
+// WGMMA: scf.yield
 // WGMMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 1;"
 func.func @wgmma_d128_bf16(%q: tensor<1x2x100x128xbf16>, %k: tensor<1x2x100x128xbf16>, %v: tensor<1x2x100x128xbf16>) -> tensor<1x2x100x128xbf16> {
   %o = transformer.attention %q, %k, %v : tensor<1x2x100x128xbf16>, tensor<1x2x100x128xbf16>, tensor<1x2x100x128xbf16> -> tensor<1x2x100x128xbf16>

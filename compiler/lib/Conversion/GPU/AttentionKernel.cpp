@@ -26,7 +26,12 @@
 // (Q from registers, K by descriptor), and O += P·V one chain of
 // m64nDk16 (P from registers, V by descriptor, N-major); the tiles are
 // stored as wgmma's 8x8 core matrices. The accumulators come out in the
-// same per-thread layout as mma.sync's, so the softmax is shared.
+// same per-thread layout as mma.sync's, so the softmax is shared. The
+// P·V of tile j - 1 is issued right after S of tile j and runs while the
+// warps compute tile j's softmax (V is copied one tile behind K); O is
+// waited for only before its rescale, and the last tile's P·V follows the
+// loop (FlashAttention-3's intra-warpgroup overlap, without its producer
+// warps: cp.async instead of TMA).
 //
 // FMA kernel (f32): one thread per query row, q and o in registers, keys in
 // shared-memory tiles of 16 with one rescale per tile.
@@ -153,20 +158,24 @@ struct MmaKernel {
   bool async() const { return s.asyncCopy; }
   bool wgmma() const { return s.wgmma; }
   bool ldmatrix() const { return s.ldmatrix || s.asyncCopy; }
-  /// Issues the cp.async copies of key tile `tile` into stage tile % 2 of
-  /// the K and V buffers ([2 bc][..]) and commits them as one group; a
-  /// tile past `numTiles` is zero-filled without reading memory.
-  void copyTile(Value tile, Value numTiles, Value k, Value v, Value ks,
-                Value vs, Value bi, Value hk) {
+  /// Issues the cp.async copies of key tile `kTile` of K and `vTile` of V
+  /// into their stages (tile % 2) of the K and V buffers ([2 bc][..]) and
+  /// commits them as one group; a tile outside [0, numTiles) is zero-filled
+  /// without reading memory (vTile -1: stage 1).
+  void copyTile(Value kTile, Value vTile, Value numTiles, Value k, Value v,
+                Value ks, Value vs, Value bi, Value hk) {
     TileLayout kl = layout(s.headDim, dp, false);
     TileLayout vl = layout(s.valueDim, dvp, false);
-    Value enabled = a.ult(tile, numTiles);
-    Value kv0 = a.mul(tile, bc), stageRow = a.mul(a.rem(tile, 2), bc);
+    auto stageRow = [&](Value tile) {
+      return a.mul(a.rem(a.add(tile, 2), 2), bc);
+    };
+    // (-1 compares unsigned: beyond numTiles.)
     SmallVector<Value> tokens =
-        copyTileAsync(a, k, {bi, hk}, kv0, s.seqKV, s.headDim, enabled, kl, ks,
-                      stageRow, tid);
-    tokens.append(copyTileAsync(a, v, {bi, hk}, kv0, s.seqKV, s.valueDim,
-                                enabled, vl, vs, stageRow, tid));
+        copyTileAsync(a, k, {bi, hk}, a.mul(kTile, bc), s.seqKV, s.headDim,
+                      a.ult(kTile, numTiles), kl, ks, stageRow(kTile), tid);
+    tokens.append(copyTileAsync(a, v, {bi, hk}, a.mul(vTile, bc), s.seqKV,
+                                s.valueDim, a.ult(vTile, numTiles), vl, vs,
+                                stageRow(vTile), tid));
     lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   }
@@ -188,6 +197,20 @@ struct MmaKernel {
                    Value col, int64_t cols, Value rowValid) {
     return ops.operand(loadRowChunk(a, tensor, {bi, hi}, row, rows, col, cols,
                                     2, rowValid, cols % 16 != 0));
+  }
+
+  /// wgmma: fences, then issues O += P·V on the V tile in stage vTile % 2
+  /// of `vts` (N-major core matrices; 16 keys = 2 row groups per step) and
+  /// commits it as one group. `p` holds the tile's P as A registers, 4 per
+  /// 16 keys; `o` the warp's accumulators, flat.
+  void accumulatePV(ArrayRef<Value> p, Value vTile, Value vts,
+                    SmallVectorImpl<Value> &o) {
+    Value desc = wg.descriptor(vts, a.mul(a.rem(vTile, 2), bc * dvp * 2),
+                               /*lbo=*/dvp * 16, /*sbo=*/128);
+    for (int64_t kk = 0; kk < bc / 16; ++kk)
+      wg.mma(p.slice(4 * kk, 4), wg.advance(desc, kk * 2 * dvp * 16),
+             /*transposeB=*/true, /*accumulate=*/true, o);
+    wg.commit();
   }
 
   void build(gpu::GPUFuncOp func, Value ks, Value vts);
@@ -248,7 +271,9 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/!ldmatrix());
   TileChunks kFirst{kLayout, {}}, vFirst{vLayout, {}};
   if (async()) {
-    copyTile(a.c(0), numTiles, k, v, ks, vts, bi, hk);
+    // wgmma: V runs one tile behind K (P·V of tile j - 1 overlaps the
+    // softmax of tile j): K 0 and a zero V tile -1 first.
+    copyTile(a.c(0), a.c(wgmma() ? -1 : 0), numTiles, k, v, ks, vts, bi, hk);
   } else {
     kFirst = loadKV(k, a.c(0), s.headDim, kLayout, bi, hk);
     vFirst = loadKV(v, a.c(0), s.valueDim, vLayout, bi, hk);
@@ -256,6 +281,10 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   int64_t numState = int64_t(init.size());
   init.append(kFirst.values.begin(), kFirst.values.end());
   init.append(vFirst.values.begin(), vFirst.values.end());
+  // wgmma: the previous tile's P as A fragments (i32), zero before the
+  // first.
+  int64_t pStart = int64_t(init.size()), numP = wgmma() ? bc / 4 : 0;
+  init.append(numP, arith::ConstantIntOp::create(b, b.getI32Type(), 0));
 
   auto loop = scf::ForOp::create(b, a.c(0), numTiles, a.c(1), init);
   {
@@ -267,7 +296,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     kTile.values.assign(iter.begin() + numState,
                         iter.begin() + numState + kFirst.values.size());
     vTile.values.assign(iter.begin() + numState + kFirst.values.size(),
-                        iter.end());
+                        iter.begin() + pStart);
+    SmallVector<Value> pPrev(iter.begin() + pStart, iter.end());
     SmallVector<SmallVector<SmallVector<Value>>> o(slabs);
     for (int64_t sl = 0; sl < slabs; ++sl)
       for (int64_t dn = 0; dn < dvp / 8; ++dn) {
@@ -286,7 +316,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       // thread's copies of tile j (all but the newest group), and for
       // everyone's.
       stageRow = a.mul(a.rem(j, 2), bc);
-      copyTile(a.add(j, 1), numTiles, k, v, ks, vts, bi, hk);
+      copyTile(a.add(j, 1), wgmma() ? j : a.add(j, 1), numTiles, k, v, ks, vts,
+               bi, hk);
       nvgpu::DeviceAsyncWaitOp::create(b, lastGroup, b.getI32IntegerAttr(1));
       if (wgmma())
         wg.fenceSharedWrites();
@@ -320,17 +351,30 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     SmallVector<Value> rowMax(nr, ninf);
     // wgmma: the whole tile's scores in one chain, K-major core matrices
     // of stage j % 2 (16 head columns = 2 core matrices per step).
+    // Then O += P·V of the previous tile (V one stage behind K) goes in
+    // flight as a second group, and only the first is waited for: the
+    // tensor cores multiply P·V while the warps compute this tile's
+    // softmax (FlashAttention-3's intra-warpgroup overlap).
     SmallVector<Value> tileAcc;
     if (wgmma()) {
       tileAcc.assign(bc / 2, zeroF);
       Value desc = wg.descriptor(ks, a.mul(a.rem(j, 2), bc * dp * 2),
                                  /*lbo=*/128, /*sbo=*/dp * 16);
+      SmallVector<Value> flat;
+      for (auto &frag : o[0])
+        flat.append(frag.begin(), frag.end());
+      wg.pin(flat);
+      wg.pin(pPrev);
       wg.fence();
       for (int64_t kt = 0; kt < dp / 16; ++kt)
         wg.mma(qFrag[0][kt], wg.advance(desc, kt * 256), /*transposeB=*/false,
                /*accumulate=*/kt > 0, tileAcc);
       wg.commit();
-      wg.wait(0);
+      accumulatePV(pPrev, a.add(j, 1), vts, flat);
+      for (int64_t dn = 0; dn < dvp / 8; ++dn)
+        o[0][dn].assign(flat.begin() + 4 * dn, flat.begin() + 4 * dn + 4);
+      wg.wait(1);
+      wg.pin(tileAcc);
     }
     for (int64_t nt = 0; nt < bc / 8; ++nt) {
       SmallVector<SmallVector<Value>> acc(slabs, SmallVector<Value>(4, zeroF));
@@ -476,6 +520,16 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
             scaled.push_back(a.fmul(o[sl][dn][i], alpha[2 * sl + i / 2]));
       return scaled;
     };
+    if (wgmma()) {
+      // The previous tile's P·V is done; O may be rescaled.
+      SmallVector<Value> flat;
+      for (auto &frag : o[0])
+        flat.append(frag.begin(), frag.end());
+      wg.wait(0);
+      wg.pin(flat);
+      for (int64_t dn = 0; dn < dvp / 8; ++dn)
+        o[0][dn].assign(flat.begin() + 4 * dn, flat.begin() + 4 * dn + 4);
+    }
     updateWhere(b, grow, o, rescale);
 
     // O += P·V: P's C fragments become A fragments in registers; each V
@@ -491,26 +545,12 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       }
       return pFrag;
     };
-    if (wgmma()) {
-      // All of P is converted before the fence: registers written between
-      // wgmma of one chain make ptxas fence each of them.
-      SmallVector<SmallVector<SmallVector<Value>>> pAll;
-      for (int64_t kk = 0; kk < bc / 16; ++kk)
-        pAll.push_back(pFragments(kk));
-      SmallVector<Value> oAcc;
-      for (auto &frag : o[0])
-        oAcc.append(frag.begin(), frag.end());
-      Value vDesc = wg.descriptor(vts, a.mul(a.rem(j, 2), bc * dvp * 2),
-                                  /*lbo=*/dvp * 16, /*sbo=*/128);
-      wg.fence();
-      for (int64_t kk = 0; kk < bc / 16; ++kk)
-        wg.mma(pAll[kk][0], wg.advance(vDesc, kk * 2 * dvp * 16),
-               /*transposeB=*/true, /*accumulate=*/true, oAcc);
-      wg.commit();
-      wg.wait(0);
-      for (int64_t dn = 0; dn < dvp / 8; ++dn)
-        o[0][dn].assign(oAcc.begin() + 4 * dn, oAcc.begin() + 4 * dn + 4);
-    }
+    // wgmma: P goes to the next iteration (converted here, before the
+    // fence that precedes its wgmma).
+    SmallVector<Value> pNext;
+    for (int64_t kk = 0; kk < (wgmma() ? bc / 16 : 0); ++kk)
+      for (Value x : pFragments(kk)[0])
+        pNext.push_back(wg.asI32(x));
     for (int64_t kk = 0; kk < (wgmma() ? 0 : bc / 16); ++kk) {
       SmallVector<SmallVector<Value>> pFrag = pFragments(kk);
       auto mmaAll = [&](int64_t dn, Value b0, Value b1) {
@@ -554,11 +594,29 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     yield.append(newL.begin(), newL.end());
     yield.append(nextK.values.begin(), nextK.values.end());
     yield.append(nextV.values.begin(), nextV.values.end());
+    yield.append(pNext.begin(), pNext.end());
     scf::YieldOp::create(b, yield);
   }
 
+  SmallVector<Value> res(loop.getResults());
+  if (wgmma()) {
+    // The last tile's P·V, once its V has landed (nothing to add without
+    // tiles: P is zero, the V stage zero-filled).
+    NVVM::CpAsyncWaitGroupOp::create(b, 0);
+    wg.fenceSharedWrites();
+    gpu::BarrierOp::create(b);
+    SmallVector<Value> oLast(res.begin(), res.begin() + numO);
+    SmallVector<Value> pLast(res.begin() + pStart, res.end());
+    wg.pin(oLast);
+    wg.pin(pLast);
+    wg.fence();
+    accumulatePV(pLast, a.add(numTiles, 1), vts, oLast);
+    wg.wait(0);
+    wg.pin(oLast);
+    llvm::copy(oLast, res.begin());
+  }
+
   // O / l, written once; rows without a visible key are 0.
-  ValueRange res = loop.getResults();
   for (int64_t ri = 0; ri < nr; ++ri) {
     int64_t sl = ri / 2, r = ri % 2;
     Value total = a.quadReduce(res[numO + nr + ri], 4, /*isMax=*/false);

@@ -141,9 +141,7 @@ void WgmmaOps::mma(ArrayRef<Value> aFrag, Value descB, bool transposeB,
   for (Value x : acc)
     operands.push_back(accumulate ? x : LLVM::UndefOp::create(b, f32));
   for (Value x : aFrag)
-    operands.push_back(x.getType() == i32
-                           ? x
-                           : LLVM::BitcastOp::create(b, i32, x).getResult());
+    operands.push_back(asI32(x));
   operands.push_back(descB);
   operands.push_back(
       arith::ConstantIntOp::create(b, b.getI1Type(), accumulate ? 1 : 0));
@@ -157,6 +155,37 @@ void WgmmaOps::mma(ArrayRef<Value> aFrag, Value descB, bool transposeB,
                 .getResult(0);
   for (int64_t i = 0; i < regs; ++i)
     acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
+}
+
+Value WgmmaOps::asI32(Value operand) {
+  Type i32 = a.b.getI32Type();
+  if (operand.getType() == i32)
+    return operand;
+  return LLVM::BitcastOp::create(a.b, i32, operand);
+}
+
+void WgmmaOps::pin(SmallVectorImpl<Value> &values) {
+  if (values.empty())
+    return;
+  ImplicitLocOpBuilder &b = a.b;
+  std::string constraints;
+  SmallVector<Type> types;
+  for (Value x : values) {
+    constraints += x.getType().isF32() ? "=f," : "=r,";
+    types.push_back(x.getType());
+  }
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints += std::to_string(i) + (i + 1 < values.size() ? "," : "");
+  auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+  Value r = LLVM::InlineAsmOp::create(b, resTy, values, "", constraints,
+                                      /*has_side_effects=*/true,
+                                      /*is_align_stack=*/false,
+                                      LLVM::tailcallkind::TailCallKind::None,
+                                      LLVM::AsmDialectAttr(), ArrayAttr())
+                .getResult(0);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] =
+        LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{int64_t(i)});
 }
 
 void WgmmaOps::fence() { NVVM::WgmmaFenceAlignedOp::create(a.b); }

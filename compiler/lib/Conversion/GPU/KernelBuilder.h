@@ -208,6 +208,13 @@ struct WgmmaOps {
   void commit();
   /// Waits until at most `pending` groups are in flight.
   void wait(int64_t pending);
+  /// Replaces `values` (f32 or i32) by the same values out of an empty asm
+  /// statement with side effects: instructions that use the new ones stay
+  /// after a preceding wait (for accumulators) and their producers stay
+  /// before a following fence, whatever LLVM schedules.
+  void pin(SmallVectorImpl<Value> &values);
+  /// An A operand (vector<2xf16> or i32) as the i32 register wgmma takes.
+  Value asI32(Value operand);
 };
 
 /// A [tileRows, tileCols] window of a tensor's last two dimensions, staged
