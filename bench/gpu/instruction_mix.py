@@ -1,13 +1,19 @@
 """The instruction mix of tfc's GPU attention variants, on the PTX
 interpreter (no GPU): what each fused f16 attention build executes per
-mma.sync, and how much of it is shared-memory traffic and barriers.
+16x8x16 product of tensor-core work (one mma.sync m16n8k16; a warp's share
+of a wgmma m64nNk16 counts as N / 8 of them), and how much of it is
+shared-memory traffic and barriers.
 
 An instruction count is not a time: the H200 run of scripts/device-check.sh
 is what measures speed. The mix says where the issue slots go; a tensor
-core needs several cycles per m16n8k16, so fewer instructions per mma.sync
-leave it less idle when a kernel is issue-bound.
+core needs several cycles per m16n8k16, so fewer instructions per product
+leave it less idle when a kernel is issue-bound. A warp's wgmma is one
+asynchronous instruction for N / 8 products (up to 32) and reads its B
+operand (and A, in the SS form) from shared memory itself, so its counts
+say little about tensor-core throughput or shared-memory traffic next to
+mma.sync's.
 
-usage: instruction_mix.py [--bin build/bin] [--driver PATH] [--markdown]
+usage: instruction_mix.py [--bin build/bin] [--driver PATH]
 """
 
 import argparse
@@ -27,6 +33,7 @@ VARIANTS = [
     ("ldmatrix", ["--gpu-ldmatrix"]),
     ("async", ["--gpu-async-copy"]),
     ("async32", ["--gpu-async-copy", "--gpu-warp-rows=32"]),
+    ("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]),
 ]
 # B=1, H=2: the mix per block does not depend on how many blocks there are.
 SHAPES = [(64, 1024, False), (64, 1024, True), (128, 1024, False),
@@ -43,11 +50,27 @@ def mlir(d, s, causal):
 
 
 def parse(line):
-    """{class: warp-instructions} of one PTXEMU_STATS line."""
+    """{class: warp-instructions} of one PTXEMU_STATS line, with "total"
+    and "products": the 16x8x16 products of tensor-core work, one per
+    mma.sync and, per warp, N / 8 per wgmma m64nNk16 (total / the line's
+    "(X per wgmma, Y per 16x8x16 of it)" Y, which it prints to 2
+    decimals; mma.sync builds print "(X per mma.sync)" instead, X =
+    total / mma.sync)."""
     stats = {"total": float(re.search(r"([0-9.]+) warp-instructions",
                                       line).group(1))}
     for name, value in re.findall(r", ([a-z0-9.]+) ([0-9.]+)", line):
         stats[name] = float(value)
+    products = 0.0
+    m = re.search(r"\(([0-9.]+) per mma\.sync\)", line)
+    if m:  # the count itself where the line has it: not rounded
+        products += stats.get("mma.sync", stats["total"] / float(m.group(1)))
+    m = re.search(r"\(([0-9.]+) per wgmma, ([0-9.]+) per 16x8x16 of it\)",
+                  line)
+    if m:
+        products += stats["total"] / float(m.group(2))
+    if not products:
+        raise ValueError("no mma.sync or wgmma in: " + line)
+    stats["products"] = products
     return stats
 
 
@@ -59,10 +82,10 @@ def main():
     a = p.parse_args()
     env = dict(os.environ, TFC_CUDA_DRIVER=a.driver, PTXEMU_STATS="1")
     rng = np.random.default_rng(0)
-    print("| D | S | causal | build | warp-instr. per mma.sync "
-          "| ldmatrix + ld/st.shared per mma.sync | bar.sync per mma.sync "
-          "| ex2 per mma.sync | blocks |")
-    print("|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    print("| D | S | causal | build | warp-instr. per 16x8x16 "
+          "| ldmatrix + ld/st.shared per 16x8x16 | bar.sync per 16x8x16 "
+          "| ex2 per 16x8x16 | mma.sync or wgmma per 16x8x16 | blocks |")
+    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="tfc-mix-") as work:
         for d, s, causal in SHAPES:
             src = os.path.join(work, "a.mlir")
@@ -86,15 +109,17 @@ def main():
                 line = [x for x in r.stderr.splitlines()
                         if x.startswith("ptxemu: attention")][0]
                 st = parse(line)
-                mma = st["mma.sync"]
+                n = st["products"]
                 smem = sum(st.get(k, 0) for k in ("ldmatrix", "ld.shared",
                                                    "st.shared"))
+                mma = st.get("mma.sync", 0) + st.get("wgmma", 0)
                 blocks = re.search(r"grid (\d+)x(\d+)x(\d+)", line).groups()
-                print("| %d | %d | %s | %s | %.2f | %.3f | %.4f | %.3f | %s |"
+                print("| %d | %d | %s | %s | %.2f | %.3f | %.4f | %.3f | %.3f "
+                      "| %s |"
                       % (d, s, "yes" if causal else "no", label,
-                         st["total"] / mma, smem / mma,
-                         st.get("bar.sync", 0) / mma, st.get("ex2", 0) / mma,
-                         "x".join(blocks)), flush=True)
+                         st["total"] / n, smem / n,
+                         st.get("bar.sync", 0) / n, st.get("ex2", 0) / n,
+                         mma / n, "x".join(blocks)), flush=True)
     return 0
 
 

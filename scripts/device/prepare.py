@@ -73,6 +73,8 @@ def compile_one(tfc_compile, out, model, build, target, gpu_flags):
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     except subprocess.TimeoutExpired:
         return None, "tfc-compile timed out (600 s)"
+    except OSError as e:  # gone or mid-link (a rebuild): a FAIL, not a crash
+        return None, "tfc-compile: %s" % e
     if r.returncode != 0:
         lines = [l for l in r.stderr.splitlines() if l.strip()]
         return None, (lines[-1] if lines else "exit %d" % r.returncode)
@@ -159,6 +161,12 @@ def main():
     if a.target != "cpu" and not gpu_arch:
         m = re.search(r"(sm_\w+) \(default\)", help_text)
         arch_note = "%s (tfc-compile default)" % (m.group(1) if m else "?")
+    if a.target == "nvptx":  # builds that name their own (wgmma: sm_90a)
+        own = ["%s %s" % (b, f.split("=", 1)[1])
+               for b, flags in specs.GPU_VARIANTS.items() for f in flags
+               if f.startswith("--gpu-arch=")]
+        if own:
+            arch_note += "; " + ", ".join(own)
     gpu_flags = ["--gpu-arch=" + gpu_arch] if gpu_arch else []
     if a.target != "cpu" and a.gpu_binary != "cubin":
         gpu_flags.append("--gpu-binary=" + a.gpu_binary)

@@ -48,13 +48,16 @@ def tol(dtype):
 
 # f16/bf16 attention is also built with --gpu-ldmatrix (K and V fragments by
 # ldmatrix), --gpu-async-copy (K and V tiles by cp.async into two stages,
-# fragments by ldmatrix) and that with 32 query rows per warp (blocks of 128
-# rows): checked like the fused build and timed beside it (the GPU target
+# fragments by ldmatrix), that with 32 query rows per warp (blocks of 128
+# rows) and --gpu-wgmma (Hopper's warpgroup MMA on cp.async tiles; it needs
+# sm_90a, which the variant names: prepare drops the global --gpu-arch for
+# it): checked like the fused build and timed beside it (the GPU target
 # only; prepare drops them for the CPU). Build name: tfc-compile flags.
 GPU_VARIANTS = {
     "ldmatrix": ["--gpu-ldmatrix"],
     "async": ["--gpu-async-copy"],
     "async32": ["--gpu-async-copy", "--gpu-warp-rows=32"],
+    "wgmma": ["--gpu-arch=sm_90a", "--gpu-wgmma"],
 }
 
 
