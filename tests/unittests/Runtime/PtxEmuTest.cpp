@@ -816,7 +816,8 @@ TEST(PtxEmu, WgmmaNegatedMnMajorA) {
 }
 
 /// What a launch reports: a swizzled descriptor, a wgmma never waited for,
-/// a warpgroup the block does not fill, a tile beyond shared memory.
+/// a warpgroup the block does not fill, a tile beyond shared memory, an
+/// mma_async without a wgmma.fence before it.
 TEST(PtxEmu, WgmmaLaunchErrors) {
   std::mt19937 rng(7);
   Elem e{false};
@@ -866,6 +867,13 @@ TEST(PtxEmu, WgmmaLaunchErrors) {
                      aFragments(a), img, c, d, nullptr, &error),
             PTXEMU_ILLEGAL_ADDRESS);
   EXPECT_NE(error.find("beyond the block's"), std::string::npos) << error;
+  std::string unfenced = body(bOp, 0, wait0);
+  unfenced.erase(unfenced.find("  wgmma.fence.sync.aligned;\n"),
+                 std::string("  wgmma.fence.sync.aligned;\n").size());
+  EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), unfenced), aFragments(a), img,
+                     c, d, nullptr, &error),
+            PTXEMU_LAUNCH_FAILED);
+  EXPECT_NE(error.find("without a wgmma.fence"), std::string::npos) << error;
   // And the same kernel as it should be runs.
   EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), body(bOp, 0, wait0)),
                      aFragments(a), img, c, d),
