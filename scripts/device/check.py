@@ -182,9 +182,9 @@ def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
             run.prefix = ["--tool", kind, "--error-exitcode", "99",
                           "--print-limit", "5", tfc_run]
             # The default kernel, and where the model has them the cp.async
-            # one with 32 rows per warp and the wgmma one (their copies and
+            # one with 32 rows per warp and the wgmma ones (their copies and
             # stages, under racecheck).
-            builds = ["fused"] + [b for b in ("async32", "wgmma")
+            builds = ["fused"] + [b for b in ("async32", "wgmma", "wgmma2")
                                   if b in specs[name]["builds"]]
             spec = dict(specs[name], name="%s [%s]" % (name, kind),
                         builds=builds)

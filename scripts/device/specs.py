@@ -51,13 +51,15 @@ def tol(dtype):
 # fragments by ldmatrix), that with 32 query rows per warp (blocks of 128
 # rows) and --gpu-wgmma (Hopper's warpgroup MMA on cp.async tiles; it needs
 # sm_90a, which the variant names: prepare drops the global --gpu-arch for
-# it): checked like the fused build and timed beside it (the GPU target
+# it), with one warpgroup per block or two (128 rows sharing each K and V
+# tile): checked like the fused build and timed beside it (the GPU target
 # only; prepare drops them for the CPU). Build name: tfc-compile flags.
 GPU_VARIANTS = {
     "ldmatrix": ["--gpu-ldmatrix"],
     "async": ["--gpu-async-copy"],
     "async32": ["--gpu-async-copy", "--gpu-warp-rows=32"],
     "wgmma": ["--gpu-arch=sm_90a", "--gpu-wgmma"],
+    "wgmma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-wgmma-warpgroups=2"],
 }
 
 

@@ -16,6 +16,7 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
          "ldmatrix=" + (options.ldmatrix ? "true" : "false") +
          " async-copy=" + (options.asyncCopy ? "true" : "false") +
          " wgmma=" + (options.wgmma ? "true" : "false") +
+         " wgmma-warpgroups=" + std::to_string(options.wgmmaWarpgroups) +
          " warp-rows=" + std::to_string(options.warpRows) + "},";
   p += "transformer-decompose,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"

@@ -103,6 +103,13 @@ static cl::opt<bool> gpuWgmma(
              "K and V tiles copied by cp.async (not yet measured on a GPU)"),
     cl::cat(category));
 
+static cl::opt<int64_t> gpuWgmmaWarpgroups(
+    "gpu-wgmma-warpgroups",
+    cl::desc("With --gpu-wgmma: warpgroups per attention block, 1 (default: "
+             "64 query rows) or 2 (128 rows; each K and V tile copied to "
+             "shared memory serves both; not yet measured on a GPU)"),
+    cl::init(1), cl::cat(category));
+
 static cl::opt<int64_t> gpuWarpRows(
     "gpu-warp-rows",
     cl::desc("With --target=nvptx: query rows per warp of f16/bf16 "
@@ -250,6 +257,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     options.ldmatrix = gpuLdmatrix;
     options.asyncCopy = gpuAsyncCopy;
     options.wgmma = gpuWgmma;
+    options.wgmmaWarpgroups = gpuWgmmaWarpgroups;
     options.warpRows = gpuWarpRows;
     options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
@@ -338,6 +346,11 @@ int main(int argc, char **argv) {
     if (gpuWgmma && gpuWarpRows.getNumOccurrences() && gpuWarpRows != 16)
       return fail("--gpu-wgmma takes 16 rows per warp (a warpgroup of 4 "
                   "warps owns 64 rows); drop --gpu-warp-rows");
+    if (gpuWgmmaWarpgroups.getNumOccurrences() && !gpuWgmma)
+      return fail("--gpu-wgmma-warpgroups needs --gpu-wgmma");
+    if (gpuWgmmaWarpgroups != 1 && gpuWgmmaWarpgroups != 2)
+      return fail("unknown --gpu-wgmma-warpgroups " +
+                  std::to_string(gpuWgmmaWarpgroups) + " (supported: 1, 2)");
     if (gpuWarpRows != 16 && gpuWarpRows != 32)
       return fail("unknown --gpu-warp-rows " + std::to_string(gpuWarpRows) +
                   " (supported: 16, 32)");

@@ -284,3 +284,27 @@ func.func @wgmma_fallback(%q: tensor<1x2x40x36xf16>, %k: tensor<1x2x40x36xf16>, 
   %o2 = transformer.attention %q2, %q2, %q2 : tensor<1x1x40x160xf16>, tensor<1x1x40x160xf16>, tensor<1x1x40x160xf16> -> tensor<1x1x40x160xf16>
   return %o, %o2 : tensor<1x2x40x36xf16>, tensor<1x1x40x160xf16>
 }
+
+// -----
+
+// Two warpgroups per block: 128 query rows (grid y = ceil(300 / 128) = 3,
+// 256 threads), each K and V tile copied once (by 256 threads: 4 chunks
+// of each tile per thread instead of 8) and read by both warpgroups'
+// wgmma.
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="wgmma=true wgmma-warpgroups=2" | FileCheck %s --check-prefix=WG2
+// CHECK-LABEL: func.func @wgmma_two_warpgroups
+// WGMMA-LABEL: func.func @wgmma_two_warpgroups
+// WG2-LABEL: func.func @wgmma_two_warpgroups
+// WG2-DAG: %[[Y:.*]] = arith.constant 3 : index
+// WG2-DAG: %[[T:.*]] = arith.constant 256 : index
+// WG2: gpu.launch_func @tfc_fused::@attention_0 blocks in (%{{.*}}, %[[Y]], %{{.*}}) threads in (%[[T]],
+// WG2: gpu.func @attention_0({{.*}}known_block_size = array<i32: 256, 1, 1>
+// WG2-COUNT-8: nvgpu.device_async_copy {{.*}} : memref<1x4x300x64xf16> to memref<2048x8xf16
+// WG2-NOT: nvgpu.device_async_copy
+// WG2: nvgpu.device_async_create_group
+// WG2: scf.for
+// WG2: "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x64xf16>, %v: tensor<1x4x300x64xf16>) -> tensor<1x4x300x64xf16> {
+  %o = transformer.attention %q, %k, %v : tensor<1x4x300x64xf16>, tensor<1x4x300x64xf16>, tensor<1x4x300x64xf16> -> tensor<1x4x300x64xf16>
+  return %o : tensor<1x4x300x64xf16>
+}

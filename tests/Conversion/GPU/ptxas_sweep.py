@@ -132,6 +132,8 @@ for name, mlir, dt in cases:
         variants.append(("async32",
                          ["--gpu-async-copy", "--gpu-warp-rows=32"]))
         variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
+        variants.append(("wgmma2", ["--gpu-arch=sm_90a", "--gpu-wgmma",
+                                    "--gpu-wgmma-warpgroups=2"]))
     for variant, flags in variants:
         fused = variant != "unfused"
         label = "%s %s" % (name, variant)
@@ -142,7 +144,7 @@ for name, mlir, dt in cases:
         if r.returncode:
             check(label + ": tfc-compile", False, r.stderr.strip())
             continue
-        arch = "sm_90a" if variant == "wgmma" else "sm_90"
+        arch = "sm_90a" if variant.startswith("wgmma") else "sm_90"
         r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx, "-o",
                             ptx + ".cubin"], capture_output=True, text=True)
         check(label + ": ptxas -arch=" + arch, r.returncode == 0,
@@ -158,7 +160,7 @@ for name, mlir, dt in cases:
         if name.startswith("attn") and fused and dt != "f32":
             # wgmma takes head dimensions in 16-byte chunks up to 128;
             # others keep mma.sync.
-            if variant == "wgmma" and all(d % 8 == 0 and d <= 128
+            if variant.startswith("wgmma") and all(d % 8 == 0 and d <= 128
                                           for d in dims):
                 check(label + ": wgmma on tensor cores, no mma.sync",
                       ("wgmma.mma_async.sync.aligned.m64n" in text and
@@ -175,7 +177,7 @@ for name, mlir, dt in cases:
                 check(label + ": fragments by ldmatrix (V transposed)",
                       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
                       and "ld.shared.b32" not in text)
-            if variant in ("async", "async32", "wgmma"):
+            if variant in ("async", "async32", "wgmma", "wgmma2"):
                 # Head dimensions in 16-byte chunks copy by cp.async; others
                 # keep the register-staged tiles.
                 if all(d % 8 == 0 for d in dims):

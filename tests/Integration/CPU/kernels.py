@@ -87,6 +87,9 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         # Hopper: Q·Kᵀ and P·V on wgmma (sm_90a).
         builds.append(("fused wgmma", True,
                        ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
+        builds.append(("fused wgmma 2 warpgroups", True,
+                       ["--gpu-arch=sm_90a", "--gpu-wgmma",
+                        "--gpu-wgmma-warpgroups=2"]))
     for build, fused, flags in builds:
         lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
                       fused, flags=flags)

@@ -214,6 +214,10 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
            "of sm_90a): the async-copy kernel with Q·Kᵀ and P·V as "
            "warpgroup MMAs; head dimensions that are not multiples of 8 or "
            "exceed 128 keep the mma.sync kernels">,
+    Option<"wgmmaWarpgroups", "wgmma-warpgroups", "int64_t",
+           /*default=*/"1",
+           "with wgmma: warpgroups per block, 1 (64 query rows) or 2 (128 "
+           "rows sharing each K and V tile)">,
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"16",
            "f16/bf16 attention: query rows per warp, 16 (blocks of 64 rows) "
            "or 32 (blocks of 128; K and V fragments serve two mma each)">

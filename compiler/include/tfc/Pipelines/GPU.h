@@ -19,6 +19,8 @@ struct NVPTXPipelineOptions {
   bool asyncCopy = false;
   /// f16/bf16 attention on wgmma (chip sm_90a).
   bool wgmma = false;
+  /// With wgmma: warpgroups per attention block (1 or 2).
+  int64_t wgmmaWarpgroups = 1;
   /// f16/bf16 attention: query rows per warp (16 or 32).
   int64_t warpRows = 16;
   /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).

@@ -147,9 +147,10 @@ struct MmaKernel {
   int64_t dp, dvp; // head dims rounded up to 16
   int64_t bc;      // keys per tile
   int64_t slabs;   // 16-row slabs per warp (1 or 2)
-  static constexpr int64_t kThreads = 128;
-  /// Query rows per block: 4 warps of 16 or 32.
-  int64_t rows() const { return 4 * 16 * slabs; }
+  int64_t warps;   // per block: 4, or 8 (two warpgroups)
+  int64_t threads() const { return 32 * warps; }
+  /// Query rows per block: warps of 16 or 32.
+  int64_t rows() const { return warps * 16 * slabs; }
 
   MmaOps ops{a, t};
   WgmmaOps wg{a, t};
@@ -183,8 +184,8 @@ struct MmaKernel {
 
   /// How a [bc, cols] tile of K or V is staged (cols padded to 16).
   TileLayout layout(int64_t cols, int64_t paddedCols, bool transposed) {
-    return {bc,       paddedCols, cols % 8 == 0 ? 8 : 2,
-            kThreads, transposed, /*coreMatrices=*/wgmma()};
+    return {bc,        paddedCols, cols % 8 == 0 ? 8 : 2,
+            threads(), transposed, /*coreMatrices=*/wgmma()};
   }
   TileChunks loadKV(Value src, Value kv0, int64_t cols, const TileLayout &l,
                     Value bi, Value hk) {
@@ -853,8 +854,9 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   AttentionShape shape = s;
   shape.wgmma = useWgmma(s);
   shape.asyncCopy = useAsyncCopy(s);
-  if (shape.wgmma) // a warpgroup of 4 warps, 16 rows each
+  if (shape.wgmma) // warpgroups of 4 warps, 16 rows each
     shape.warpRows = 16;
+  int64_t warps = shape.wgmma ? 4 * s.wgmmaWarpgroups : 4;
   int64_t bc = keysPerTile(shape, dp, dvp);
   int64_t stages = shape.asyncCopy ? 2 : 1;
   SmallVector<MemRefType> tileTypes = {smem(stages * bc, dp + 8),
@@ -867,15 +869,16 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   bool dynamic = sharedBytes(tileTypes) > kMaxShared;
   SmallVector<Value> tiles;
   launch.kernel = createKernel(builder, module, name, args, tileTypes,
-                               MmaKernel::kThreads, tiles, dynamic);
+                               32 * warps, tiles, dynamic);
   launch.dynamicSharedBytes = dynamic ? sharedBytes(tileTypes) : 0;
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
   MmaKernel kernel{shape, a,   b,  s.elementType,
-                   dp,    dvp, bc, shape.warpRows == 32 ? 2 : 1};
+                   dp,    dvp, bc, shape.warpRows == 32 ? 2 : 1,
+                   warps};
   kernel.build(launch.kernel, tiles[0], tiles[1]);
   launch.gridY = (s.seqQ + kernel.rows() - 1) / kernel.rows();
-  launch.blockX = MmaKernel::kThreads;
+  launch.blockX = kernel.threads();
   return launch;
 }
 

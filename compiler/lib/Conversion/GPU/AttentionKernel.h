@@ -35,6 +35,9 @@ struct AttentionShape {
   /// are one warpgroup; K and V tiles in core-matrix layout) instead of
   /// mma.sync. Other shapes ignore it.
   bool wgmma = false;
+  /// wgmma: warpgroups per block, 1 (64 query rows) or 2 (128 rows: each K
+  /// and V tile copied once serves both).
+  int64_t wgmmaWarpgroups = 1;
   mlir::Type elementType; // f32, f16 or bf16
 };
 

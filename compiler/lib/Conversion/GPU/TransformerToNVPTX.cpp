@@ -137,6 +137,12 @@ struct ConvertTransformerToNVPTXPass
                          << static_cast<int64_t>(warpRows);
       return signalPassFailure();
     }
+    if (wgmmaWarpgroups != 1 && wgmmaWarpgroups != 2) {
+      module.emitError() << "convert-transformer-to-nvptx: wgmma-warpgroups "
+                            "must be 1 or 2, not "
+                         << static_cast<int64_t>(wgmmaWarpgroups);
+      return signalPassFailure();
+    }
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<transformer::AttentionOp, transformer::SoftmaxOp,
@@ -164,6 +170,7 @@ struct ConvertTransformerToNVPTXPass
         shape->ldmatrix = ldmatrix;
         shape->asyncCopy = asyncCopy;
         shape->wgmma = wgmma;
+        shape->wgmmaWarpgroups = wgmmaWarpgroups;
         shape->warpRows = warpRows;
         AttentionLaunch launch =
             buildAttentionKernel(b, kernels, name("attention"), *shape);
