@@ -817,7 +817,8 @@ TEST(PtxEmu, WgmmaNegatedMnMajorA) {
 
 /// What a launch reports: a swizzled descriptor, a wgmma never waited for,
 /// a warpgroup the block does not fill, a tile beyond shared memory, an
-/// mma_async without a wgmma.fence before it.
+/// mma_async without a wgmma.fence before it, registers of a wgmma in
+/// flight written before its wait.
 TEST(PtxEmu, WgmmaLaunchErrors) {
   std::mt19937 rng(7);
   Elem e{false};
@@ -874,6 +875,19 @@ TEST(PtxEmu, WgmmaLaunchErrors) {
                      c, d, nullptr, &error),
             PTXEMU_LAUNCH_FAILED);
   EXPECT_NE(error.find("without a wgmma.fence"), std::string::npos) << error;
+  // Registers of a wgmma in flight must keep their values until its wait.
+  for (auto [write, what] :
+       {std::pair{"  mov.b32 %r11, 0;\n", "A register 1 of"},
+        std::pair{"  mov.b32 %r201, 0;\n", "accumulator register 1 of"}}) {
+    std::string early = body(bOp, 0, (std::string(write) + wait0).c_str());
+    EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), early), aFragments(a), img,
+                       c, d, nullptr, &error),
+              PTXEMU_LAUNCH_FAILED);
+    EXPECT_NE(error.find(what), std::string::npos) << error;
+    EXPECT_NE(error.find("written while the wgmma was in flight"),
+              std::string::npos)
+        << error;
+  }
   // And the same kernel as it should be runs.
   EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), body(bOp, 0, wait0)),
                      aFragments(a), img, c, d),
