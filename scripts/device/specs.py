@@ -152,7 +152,7 @@ def layer_norm(name, shape, eps, dtype="f32"):
 
 def matmul(name, batch, m, k, n, dtype="f32"):
     """A matmul with f32 results; f16/bf16 operands run on tensor cores on
-    the GPU (accumulated in f32)."""
+    the GPU (accumulated in f32), in the mma.sync and the wgmma GEMM."""
     ta, tb = (ttype(s, dtype) for s in ((batch, m, k), (batch, k, n)))
     tc, tz = ttype((batch, m, n), "f32"), ttype((1,), dtype)
     mlir = ("func.func @main(%%a: %s, %%b: %s) -> %s {\n"
@@ -163,8 +163,10 @@ def matmul(name, batch, m, k, n, dtype="f32"):
             "  return %%c : %s\n}\n") % (ta, tb, tc, tz, tz, ta, tb, tz, tz,
                                         tc, tc)
     # No transformer op in it: the fused and unfused builds are the same.
+    # f16/bf16 also on the wgmma GEMM.
+    builds = ["fused"] + (["wgmma"] if dtype != "f32" else [])
     return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
-            "builds": ["fused"], "dtype": "f32",
+            "builds": builds, "dtype": "f32",
             "inputs": [tensor("a", (batch, m, k), dtype),
                        tensor("b", (batch, k, n), dtype)],
             "output": {"shape": [batch, m, n], "dtype": "f32"},

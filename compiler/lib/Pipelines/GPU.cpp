@@ -24,11 +24,12 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
        "func.func(tfc-fuse-elementwise),canonicalize,cse,";
   // Buffers: results become caller-provided out-parameters (device
   // pointers), temporaries device buffers freed at return.
-  p += "one-shot-bufferize{bufferize-function-boundaries "
-       "function-boundary-type-conversion=identity-layout-map},"
-       "buffer-results-to-out-params{modify-public-functions=true "
-       "hoist-static-allocs=true},canonicalize,"
-       "convert-linalg-matmul-to-nvptx,";
+  p += std::string("one-shot-bufferize{bufferize-function-boundaries "
+                   "function-boundary-type-conversion=identity-layout-map},"
+                   "buffer-results-to-out-params{modify-public-functions=true "
+                   "hoist-static-allocs=true},canonicalize,"
+                   "convert-linalg-matmul-to-nvptx{wgmma=") +
+       (options.wgmma ? "true" : "false") + "},";
   // f16/bf16 matmuls run on tensor cores; every remaining loop nest becomes
   // a kernel; all kernels go into one module, and the host code runs them in
   // order on one stream.

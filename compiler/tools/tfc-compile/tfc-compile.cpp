@@ -99,8 +99,9 @@ static cl::opt<bool> gpuAsyncCopy(
 static cl::opt<bool> gpuWgmma(
     "gpu-wgmma",
     cl::desc("With --target=nvptx --gpu-arch=sm_90a: f16/bf16 attention "
-             "computes Q·Kᵀ and P·V with Hopper's warpgroup MMA (wgmma) on "
-             "K and V tiles copied by cp.async (not yet measured on a GPU)"),
+             "computes Q·Kᵀ and P·V, and f16/bf16 matmuls their products, "
+             "with Hopper's warpgroup MMA (wgmma) on tiles copied by "
+             "cp.async (not yet measured on a GPU)"),
     cl::cat(category));
 
 static cl::opt<int64_t> gpuWgmmaWarpgroups(

@@ -57,3 +57,57 @@ func.func @stays_a_loop(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8
   linalg.batch_matmul ins(%x, %y : memref<1x8x7xf16>, memref<1x7x8xf16>) outs(%z : memref<1x8x8xf32>)
   return
 }
+
+// -----
+
+// With wgmma (sm_90a; K and N multiples of 8): a warpgroup per 64x128 tile
+// of C (grid x = 3 batches x ceil(200 / 128), y = ceil(65 / 64)), K in
+// slices of 64: A [64][64] and B [64][128] by cp.async (zero-filled past
+// K = 72 and N = 200) into two stages of core matrices ([chunks][8], 48
+// KiB), slice s + 1 in flight while s is multiplied; the slice is made
+// visible to wgmma (proxy fence, barrier), then 4 wgmma m64n128k16 read A
+// (K-major: transpose flag 0) and B (N-major: 1) from shared memory by
+// descriptor (operands 128, 129 after the 64 accumulators and their tied
+// inputs); commit, wait, barrier. C += A·B at the end as before.
+// RUN: tfc-opt %s --split-input-file --convert-linalg-matmul-to-nvptx="wgmma=true" | FileCheck %s --check-prefix=WGMMA
+// CHECK-LABEL: func.func @wgmma_batch_f16
+// WGMMA-LABEL: func.func @wgmma_batch_f16
+// WGMMA-DAG: %[[X:.*]] = arith.constant 6 : index
+// WGMMA-DAG: %[[Y:.*]] = arith.constant 2 : index
+// WGMMA: gpu.launch_func @tfc_matmul::@matmul_0 blocks in (%[[X]], %[[Y]], %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%{{.*}} : memref<3x65x72xf16>
+// WGMMA-DAG: memref.global "private" @matmul_0_tile0 : memref<1024x8xf16, #gpu.address_space<workgroup>>
+// WGMMA-DAG: memref.global "private" @matmul_0_tile1 : memref<2048x8xf16, #gpu.address_space<workgroup>>
+// WGMMA: gpu.func @matmul_0
+// WGMMA: nvgpu.device_async_copy {{.*}} : memref<3x65x72xf16> to memref<1024x8xf16
+// WGMMA: nvgpu.device_async_copy {{.*}} : memref<3x72x200xf16> to memref<2048x8xf16
+// WGMMA: nvgpu.device_async_create_group
+// WGMMA: scf.for
+// WGMMA: nvgpu.device_async_create_group
+// WGMMA-NEXT: nvvm.cp.async.wait.group 1
+// WGMMA-NEXT: nvvm.fence.proxy
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: nvvm.wgmma.fence.aligned
+// WGMMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}} $63}, $128, $129, $130, 1, 1, 0, 1;"
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// WGMMA: gpu.barrier
+// WGMMA-NEXT: scf.yield
+// WGMMA: vector.load %{{.*}} : memref<3x65x200xf32>, vector<2xf32>
+// WGMMA-NOT: nvvm.mma.sync
+func.func @wgmma_batch_f16(%a: memref<3x65x72xf16>, %b: memref<3x72x200xf16>, %c: memref<3x65x200xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<3x65x72xf16>, memref<3x72x200xf16>) outs(%c : memref<3x65x200xf32>)
+  return
+}
+
+// -----
+
+// K or N not a multiple of 8 (no 16-byte chunks): the mma.sync kernel.
+// CHECK-LABEL: func.func @wgmma_fallback
+// WGMMA-LABEL: func.func @wgmma_fallback
+// WGMMA-NOT: wgmma
+// WGMMA: nvvm.mma.sync
+func.func @wgmma_fallback(%a: memref<64x36xbf16>, %b: memref<36x64xbf16>, %c: memref<64x64xbf16>) {
+  linalg.matmul ins(%a, %b : memref<64x36xbf16>, memref<36x64xbf16>) outs(%c : memref<64x64xbf16>)
+  return
+}

@@ -1,7 +1,9 @@
 """ptxas accepts the PTX of every kernel and example tfc builds for NVIDIA
 GPUs: fused and unfused attention in f32, f16 and bf16 (causal, grouped-query
 heads, masks, odd sizes, one query row, Dv != D), softmax, layer_norm, a
-matmul and both example layers. Fused f16/bf16 attention must run on tensor
+matmul and both example layers; f16/bf16 attention and matmuls also in
+their wgmma builds (ptxas -arch=sm_90a, which must not have to add
+warpgroup fences or waits). Fused f16/bf16 attention must run on tensor
 cores (mma.sync in the PTX) without register spills, and so must f16/bf16
 matmuls (alone, and in unfused attention). With PTX_CUDA (the fake CUDA
 driver with the PTX interpreter), every module must also load in the
@@ -134,6 +136,8 @@ for name, mlir, dt in cases:
         variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
         variants.append(("wgmma2", ["--gpu-arch=sm_90a", "--gpu-wgmma",
                                     "--gpu-wgmma-warpgroups=2"]))
+    if name.startswith("matmul") and dt != "f32":
+        variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
     for variant, flags in variants:
         fused = variant != "unfused"
         label = "%s %s" % (name, variant)
@@ -152,8 +156,15 @@ for name, mlir, dt in cases:
         check_interpreter(label, ptx)
         text = open(ptx).read()
         mma = "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32" % (dt, dt)
-        if dt != "f32" and (name.startswith("matmul") or
-                            (name.startswith("attn") and not fused)):
+        if dt != "f32" and name.startswith("matmul") and variant == "wgmma":
+            check(label + ": the matmul on wgmma, no mma.sync",
+                  re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16"
+                            r"\.f32\.%s\.%s" % (dt, dt), text) and
+                  "mma.sync" not in text)
+            check(label + ": ptxas keeps the wgmma chains as built",
+                  not re.search(r"\(C75\d\d\)", r.stderr), r.stderr)
+        elif dt != "f32" and (name.startswith("matmul") or
+                              (name.startswith("attn") and not fused)):
             check(label + ": matmuls on tensor cores", mma in text)
         dims = [int(d) for d in
                 re.findall(r"tensor<\d+x\d+x\d+x(\d+)x", mlir)[:3]]

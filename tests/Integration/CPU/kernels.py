@@ -90,6 +90,9 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         builds.append(("fused wgmma 2 warpgroups", True,
                        ["--gpu-arch=sm_90a", "--gpu-wgmma",
                         "--gpu-wgmma-warpgroups=2"]))
+        # The unfused graph's f16 matmuls on the wgmma GEMM.
+        builds.append(("unfused wgmma", False,
+                       ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
     for build, fused, flags in builds:
         lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
                       fused, flags=flags)

@@ -248,7 +248,16 @@ def ConvertLinalgMatmulToNVPTX : Pass<"convert-linalg-matmul-to-nvptx", "mlir::M
     prefetched into registers), `nvvm.mma.sync` m16n8k16 with f32
     accumulation. The op's semantics (C += A·B) are kept. Other matmuls
     (f32, transposed maps) stay loop nests. Runs after bufferization.
+
+    With `wgmma` (needs a gpu.module target of sm_90a; K and N multiples of
+    8): a warpgroup per 64x128 tile of C, K in slices of 64 copied by
+    cp.async into two stages of wgmma's core matrices, one chain of wgmma
+    m64n128k16 per slice with A and B read from shared memory.
   }];
+  let options = [
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "f16/bf16 matmuls on Hopper's wgmma (sm_90a)">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",

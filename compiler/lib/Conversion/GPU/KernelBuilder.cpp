@@ -116,9 +116,9 @@ void WgmmaOps::mma(ArrayRef<Value> aFrag, Value descB, bool transposeB,
                    bool accumulate, SmallVectorImpl<Value> &acc) {
   ImplicitLocOpBuilder &b = a.b;
   int64_t n = int64_t(acc.size()) * 2;
-  Type f32 = b.getF32Type(), i32 = b.getI32Type();
-  // PTX: d..., {a0..a3}, descB, scale-d (predicate), scale-a, scale-b,
-  // transpose-b.
+  Type f32 = b.getF32Type();
+  // PTX: d..., {a0..a3} or descA, descB, scale-d (predicate), scale-a,
+  // scale-b, [transpose-a,] transpose-b.
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32."
@@ -131,17 +131,27 @@ void WgmmaOps::mma(ArrayRef<Value> aFrag, Value descB, bool transposeB,
   }
   for (int64_t i = 0; i < regs; ++i)
     constraints += std::to_string(i) + ",";
-  os << "}, {$" << 2 * regs << ", $" << 2 * regs + 1 << ", $" << 2 * regs + 2
-     << ", $" << 2 * regs + 3 << "}, $" << 2 * regs + 4 << ", $" << 2 * regs + 5
-     << ", 1, 1, " << (transposeB ? 1 : 0) << ";";
-  constraints += "r,r,r,r,l,b,~{memory}";
+  bool sharedA = aFrag.size() == 1;
+  int64_t next = 2 * regs;
+  if (sharedA) {
+    os << "}, $" << next++;
+    constraints += "l,";
+  } else {
+    os << "}, {$" << next << ", $" << next + 1 << ", $" << next + 2 << ", $"
+       << next + 3 << "}";
+    next += 4;
+    constraints += "r,r,r,r,";
+  }
+  os << ", $" << next << ", $" << next + 1 << ", 1, 1, "
+     << (sharedA ? "0, " : "") << (transposeB ? 1 : 0) << ";";
+  constraints += "l,b,~{memory}";
   SmallVector<Value> operands;
   // Without accumulation the inputs are ignored: undefined, so that
   // nothing initialises them.
   for (Value x : acc)
     operands.push_back(accumulate ? x : LLVM::UndefOp::create(b, f32));
   for (Value x : aFrag)
-    operands.push_back(asI32(x));
+    operands.push_back(sharedA ? x : asI32(x));
   operands.push_back(descB);
   operands.push_back(
       arith::ConstantIntOp::create(b, b.getI1Type(), accumulate ? 1 : 0));
@@ -229,7 +239,7 @@ TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
 SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
                                  Value row0, int64_t rows, int64_t cols,
                                  Value enabled, const TileLayout &l, Value dst,
-                                 Value dstRow0, Value tid) {
+                                 Value dstRow0, Value tid, Value col0) {
   ImplicitLocOpBuilder &b = a.b;
   Type token = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   SmallVector<Value> tokens;
@@ -239,13 +249,14 @@ SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
     auto body = [&]() {
       auto [r, c] = chunkPosition(a, l, chunk);
       Value row = a.add(row0, r);
+      Value col = col0 ? a.add(col0, c) : c;
       Value valid = a.andi(enabled, a.ult(row, rows));
-      if (l.tileCols != cols)
-        valid = a.andi(valid, a.ult(c, cols));
+      if (col0 || l.tileCols != cols)
+        valid = a.andi(valid, a.ult(col, cols));
       // Out of range: nothing is read (0 source elements), the address is
       // kept inside the tensor all the same.
       SmallVector<Value> srcIdx(lead.begin(), lead.end());
-      srcIdx.append({a.umin(row, rows - 1), a.umin(c, cols - l.width)});
+      srcIdx.append({a.umin(row, rows - 1), a.umin(col, cols - l.width)});
       Value srcElements = a.sel(valid, a.c(l.width), a.c(0));
       SmallVector<Value> dstIdx = {a.add(dstRow0, r), c};
       if (l.coreMatrices) {

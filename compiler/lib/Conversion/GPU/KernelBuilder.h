@@ -192,10 +192,11 @@ struct WgmmaOps {
   /// (shared memory addresses stay below 2^18: no carry out of the field).
   Value advance(Value desc, int64_t bytes);
   /// Issues acc = A·B (+ acc with `accumulate`) for N = acc.size() * 2
-  /// columns; `aFrag` holds the 4 A registers as mma operands; B is
-  /// K-major (element (n, k) in row n of a core matrix), or with
-  /// `transposeB` N-major (element (n, k) in row k). The results are
-  /// valid only after commit() and wait().
+  /// columns; `aFrag` holds the 4 A registers as mma operands, or A's
+  /// descriptor (one i64: A K-major in shared memory); B is K-major
+  /// (element (n, k) in row n of a core matrix), or with `transposeB`
+  /// N-major (element (n, k) in row k). The results are valid only after
+  /// commit() and wait().
   void mma(ArrayRef<Value> aFrag, Value descB, bool transposeB, bool accumulate,
            SmallVectorImpl<Value> &acc);
   /// Orders register accesses before the wgmma that follow it.
@@ -260,16 +261,17 @@ TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
 void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
                Value tid);
 
-/// Copies the same window as loadTile straight into `dst` [>= dstRow0 +
-/// tileRows][>= tileCols] at row dstRow0 with cp.async (16-byte chunks:
-/// `layout.width` elements of 16 bytes, `cols` a multiple of it); chunks
-/// out of range, and all of them when `enabled` is false, are zero-filled
-/// without reading memory. Returns the copies' tokens, for one
-/// nvgpu.device_async_create_group.
+/// Copies the same window as loadTile (columns from `col0`, 0 when null)
+/// straight into `dst` [>= dstRow0 + tileRows][>= tileCols] at row dstRow0
+/// with cp.async (16-byte chunks: `layout.width` elements of 16 bytes,
+/// `cols` a multiple of it); chunks out of range, and all of them when
+/// `enabled` is false, are zero-filled without reading memory. Returns the
+/// copies' tokens, for one nvgpu.device_async_create_group.
 SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
                                  Value row0, int64_t rows, int64_t cols,
                                  Value enabled, const TileLayout &layout,
-                                 Value dst, Value dstRow0, Value tid);
+                                 Value dst, Value dstRow0, Value tid,
+                                 Value col0 = {});
 
 /// Declares kernel `name` in `module` with `args` and a known block size,
 /// and its shared-memory tiles: globals in the workgroup address space with

@@ -10,6 +10,13 @@
 // transposed). The op's semantics C += A·B are kept: C is read once at the
 // end.
 //
+// With `wgmma` (sm_90a; K and N multiples of 8), a block is one warpgroup
+// that owns a 64x128 tile of C: K in slices of 64, A [64][64] and B
+// [64][128] copied by cp.async into two stages of wgmma's 8x8 core
+// matrices (slice s + 1 in flight while s is multiplied), and per slice one
+// chain of 4 wgmma m64n128k16 with both operands read from shared memory
+// by descriptor (A K-major, B N-major), f32 accumulators in registers.
+//
 //===----------------------------------------------------------------------===//
 
 #include "HostCode.h"
@@ -39,6 +46,9 @@ namespace tfc {
 namespace {
 
 constexpr int64_t kTile = 64, kSlice = 32, kThreads = 128;
+/// The wgmma kernel's tile of C is kTile x kWideTile (at most), K in slices
+/// of kWideSlice.
+constexpr int64_t kWideTile = 128, kWideSlice = 64;
 
 struct GemmShape {
   bool batched;
@@ -88,36 +98,175 @@ std::optional<GemmShape> gemmShape(linalg::LinalgOp op) {
   return s;
 }
 
+/// A GEMM kernel with its shared tiles, its arguments, and where its
+/// block's tile of C starts: grid x = (batch, column block of tileN
+/// columns), which allows 2^31 - 1 blocks; y = row block of kTile rows.
+struct GemmKernel {
+  gpu::GPUFuncOp func;
+  SmallVector<Value> tiles;
+  Value A, B, C, tid, warp, lane, m0, n0;
+  SmallVector<Value> lead; // the batch index, when batched
+};
+
+/// Declares the kernel and emits its entry; `b` is left at its end.
+GemmKernel beginGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                           StringRef name, const GemmShape &s, TypeRange args,
+                           ArrayRef<MemRefType> tiles, int64_t tileN,
+                           ImplicitLocOpBuilder &b, Arith &a) {
+  GemmKernel k;
+  k.func = createKernel(builder, module, name, args, tiles, kThreads, k.tiles);
+  Block &entry = k.func.getBody().front();
+  b.setInsertionPointToEnd(&entry);
+  k.A = entry.getArgument(0);
+  k.B = entry.getArgument(1);
+  k.C = entry.getArgument(2);
+  k.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  k.warp = a.div(k.tid, 32);
+  k.lane = a.rem(k.tid, 32);
+  int64_t nBlocks = (s.n + tileN - 1) / tileN;
+  Value bx = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  k.n0 = a.mul(a.rem(bx, nBlocks), tileN);
+  k.m0 = a.mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), kTile);
+  if (s.batched)
+    k.lead.push_back(a.div(bx, nBlocks));
+  return k;
+}
+
+/// C += the accumulators of a warp's 16 rows from row0 (C fragments of
+/// mma.sync side by side: tile nt holds columns n0 + 8 nt..), two elements
+/// at a time, inside the matrix.
+void addToC(Arith &a, const GemmShape &s, Value C, ArrayRef<Value> lead,
+            Value row0, Value n0, Value lane, ValueRange acc, int64_t tileN) {
+  ImplicitLocOpBuilder &b = a.b;
+  Value g = a.div(lane, 4), t2 = a.mul(a.rem(lane, 4), 2);
+  auto pairTy = VectorType::get({2}, s.acc);
+  for (int r = 0; r < 2; ++r) {
+    Value row = a.add(row0, a.add(g, 8 * r));
+    a.guarded(a.ult(row, s.m), [&]() {
+      for (int64_t nt = 0; nt < tileN / 8; ++nt) {
+        Value col = a.add(a.add(n0, t2), nt * 8);
+        a.guarded(s.n % tileN == 0 ? Value() : a.ult(col, s.n), [&]() {
+          SmallVector<Value> idx(lead);
+          idx.append({row, col});
+          unsigned bytes = 2 * s.acc.getIntOrFloatBitWidth() / 8;
+          Value old = vector::LoadOp::create(b, pairTy, C, idx, false,
+                                             llvm::MaybeAlign(bytes));
+          SmallVector<Value> sum;
+          for (int e = 0; e < 2; ++e) {
+            Value o = vector::ExtractOp::create(b, old, ArrayRef<int64_t>{e});
+            sum.push_back(
+                a.fromF32(a.fadd(a.toF32(o), acc[nt * 4 + 2 * r + e]), s.acc));
+          }
+          vector::StoreOp::create(
+              b, vector::FromElementsOp::create(b, pairTy, sum), C, idx, false,
+              llvm::MaybeAlign(bytes));
+        });
+      }
+    });
+  }
+}
+
+/// Whether the wgmma kernel takes the shape: rows of A and B in 16-byte
+/// chunks.
+bool useWgmma(const GemmShape &s, bool wgmma) {
+  return wgmma && s.k % 8 == 0 && s.n % 8 == 0;
+}
+
+/// The wgmma kernel's columns of C per block: kWideTile, or all of a
+/// narrower N (a multiple of 8: wgmma's N), which then wastes nothing.
+int64_t wideTile(const GemmShape &s) { return std::min(kWideTile, s.n); }
+
+gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                                    StringRef name, const GemmShape &s,
+                                    TypeRange args) {
+  int64_t tileN = wideTile(s);
+  ImplicitLocOpBuilder b(module.getLoc(), builder);
+  Arith a{b};
+  WgmmaOps wg{a, s.t};
+  // Two stages of A [64][64] and B [64][tileN] in core matrices
+  // ([chunks][8]): up to 48 KiB, static.
+  GemmKernel k =
+      beginGemmKernel(builder, module, name, s, args,
+                      {sharedTile(s.t, 2 * kTile * kWideSlice / 8, 8),
+                       sharedTile(s.t, 2 * kWideSlice * tileN / 8, 8)},
+                      tileN, b, a);
+  Value as = k.tiles[0], bs = k.tiles[1], A = k.A, B = k.B, tid = k.tid,
+        m0 = k.m0, n0 = k.n0;
+  ArrayRef<Value> lead = k.lead;
+
+  TileLayout aLayout{kTile,
+                     kWideSlice,
+                     8,
+                     kThreads,
+                     /*rowsFastest=*/false,
+                     /*coreMatrices=*/true};
+  TileLayout bLayout{kWideSlice, tileN, 8, kThreads, false, true};
+  int64_t slices = (s.k + kWideSlice - 1) / kWideSlice;
+  // Slice `slice` into stage slice % 2, one group (zero-filled past K).
+  auto copySlice = [&](Value slice) {
+    Value enabled = a.ult(slice, slices), k0 = a.mul(slice, kWideSlice);
+    Value stage = a.rem(slice, 2);
+    SmallVector<Value> tokens =
+        copyTileAsync(a, A, lead, m0, s.m, s.k, enabled, aLayout, as,
+                      a.mul(stage, kTile), tid, k0);
+    tokens.append(copyTileAsync(a, B, lead, k0, s.k, s.n, enabled, bLayout, bs,
+                                a.mul(stage, kWideSlice), tid, n0));
+    nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
+  };
+  copySlice(a.c(0));
+  SmallVector<Value> init(tileN / 2, a.f(0.0));
+  auto loop = scf::ForOp::create(b, a.c(0), a.c(slices), a.c(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value sl = loop.getInductionVar();
+    SmallVector<Value> acc(loop.getRegionIterArgs());
+    copySlice(a.add(sl, 1));
+    NVVM::CpAsyncWaitGroupOp::create(b, 1);
+    wg.fenceSharedWrites();
+    gpu::BarrierOp::create(b);
+    Value stage = a.rem(sl, 2);
+    // A: LBO 128 bytes along K, SBO 64 x 16 per 8 rows; B (N-major): SBO
+    // 128 bytes along N, LBO 128 x 16 per 8 rows of K.
+    Value descA = wg.descriptor(as, a.mul(stage, kTile * kWideSlice * 2),
+                                /*lbo=*/128, /*sbo=*/kWideSlice * 16);
+    Value descB = wg.descriptor(bs, a.mul(stage, kWideSlice * tileN * 2),
+                                /*lbo=*/tileN * 16, /*sbo=*/128);
+    wg.pin(acc);
+    wg.fence();
+    for (int64_t kk = 0; kk < kWideSlice / 16; ++kk)
+      wg.mma({wg.advance(descA, kk * 256)},
+             wg.advance(descB, kk * 2 * tileN * 16),
+             /*transposeB=*/true, /*accumulate=*/true, acc);
+    wg.commit();
+    wg.wait(0);
+    wg.pin(acc);
+    // Every warp is done with this stage before slice + 2 is copied into it.
+    gpu::BarrierOp::create(b);
+    scf::YieldOp::create(b, acc);
+  }
+  addToC(a, s, k.C, lead, a.add(m0, a.mul(k.warp, 16)), n0, k.lane,
+         loop.getResults(), tileN);
+  gpu::ReturnOp::create(b);
+  return k.func;
+}
+
 gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                StringRef name, const GemmShape &s,
                                TypeRange args) {
-  SmallVector<Value> tiles;
-  auto kernel = createKernel(
-      builder, module, name, args,
-      {sharedTile(s.t, kTile, kSlice + 8), sharedTile(s.t, kSlice, kTile + 8)},
-      kThreads, tiles);
-  // Rows padded by 16 bytes: the 8 row addresses of an ldmatrix fall in
-  // different banks.
-  Value as = tiles[0], bs = tiles[1];
   ImplicitLocOpBuilder b(module.getLoc(), builder);
-  b.setInsertionPointToEnd(&kernel.getBody().front());
   Arith a{b};
   MmaOps ops{a, s.t};
-  Block &entry = kernel.getBody().front();
-  Value A = entry.getArgument(0), B = entry.getArgument(1),
-        C = entry.getArgument(2);
-
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value warp = a.div(tid, 32), lane = a.rem(tid, 32);
-  Value g = a.div(lane, 4), t2 = a.mul(a.rem(lane, 4), 2);
-  // x: (batch, column block), which allows 2^31 - 1 blocks; y: row block.
-  int64_t nBlocks = (s.n + kTile - 1) / kTile;
-  Value bx = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value n0 = a.mul(a.rem(bx, nBlocks), kTile);
-  Value m0 = a.mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), kTile);
-  SmallVector<Value> lead;
-  if (s.batched)
-    lead.push_back(a.div(bx, nBlocks));
+  // Rows padded by 16 bytes: the 8 row addresses of an ldmatrix fall in
+  // different banks.
+  GemmKernel k = beginGemmKernel(
+      builder, module, name, s, args,
+      {sharedTile(s.t, kTile, kSlice + 8), sharedTile(s.t, kSlice, kTile + 8)},
+      kTile, b, a);
+  Value as = k.tiles[0], bs = k.tiles[1], A = k.A, B = k.B, tid = k.tid,
+        warp = k.warp, lane = k.lane, m0 = k.m0, n0 = k.n0;
+  ArrayRef<Value> lead = k.lead;
 
   // A [64 rows of M][32 of K]; B [32 of K][64 of N].
   TileLayout aLayout{kTile, kSlice, s.k % 8 == 0 ? 8 : 2, kThreads};
@@ -190,39 +339,15 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     scf::YieldOp::create(b, yield);
   }
 
-  // C += the accumulators, two elements at a time, inside the matrix.
-  ValueRange res = loop.getResults();
-  auto pairTy = VectorType::get({2}, s.acc);
-  for (int r = 0; r < 2; ++r) {
-    Value row = a.add(a.add(m0, a.mul(warp, 16)), a.add(g, 8 * r));
-    a.guarded(a.ult(row, s.m), [&]() {
-      for (int64_t nt = 0; nt < kNTiles; ++nt) {
-        Value col = a.add(a.add(n0, t2), nt * 8);
-        a.guarded(s.n % kTile == 0 ? Value() : a.ult(col, s.n), [&]() {
-          SmallVector<Value> idx(lead);
-          idx.append({row, col});
-          unsigned bytes = 2 * s.acc.getIntOrFloatBitWidth() / 8;
-          Value old = vector::LoadOp::create(b, pairTy, C, idx, false,
-                                             llvm::MaybeAlign(bytes));
-          SmallVector<Value> sum;
-          for (int e = 0; e < 2; ++e) {
-            Value o = vector::ExtractOp::create(b, old, ArrayRef<int64_t>{e});
-            sum.push_back(
-                a.fromF32(a.fadd(a.toF32(o), res[nt * 4 + 2 * r + e]), s.acc));
-          }
-          vector::StoreOp::create(
-              b, vector::FromElementsOp::create(b, pairTy, sum), C, idx, false,
-              llvm::MaybeAlign(bytes));
-        });
-      }
-    });
-  }
+  addToC(a, s, k.C, lead, a.add(m0, a.mul(warp, 16)), n0, lane,
+         loop.getResults().take_front(kNTiles * 4), kTile);
   gpu::ReturnOp::create(b);
-  return kernel;
+  return k.func;
 }
 
 struct ConvertLinalgMatmulToNVPTXPass
     : impl::ConvertLinalgMatmulToNVPTXBase<ConvertLinalgMatmulToNVPTXPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::pair<linalg::LinalgOp, GemmShape>> gemms;
@@ -241,8 +366,13 @@ struct ConvertLinalgMatmulToNVPTXPass
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tfc_matmul");
     for (auto [i, item] : llvm::enumerate(gemms)) {
       auto [op, s] = item;
-      gpu::GPUFuncOp kernel = buildGemmKernel(
-          b, kernels, "matmul_" + std::to_string(i), s, op->getOperandTypes());
+      bool wide = useWgmma(s, wgmma);
+      std::string name = "matmul_" + std::to_string(i);
+      gpu::GPUFuncOp kernel =
+          wide
+              ? buildWgmmaGemmKernel(b, kernels, name, s, op->getOperandTypes())
+              : buildGemmKernel(b, kernels, name, s, op->getOperandTypes());
+      int64_t tileN = wide ? wideTile(s) : kTile;
       OpBuilder ob(op);
       Location loc = op.getLoc();
       auto dim = [&](int64_t n) -> Value {
@@ -250,7 +380,7 @@ struct ConvertLinalgMatmulToNVPTXPass
       };
       gpu::LaunchFuncOp::create(
           ob, loc, kernel,
-          gpu::KernelDim3{dim(s.batch * ((s.n + kTile - 1) / kTile)),
+          gpu::KernelDim3{dim(s.batch * ((s.n + tileN - 1) / tileN)),
                           dim((s.m + kTile - 1) / kTile), dim(1)},
           gpu::KernelDim3{dim(kThreads), dim(1), dim(1)},
           /*dynamicSharedMemorySize=*/Value(), op->getOperands());
