@@ -200,10 +200,10 @@ struct MmaKernel {
                                     2, rowValid, cols % 16 != 0));
   }
 
-  /// wgmma: fences, then issues O += P·V on the V tile in stage vTile % 2
-  /// of `vts` (N-major core matrices; 16 keys = 2 row groups per step) and
-  /// commits it as one group. `p` holds the tile's P as A registers, 4 per
-  /// 16 keys; `o` the warp's accumulators, flat.
+  /// wgmma: issues O += P·V on the V tile in stage vTile % 2 of `vts`
+  /// (N-major core matrices; 16 keys = 2 row groups per step) and commits
+  /// it as one group; the caller has fenced. `p` holds the tile's P as A
+  /// registers, 4 per 16 keys; `o` the warp's accumulators, flat.
   void accumulatePV(ArrayRef<Value> p, Value vTile, Value vts,
                     SmallVectorImpl<Value> &o) {
     Value desc = wg.descriptor(vts, a.mul(a.rem(vTile, 2), bc * dvp * 2),
@@ -308,6 +308,17 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     SmallVector<Value> m(iter.begin() + numO, iter.begin() + numO + nr);
     SmallVector<Value> l(iter.begin() + numO + nr,
                          iter.begin() + numO + 2 * nr);
+    // wgmma: a warp's accumulators as one list (slab 0), and back.
+    auto flatO = [&]() {
+      SmallVector<Value> flat;
+      for (auto &frag : o[0])
+        flat.append(frag.begin(), frag.end());
+      return flat;
+    };
+    auto setO = [&](ArrayRef<Value> flat) {
+      for (int64_t dn = 0; dn < dvp / 8; ++dn)
+        o[0][dn].assign(flat.begin() + 4 * dn, flat.begin() + 4 * dn + 4);
+    };
     Value kv0 = a.mul(j, bc);
 
     TileChunks nextK{kLayout, {}}, nextV{vLayout, {}};
@@ -361,9 +372,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       tileAcc.assign(bc / 2, zeroF);
       Value desc = wg.descriptor(ks, a.mul(a.rem(j, 2), bc * dp * 2),
                                  /*lbo=*/128, /*sbo=*/dp * 16);
-      SmallVector<Value> flat;
-      for (auto &frag : o[0])
-        flat.append(frag.begin(), frag.end());
+      SmallVector<Value> flat = flatO();
       wg.pin(flat);
       wg.pin(pPrev);
       wg.fence();
@@ -372,8 +381,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
                /*accumulate=*/kt > 0, tileAcc);
       wg.commit();
       accumulatePV(pPrev, a.add(j, 1), vts, flat);
-      for (int64_t dn = 0; dn < dvp / 8; ++dn)
-        o[0][dn].assign(flat.begin() + 4 * dn, flat.begin() + 4 * dn + 4);
+      setO(flat);
       wg.wait(1);
       wg.pin(tileAcc);
     }
@@ -523,13 +531,10 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     };
     if (wgmma()) {
       // The previous tile's P·V is done; O may be rescaled.
-      SmallVector<Value> flat;
-      for (auto &frag : o[0])
-        flat.append(frag.begin(), frag.end());
+      SmallVector<Value> flat = flatO();
       wg.wait(0);
       wg.pin(flat);
-      for (int64_t dn = 0; dn < dvp / 8; ++dn)
-        o[0][dn].assign(flat.begin() + 4 * dn, flat.begin() + 4 * dn + 4);
+      setO(flat);
     }
     updateWhere(b, grow, o, rescale);
 
