@@ -79,12 +79,13 @@ for n in 'qkv': np.save(sys.argv[1] + '/' + n + '.npy', r.standard_normal((1, 4,
   io=(--input "$WORK/q.npy" --input "$WORK/k.npy" --input "$WORK/v.npy")
   "$BIN/tfc-compile" "$WORK/attn.mlir" -o "$WORK/attn_cpu.so" 2>/dev/null
   "$BIN/tfc-run" "$WORK/attn_cpu.so" "${io[@]}" --output "$WORK/o_cpu.npy"
-  for flags in "" "--gpu-async-copy --gpu-warp-rows=32"; do
+  for flags in "" "--gpu-async-copy --gpu-warp-rows=32" \
+    "--gpu-arch=sm_90a --gpu-wgmma"; do
     "$BIN/tfc-compile" "$WORK/attn.mlir" -o "$WORK/attn_gpu.so" --target=nvptx \
       --gpu-binary=ptx $flags 2>/dev/null
     PTXEMU_STATS=1 TFC_CUDA_DRIVER="$BUILD/runtime/fixtures/ptx_cuda.so" \
       "$BIN/tfc-run" "$WORK/attn_gpu.so" "${io[@]}" --output "$WORK/o_gpu.npy" 2>&1 |
-      sed -n 's/^ptxemu: \([^,]*\),.*/\1/p' | sed "s/^/     ${flags:-default build}: /"
+      sed -n 's/^ptxemu: \([^)]*)\).*/\1/p' | sed "s/^/     ${flags:-default build}: /"
     python3 -c "import numpy as np, sys; a, b = (np.load(sys.argv[1] + f).astype(np.float64) for f in ('/o_gpu.npy', '/o_cpu.npy'))
 print('       GPU build vs CPU build: relative difference %.1e' % (np.linalg.norm(a - b) / np.linalg.norm(b)))" "$WORK"
   done
