@@ -98,9 +98,16 @@ std::optional<GemmShape> gemmShape(linalg::LinalgOp op) {
   return s;
 }
 
+/// How a GEMM kernel covers C: a tileM x tileN tile per block of
+/// `threads`; the launch passes `dynamicShared` bytes (0: static tiles).
+struct GemmTiling {
+  int64_t tileM, tileN, threads;
+  int64_t dynamicShared = 0;
+};
+
 /// A GEMM kernel with its shared tiles, its arguments, and where its
 /// block's tile of C starts: grid x = (batch, column block of tileN
-/// columns), which allows 2^31 - 1 blocks; y = row block of kTile rows.
+/// columns), which allows 2^31 - 1 blocks; y = row block of tileM rows.
 struct GemmKernel {
   gpu::GPUFuncOp func;
   SmallVector<Value> tiles;
@@ -111,10 +118,14 @@ struct GemmKernel {
 /// Declares the kernel and emits its entry; `b` is left at its end.
 GemmKernel beginGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                            StringRef name, const GemmShape &s, TypeRange args,
-                           ArrayRef<MemRefType> tiles, int64_t tileN,
+                           ArrayRef<MemRefType> tiles, GemmTiling &t,
                            ImplicitLocOpBuilder &b, Arith &a) {
   GemmKernel k;
-  k.func = createKernel(builder, module, name, args, tiles, kThreads, k.tiles);
+  // Beyond 48 KiB, dynamic shared memory.
+  bool dynamic = sharedBytes(tiles) > 48 * 1024;
+  t.dynamicShared = dynamic ? sharedBytes(tiles) : 0;
+  k.func = createKernel(builder, module, name, args, tiles, t.threads, k.tiles,
+                        dynamic);
   Block &entry = k.func.getBody().front();
   b.setInsertionPointToEnd(&entry);
   k.A = entry.getArgument(0);
@@ -123,10 +134,10 @@ GemmKernel beginGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   k.tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   k.warp = a.div(k.tid, 32);
   k.lane = a.rem(k.tid, 32);
-  int64_t nBlocks = (s.n + tileN - 1) / tileN;
+  int64_t nBlocks = (s.n + t.tileN - 1) / t.tileN;
   Value bx = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  k.n0 = a.mul(a.rem(bx, nBlocks), tileN);
-  k.m0 = a.mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), kTile);
+  k.n0 = a.mul(a.rem(bx, nBlocks), t.tileN);
+  k.m0 = a.mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), t.tileM);
   if (s.batched)
     k.lead.push_back(a.div(bx, nBlocks));
   return k;
@@ -176,31 +187,43 @@ bool useWgmma(const GemmShape &s, bool wgmma) {
 /// narrower N (a multiple of 8: wgmma's N), which then wastes nothing.
 int64_t wideTile(const GemmShape &s) { return std::min(kWideTile, s.n); }
 
+/// The mma.sync kernel: 64x64 per 4 warps. The wgmma kernel: 64 rows per
+/// warpgroup, two warpgroups sharing each B tile where M exceeds 64 and B
+/// tiles are 128 wide (on the interpreter, 2.24 instead of 2.93
+/// warp-instructions per 16x8x16 at 130x1024x256; at N = 64, 3.57 instead
+/// of 2.85: the copies' addressing outweighs the smaller B tile).
+GemmTiling gemmTiling(const GemmShape &s, bool wide) {
+  if (!wide)
+    return {kTile, kTile, kThreads};
+  int64_t warpgroups = s.m > kTile && wideTile(s) == kWideTile ? 2 : 1;
+  return {kTile * warpgroups, wideTile(s), kThreads * warpgroups};
+}
+
 gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                     StringRef name, const GemmShape &s,
-                                    TypeRange args) {
-  int64_t tileN = wideTile(s);
+                                    TypeRange args, GemmTiling &t) {
+  int64_t tileM = t.tileM, tileN = t.tileN, threads = t.threads;
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
   WgmmaOps wg{a, s.t};
-  // Two stages of A [64][64] and B [64][tileN] in core matrices
-  // ([chunks][8]): up to 48 KiB, static.
+  // Two stages of A [tileM][64] and B [64][tileN] in core matrices
+  // ([chunks][8]): 48 KiB with one warpgroup (static), 64 with two.
   GemmKernel k =
       beginGemmKernel(builder, module, name, s, args,
-                      {sharedTile(s.t, 2 * kTile * kWideSlice / 8, 8),
+                      {sharedTile(s.t, 2 * tileM * kWideSlice / 8, 8),
                        sharedTile(s.t, 2 * kWideSlice * tileN / 8, 8)},
-                      tileN, b, a);
+                      t, b, a);
   Value as = k.tiles[0], bs = k.tiles[1], A = k.A, B = k.B, tid = k.tid,
         m0 = k.m0, n0 = k.n0;
   ArrayRef<Value> lead = k.lead;
 
-  TileLayout aLayout{kTile,
+  TileLayout aLayout{tileM,
                      kWideSlice,
                      8,
-                     kThreads,
+                     threads,
                      /*rowsFastest=*/false,
                      /*coreMatrices=*/true};
-  TileLayout bLayout{kWideSlice, tileN, 8, kThreads, false, true};
+  TileLayout bLayout{kWideSlice, tileN, 8, threads, false, true};
   int64_t slices = (s.k + kWideSlice - 1) / kWideSlice;
   // Slice `slice` into stage slice % 2, one group (zero-filled past K).
   auto copySlice = [&](Value slice) {
@@ -208,7 +231,7 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     Value stage = a.rem(slice, 2);
     SmallVector<Value> tokens =
         copyTileAsync(a, A, lead, m0, s.m, s.k, enabled, aLayout, as,
-                      a.mul(stage, kTile), tid, k0);
+                      a.mul(stage, tileM), tid, k0);
     tokens.append(copyTileAsync(a, B, lead, k0, s.k, s.n, enabled, bLayout, bs,
                                 a.mul(stage, kWideSlice), tid, n0));
     nvgpu::DeviceAsyncCreateGroupOp::create(
@@ -227,9 +250,11 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     wg.fenceSharedWrites();
     gpu::BarrierOp::create(b);
     Value stage = a.rem(sl, 2);
-    // A: LBO 128 bytes along K, SBO 64 x 16 per 8 rows; B (N-major): SBO
-    // 128 bytes along N, LBO 128 x 16 per 8 rows of K.
-    Value descA = wg.descriptor(as, a.mul(stage, kTile * kWideSlice * 2),
+    // A: LBO 128 bytes along K, SBO 64 x 16 per 8 rows, the warpgroup's 64
+    // rows; B (N-major): SBO 128 bytes along N, LBO tileN x 16 per 8 rows
+    // of K.
+    Value aRows = a.add(a.mul(stage, tileM), a.mul(a.div(k.warp, 4), kTile));
+    Value descA = wg.descriptor(as, a.mul(aRows, kWideSlice * 2),
                                 /*lbo=*/128, /*sbo=*/kWideSlice * 16);
     Value descB = wg.descriptor(bs, a.mul(stage, kWideSlice * tileN * 2),
                                 /*lbo=*/tileN * 16, /*sbo=*/128);
@@ -260,10 +285,11 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   MmaOps ops{a, s.t};
   // Rows padded by 16 bytes: the 8 row addresses of an ldmatrix fall in
   // different banks.
+  GemmTiling t = gemmTiling(s, /*wide=*/false);
   GemmKernel k = beginGemmKernel(
       builder, module, name, s, args,
       {sharedTile(s.t, kTile, kSlice + 8), sharedTile(s.t, kSlice, kTile + 8)},
-      kTile, b, a);
+      t, b, a);
   Value as = k.tiles[0], bs = k.tiles[1], A = k.A, B = k.B, tid = k.tid,
         warp = k.warp, lane = k.lane, m0 = k.m0, n0 = k.n0;
   ArrayRef<Value> lead = k.lead;
@@ -368,11 +394,11 @@ struct ConvertLinalgMatmulToNVPTXPass
       auto [op, s] = item;
       bool wide = useWgmma(s, wgmma);
       std::string name = "matmul_" + std::to_string(i);
+      GemmTiling t = gemmTiling(s, wide);
       gpu::GPUFuncOp kernel =
-          wide
-              ? buildWgmmaGemmKernel(b, kernels, name, s, op->getOperandTypes())
-              : buildGemmKernel(b, kernels, name, s, op->getOperandTypes());
-      int64_t tileN = wide ? wideTile(s) : kTile;
+          wide ? buildWgmmaGemmKernel(b, kernels, name, s,
+                                      op->getOperandTypes(), t)
+               : buildGemmKernel(b, kernels, name, s, op->getOperandTypes());
       OpBuilder ob(op);
       Location loc = op.getLoc();
       auto dim = [&](int64_t n) -> Value {
@@ -380,10 +406,14 @@ struct ConvertLinalgMatmulToNVPTXPass
       };
       gpu::LaunchFuncOp::create(
           ob, loc, kernel,
-          gpu::KernelDim3{dim(s.batch * ((s.n + tileN - 1) / tileN)),
-                          dim((s.m + kTile - 1) / kTile), dim(1)},
-          gpu::KernelDim3{dim(kThreads), dim(1), dim(1)},
-          /*dynamicSharedMemorySize=*/Value(), op->getOperands());
+          gpu::KernelDim3{dim(s.batch * ((s.n + t.tileN - 1) / t.tileN)),
+                          dim((s.m + t.tileM - 1) / t.tileM), dim(1)},
+          gpu::KernelDim3{dim(t.threads), dim(1), dim(1)},
+          t.dynamicShared ? arith::ConstantIntOp::create(
+                                ob, loc, ob.getI32Type(), t.dynamicShared)
+                                .getResult()
+                          : Value(),
+          op->getOperands());
       op->erase();
     }
   }
