@@ -473,6 +473,118 @@ def run_timing(manifest, timing, rows):
                               (type(e).__name__, e))
 
 
+def run_gemm_timing(manifest, base, run, device, seed, work, checks, clock,
+                    rows):
+    """Times each GEMM timing model's builds (mma.sync: "fused"; wgmma)
+    with tfc-run and torch.matmul on the same f16 inputs (its result in
+    f16, ours in f32), and checks our results against the f32 product of
+    the inputs. One row per model."""
+    gpu = device.type == "cuda"
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed + 2)
+    target_s = 0.3 if gpu else 0.1
+    for m in [m for m in manifest["models"] if m["group"] == "gemm_timing"]:
+        row = {"name": m["name"], "M": m["M"], "K": m["K"], "N": m["N"],
+               "batch": m["batch"], "notes": [],
+               "flop": 2.0 * m["batch"] * m["M"] * m["K"] * m["N"]}
+        rows.append(row)
+        if clock.left() < 40:
+            row["notes"].append("%s skipped: time budget spent" % m["name"])
+            continue
+        try:
+            time_gemm(m, base, run, device, gen, work, checks, clock, row,
+                      target_s)
+        except Exception as e:  # a bug here must not end the whole check
+            checks.add(False, m["name"], "check.py error: %s: %s" %
+                       (type(e).__name__, e))
+
+
+def time_gemm(m, base, run, device, gen, work, checks, clock, row, target_s):
+    gpu = device.type == "cuda"
+    a = torch.randn((m["batch"], m["M"], m["K"]), generator=gen,
+                    device=device).to(torch.float16)
+    b = torch.randn((m["batch"], m["K"], m["N"]), generator=gen,
+                    device=device).to(torch.float16)
+    paths = []
+    for i, t in enumerate((a, b)):
+        paths.append(os.path.join(work, "g%d.npy" % i))
+        np.save(paths[-1], t.cpu().numpy())
+
+    def torch_ms():
+        if not gpu:
+            t0 = time.perf_counter()
+            torch.matmul(a.float(), b.float())
+            return (time.perf_counter() - t0) * 1e3
+        e0, e1 = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        e0.record()
+        torch.matmul(a, b)
+        e1.record()
+        torch.cuda.synchronize()
+        return e0.elapsed_time(e1)
+    for _ in range(3):
+        torch_ms()
+    n = int(min(200, max(5, target_s * 1e3 / max(torch_ms(), 1e-3))))
+    times = sorted(torch_ms() for _ in range(n))
+    row["torch_ms"] = times[len(times) // 2]
+    expect = torch.matmul(a.float(), b.float())
+    for build in m["builds"]:
+        label = "%s %s" % (m["name"], build)
+        error = m.get("errors", {}).get(build)
+        if error:
+            checks.add(False, label, "not built: " + error)
+            continue
+        out_path = os.path.join(work, "g_out.npy")
+        if os.path.exists(out_path):
+            os.remove(out_path)
+        repeat = int(min(50, max(3, target_s * 1e3 / max(row["torch_ms"],
+                                                          1e-3))))
+        stdout, err = run(os.path.join(base, m["paths"][build]), paths,
+                          out_path, timeout=min(120, clock.left() - 20),
+                          repeat=repeat, warmup=2)
+        ms = median_ms(stdout)
+        if err or ms is None:
+            checks.add(False, label, err or "tfc-run printed no time")
+            continue
+        row[build + "_ms"] = ms
+        got = torch.from_numpy(np.load(out_path)).to(device).float()
+        e = float(torch.linalg.norm(got - expect) / torch.linalg.norm(expect))
+        finite = bool(torch.isfinite(got).all())
+        tol = m["tol"][build]
+        checks.add(finite and e <= tol, label + " vs f32 product",
+                   "rel.err %.2e (tol %.0e)%s" % (
+                       e, tol, "" if finite else ", NON-FINITE values"))
+    print("time %-30s %s" % (m["name"], ", ".join(
+        "%s %.3f ms" % (k[:-3], row[k]) for k in row if k.endswith("_ms"))),
+        flush=True)
+
+
+def gemm_table(rows):
+    """One row per GEMM shape: torch.matmul, then each tfc build (ms,
+    TFLOP/s, torch ms / ours)."""
+    builds = [b for b in ("fused",) + tuple(specs.GPU_VARIANTS)
+              if any(r.get(b + "_ms") for r in rows)]
+    head = ["batch x M x K x N", "torch.matmul ms", "TFLOP/s"]
+    for b in builds:
+        name = "mma.sync" if b == "fused" else b
+        head += ["tfc %s ms" % name, "TFLOP/s", "vs torch"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---:" for _ in head) + "|"]
+    for r in rows:
+        def rate(key):
+            return fmt(r["flop"] / r[key] / 1e9 if r.get(key) else None,
+                       "%.3g")
+        cells = ["%dx%dx%dx%d" % (r["batch"], r["M"], r["K"], r["N"]),
+                 fmt(r.get("torch_ms")), rate("torch_ms")]
+        for b in builds:
+            ours = r.get(b + "_ms")
+            cells += [fmt(ours), rate(b + "_ms"),
+                      "%.2fx" % (r["torch_ms"] / ours)
+                      if ours and r.get("torch_ms") else "—"]
+        lines.append("| " + " | ".join(cells) + " |")
+        lines += ["- " + n for n in r["notes"]]
+    return lines
+
+
 # ---------------------------------------------------------------- report
 
 def fmt(v, spec="%.3f"):
@@ -524,7 +636,8 @@ def timing_table(rows, peer_name):
     return lines, notes
 
 
-def report(header, checks, rows, peer_name, gpu, out, clock, final):
+def report(header, checks, rows, peer_name, gpu, out, clock, final,
+           gemm_rows=()):
     failed = checks.failed
     lines = ["# tfc device check", "", header, ""]
     lines.append("**numerics: %d checks, %d passed, %d failed**%s" % (
@@ -553,6 +666,14 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final):
                       if gpu else "")]
         for n in notes:
             lines.append("- " + n)
+    if gemm_rows:
+        lines += ["", "## GEMM timing, f16 inputs, f32 results", ""]
+        lines += gemm_table(gemm_rows)
+        lines += ["", "tfc: `tfc-run --repeat` median; torch.matmul: median "
+                  "of many runs (%s). TFLOP/s = 2*batch*M*K*N / t. `vs "
+                  "torch` = t_torch / t_tfc." % (
+                      "CUDA events; its result in f16" if gpu else
+                      "wall clock; in f32 on the CPU")]
     lines.append("")
     lines.append("wall time of the check: %.0f s" % clock.elapsed())
     md = "\n".join(lines) + "\n"
@@ -569,7 +690,8 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final):
             f.write(full)
         with open(os.path.join(out, "device-check.json"), "w") as f:
             json.dump({"header": header, "checks": checks.rows,
-                       "timing": rows}, f, indent=1)
+                       "timing": rows, "gemm_timing": list(gemm_rows)}, f,
+                      indent=1)
     return md
 
 
@@ -633,7 +755,7 @@ def main():
     if a.emulated:
         run.once, run.timeout_scale = True, 30.0
     work = tempfile.mkdtemp(prefix="tfc-device-check-")
-    checks, rows, peer = Checks(), [], Peer(device)
+    checks, rows, peer, gemm_rows = Checks(), [], Peer(device), []
     try:
         print("== numerics (%s)" % device, flush=True)
         run_numerics(manifest, base, run, device, seed, work, checks, clock)
@@ -661,6 +783,9 @@ def main():
                                                       a.budget), flush=True)
             run_timing(manifest, Timing(base, run, device, seed, work,
                                         checks, clock, peer), rows)
+            print("== GEMM timing (%.0f s left)" % clock.left(), flush=True)
+            run_gemm_timing(manifest, base, run, device, seed, work, checks,
+                            clock, gemm_rows)
         # Last: a debugging aid that the time left may cut short.
         if gpu:
             print("== compute-sanitizer (%.0f s left)" % clock.left(),
@@ -670,7 +795,7 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
         md = report(header, checks, rows, peer.name, gpu, a.out, clock,
-                    True)
+                    True, gemm_rows)
         print()
         print(md, end="", flush=True)
     return 1 if checks.failed else 0

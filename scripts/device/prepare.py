@@ -177,6 +177,7 @@ def main():
     models = specs.numerics_models(ROOT)
     if not a.numerics_only:
         models += specs.timing_models(a.small)
+        models += specs.gemm_timing_models(a.small)
     if a.target != "nvptx":  # --gpu-ldmatrix and the like are GPU flags
         for m in models:
             m["builds"] = [b for b in m["builds"]

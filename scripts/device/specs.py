@@ -259,6 +259,25 @@ UNFUSED_NOTE = ("unfused omitted at S=16384: its [B,H,S,S] f16 score matrix "
                 "exp/probability tensors are as large again")
 
 
+def gemm_timing_models(small=False):
+    """f16 GEMMs with f32 results, in the mma.sync build and the wgmma
+    one (the dry run: small shapes, mma.sync only), timed against
+    torch.matmul: a square one, and a transformer MLP's up-projection
+    (batch 8 x 1024 tokens, 768 -> 3072)."""
+    shapes = ([(1, 128, 96, 256)] if small else
+              [(1, 4096, 4096, 4096), (1, 8192, 768, 3072)])
+    models = []
+    for batch, m, k, n in shapes:
+        g = matmul("gemm_%dx%dx%d" % (m, k, n), batch, m, k, n, "f16")
+        # Against the f32 product of the f16 inputs: f32 sums of up to 4096
+        # products in another order, about sqrt(K) * 2^-24 = 4e-6 apart;
+        # 1e-4 leaves room for the order of the tensor cores' additions.
+        g.update(group="gemm_timing", M=m, K=k, N=n, batch=batch,
+                 tol={b: 1e-4 for b in g["builds"]})
+        models.append(g)
+    return models
+
+
 def timing_models(small=False):
     """Fused f16 attention B=4, H=16 (the dry run: B=1, H=2, small S)."""
     if small:

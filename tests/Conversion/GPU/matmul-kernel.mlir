@@ -61,31 +61,34 @@ func.func @stays_a_loop(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8
 // -----
 
 // With wgmma (sm_90a; K and N multiples of 8): 64 rows of C per warpgroup,
-// two warpgroups per block where M exceeds 64 (here 65: 128 x 128 tiles,
-// 256 threads; grid x = 3 batches x ceil(200 / 128), y = 1), K in slices
-// of 64: A [128][64] and B [64][128] by cp.async (zero-filled past K = 72
-// and N = 200) into two stages of core matrices ([chunks][8], 64 KiB of
-// dynamic shared memory), slice s + 1 in flight while s is multiplied; the
-// slice is made visible to wgmma (proxy fence, barrier), then 4 wgmma
-// m64n128k16 per warpgroup read A (its 64 rows, K-major: transpose flag 0)
-// and B (shared by both, N-major: 1) from shared memory by descriptor
-// (operands 128, 129 after the 64 accumulators and their tied inputs);
-// commit, wait, barrier. C += A·B at the end as before.
+// two warpgroups per block where M exceeds 64 and N reaches 128 (here 65 x
+// 200: 128 x 128 tiles, 256 threads; grid x = 3 batches x ceil(200 / 128),
+// y = 1), K in slices of 64: A [128][64] and B [64][128] by cp.async
+// (zero-filled past K = 72 and N = 200) into three stages of core matrices
+// ([chunks][8], 96 KiB of dynamic shared memory), slices 0 and 1 first.
+// Per slice: wait for it (the next may be in flight), proxy fence,
+// barrier; 4 wgmma m64n128k16 per warpgroup read A (its 64 rows, K-major:
+// transpose flag 0) and B (shared by both, N-major: 1) from shared memory
+// by descriptor (operands 128, 129 after the 64 accumulators and their
+// tied inputs); commit, and wait only for the previous slice's chain, so
+// that this one runs through the barrier and the copies of slice + 2 into
+// the stage the previous one used. After the loop, wait for the last; C +=
+// A·B as before.
 // RUN: tfc-opt %s --split-input-file --convert-linalg-matmul-to-nvptx="wgmma=true" | FileCheck %s --check-prefix=WGMMA
 // CHECK-LABEL: func.func @wgmma_batch_f16
 // WGMMA-LABEL: func.func @wgmma_batch_f16
 // WGMMA-DAG: %[[X:.*]] = arith.constant 6 : index
 // WGMMA-DAG: %[[T:.*]] = arith.constant 256 : index
-// WGMMA-DAG: %[[BYTES:.*]] = arith.constant 65536 : i32
+// WGMMA-DAG: %[[BYTES:.*]] = arith.constant 98304 : i32
 // WGMMA: gpu.launch_func @tfc_matmul::@matmul_0 blocks in (%[[X]], %{{.*}}, %{{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[BYTES]] args(%{{.*}} : memref<3x65x72xf16>
 // WGMMA: gpu.func @matmul_0
-// WGMMA: %[[AS:.*]] = memref.view {{.*}} to memref<2048x8xf16, #gpu.address_space<workgroup>>
-// WGMMA: %[[BS:.*]] = memref.view {{.*}} to memref<2048x8xf16, #gpu.address_space<workgroup>>
-// WGMMA: nvgpu.device_async_copy {{.*}}, %[[AS]][{{.*}}], 8, {{.*}} : memref<3x65x72xf16> to memref<2048x8xf16
-// WGMMA: nvgpu.device_async_copy {{.*}}, %[[BS]][{{.*}}], 8, {{.*}} : memref<3x72x200xf16> to memref<2048x8xf16
+// WGMMA: %[[AS:.*]] = memref.view {{.*}} to memref<3072x8xf16, #gpu.address_space<workgroup>>
+// WGMMA: %[[BS:.*]] = memref.view {{.*}} to memref<3072x8xf16, #gpu.address_space<workgroup>>
+// WGMMA: nvgpu.device_async_copy {{.*}}, %[[AS]][{{.*}}], 8, {{.*}} : memref<3x65x72xf16> to memref<3072x8xf16
+// WGMMA: nvgpu.device_async_copy {{.*}}, %[[BS]][{{.*}}], 8, {{.*}} : memref<3x72x200xf16> to memref<3072x8xf16
+// WGMMA: nvgpu.device_async_create_group
 // WGMMA: nvgpu.device_async_create_group
 // WGMMA: scf.for
-// WGMMA: nvgpu.device_async_create_group
 // WGMMA-NEXT: nvvm.cp.async.wait.group 1
 // WGMMA-NEXT: nvvm.fence.proxy
 // WGMMA-NEXT: gpu.barrier
@@ -94,9 +97,13 @@ func.func @stays_a_loop(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8
 // WGMMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}} $63}, $128, $129, $130, 1, 1, 0, 1;"
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: nvgpu.device_async_copy {{.*}}, %[[AS]]
+// WGMMA: nvgpu.device_async_create_group
+// WGMMA: scf.yield
+// WGMMA-NEXT: }
 // WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// WGMMA: gpu.barrier
-// WGMMA-NEXT: scf.yield
 // WGMMA: vector.load %{{.*}} : memref<3x65x200xf32>, vector<2xf32>
 // WGMMA-NOT: nvvm.mma.sync
 func.func @wgmma_batch_f16(%a: memref<3x65x72xf16>, %b: memref<3x72x200xf16>, %c: memref<3x65x200xf32>) {
@@ -107,13 +114,13 @@ func.func @wgmma_batch_f16(%a: memref<3x65x72xf16>, %b: memref<3x72x200xf16>, %c
 // -----
 
 // M up to 64: one warpgroup per block (128 threads), and N = 64 narrower
-// than 128: tiles of 64 x 64, m64n64k16, 32 KiB of static shared memory.
+// than 128: tiles of 64 x 64, m64n64k16, 48 KiB of static shared memory.
 // CHECK-LABEL: func.func @wgmma_one_warpgroup
 // WGMMA-LABEL: func.func @wgmma_one_warpgroup
 // WGMMA-DAG: %[[T:.*]] = arith.constant 128 : index
 // WGMMA: gpu.launch_func @tfc_matmul::@matmul_0 blocks in ({{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}}) args
-// WGMMA-DAG: memref.global "private" @matmul_0_tile0 : memref<1024x8xbf16, #gpu.address_space<workgroup>>
-// WGMMA-DAG: memref.global "private" @matmul_0_tile1 : memref<1024x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-DAG: memref.global "private" @matmul_0_tile0 : memref<1536x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-DAG: memref.global "private" @matmul_0_tile1 : memref<1536x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, 1, 1, 0, 1;"
 func.func @wgmma_one_warpgroup(%a: memref<40x96xbf16>, %b: memref<96x64xbf16>, %c: memref<40x64xbf16>) {
   linalg.matmul ins(%a, %b : memref<40x96xbf16>, memref<96x64xbf16>) outs(%c : memref<40x64xbf16>)

@@ -250,9 +250,11 @@ def ConvertLinalgMatmulToNVPTX : Pass<"convert-linalg-matmul-to-nvptx", "mlir::M
     (f32, transposed maps) stay loop nests. Runs after bufferization.
 
     With `wgmma` (needs a gpu.module target of sm_90a; K and N multiples of
-    8): a warpgroup per 64x128 tile of C, K in slices of 64 copied by
-    cp.async into two stages of wgmma's core matrices, one chain of wgmma
-    m64n128k16 per slice with A and B read from shared memory.
+    8): a warpgroup per 64 rows x min(N, 128) columns of C (two per block
+    sharing B where M > 64 and N reaches 128), K in slices of 64 copied by
+    cp.async into three stages of wgmma's core matrices, one chain of wgmma
+    m64nNk16 per slice with A and B read from shared memory, in flight
+    while the next slices are copied.
   }];
   let options = [
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",

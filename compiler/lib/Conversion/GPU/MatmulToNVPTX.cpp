@@ -10,12 +10,15 @@
 // transposed). The op's semantics C += A·B are kept: C is read once at the
 // end.
 //
-// With `wgmma` (sm_90a; K and N multiples of 8), a block is one warpgroup
-// that owns a 64x128 tile of C: K in slices of 64, A [64][64] and B
-// [64][128] copied by cp.async into two stages of wgmma's 8x8 core
-// matrices (slice s + 1 in flight while s is multiplied), and per slice one
-// chain of 4 wgmma m64n128k16 with both operands read from shared memory
-// by descriptor (A K-major, B N-major), f32 accumulators in registers.
+// With `wgmma` (sm_90a; K and N multiples of 8), each warpgroup owns 64
+// rows x min(N, 128) columns of C, two warpgroups per block sharing the B
+// tiles where M > 64 and N reaches 128. K goes in slices of 64: A and B
+// tiles are copied by cp.async into three stages of wgmma's 8x8 core
+// matrices, and per slice one chain of 4 wgmma m64nNk16 reads both
+// operands from shared memory by descriptor (A K-major, B N-major), f32
+// accumulators in registers. A slice's chain stays in flight while the
+// warps pass the barrier and copy slice + 2 into the stage the previous
+// chain used (waited for first).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,7 +51,7 @@ namespace {
 constexpr int64_t kTile = 64, kSlice = 32, kThreads = 128;
 /// The wgmma kernel's tile of C is kTile x kWideTile (at most), K in slices
 /// of kWideSlice.
-constexpr int64_t kWideTile = 128, kWideSlice = 64;
+constexpr int64_t kWideTile = 128, kWideSlice = 64, kStages = 3;
 
 struct GemmShape {
   bool batched;
@@ -206,12 +209,12 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
   WgmmaOps wg{a, s.t};
-  // Two stages of A [tileM][64] and B [64][tileN] in core matrices
-  // ([chunks][8]): 48 KiB with one warpgroup (static), 64 with two.
+  // Three stages of A [tileM][64] and B [64][tileN] in core matrices
+  // ([chunks][8]): up to 72 KiB with one warpgroup, 96 with two (dynamic).
   GemmKernel k =
       beginGemmKernel(builder, module, name, s, args,
-                      {sharedTile(s.t, 2 * tileM * kWideSlice / 8, 8),
-                       sharedTile(s.t, 2 * kWideSlice * tileN / 8, 8)},
+                      {sharedTile(s.t, kStages * tileM * kWideSlice / 8, 8),
+                       sharedTile(s.t, kStages * kWideSlice * tileN / 8, 8)},
                       t, b, a);
   Value as = k.tiles[0], bs = k.tiles[1], A = k.A, B = k.B, tid = k.tid,
         m0 = k.m0, n0 = k.n0;
@@ -225,10 +228,10 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                      /*coreMatrices=*/true};
   TileLayout bLayout{kWideSlice, tileN, 8, threads, false, true};
   int64_t slices = (s.k + kWideSlice - 1) / kWideSlice;
-  // Slice `slice` into stage slice % 2, one group (zero-filled past K).
-  auto copySlice = [&](Value slice) {
+  // Slice `slice` into stage `stage` (slice % kStages), one group
+  // (zero-filled past K).
+  auto copySlice = [&](Value slice, Value stage) {
     Value enabled = a.ult(slice, slices), k0 = a.mul(slice, kWideSlice);
-    Value stage = a.rem(slice, 2);
     SmallVector<Value> tokens =
         copyTileAsync(a, A, lead, m0, s.m, s.k, enabled, aLayout, as,
                       a.mul(stage, tileM), tid, k0);
@@ -237,19 +240,29 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   };
-  copySlice(a.c(0));
+  copySlice(a.c(0), a.c(0));
+  copySlice(a.c(1), a.c(1));
+  // Loop state: the accumulators, then slice sl's stage (sl % kStages,
+  // counted instead of divided).
   SmallVector<Value> init(tileN / 2, a.f(0.0));
+  init.push_back(a.c(0));
   auto loop = scf::ForOp::create(b, a.c(0), a.c(slices), a.c(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value sl = loop.getInductionVar();
-    SmallVector<Value> acc(loop.getRegionIterArgs());
-    copySlice(a.add(sl, 1));
+    ValueRange iter = loop.getRegionIterArgs();
+    SmallVector<Value> acc(iter.drop_back());
+    Value stage = iter.back();
+    auto wrap = [&](Value x) { // x % kStages for x < 2 kStages
+      Value over =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::uge, x, a.c(kStages));
+      return a.sel(over, arith::SubIOp::create(b, x, a.c(kStages)), x);
+    };
+    // Slice sl has landed (sl + 1 may be in flight), for every thread.
     NVVM::CpAsyncWaitGroupOp::create(b, 1);
     wg.fenceSharedWrites();
     gpu::BarrierOp::create(b);
-    Value stage = a.rem(sl, 2);
     // A: LBO 128 bytes along K, SBO 64 x 16 per 8 rows, the warpgroup's 64
     // rows; B (N-major): SBO 128 bytes along N, LBO tileN x 16 per 8 rows
     // of K.
@@ -258,21 +271,28 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                 /*lbo=*/128, /*sbo=*/kWideSlice * 16);
     Value descB = wg.descriptor(bs, a.mul(stage, kWideSlice * tileN * 2),
                                 /*lbo=*/tileN * 16, /*sbo=*/128);
-    wg.pin(acc);
+    // (The chain of slice sl - 1 may still be in flight on the same
+    // accumulators: wgmma orders them.)
     wg.fence();
     for (int64_t kk = 0; kk < kWideSlice / 16; ++kk)
       wg.mma({wg.advance(descA, kk * 256)},
              wg.advance(descB, kk * 2 * tileN * 16),
              /*transposeB=*/true, /*accumulate=*/true, acc);
     wg.commit();
-    wg.wait(0);
-    wg.pin(acc);
-    // Every warp is done with this stage before slice + 2 is copied into it.
+    // This slice's chain stays in flight through the barrier and the next
+    // copies; the previous one is done, in every warp, before slice sl + 2
+    // is copied into its stage.
+    wg.wait(1);
     gpu::BarrierOp::create(b);
-    scf::YieldOp::create(b, acc);
+    copySlice(a.add(sl, 2), wrap(a.add(stage, 2)));
+    SmallVector<Value> yield = acc;
+    yield.push_back(wrap(a.add(stage, 1)));
+    scf::YieldOp::create(b, yield);
   }
-  addToC(a, s, k.C, lead, a.add(m0, a.mul(k.warp, 16)), n0, k.lane,
-         loop.getResults(), tileN);
+  SmallVector<Value> acc(loop.getResults().drop_back());
+  wg.wait(0);
+  wg.pin(acc);
+  addToC(a, s, k.C, lead, a.add(m0, a.mul(k.warp, 16)), n0, k.lane, acc, tileN);
   gpu::ReturnOp::create(b);
   return k.func;
 }
