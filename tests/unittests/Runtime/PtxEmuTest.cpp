@@ -817,8 +817,8 @@ TEST(PtxEmu, WgmmaNegatedMnMajorA) {
 
 /// What a launch reports: a swizzled descriptor, a wgmma never waited for,
 /// a warpgroup the block does not fill, a tile beyond shared memory, an
-/// mma_async without a wgmma.fence before it, registers of a wgmma in
-/// flight written before its wait.
+/// mma_async without a wgmma.fence before it, a warp of the warpgroup that
+/// skips one, registers of a wgmma in flight written before its wait.
 TEST(PtxEmu, WgmmaLaunchErrors) {
   std::mt19937 rng(7);
   Elem e{false};
@@ -875,6 +875,20 @@ TEST(PtxEmu, WgmmaLaunchErrors) {
                      c, d, nullptr, &error),
             PTXEMU_LAUNCH_FAILED);
   EXPECT_NE(error.find("without a wgmma.fence"), std::string::npos) << error;
+  // All 4 warps of the warpgroup must issue the same mma_async: here warp 2
+  // skips it.
+  std::string skipping = body(bOp, 0, wait0);
+  skipping.replace(skipping.find("  wgmma.mma_async"), 0,
+                   "  setp.ge.u32 %p3, %r1, 64;\n  setp.lt.u32 %p4, %r1, 96;\n"
+                   "  and.pred %p3, %p3, %p4;\n  @%p3 bra $L__skip;\n");
+  skipping.replace(skipping.find("  wgmma.commit_group"), 0, "$L__skip:\n");
+  EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), skipping), aFragments(a), img,
+                     c, d, nullptr, &error),
+            PTXEMU_LAUNCH_FAILED);
+  EXPECT_NE(error.find("warp 2 of warpgroup 0 issued other wgmma.mma_async "
+                       "than warp 0: its wgmma 1 is none"),
+            std::string::npos)
+      << error;
   // Registers of a wgmma in flight must keep their values until its wait.
   for (auto [write, what] :
        {std::pair{"  mov.b32 %r11, 0;\n", "A register 1 of"},
