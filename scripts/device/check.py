@@ -161,6 +161,7 @@ class TfcRun:
 # kind of hand-built kernel, at odd sizes.
 SANITIZE = {"memcheck": ["attn_causal_f16", "attn_odd_77x200_d80_f16",
                          "attn_padmask_f16", "matmul_f16_3x65x48x42",
+                         "matmul_bf16_2x130x200x64",
                          "softmax_64x4096_f16", "layer_norm_256x1024_f16"],
             "racecheck": ["attn_causal_f16", "matmul_f16_3x65x48x42"]}
 
@@ -183,7 +184,8 @@ def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
                           "--print-limit", "5", tfc_run]
             # The default kernel, and where the model has them the cp.async
             # one with 32 rows per warp and the wgmma ones (their copies and
-            # stages, under racecheck).
+            # stages, under racecheck; the bf16 matmul's wgmma GEMM under
+            # memcheck).
             builds = ["fused"] + [b for b in ("async32", "wgmma", "wgmma2")
                                   if b in specs[name]["builds"]]
             spec = dict(specs[name], name="%s [%s]" % (name, kind),
