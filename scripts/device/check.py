@@ -762,8 +762,9 @@ def main():
         print("== numerics (%s)" % device, flush=True)
         run_numerics(manifest, base, run, device, seed, work, checks, clock)
         if a.emulated:
-            # Whole models in f32 run their matmuls one thread per element:
-            # hours in the interpreter. bert_layer and gpt_layer stand in.
+            # Whole models are too many instructions for the interpreter
+            # (hours, before their matmuls had a GEMM kernel in f32).
+            # bert_layer and gpt_layer stand in.
             print("== all-MiniLM-L6-v2, GPT-2: not run by the interpreter",
                   flush=True)
         else:

@@ -2,8 +2,8 @@
 // 64x64 tiles of C per block of 4 warps, K in slices of 32 staged through
 // 16-byte aligned shared memory (A [64][32], B [32][64], rows padded by 16
 // bytes), fragments by ldmatrix.x4 (B's transposed), mma.sync m16n8k16 with
-// f32 accumulation, C += A·B kept. f32 and transposed-map matmuls stay
-// loops.
+// f32 accumulation, C += A·B kept. f32 matmuls get an FMA GEMM (below);
+// odd K or N in f16/bf16 and transposed maps stay loops.
 //
 // RUN: tfc-opt %s --split-input-file --convert-linalg-matmul-to-nvptx | FileCheck %s
 
@@ -48,13 +48,42 @@ func.func @plain_bf16(%a: memref<128x96xbf16>, %b: memref<96x256xbf16>, %c: memr
 
 // -----
 
+// An odd K in f16 (pairs would straddle rows) and a transposed map stay
+// loops.
 // CHECK-LABEL: func.func @stays_a_loop
-// CHECK: linalg.matmul
 // CHECK: linalg.batch_matmul
+// CHECK: linalg.matmul
 // CHECK-NOT: gpu.launch_func
-func.func @stays_a_loop(%a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>, %x: memref<1x8x7xf16>, %y: memref<1x7x8xf16>, %z: memref<1x8x8xf32>) {
-  linalg.matmul ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>)
+func.func @stays_a_loop(%x: memref<1x8x7xf16>, %y: memref<1x7x8xf16>, %z: memref<1x8x8xf32>, %a: memref<8x8xf32>, %b: memref<8x8xf32>, %c: memref<8x8xf32>) {
   linalg.batch_matmul ins(%x, %y : memref<1x8x7xf16>, memref<1x7x8xf16>) outs(%z : memref<1x8x8xf32>)
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>] ins(%a, %b : memref<8x8xf32>, memref<8x8xf32>) outs(%c : memref<8x8xf32>)
+  return
+}
+
+// -----
+
+// f32: an FMA GEMM, 64x64 tiles of C per block of 256 threads (grid x =
+// ceil(41 / 64), y = ceil(33 / 64)), each thread 4x4 of them; K in slices
+// of 16 staged through shared memory, one element at a time where K or N
+// is not a multiple of 4 (here 17 and 41); f32 FMA, C += A·B.
+// CHECK-LABEL: func.func @fma_f32
+// CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0 blocks in ({{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}}) args(%{{.*}} : memref<33x17xf32>
+// CHECK-DAG: memref.global "private" @matmul_0_tile0 : memref<64x16xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @matmul_0_tile1 : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.func @matmul_0
+// CHECK: scf.for
+// CHECK: vector.store {{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>, vector<1xf32>
+// CHECK: vector.load {{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: memref.load {{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>
+// CHECK: math.fma
+// CHECK: scf.yield
+// CHECK: memref.load %{{.*}} : memref<33x41xf32>
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}} : memref<33x41xf32>
+// CHECK-NOT: nvvm.mma.sync
+func.func @fma_f32(%a: memref<33x17xf32>, %b: memref<17x41xf32>, %c: memref<33x41xf32>) {
+  linalg.matmul ins(%a, %b : memref<33x17xf32>, memref<17x41xf32>) outs(%c : memref<33x41xf32>)
   return
 }
 

@@ -246,8 +246,11 @@ def ConvertLinalgMatmulToNVPTX : Pass<"convert-linalg-matmul-to-nvptx", "mlir::M
     shapes in `gpu.module @tfc_matmul`: a block of 4 warps per 64x64 tile of
     C, K in slices of 32 staged through shared memory (the next slice
     prefetched into registers), `nvvm.mma.sync` m16n8k16 with f32
-    accumulation. The op's semantics (C += A·B) are kept. Other matmuls
-    (f32, transposed maps) stay loop nests. Runs after bufferization.
+    accumulation. f32 matmuls get an FMA GEMM (64x64 tiles of C per block
+    of 256 threads, 4x4 per thread, K in slices of 16 through shared
+    memory), which keeps f32 accuracy. The op's semantics (C += A·B) are
+    kept. Other matmuls (odd K or N in f16/bf16, transposed maps) stay
+    loop nests. Runs after bufferization.
 
     With `wgmma` (needs a gpu.module target of sm_90a; K and N multiples of
     8): a warpgroup per 64 rows x min(N, 128) columns of C (two per block

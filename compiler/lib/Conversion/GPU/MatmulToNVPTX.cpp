@@ -52,6 +52,8 @@ constexpr int64_t kTile = 64, kSlice = 32, kThreads = 128;
 /// The wgmma kernel's tile of C is kTile x kWideTile (at most), K in slices
 /// of kWideSlice.
 constexpr int64_t kWideTile = 128, kWideSlice = 64, kStages = 3;
+/// The f32 kernel's K slice.
+constexpr int64_t kFmaSlice = 16;
 
 struct GemmShape {
   bool batched;
@@ -83,16 +85,19 @@ std::optional<GemmShape> gemmShape(linalg::LinalgOp op) {
   s.batched = isa<linalg::BatchMatmulOp>(op);
   s.t = types[0].getElementType();
   s.acc = types[2].getElementType();
-  if (!(s.t.isF16() || s.t.isBF16()) || types[1].getElementType() != s.t ||
-      !(s.acc.isF32() || s.acc == s.t))
+  if (!(s.t.isF16() || s.t.isBF16() || s.t.isF32()) ||
+      types[1].getElementType() != s.t || !(s.acc.isF32() || s.acc == s.t))
     return std::nullopt;
   int64_t lead = s.batched ? 1 : 0;
   s.batch = s.batched ? types[0].getDimSize(0) : 1;
   s.m = types[0].getDimSize(lead);
   s.k = types[0].getDimSize(lead + 1);
   s.n = types[1].getDimSize(lead + 1);
-  // Pairs of elements along K (A) and N (B, C) must not straddle a row.
-  if (s.k % 2 || s.n % 2 || s.m == 0 || s.n == 0 || s.k == 0 || s.batch == 0)
+  if (s.m == 0 || s.n == 0 || s.k == 0 || s.batch == 0)
+    return std::nullopt;
+  // f16/bf16: pairs of elements along K (A) and N (B, C) must not straddle
+  // a row.
+  if (!s.t.isF32() && (s.k % 2 || s.n % 2))
     return std::nullopt;
   // Row blocks go on gridDim.y (at most 65535), (batch, column blocks) on x.
   if ((s.m + kTile - 1) / kTile > 65535 ||
@@ -183,7 +188,7 @@ void addToC(Arith &a, const GemmShape &s, Value C, ArrayRef<Value> lead,
 /// Whether the wgmma kernel takes the shape: rows of A and B in 16-byte
 /// chunks.
 bool useWgmma(const GemmShape &s, bool wgmma) {
-  return wgmma && s.k % 8 == 0 && s.n % 8 == 0;
+  return wgmma && !s.t.isF32() && s.k % 8 == 0 && s.n % 8 == 0;
 }
 
 /// The wgmma kernel's columns of C per block: kWideTile, or all of a
@@ -196,6 +201,8 @@ int64_t wideTile(const GemmShape &s) { return std::min(kWideTile, s.n); }
 /// warp-instructions per 16x8x16 at 130x1024x256; at N = 64, 3.57 instead
 /// of 2.85: the copies' addressing outweighs the smaller B tile).
 GemmTiling gemmTiling(const GemmShape &s, bool wide) {
+  if (s.t.isF32())
+    return {kTile, kTile, 2 * kThreads};
   if (!wide)
     return {kTile, kTile, kThreads};
   int64_t warpgroups = s.m > kTile && wideTile(s) == kWideTile ? 2 : 1;
@@ -297,6 +304,59 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   return k.func;
 }
 
+/// The K loop of the register-staged GEMM kernels: slices of `slice`
+/// columns of A / rows of B staged in shared memory (`as` [tileM][..],
+/// `bs` [slice][..]), the next slice loaded into registers while
+/// `multiply` adds the current one's products to the accumulators (`acc`
+/// holds their initial values). Returns the accumulators.
+SmallVector<Value>
+stagedKLoop(Arith &a, const GemmShape &s, const GemmKernel &k,
+            const GemmTiling &t, int64_t slice, int64_t aWidth, int64_t bWidth,
+            SmallVector<Value> acc,
+            llvm::function_ref<void(SmallVectorImpl<Value> &)> multiply) {
+  ImplicitLocOpBuilder &b = a.b;
+  TileLayout aLayout{t.tileM, slice, aWidth, t.threads};
+  TileLayout bLayout{slice, t.tileN, bWidth, t.threads};
+  auto loadA = [&](Value k0) {
+    return loadTile(a, k.A, k.lead, k.m0, s.m, k0, s.k, s.k % slice != 0,
+                    aLayout, k.tid);
+  };
+  auto loadB = [&](Value k0) {
+    return loadTile(a, k.B, k.lead, k0, s.k, k.n0, s.n, s.n % t.tileN != 0,
+                    bLayout, k.tid);
+  };
+  TileChunks aFirst = loadA(a.c(0)), bFirst = loadB(a.c(0));
+  size_t numAcc = acc.size(), aCount = aFirst.values.size();
+  SmallVector<Value> init = acc;
+  init.append(aFirst.values.begin(), aFirst.values.end());
+  init.append(bFirst.values.begin(), bFirst.values.end());
+  int64_t slices = (s.k + slice - 1) / slice;
+  auto loop = scf::ForOp::create(b, a.c(0), a.c(slices), a.c(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    ValueRange iter = loop.getRegionIterArgs();
+    SmallVector<Value> sum(iter.begin(), iter.begin() + numAcc);
+    TileChunks aTile = aFirst, bTile = bFirst;
+    aTile.values.assign(iter.begin() + numAcc, iter.begin() + numAcc + aCount);
+    bTile.values.assign(iter.begin() + numAcc + aCount, iter.end());
+
+    gpu::BarrierOp::create(b);
+    storeTile(a, aTile, k.tiles[0], /*transpose=*/false, k.tid);
+    storeTile(a, bTile, k.tiles[1], /*transpose=*/false, k.tid);
+    gpu::BarrierOp::create(b);
+    // The last slice prefetches itself again: never past the end of A.
+    Value next =
+        a.mul(a.umin(a.add(loop.getInductionVar(), 1), slices - 1), slice);
+    TileChunks aNext = loadA(next), bNext = loadB(next);
+    multiply(sum);
+    sum.append(aNext.values.begin(), aNext.values.end());
+    sum.append(bNext.values.begin(), bNext.values.end());
+    scf::YieldOp::create(b, sum);
+  }
+  return SmallVector<Value>(loop.getResults().take_front(numAcc));
+}
+
 gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                StringRef name, const GemmShape &s,
                                TypeRange args) {
@@ -310,83 +370,99 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
       builder, module, name, s, args,
       {sharedTile(s.t, kTile, kSlice + 8), sharedTile(s.t, kSlice, kTile + 8)},
       t, b, a);
-  Value as = k.tiles[0], bs = k.tiles[1], A = k.A, B = k.B, tid = k.tid,
-        warp = k.warp, lane = k.lane, m0 = k.m0, n0 = k.n0;
-  ArrayRef<Value> lead = k.lead;
+  Value as = k.tiles[0], bs = k.tiles[1], warp = k.warp, lane = k.lane;
 
   // A [64 rows of M][32 of K]; B [32 of K][64 of N].
-  TileLayout aLayout{kTile, kSlice, s.k % 8 == 0 ? 8 : 2, kThreads};
-  TileLayout bLayout{kSlice, kTile, s.n % 8 == 0 ? 8 : 2, kThreads};
-  auto loadA = [&](Value k0) {
-    return loadTile(a, A, lead, m0, s.m, k0, s.k, s.k % kSlice != 0, aLayout,
-                    tid);
-  };
-  auto loadB = [&](Value k0) {
-    return loadTile(a, B, lead, k0, s.k, n0, s.n, s.n % kTile != 0, bLayout,
-                    tid);
-  };
-  TileChunks aFirst = loadA(a.c(0)), bFirst = loadB(a.c(0));
-  Value zero = a.f(0.0);
   constexpr int64_t kNTiles = kTile / 8;
-  SmallVector<Value> init(kNTiles * 4, zero);
-  init.append(aFirst.values.begin(), aFirst.values.end());
-  init.append(bFirst.values.begin(), bFirst.values.end());
-  int64_t slices = (s.k + kSlice - 1) / kSlice;
-  auto loop = scf::ForOp::create(b, a.c(0), a.c(slices), a.c(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    ValueRange iter = loop.getRegionIterArgs();
-    SmallVector<SmallVector<Value>> acc(kNTiles);
-    for (int64_t nt = 0; nt < kNTiles; ++nt)
-      acc[nt].assign(iter.begin() + 4 * nt, iter.begin() + 4 * nt + 4);
-    TileChunks aTile = aFirst, bTile = bFirst;
-    size_t aCount = aFirst.values.size();
-    aTile.values.assign(iter.begin() + kNTiles * 4,
-                        iter.begin() + kNTiles * 4 + aCount);
-    bTile.values.assign(iter.begin() + kNTiles * 4 + aCount, iter.end());
+  SmallVector<Value> res = stagedKLoop(
+      a, s, k, t, kSlice, s.k % 8 == 0 ? 8 : 2, s.n % 8 == 0 ? 8 : 2,
+      SmallVector<Value>(kNTiles * 4, a.f(0.0)),
+      [&](SmallVectorImpl<Value> &sum) {
+        SmallVector<SmallVector<Value>> acc(kNTiles);
+        for (int64_t nt = 0; nt < kNTiles; ++nt)
+          acc[nt].assign(sum.begin() + 4 * nt, sum.begin() + 4 * nt + 4);
+        // Lane l addresses row l % 8 of 8x8 matrix l / 8 of an x4 load.
+        // A: matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7,
+        // k 8-15), (rows 8-15, k 8-15) of the warp's 16 rows: registers
+        // a0..a3. B [k][n] transposed: matrices (k 0-7, n tile nt), (k
+        // 8-15, nt), (k 0-7, nt + 1), (k 8-15, nt + 1): b0 b1 of tile nt,
+        // then of nt + 1.
+        Value quarter = a.div(lane, 8);
+        Value aRow = a.add(a.add(a.mul(warp, 16), a.mul(a.rem(quarter, 2), 8)),
+                           a.rem(lane, 8));
+        for (int64_t kk = 0; kk < kSlice / 16; ++kk) {
+          Value aCol = a.add(a.mul(a.div(quarter, 2), 8), kk * 16);
+          SmallVector<Value> aFrag =
+              ops.loadMatrices(as, aRow, aCol, 4, /*transpose=*/false);
+          Value bRow = a.add(a.add(a.rem(lane, 8), kk * 16),
+                             a.mul(a.rem(quarter, 2), 8));
+          for (int64_t nt = 0; nt < kNTiles; nt += 2) {
+            Value bCol = a.mul(a.add(a.div(lane, 16), nt), 8);
+            SmallVector<Value> bFrag =
+                ops.loadMatrices(bs, bRow, bCol, 4, /*transpose=*/true);
+            ops.mma(aFrag, {bFrag[0], bFrag[1]}, acc[nt]);
+            ops.mma(aFrag, {bFrag[2], bFrag[3]}, acc[nt + 1]);
+          }
+        }
+        sum.clear();
+        for (auto &tile : acc)
+          sum.append(tile.begin(), tile.end());
+      });
+  addToC(a, s, k.C, k.lead, a.add(k.m0, a.mul(warp, 16)), k.n0, lane, res,
+         kTile);
+  gpu::ReturnOp::create(b);
+  return k.func;
+}
 
-    gpu::BarrierOp::create(b);
-    storeTile(a, aTile, as, /*transpose=*/false, tid);
-    storeTile(a, bTile, bs, /*transpose=*/false, tid);
-    gpu::BarrierOp::create(b);
-    // The last slice prefetches itself again: never past the end of A.
-    Value next =
-        a.mul(a.umin(a.add(loop.getInductionVar(), 1), slices - 1), kSlice);
-    TileChunks aNext = loadA(next), bNext = loadB(next);
-
-    // Lane l addresses row l % 8 of 8x8 matrix l / 8 of an x4 load. A:
-    // matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
-    // (rows 8-15, k 8-15) of the warp's 16 rows: registers a0..a3. B [k][n]
-    // transposed: matrices (k 0-7, n tile nt), (k 8-15, nt), (k 0-7,
-    // nt + 1), (k 8-15, nt + 1): b0 b1 of tile nt, then of nt + 1.
-    Value quarter = a.div(lane, 8);
-    Value aRow = a.add(a.add(a.mul(warp, 16), a.mul(a.rem(quarter, 2), 8)),
-                       a.rem(lane, 8));
-    for (int64_t kk = 0; kk < kSlice / 16; ++kk) {
-      Value aCol = a.add(a.mul(a.div(quarter, 2), 8), kk * 16);
-      SmallVector<Value> aFrag =
-          ops.loadMatrices(as, aRow, aCol, 4, /*transpose=*/false);
-      Value bRow =
-          a.add(a.add(a.rem(lane, 8), kk * 16), a.mul(a.rem(quarter, 2), 8));
-      for (int64_t nt = 0; nt < kNTiles; nt += 2) {
-        Value bCol = a.mul(a.add(a.div(lane, 16), nt), 8);
-        SmallVector<Value> bFrag =
-            ops.loadMatrices(bs, bRow, bCol, 4, /*transpose=*/true);
-        ops.mma(aFrag, {bFrag[0], bFrag[1]}, acc[nt]);
-        ops.mma(aFrag, {bFrag[2], bFrag[3]}, acc[nt + 1]);
+/// f32: 64x64 tiles of C per block of 256 threads, 4x4 of them per thread
+/// (rows 4 (tid / 16).., columns 4 (tid % 16)..), K in slices of 16 staged
+/// as the mma.sync kernel's, f32 FMA: f32 results keep f32 accuracy.
+gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                                  StringRef name, const GemmShape &s,
+                                  TypeRange args) {
+  ImplicitLocOpBuilder b(module.getLoc(), builder);
+  Arith a{b};
+  GemmTiling t = gemmTiling(s, /*wide=*/false);
+  GemmKernel k = beginGemmKernel(
+      builder, module, name, s, args,
+      {sharedTile(s.t, kTile, kFmaSlice), sharedTile(s.t, kFmaSlice, kTile)}, t,
+      b, a);
+  Value as = k.tiles[0], bs = k.tiles[1];
+  Value row0 = a.mul(a.div(k.tid, 16), 4), col0 = a.mul(a.rem(k.tid, 16), 4);
+  SmallVector<Value> res = stagedKLoop(
+      a, s, k, t, kFmaSlice, s.k % 4 == 0 ? 4 : 1, s.n % 4 == 0 ? 4 : 1,
+      SmallVector<Value>(16, a.f(0.0)), [&](SmallVectorImpl<Value> &acc) {
+        for (int64_t kk = 0; kk < kFmaSlice; ++kk) {
+          // A's 4 rows at column kk (the same for the 16 threads of a row
+          // group: broadcast); B's 4 columns at row kk in one vector.
+          Value bv = vector::LoadOp::create(b, VectorType::get({4}, s.t), bs,
+                                            ValueRange{a.c(kk), col0}, false,
+                                            llvm::MaybeAlign(16));
+          for (int64_t r = 0; r < 4; ++r) {
+            Value av = memref::LoadOp::create(
+                b, as, ValueRange{a.add(row0, r), a.c(kk)});
+            for (int64_t c = 0; c < 4; ++c) {
+              Value bc = vector::ExtractOp::create(b, bv, ArrayRef<int64_t>{c});
+              acc[4 * r + c] = a.fma(av, bc, acc[4 * r + c]);
+            }
+          }
+        }
+      });
+  // C += the accumulators, inside the matrix.
+  for (int64_t r = 0; r < 4; ++r) {
+    Value row = a.add(a.add(k.m0, row0), r);
+    a.guarded(a.ult(row, s.m), [&]() {
+      for (int64_t c = 0; c < 4; ++c) {
+        Value col = a.add(a.add(k.n0, col0), c);
+        a.guarded(s.n % kTile == 0 ? Value() : a.ult(col, s.n), [&]() {
+          SmallVector<Value> idx(k.lead);
+          idx.append({row, col});
+          Value old = memref::LoadOp::create(b, k.C, idx);
+          memref::StoreOp::create(b, a.fadd(old, res[4 * r + c]), k.C, idx);
+        });
       }
-    }
-    SmallVector<Value> yield;
-    for (auto &tile : acc)
-      yield.append(tile.begin(), tile.end());
-    yield.append(aNext.values.begin(), aNext.values.end());
-    yield.append(bNext.values.begin(), bNext.values.end());
-    scf::YieldOp::create(b, yield);
+    });
   }
-
-  addToC(a, s, k.C, lead, a.add(m0, a.mul(warp, 16)), n0, lane,
-         loop.getResults().take_front(kNTiles * 4), kTile);
   gpu::ReturnOp::create(b);
   return k.func;
 }
@@ -418,7 +494,9 @@ struct ConvertLinalgMatmulToNVPTXPass
       gpu::GPUFuncOp kernel =
           wide ? buildWgmmaGemmKernel(b, kernels, name, s,
                                       op->getOperandTypes(), t)
-               : buildGemmKernel(b, kernels, name, s, op->getOperandTypes());
+          : s.t.isF32()
+              ? buildFmaGemmKernel(b, kernels, name, s, op->getOperandTypes())
+              : buildGemmKernel(b, kernels, name, s, op->getOperandTypes());
       OpBuilder ob(op);
       Location loc = op.getLoc();
       auto dim = [&](int64_t n) -> Value {
