@@ -497,6 +497,23 @@ std::string dRegs(int n) {
   return s + "}";
 }
 
+/// One mma_async m64nNk16 of element type `t` into f32 on the accumulators
+/// dRegs(n), `operands` after them (A, B, scale-d and the immediates).
+std::string mmaAsync(int n, const std::string &t, const std::string &operands) {
+  return "  wgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
+         "k16.f32." + t + "." + t + "\n    " + dRegs(n) + ", " + operands +
+         ";\n";
+}
+
+const char *const kFence = "  wgmma.fence.sync.aligned;\n";
+const char *const kCommit = "  wgmma.commit_group.sync.aligned;\n";
+const char *const kWait0 = "  wgmma.wait_group.sync.aligned 0;\n";
+
+/// `mmas` fenced, committed as one group and waited for.
+std::string fencedGroup(const std::string &mmas) {
+  return kFence + mmas + kCommit + kWait0;
+}
+
 /// Builds descriptor `reg` (a b64 register) of the operand at byte
 /// `offset` of the tile: address >> 4 in bits 0-13, LBO >> 4 in 16-29,
 /// SBO >> 4 in 32-45, `high` (base offset, swizzle) or'ed in.
@@ -635,14 +652,10 @@ TEST(PtxEmu, WgmmaRegisterAKMajorB) {
   SmemOperand bOp{256, 128, 256, false}; // core matrices: K, then N
   Image img;
   img.put(bOp, b, true);
-  std::string body = "  mov.pred %p2, -1;\n" + descriptor("%rd21", bOp) +
-                     R"(  wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16
-    )" + dRegs(16) +
-                     R"(, {%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 0;
-  wgmma.commit_group.sync.aligned;
-  wgmma.wait_group.sync.aligned 0;
-)";
+  std::string body =
+      "  mov.pred %p2, -1;\n" + descriptor("%rd21", bOp) +
+      fencedGroup(
+          mmaAsync(16, "f16", "{%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 0"));
   std::vector<uint32_t> c = randomFloats(128 * 8, rng), d;
   ASSERT_EQ(
       runWgmma(wgmmaKernel(16, img.chunks(), body), aFragments(a), img, c, d),
@@ -668,15 +681,10 @@ TEST(PtxEmu, WgmmaRegisterAMnMajorBf16) {
   SmemOperand bOp{0, 3 * 128, 128, true}; // core matrices: N, then K
   Image img;
   img.put(bOp, b, true);
-  std::string body = "  setp.ne.u32 %p2, %r1, 4096;\n" +
-                     descriptor("%rd21", bOp) +
-                     R"(  wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16
-    )" + dRegs(24) +
-                     R"(, {%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 1;
-  wgmma.commit_group.sync.aligned;
-  wgmma.wait_group.sync.aligned 0;
-)";
+  std::string body =
+      "  setp.ne.u32 %p2, %r1, 4096;\n" + descriptor("%rd21", bOp) +
+      fencedGroup(mmaAsync(24, "bf16",
+                           "{%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 1"));
   std::vector<uint32_t> c = randomFloats(128 * 12, rng), d;
   ASSERT_EQ(
       runWgmma(wgmmaKernel(24, img.chunks(), body), aFragments(a), img, c, d),
@@ -696,15 +704,10 @@ TEST(PtxEmu, WgmmaSharedAPaddedCoreMatrices) {
   Image img;
   img.put(aOp, a, false);
   img.put(bOp, b, true);
-  std::string body = "  mov.pred %p2, 0;\n" + descriptor("%rd20", aOp) +
-                     descriptor("%rd21", bOp) +
-                     R"(  wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n24k16.f32.f16.f16
-    )" + dRegs(24) +
-                     R"(, %rd20, %rd21, %p2, 1, 1, 0, 1;
-  wgmma.commit_group.sync.aligned;
-  wgmma.wait_group.sync.aligned 0;
-)";
+  std::string body =
+      "  mov.pred %p2, 0;\n" + descriptor("%rd20", aOp) +
+      descriptor("%rd21", bOp) +
+      fencedGroup(mmaAsync(24, "f16", "%rd20, %rd21, %p2, 1, 1, 0, 1"));
   std::vector<uint32_t> c(128 * 12, 0x7fc00000u), d;
   ASSERT_EQ(runWgmma(wgmmaKernel(24, img.chunks(), body), {}, img, c, d),
             PTXEMU_OK);
@@ -722,18 +725,12 @@ TEST(PtxEmu, WgmmaChainedOnTheSameAccumulators) {
   Image img;
   img.put(b1Op, b1, true);
   img.put(b2Op, b2, true);
-  std::string body = "  mov.pred %p2, 0;\n  mov.pred %p3, 1;\n" +
-                     descriptor("%rd21", b1Op) + descriptor("%rd22", b2Op) +
-                     R"(  wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16
-    )" + dRegs(32) +
-                     R"(, {%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 0;
-  wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16
-    )" + dRegs(32) +
-                     R"(, {%r14, %r15, %r16, %r17}, %rd22, %p3, 1, 1, 0;
-  wgmma.commit_group.sync.aligned;
-  wgmma.wait_group.sync.aligned 0;
-)";
+  std::string body =
+      "  mov.pred %p2, 0;\n  mov.pred %p3, 1;\n" + descriptor("%rd21", b1Op) +
+      descriptor("%rd22", b2Op) +
+      fencedGroup(
+          mmaAsync(32, "f16", "{%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 0") +
+          mmaAsync(32, "f16", "{%r14, %r15, %r16, %r17}, %rd22, %p3, 1, 1, 0"));
   std::vector<uint32_t> frags = aFragments(a1), frags2 = aFragments(a2);
   frags.insert(frags.end(), frags2.begin(), frags2.end());
   std::vector<uint32_t> c(128 * 16, 0xffffffffu), d;
@@ -754,12 +751,11 @@ TEST(PtxEmu, WgmmaAccumulatorsAreUndefinedUntilTheWait) {
   SmemOperand bOp{0, 128, 256, false};
   Image img;
   img.put(bOp, b, true);
-  std::string issue = R"(  wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16
-    )" + dRegs(8) + R"(, {%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 0;
-  wgmma.commit_group.sync.aligned;
-)";
+  std::string issue =
+      mmaAsync(8, "f16", "{%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 0") +
+      kCommit;
   std::string body = "  mov.pred %p2, 1;\n" + descriptor("%rd21", bOp) +
-                     "  wgmma.fence.sync.aligned;\n" + issue + issue +
+                     kFence + issue + issue +
                      R"(  wgmma.wait_group.sync.aligned 1;
   mov.b32 %r9, %r201;
   wgmma.wait_group.sync.aligned 0;
@@ -774,7 +770,7 @@ TEST(PtxEmu, WgmmaAccumulatorsAreUndefinedUntilTheWait) {
 
   // Read right after the issue; and the tile zeroed before the wait.
   std::string early = "  mov.pred %p2, 1;\n" + descriptor("%rd21", bOp) +
-                      "  wgmma.fence.sync.aligned;\n" + issue +
+                      kFence + issue +
                       R"(  mov.b32 %r9, %r200;
   mov.u32 %r8, 0;
   st.shared.b32 [%rd31], %r8;
@@ -800,15 +796,10 @@ TEST(PtxEmu, WgmmaNegatedMnMajorA) {
   Image img;
   img.put(aOp, a, false);
   img.put(bOp, b, true);
-  std::string body = "  mov.pred %p2, -1;\n" + descriptor("%rd20", aOp) +
-                     descriptor("%rd21", bOp) +
-                     R"(  wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16
-    )" + dRegs(16) +
-                     R"(, %rd20, %rd21, %p2, -1, 1, 1, 0;
-  wgmma.commit_group.sync.aligned;
-  wgmma.wait_group.sync.aligned 0;
-)";
+  std::string body =
+      "  mov.pred %p2, -1;\n" + descriptor("%rd20", aOp) +
+      descriptor("%rd21", bOp) +
+      fencedGroup(mmaAsync(16, "bf16", "%rd20, %rd21, %p2, -1, 1, 1, 0"));
   std::vector<uint32_t> c = randomFloats(128 * 8, rng), d;
   ASSERT_EQ(runWgmma(wgmmaKernel(16, img.chunks(), body), {}, img, c, d),
             PTXEMU_OK);
@@ -827,15 +818,11 @@ TEST(PtxEmu, WgmmaLaunchErrors) {
   Image img;
   img.put(bOp, b, true);
   auto body = [&](const SmemOperand &op, uint64_t high, const char *wait) {
-    return "  mov.pred %p2, 1;\n" + descriptor("%rd21", op, high) +
-           R"(  wgmma.fence.sync.aligned;
-  wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16
-    )" + dRegs(8) +
-           R"(, {%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 0;
-  wgmma.commit_group.sync.aligned;
-)" + wait;
+    return "  mov.pred %p2, 1;\n" + descriptor("%rd21", op, high) + kFence +
+           mmaAsync(8, "f16", "{%r10, %r11, %r12, %r13}, %rd21, %p2, 1, 1, 0") +
+           kCommit + wait;
   };
-  const char *wait0 = "  wgmma.wait_group.sync.aligned 0;\n";
+  const char *wait0 = kWait0;
   const char *wait1 = "  wgmma.wait_group.sync.aligned 1;\n";
   std::vector<uint32_t> c(128 * 4, 0), d;
   std::string error;
@@ -869,8 +856,7 @@ TEST(PtxEmu, WgmmaLaunchErrors) {
             PTXEMU_ILLEGAL_ADDRESS);
   EXPECT_NE(error.find("beyond the block's"), std::string::npos) << error;
   std::string unfenced = body(bOp, 0, wait0);
-  unfenced.erase(unfenced.find("  wgmma.fence.sync.aligned;\n"),
-                 std::string("  wgmma.fence.sync.aligned;\n").size());
+  unfenced.erase(unfenced.find(kFence), std::string(kFence).size());
   EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), unfenced), aFragments(a), img,
                      c, d, nullptr, &error),
             PTXEMU_LAUNCH_FAILED);
