@@ -12,9 +12,15 @@
 // warp-wide instruction, PTX it does not implement, and reads of a cp.async
 // destination before the wait or of a wgmma accumulator before its
 // wait_group.
+// TMA loads (cp.async.bulk.tensor) against the box, out-of-bound fill and
+// swizzle of the ISA and cuTensorMapEncodeTiled, written out byte by byte;
+// mbarrier phases in a pipeline as tfc's kernels run one; wgmma reading
+// the swizzled tiles TMA wrote, in the configurations of tfc's attention;
+// and what a launch reports about them.
 //
 //===----------------------------------------------------------------------===//
 
+#include "fake_tensor_map.h"
 #include "ptx_emu.h"
 
 #include <gtest/gtest.h>
@@ -806,7 +812,8 @@ TEST(PtxEmu, WgmmaNegatedMnMajorA) {
   expectSameBits(d, wgmmaReference(a, b, &c, -1.0f), 8);
 }
 
-/// What a launch reports: a swizzled descriptor, a wgmma never waited for,
+/// What a launch reports: a descriptor with a base offset, a wgmma never
+/// waited for,
 /// a warpgroup the block does not fill, a tile beyond shared memory, an
 /// mma_async without a wgmma.fence before it, a warp of the warpgroup that
 /// skips one, registers of a wgmma in flight written before its wait.
@@ -826,17 +833,11 @@ TEST(PtxEmu, WgmmaLaunchErrors) {
   const char *wait1 = "  wgmma.wait_group.sync.aligned 1;\n";
   std::vector<uint32_t> c(128 * 4, 0), d;
   std::string error;
-  EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), body(bOp, 1ull << 62, wait0)),
+  EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), body(bOp, 1ull << 49, wait0)),
                      aFragments(a), img, c, d, nullptr, &error),
             PTXEMU_LAUNCH_FAILED);
   EXPECT_NE(error.find("wgmma.mma_async"), std::string::npos) << error;
   EXPECT_NE(error.find("the B descriptor"), std::string::npos) << error;
-  EXPECT_NE(error.find("128-byte swizzle (bits 62-63 = 1): only no swizzle"),
-            std::string::npos)
-      << error;
-  EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), body(bOp, 1ull << 49, wait0)),
-                     aFragments(a), img, c, d, nullptr, &error),
-            PTXEMU_LAUNCH_FAILED);
   EXPECT_NE(error.find("base offset 1"), std::string::npos) << error;
   EXPECT_EQ(runWgmma(wgmmaKernel(8, img.chunks(), body(bOp, 0, wait1)),
                      aFragments(a), img, c, d, nullptr, &error),
@@ -894,20 +895,25 @@ TEST(PtxEmu, WgmmaLaunchErrors) {
             PTXEMU_OK);
 }
 
-TEST(PtxEmu, WgmmaRejectsFormsItDoesNotImplement) {
-  auto load = [](const std::string &inst) {
-    Module m(R"(
+/// "loaded" when a kernel of the one instruction `inst` loads, else the
+/// interpreter's error.
+std::string loadsOrError(const std::string &inst) {
+  Module m(R"(
 .visible .entry k(.param .u64 p)
 {
   .reg .pred %p<2>;
   .reg .b32 %r<300>;
   .reg .b64 %rd<4>;
-  )" + inst + R"(
+  )" + inst +
+           R"(
   ret;
 }
 )");
-    return m.module ? std::string("loaded") : m.error;
-  };
+  return m.module ? std::string("loaded") : m.error;
+}
+
+TEST(PtxEmu, WgmmaRejectsFormsItDoesNotImplement) {
+  auto load = loadsOrError;
   std::string d8 = dRegs(8), a = ", {%r10, %r11, %r12, %r13}, %rd1, %p1, ";
   EXPECT_EQ(load("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 " + d8 + a +
                  "1, 1, 0;"),
@@ -937,6 +943,865 @@ TEST(PtxEmu, WgmmaRejectsFormsItDoesNotImplement) {
                ", {%r10, %r11, %r12, %r13}, %rd1, 1, 1, 1, 0;",
            std::string("wgmma.wait_group.sync.aligned %r1;"),
            std::string("fence.sc.gpu;"),
+       }) {
+    std::string error = load(bad);
+    EXPECT_NE(error, "loaded") << bad;
+    EXPECT_NE(error.find("line 10:"), std::string::npos) << error;
+  }
+}
+
+//===-- TMA and mbarrier --------------------------------------------------===//
+
+/// A CUtensorMap's 128 bytes, holding what the fake driver's
+/// cuTensorMapEncodeTiled writes (fake_tensor_map.h).
+union alignas(64) TensorMap {
+  fake_tensor_map map;
+  char bytes[128];
+};
+
+/// A map of `base`: sizes and box innermost first, `strides` the bytes
+/// between elements of dimensions 1.., `swizzle` as CUtensorMapSwizzle (0
+/// none, 1 32-byte, 2 64-byte, 3 128-byte).
+TensorMap tensorMap(const void *base, int elementBytes,
+                    std::vector<uint64_t> dims, std::vector<uint64_t> strides,
+                    std::vector<uint16_t> box, int swizzle, int oobFill = 0) {
+  TensorMap t;
+  std::memset(&t, 0, sizeof t);
+  fake_tensor_map &m = t.map;
+  m.magic = FAKE_TENSOR_MAP_MAGIC;
+  m.dataType = elementBytes == 2 ? 6 : 7;
+  m.rank = uint8_t(dims.size());
+  m.elementBytes = uint8_t(elementBytes);
+  m.swizzle = uint8_t(swizzle);
+  m.oobFill = uint8_t(oobFill);
+  m.address = reinterpret_cast<uintptr_t>(base);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    m.dims[d] = dims[d];
+    m.box[d] = box[d];
+    m.elementStrides[d] = 1;
+    if (d)
+      m.strides[d - 1] = strides[d - 1];
+  }
+  return t;
+}
+
+/// Where a swizzle of `span` bytes (0, 32, 64, 128) puts shared byte `a`:
+/// 16-byte chunk c of 128-byte line l of the pattern goes to chunk
+/// c ^ (l mod span / 16), the xor confined to the chunks of one span.
+uint64_t swizzled(uint64_t a, int span) {
+  if (!span)
+    return a;
+  uint64_t chunks = uint64_t(span) / 16; // 2, 4 or 8 chunks are permuted
+  uint64_t line = (a / 128) % chunks, chunk = (a / 16) % 8;
+  return a - chunk * 16 + (chunk ^ line) * 16;
+}
+
+/// The exact inline asm tfc emits to wait on the mbarrier at %r1 for the
+/// phase of parity %r13, in its loop.
+std::string waitLoop(const std::string &label, const std::string &bar = "%r1",
+                     const std::string &parity = "%r13") {
+  return "$" + label +
+         ":\n  {\n  .reg .pred p;\n"
+         "  mbarrier.try_wait.parity.shared::cta.b64 p, [" +
+         bar + "], " + parity +
+         ";\n  selp.b32 %r14, 1, 0, p;\n  }\n"
+         "  setp.eq.u32 %p9, %r14, 0;\n  @%p9 bra $" +
+         label + ";\n";
+}
+
+/// A TMA load of the map at %rd<mapReg> into tile + `offset`, on the
+/// mbarrier at %r1, at `coords` (moved into %r40..).
+std::string tmaLoad(int offset, const std::vector<int> &coords,
+                    const std::string &map = "%rd1",
+                    const std::string &bar = "%r1") {
+  std::string s, list;
+  for (size_t d = 0; d < coords.size(); ++d) {
+    std::string reg = "%r" + std::to_string(40 + d);
+    s += "  mov.u32 " + reg + ", " + std::to_string(coords[d]) + ";\n";
+    list += (d ? ", " : "") + reg;
+  }
+  return s + "  cp.async.bulk.tensor." + std::to_string(coords.size()) +
+         "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%r2+" +
+         std::to_string(offset) + "], [" + map + ", {" + list + "}], [" + bar +
+         "];\n";
+}
+
+/// Kernel `tma` for `threads` threads: %rd1 the tensor maps (128 bytes
+/// each), %rd2 the output, %rd8 the extra input, %r1 the mbarriers (`bar`,
+/// 4 of them), %r2 the 1024-byte aligned `tile` of `tileBytes` bytes, first
+/// filled with 0x5a; %r9 the thread, %p1 set in threads other than 0,
+/// %r13 = 0. Runs `body`, then thread 0 copies the tile to the output.
+std::string tmaKernel(int tileBytes, const std::string &body) {
+  std::string size = std::to_string(tileBytes);
+  return R"(
+.visible .entry tma(.param .u64 pmap, .param .u64 pout, .param .u64 pextra)
+{
+  .shared .align 1024 .b8 tile[)" +
+         size + R"(];
+  .shared .align 8 .b8 bar[32];
+  .reg .pred %p<12>;
+  .reg .b32 %r<64>;
+  .reg .f32 %f<8>;
+  .reg .b16 %rs<8>;
+  .reg .b64 %rd<40>;
+  ld.param.u64 %rd1, [pmap];
+  ld.param.u64 %rd2, [pout];
+  ld.param.u64 %rd8, [pextra];
+  mov.u32 %r1, bar;
+  mov.u32 %r2, tile;
+  mov.u32 %r9, %tid.x;
+  setp.ne.u32 %p1, %r9, 0;
+  mov.u32 %r13, 0;
+  @%p1 bra $L__filled;
+  mov.u32 %r20, 0;
+  mov.u32 %r21, 0x5a5a5a5a;
+$L__fill:
+  add.u32 %r22, %r2, %r20;
+  st.shared.v4.b32 [%r22], {%r21, %r21, %r21, %r21};
+  add.u32 %r20, %r20, 16;
+  setp.lt.u32 %p2, %r20, )" +
+         size + R"(;
+  @%p2 bra $L__fill;
+$L__filled:
+  bar.sync 0;
+)" + body +
+         R"(
+  bar.sync 0;
+  @%p1 bra $L__end;
+  mov.u32 %r20, 0;
+$L__out:
+  add.u32 %r22, %r2, %r20;
+  ld.shared.v4.b32 {%r23, %r24, %r25, %r26}, [%r22];
+  cvt.u64.u32 %rd3, %r20;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.v4.b32 [%rd4], {%r23, %r24, %r25, %r26};
+  add.u32 %r20, %r20, 16;
+  setp.lt.u32 %p2, %r20, )" +
+         size + R"(;
+  @%p2 bra $L__out;
+$L__end:
+  ret;
+}
+)";
+}
+
+/// Thread 0 initialises the mbarrier at %r1 (count 1); after a barrier
+/// (the init must be visible before other threads use it), it arrives
+/// expecting `bytes` and issues `loads`; then every thread waits for phase
+/// 0.
+std::string loadAndWait(int bytes, const std::string &loads) {
+  return "  @%p1 bra $L__inited;\n"
+         "  mbarrier.init.shared::cta.b64 [%r1], 1;\n"
+         "  fence.mbarrier_init.release.cluster;\n"
+         "$L__inited:\n  bar.sync 0;\n  @%p1 bra $L__issued;\n"
+         "  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], " +
+         std::to_string(bytes) + ";\n" + loads + "$L__issued:\n" +
+         waitLoop("L__wait");
+}
+
+/// Runs kernel `tma` of `m` on `threads` threads: the tensor maps, the
+/// tile's image as output, the extra input; these are the device memory,
+/// with the tensors the maps describe (or `tensors` where given).
+int runTmaMaps(Module &m, std::vector<TensorMap> maps,
+               std::vector<uint8_t> &tile, std::string *error = nullptr,
+               unsigned threads = 128, std::vector<uint32_t> extra = {0},
+               const std::vector<ptxemu_range> *tensors = nullptr) {
+  ptxemu_kernel *k = ptxemu_get(m.module, "tma");
+  EXPECT_NE(k, nullptr) << m.error;
+  if (!k)
+    return -1;
+  std::vector<void *> values = {maps.data(), tile.data(), extra.data()};
+  std::vector<ptxemu_range> ranges = {
+      {reinterpret_cast<const char *>(maps.data()),
+       maps.size() * sizeof(TensorMap)},
+      {reinterpret_cast<const char *>(tile.data()), tile.size()},
+      {reinterpret_cast<const char *>(extra.data()), extra.size() * 4}};
+  std::vector<void *> params;
+  for (void *&v : values)
+    params.push_back(&v);
+  if (tensors)
+    ranges.insert(ranges.end(), tensors->begin(), tensors->end());
+  for (const TensorMap &t : maps)
+    if (!tensors && t.map.magic == FAKE_TENSOR_MAP_MAGIC && t.map.address)
+      ranges.push_back({reinterpret_cast<const char *>(t.map.address),
+                        size_t(t.map.dims[t.map.rank - 1]) *
+                            (t.map.rank > 1 ? t.map.strides[t.map.rank - 2]
+                                            : t.map.elementBytes)});
+  unsigned grid[3] = {1, 1, 1}, block[3] = {threads, 1, 1};
+  char buf[512] = "";
+  int rc = ptxemu_launch(k, grid, block, 0, params.data(), ranges.data(),
+                         ranges.size(), buf, sizeof buf);
+  if (error)
+    *error = buf;
+  return rc;
+}
+
+/// The same for one map.
+int runTma(const std::string &ptx, const TensorMap &map,
+           std::vector<uint8_t> &tile, unsigned threads = 1,
+           std::string *error = nullptr) {
+  Module m(ptx);
+  EXPECT_NE(m.module, nullptr) << m.error;
+  if (!m.module)
+    return -1;
+  return runTmaMaps(m, {map}, tile, error, threads);
+}
+
+/// The tile image a TMA load should leave, computed element by element
+/// from the PTX ISA's description: the box (innermost first) at `coords`
+/// placed densely at tile offset `dst`, bytes swizzled, out-of-bound
+/// elements zero or a NaN (all ones but the sign bit), the rest 0x5a.
+std::vector<uint8_t> expectedTile(const TensorMap &t,
+                                  const std::vector<int> &coords, int dst,
+                                  int tileBytes) {
+  const fake_tensor_map &m = t.map;
+  std::vector<uint8_t> tile(tileBytes, 0x5a);
+  int rank = m.rank, eb = m.elementBytes;
+  int span = m.swizzle == 0 ? 0 : 16 << m.swizzle;
+  int count = 1;
+  for (int d = 0; d < rank; ++d)
+    count *= m.box[d];
+  for (int e = 0; e < count; ++e) {
+    // Box index i (innermost fastest) and its global coordinates.
+    int rest = e;
+    bool inBounds = true;
+    int64_t offset = 0; // of the element in the tensor, bytes
+    for (int d = 0; d < rank; ++d) {
+      int64_t x = coords[d] + rest % m.box[d];
+      rest /= m.box[d];
+      inBounds = inBounds && x >= 0 && x < int64_t(m.dims[d]);
+      offset += x * (d ? int64_t(m.strides[d - 1]) : eb);
+    }
+    const char *src =
+        inBounds ? reinterpret_cast<const char *>(uintptr_t(m.address)) + offset
+                 : nullptr;
+    for (int b = 0; b < eb; ++b) {
+      uint8_t fill = m.oobFill ? (b == eb - 1 ? 0x7f : 0xff) : 0;
+      uint64_t at = swizzled(uint64_t(dst) + uint64_t(e) * eb + b, span);
+      tile.at(at) = inBounds ? uint8_t(src[b]) : fill;
+    }
+  }
+  return tile;
+}
+
+/// Elements numbered from 1 (no 0x5a5a, no NaN pattern among them).
+template <typename T> std::vector<T> numbered(size_t n) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = T(i + 1);
+  return v;
+}
+
+/// TMA boxes of 1 to 5 dimensions, without swizzle and with each swizzle,
+/// partly out of bounds (negative coordinates and beyond the end), written
+/// byte by byte where the ISA says, at 128-byte aligned destinations that
+/// are not 1024-byte aligned too (the swizzle is of the address itself).
+TEST(PtxEmu, TmaLoadsBoxesWithOutOfBoundFill) {
+  std::vector<uint16_t> g16 = numbered<uint16_t>(8192);
+  std::vector<uint32_t> g32 = numbered<uint32_t>(8192);
+  struct Case {
+    const char *name;
+    TensorMap map;
+    std::vector<int> coords;
+    int dst;
+  };
+  std::vector<Case> cases = {
+      // 40 x 20 f16, rows 96 bytes apart, box 24 x 6.
+      {"2d none",
+       tensorMap(g16.data(), 2, {40, 20}, {96}, {24, 6}, 0),
+       {-8, 17},
+       128},
+      // 100 x 30 f16, rows of 208 bytes, box 64 x 16, NaN fill.
+      {"2d 128B",
+       tensorMap(g16.data(), 2, {100, 30}, {208}, {64, 16}, 3, 1),
+       {60, -3},
+       384},
+      {"2d 128B in",
+       tensorMap(g16.data(), 2, {100, 30}, {208}, {64, 16}, 3),
+       {8, 2},
+       0},
+      // f32, 20 x 6 x 5, box 16 x 4 x 3 (rows of 64 bytes).
+      {"3d 64B",
+       tensorMap(g32.data(), 4, {20, 6, 5}, {96, 672}, {16, 4, 3}, 2),
+       {8, 3, -1},
+       256},
+      {"3d 32B",
+       tensorMap(g16.data(), 2, {16, 9, 4}, {48, 480}, {16, 5, 3}, 1, 1),
+       {-4, 6, 2},
+       128},
+      {"1d none", tensorMap(g16.data(), 2, {50}, {}, {64}, 0), {-10}, 128},
+      {"5d none",
+       tensorMap(g16.data(), 2, {8, 3, 3, 2, 2}, {16, 48, 144, 288},
+                 {8, 2, 2, 2, 2}, 0, 1),
+       {0, 2, -1, 1, 0},
+       0},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    const fake_tensor_map &m = c.map.map;
+    int bytes = m.elementBytes;
+    for (int d = 0; d < m.rank; ++d)
+      bytes *= m.box[d];
+    int tileBytes = (c.dst + bytes + 1023) / 1024 * 1024;
+    std::vector<uint8_t> tile(tileBytes, 0);
+    ASSERT_EQ(runTma(tmaKernel(tileBytes,
+                               loadAndWait(bytes, tmaLoad(c.dst, c.coords))),
+                     c.map, tile),
+              PTXEMU_OK);
+    std::vector<uint8_t> want = expectedTile(c.map, c.coords, c.dst, tileBytes);
+    int bad = 0;
+    for (int i = 0; i < tileBytes; ++i)
+      if (tile[i] != want[i] && ++bad <= 5)
+        ADD_FAILURE() << "tile byte " << i << ": got " << int(tile[i])
+                      << ", want " << int(want[i]);
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+/// A box entirely out of bounds reads nothing (its map's address need not
+/// even be device memory) and is all fill.
+TEST(PtxEmu, TmaBoxEntirelyOutOfBounds) {
+  for (int fill : {0, 1}) {
+    TensorMap map = tensorMap(nullptr, 2, {64, 64}, {128}, {64, 8}, 3, fill);
+    std::vector<int> coords = {-64, 20};
+    std::vector<uint8_t> tile(1024, 0);
+    ASSERT_EQ(runTma(tmaKernel(1024, loadAndWait(1024, tmaLoad(0, coords))),
+                     map, tile),
+              PTXEMU_OK);
+    for (int i = 0; i < 1024; i += 2) {
+      uint16_t h = uint16_t(tile[i] | tile[i + 1] << 8);
+      ASSERT_EQ(h, fill ? 0x7fff : 0) << "byte " << i;
+    }
+  }
+}
+
+/// The destination of a TMA load holds NaNs (0xff bytes) until a wait
+/// completes its mbarrier's phase: a read before the wait sees them.
+TEST(PtxEmu, TmaDestinationIsUndefinedUntilTheWait) {
+  std::vector<uint16_t> g = numbered<uint16_t>(64 * 8);
+  TensorMap map = tensorMap(g.data(), 2, {64, 8}, {128}, {64, 8}, 3);
+  // Reads tile word 0 into tile word 300 after the issue, and again after
+  // the wait into word 301.
+  std::string body = R"(
+  @%p1 bra $L__issued;
+  mbarrier.init.shared::cta.b64 [%r1], 1;
+  mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %rd5, [%r1], 1024;
+)" + tmaLoad(0, {0, 0}) +
+                     R"(  ld.shared.b32 %r30, [%r2];
+  st.shared.b32 [%r2+1200], %r30;
+$L__issued:
+)" + waitLoop("L__wait") +
+                     R"(  @%p1 bra $L__read;
+  ld.shared.b32 %r30, [%r2];
+  st.shared.b32 [%r2+1204], %r30;
+$L__read:
+)";
+  std::vector<uint8_t> tile(2048, 0);
+  ASSERT_EQ(runTma(tmaKernel(2048, body), map, tile), PTXEMU_OK);
+  uint32_t before, after;
+  std::memcpy(&before, &tile[1200], 4);
+  std::memcpy(&after, &tile[1204], 4);
+  EXPECT_EQ(before, 0xffffffffu); // a NaN in every float format
+  EXPECT_EQ(after, pack(g[0], g[1]));
+}
+
+/// Pipeline of 2 stages over 5 tiles of 8 x 64 f16, as tfc's kernels run
+/// one: thread 0 loads, every thread waits on the stage's "full" mbarrier
+/// (parity of the round), sums its 4 elements and arrives on the "empty"
+/// one (count 128), which thread 0 waits on before reloading the stage.
+/// Each stage's mbarriers go through 2 or 3 phases. Without the wait on
+/// "empty", thread 0 reloads a stage the other warps have not read: the
+/// launch fails or the sums are wrong.
+TEST(PtxEmu, MbarrierPipelineOverSeveralPhases) {
+  const int tiles = 5;
+  std::vector<uint16_t> g(tiles * 8 * 64);
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = half(float(int(i * 7 % 23) - 11));
+  TensorMap map =
+      tensorMap(g.data(), 2, {64, uint64_t(tiles * 8)}, {128}, {64, 8}, 0);
+  std::string emptyWait =
+      "$L__empty:\n"
+      "  mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 %p4, [%r16], "
+      "%r13;\n  @!%p4 bra $L__empty;\n";
+  auto kernel = [&](const std::string &wait) {
+    std::string body = R"(
+  @%p1 bra $L__inited;
+  mbarrier.init.shared::cta.b64 [%r1], 1;
+  mbarrier.init.shared::cta.b64 [%r1+8], 1;
+  mbarrier.init.shared.b64 [%r1+16], 128;
+  mbarrier.init.shared.b64 [%r1+24], 128;
+  fence.mbarrier_init.release.cluster;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 1024;
+)" + tmaLoad(0, {0, 0}) +
+                       R"(
+  mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%r1+8], 1024;
+)" + tmaLoad(1024, {0, 8}, "%rd1", "%r1+8") +
+                       R"($L__inited:
+  bar.sync 0;
+  mov.f32 %f1, 0f00000000;
+  mov.u32 %r10, 0;
+$L__loop:
+  and.b32 %r11, %r10, 1;
+  shr.u32 %r12, %r10, 1;
+  and.b32 %r13, %r12, 1;
+  shl.b32 %r15, %r11, 3;
+  add.u32 %r15, %r15, %r1;
+  add.u32 %r16, %r15, 16;
+  shl.b32 %r18, %r11, 10;
+  add.u32 %r18, %r18, %r2;
+)" + waitLoop("L__full", "%r15") +
+                       R"(  shl.b32 %r20, %r9, 3;
+  add.u32 %r21, %r18, %r20;
+  ld.shared.v2.b32 {%r22, %r23}, [%r21];
+  mov.b32 {%rs1, %rs2}, %r22;
+  mov.b32 {%rs3, %rs4}, %r23;
+  cvt.f32.f16 %f2, %rs1;
+  add.f32 %f1, %f1, %f2;
+  cvt.f32.f16 %f2, %rs2;
+  add.f32 %f1, %f1, %f2;
+  cvt.f32.f16 %f2, %rs3;
+  add.f32 %f1, %f1, %f2;
+  cvt.f32.f16 %f2, %rs4;
+  add.f32 %f1, %f1, %f2;
+  mbarrier.arrive.release.cta.shared::cta.b64 %rd6, [%r16];
+  @%p1 bra $L__next;
+  add.u32 %r24, %r10, 2;
+  setp.ge.u32 %p3, %r24, )" +
+                       std::to_string(tiles) + R"(;
+  @%p3 bra $L__next;
+)" + wait + R"(  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r15], 1024;
+  shl.b32 %r41, %r24, 3;
+  mov.u32 %r40, 0;
+  cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes [%r18], [%rd1, {%r40, %r41}], [%r15];
+$L__next:
+  add.u32 %r10, %r10, 1;
+  setp.lt.u32 %p5, %r10, )" +
+                       std::to_string(tiles) + R"(;
+  @%p5 bra $L__loop;
+  bar.sync 0;
+  shl.b32 %r27, %r9, 2;
+  add.u32 %r27, %r27, 4096;
+  add.u32 %r28, %r2, %r27;
+  st.shared.f32 [%r28], %f1;
+)";
+    return tmaKernel(4096 + 512, body);
+  };
+  // Thread t sums elements 4t..4t+3 of each tile (exact: small integers).
+  std::vector<float> want(128, 0.0f);
+  for (int t = 0; t < 128; ++t)
+    for (int i = 0; i < tiles; ++i)
+      for (int e = 0; e < 4; ++e) {
+        _Float16 h;
+        std::memcpy(&h, &g[i * 512 + 4 * t + e], 2);
+        want[t] += float(h);
+      }
+  std::vector<uint8_t> tile(4096 + 512, 0);
+  std::string error;
+  ASSERT_EQ(runTma(kernel(emptyWait), map, tile, 128, &error), PTXEMU_OK)
+      << error;
+  std::vector<float> got(128);
+  std::memcpy(got.data(), &tile[4096], 512);
+  EXPECT_EQ(got, want);
+
+  // The same with thread 0 spinning on test_wait, which never blocks.
+  std::string emptySpin =
+      "$L__empty:\n"
+      "  mbarrier.test_wait.parity.shared::cta.b64 %p4, [%r16], %r13;\n"
+      "  @!%p4 bra $L__empty;\n";
+  std::fill(tile.begin(), tile.end(), 0);
+  ASSERT_EQ(runTma(kernel(emptySpin), map, tile, 128, &error), PTXEMU_OK)
+      << error;
+  std::memcpy(got.data(), &tile[4096], 512);
+  EXPECT_EQ(got, want);
+
+  int rc = runTma(kernel(""), map, tile, 128, &error);
+  std::memcpy(got.data(), &tile[4096], 512);
+  EXPECT_TRUE(rc != PTXEMU_OK || got != want) << "the race went unseen";
+}
+
+//===-- wgmma on swizzled tiles that TMA wrote ----------------------------===//
+
+/// A tensor of f16 `rows` x `cols` (row-major) with its values.
+struct Tensor {
+  int rows, cols;
+  std::vector<uint16_t> bits;
+  std::vector<float> values;
+  Tensor(int rows, int cols, std::mt19937 &rng) : rows(rows), cols(cols) {
+    Matrix m(rows, cols, Elem{false}, rng);
+    bits = m.bits;
+    values = m.values;
+  }
+  float at(int r, int c) const { return values[r * cols + c]; }
+};
+
+/// Kernel `tma` for a warpgroup: thread 0 loads `loads` (on the mbarrier,
+/// `bytes` in all), every thread waits, runs `mmas` (fenced, one group),
+/// then stores its N / 2 accumulators at tile offset `out` + 4 N/2 tid.
+std::string wgmmaTmaKernel(int n, int tileBytes, int bytes,
+                           const std::string &loads, const std::string &mmas,
+                           int out, const std::string &aLoads = "") {
+  std::string stores;
+  for (int q = 0; q < n / 8; ++q) {
+    std::string v = "{";
+    for (int i = 0; i < 4; ++i)
+      v += (i ? ", %r" : "%r") + std::to_string(200 + 4 * q + i);
+    stores +=
+        "  st.shared.v4.b32 [%r31+" + std::to_string(16 * q) + "], " + v + "}";
+    stores += ";\n";
+  }
+  std::string body = loadAndWait(bytes, loads) + aLoads + fencedGroup(mmas) +
+                     "  mul.lo.u32 %r30, %r9, " + std::to_string(2 * n) +
+                     ";\n  add.u32 %r31, %r30, %r2;\n  add.u32 %r31, %r31, " +
+                     std::to_string(out) + ";\n" + stores;
+  return tmaKernel(tileBytes, body);
+}
+
+/// The wgmma descriptor in %rd<reg> of tile + `start`, LBO, SBO (bytes)
+/// and the layout type (1 128-byte, 2 64-byte, 3 32-byte swizzle).
+std::string swizzledDescriptor(const char *reg, int start, int lbo, int sbo,
+                               int layout) {
+  return descriptor(
+      reg, SmemOperand{uint64_t(start), uint64_t(lbo), uint64_t(sbo), false},
+      uint64_t(layout) << 62);
+}
+
+/// D (64 x n, f32 per thread register as wgmma's fragments lay it out) of
+/// `steps` k16 products a(m, k) b(k, n), each summed exactly in double
+/// and rounded to f32 onto D as one wgmma does.
+template <typename A, typename B>
+std::vector<float> chainReference(int n, int steps, A a, B b) {
+  int regs = n / 2;
+  std::vector<float> d(128 * regs, 0.0f);
+  for (int tid = 0; tid < 128; ++tid)
+    for (int i = 0; i < regs; ++i) {
+      int lane = tid % 32, j = i % 4;
+      int row = 16 * (tid / 32) + lane / 4 + 8 * (j / 2);
+      int col = 8 * (i / 4) + 2 * (lane % 4) + j % 2;
+      float acc = 0;
+      for (int s = 0; s < steps; ++s) {
+        double sum = acc;
+        for (int k = 16 * s; k < 16 * s + 16; ++k)
+          sum += double(a(row, k)) * double(b(k, col));
+        acc = float(sum);
+      }
+      d[tid * regs + i] = acc;
+    }
+  return d;
+}
+
+const int kSwizzles[][2] = {{128, 1}, {64, 2}, {32, 3}}; // bytes, layout
+
+/// S = Q K^T as tfc's attention computes it: Q (64 x 64) and K (n keys x
+/// 64 head dims) loaded by TMA with a W-byte swizzle in boxes of W / 2
+/// columns (one box for 128 bytes), both read K-major from shared memory
+/// (SS), SBO 8 rows of W bytes, the start advanced by 32 bytes per k16
+/// step within a box. N = 64 and 128; W = 128, 64, 32.
+TEST(PtxEmu, WgmmaSwizzledKMajorFromTma) {
+  for (const auto &swizzle : kSwizzles)
+    for (int n : {64, 128}) {
+      int w = swizzle[0], layout = swizzle[1];
+      SCOPED_TRACE("swizzle " + std::to_string(w) + ", N " + std::to_string(n));
+      std::mt19937 rng(100 + w + n);
+      Tensor q(64, 64, rng), k(n, 64, rng);
+      int cols = w / 2, boxes = 64 / cols;
+      // Q's boxes first, then K's: box b of a tensor of r rows holds its
+      // columns [b W/2, (b+1) W/2), r rows of W bytes.
+      int qBytes = 64 * w, kBytes = n * w;
+      TensorMap qMap = tensorMap(q.bits.data(), 2, {64, 64}, {128},
+                                 {uint16_t(cols), 64}, 4 - layout);
+      TensorMap kMap = tensorMap(k.bits.data(), 2, {64, uint64_t(n)}, {128},
+                                 {uint16_t(cols), uint16_t(n)}, 4 - layout);
+      std::string loads;
+      for (int b = 0; b < boxes; ++b)
+        loads += tmaLoad(b * qBytes, {b * cols, 0}) +
+                 tmaLoad(boxes * qBytes + b * kBytes, {b * cols, 0}, "%rd7");
+      loads = "  add.s64 %rd7, %rd1, 128;\n" + loads;
+      int kBase = boxes * qBytes, out = kBase + boxes * kBytes;
+      auto mmas = [&](int descLayout) {
+        std::string s = "  mov.pred %p2, 0;\n";
+        for (int step = 0; step < 4; ++step) {
+          int box = step * 16 / cols, within = step * 16 % cols * 2;
+          s += swizzledDescriptor("%rd20", box * qBytes + within, 16, 8 * w,
+                                  descLayout) +
+               swizzledDescriptor("%rd21", kBase + box * kBytes + within, 16,
+                                  8 * w, descLayout) +
+               mmaAsync(n, "f16", "%rd20, %rd21, %p2, 1, 1, 0, 0") +
+               "  mov.pred %p2, 1;\n";
+        }
+        return s;
+      };
+      int tileBytes = out + 128 * 2 * n;
+      std::vector<TensorMap> maps = {qMap, kMap};
+      auto run = [&](int descLayout, std::vector<float> &d) {
+        std::vector<uint8_t> tile(tileBytes, 0);
+        std::string error;
+        Module m(wgmmaTmaKernel(n, tileBytes, (qBytes + kBytes) * boxes, loads,
+                                mmas(descLayout), out));
+        int rc = runTmaMaps(m, maps, tile, &error);
+        EXPECT_EQ(rc, PTXEMU_OK) << error;
+        d.resize(128 * n / 2);
+        std::memcpy(d.data(), &tile[out], d.size() * 4);
+      };
+      std::vector<float> d;
+      run(layout, d);
+      std::vector<float> want = chainReference(
+          n, 4, [&](int m, int kk) { return q.at(m, kk); },
+          [&](int kk, int j) { return k.at(j, kk); });
+      EXPECT_EQ(d, want);
+      // Read without the swizzle, the same tiles give other products.
+      run(0, d);
+      EXPECT_NE(d, want);
+    }
+}
+
+/// O = P V as tfc's attention computes it: P (64 x 64 keys) from registers
+/// (RS), V (64 keys x n head dims) loaded by TMA with a W-byte swizzle in
+/// boxes of W / 2 columns, read MN-major (transposed): LBO the bytes
+/// between the boxes (64 W), SBO 8 keys (8 W), the start advanced by 16
+/// keys (16 W bytes, 2048 for W = 128) per k16 step. N = 64 and 128; W =
+/// 128, 64, 32.
+TEST(PtxEmu, WgmmaSwizzledMnMajorFromTma) {
+  for (const auto &swizzle : kSwizzles)
+    for (int n : {64, 128}) {
+      int w = swizzle[0], layout = swizzle[1];
+      SCOPED_TRACE("swizzle " + std::to_string(w) + ", N " + std::to_string(n));
+      std::mt19937 rng(200 + w + n);
+      std::vector<Matrix> p;
+      for (int step = 0; step < 4; ++step)
+        p.emplace_back(64, 16, Elem{false}, rng);
+      Tensor v(64, n, rng);
+      int cols = w / 2, boxes = n / cols, boxBytes = 64 * w;
+      TensorMap vMap =
+          tensorMap(v.bits.data(), 2, {uint64_t(n), 64}, {uint64_t(2 * n)},
+                    {uint16_t(cols), 64}, 4 - layout);
+      std::string loads;
+      for (int b = 0; b < boxes; ++b)
+        loads += tmaLoad(b * boxBytes, {b * cols, 0});
+      // Thread t's A registers of step s: %r(100 + 4s).. from the extra
+      // input, 16 words per thread.
+      std::vector<uint32_t> frags(128 * 16);
+      for (int step = 0; step < 4; ++step) {
+        std::vector<uint32_t> f = aFragments(p[step]);
+        for (int t = 0; t < 128; ++t)
+          for (int r = 0; r < 4; ++r)
+            frags[t * 16 + 4 * step + r] = f[t * 4 + r];
+      }
+      std::string aLoads =
+          "  mul.wide.u32 %rd9, %r9, 64;\n  add.s64 %rd10, %rd8, %rd9;\n";
+      for (int q = 0; q < 4; ++q)
+        aLoads += "  ld.global.v4.b32 {%r" + std::to_string(100 + 4 * q) +
+                  ", %r" + std::to_string(101 + 4 * q) + ", %r" +
+                  std::to_string(102 + 4 * q) + ", %r" +
+                  std::to_string(103 + 4 * q) + "}, [%rd10+" +
+                  std::to_string(16 * q) + "];\n";
+      auto mmas = [&](int descLayout) {
+        std::string s = "  mov.pred %p2, 0;\n";
+        for (int step = 0; step < 4; ++step) {
+          std::string a = "{%r" + std::to_string(100 + 4 * step) + ", %r" +
+                          std::to_string(101 + 4 * step) + ", %r" +
+                          std::to_string(102 + 4 * step) + ", %r" +
+                          std::to_string(103 + 4 * step) + "}";
+          s += swizzledDescriptor("%rd21", step * 16 * w, boxBytes, 8 * w,
+                                  descLayout) +
+               mmaAsync(n, "f16", a + ", %rd21, %p2, 1, 1, 1") +
+               "  mov.pred %p2, 1;\n";
+        }
+        return s;
+      };
+      int out = boxes * boxBytes, tileBytes = out + 128 * 2 * n;
+      auto run = [&](int descLayout, std::vector<float> &d) {
+        std::vector<uint8_t> tile(tileBytes, 0);
+        std::string error;
+        Module m(wgmmaTmaKernel(n, tileBytes, boxes * boxBytes, loads,
+                                mmas(descLayout), out, aLoads));
+        EXPECT_EQ(runTmaMaps(m, {vMap}, tile, &error, 128, frags), PTXEMU_OK)
+            << error;
+        d.resize(128 * n / 2);
+        std::memcpy(d.data(), &tile[out], d.size() * 4);
+      };
+      std::vector<float> d;
+      run(layout, d);
+      std::vector<float> want = chainReference(
+          n, 4, [&](int m, int k) { return p[k / 16].at(m, k % 16); },
+          [&](int k, int j) { return v.at(k, j); });
+      EXPECT_EQ(d, want);
+      run(0, d);
+      EXPECT_NE(d, want);
+    }
+}
+
+/// What a launch reports about mbarriers and TMA loads.
+TEST(PtxEmu, MbarrierAndTmaLaunchErrors) {
+  std::vector<uint16_t> g = numbered<uint16_t>(64 * 64);
+  TensorMap map = tensorMap(g.data(), 2, {64, 64}, {128}, {64, 8}, 3);
+  auto expectFailure = [&](const std::string &body, int code,
+                           const std::string &what,
+                           std::vector<TensorMap> maps = {}) {
+    Module m(tmaKernel(2048, body));
+    ASSERT_NE(m.module, nullptr) << m.error;
+    std::vector<uint8_t> tile(2048);
+    std::string error;
+    if (maps.empty())
+      maps = {map};
+    EXPECT_EQ(runTmaMaps(m, maps, tile, &error, 32), code) << body;
+    EXPECT_NE(error.find(what), std::string::npos) << error;
+    EXPECT_NE(error.find("kernel tma, block (0,0,0)"), std::string::npos)
+        << error;
+  };
+  const std::string init = "  mbarrier.init.shared::cta.b64 [%r1], 1;\n";
+  const std::string initTwo = "  mbarrier.init.shared::cta.b64 [%r1], 2;\n";
+  // An arrival missing: every thread waits for ever.
+  expectFailure("  @%p1 bra $L__go;\n" + initTwo +
+                    "  mbarrier.arrive.shared::cta.b64 _, [%r1];\n"
+                    "$L__go:\n  bar.sync 0;\n" +
+                    waitLoop("L__wait"),
+                PTXEMU_LAUNCH_FAILED,
+                "mbarrier at shared 0x800 never completes phase 0: 1 "
+                "arrivals and 0 bytes missing");
+  // The same, spinning on test_wait.
+  expectFailure("  @%p1 bra $L__go;\n" + initTwo +
+                    "  mbarrier.arrive.shared::cta.b64 _, [%r1];\n"
+                    "$L__go:\n  bar.sync 0;\n$L__spin:\n"
+                    "  mbarrier.test_wait.parity.shared::cta.b64 %p4, [%r1], "
+                    "0;\n  @!%p4 bra $L__spin;\n",
+                PTXEMU_LAUNCH_FAILED,
+                "never completes phase 0: 1 arrivals and 0 bytes missing");
+  // Bytes missing: 2048 expected, 1024 loaded.
+  expectFailure(
+      "  @%p1 bra $L__go;\n" + init +
+          "  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 2048;\n" +
+          tmaLoad(0, {0, 0}) + "$L__go:\n  bar.sync 0;\n" + waitLoop("L__wait"),
+      PTXEMU_LAUNCH_FAILED,
+      "never completes phase 0: 0 arrivals and 1024 bytes missing");
+  // Waiting for the phase after the one that completed.
+  expectFailure(loadAndWait(1024, tmaLoad(0, {0, 0})) + "  mov.u32 %r13, 1;\n" +
+                    waitLoop("L__again"),
+                PTXEMU_LAUNCH_FAILED, "never completes phase 1: 1 arrivals");
+  // A copy nobody waits for.
+  expectFailure(
+      "  @%p1 bra $L__go;\n" + init +
+          "  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 1024;\n" +
+          tmaLoad(0, {0, 0}) + "$L__go:\n",
+      PTXEMU_LAUNCH_FAILED,
+      "a cp.async.bulk.tensor still in flight at the end of the block");
+  // Without the expect-tx, the arrival completes the phase before the copy.
+  expectFailure("  @%p1 bra $L__go;\n" + init + tmaLoad(0, {0, 0}) +
+                    "  mbarrier.arrive.shared::cta.b64 _, [%r1];\n$L__go:\n",
+                PTXEMU_LAUNCH_FAILED, "no expect-tx announced its 1024 bytes");
+  // Too many arrivals.
+  expectFailure(
+      "  @%p1 bra $L__go;\n" + init +
+          "  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], 16;\n"
+          "  mbarrier.arrive.shared::cta.b64 _, [%r1];\n$L__go:\n",
+      PTXEMU_LAUNCH_FAILED, "whose phase 0 waits for 0 more of its 1");
+  // An mbarrier used before its init.
+  expectFailure("  mbarrier.arrive.shared::cta.b64 _, [%r1+8];\n",
+                PTXEMU_LAUNCH_FAILED,
+                "mbarrier at shared 0x808 used before mbarrier.init");
+  expectFailure(waitLoop("L__wait"), PTXEMU_LAUNCH_FAILED,
+                "used before mbarrier.init");
+  expectFailure("  @%p1 bra $L__go;\n" + init +
+                    "  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], "
+                    "1024;\n" +
+                    tmaLoad(0, {0, 0}, "%rd1", "%r1+4") + "$L__go:\n",
+                PTXEMU_ILLEGAL_ADDRESS, "misaligned 8-byte access");
+  // The map argument points at data, not at a map.
+  TensorMap notAMap;
+  std::memset(&notAMap, 0, sizeof notAMap);
+  std::memcpy(notAMap.bytes, g.data(), sizeof notAMap.bytes);
+  expectFailure(loadAndWait(1024, tmaLoad(0, {0, 0})), PTXEMU_LAUNCH_FAILED,
+                "is not a tensor map", {notAMap});
+  // A destination not 128-byte aligned.
+  expectFailure(loadAndWait(1024, tmaLoad(16, {0, 0})), PTXEMU_ILLEGAL_ADDRESS,
+                "is not 128-byte aligned");
+  // A destination beyond shared memory.
+  expectFailure(loadAndWait(1024, tmaLoad(1152, {0, 0})),
+                PTXEMU_ILLEGAL_ADDRESS, "beyond the block's");
+  // A stage reloaded while its previous load is in flight.
+  expectFailure("  @%p1 bra $L__go;\n" + init +
+                    "  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], "
+                    "2048;\n" +
+                    tmaLoad(0, {0, 0}) + tmaLoad(0, {0, 8}) + "$L__go:\n",
+                PTXEMU_LAUNCH_FAILED,
+                "writes shared [0x0, 0x400) while the cp.async.bulk.tensor of "
+                "line");
+  // A 3-d load of a 2-d map; a box wider than its swizzle; element
+  // strides.
+  expectFailure(loadAndWait(1024, tmaLoad(0, {0, 0, 0})), PTXEMU_LAUNCH_FAILED,
+                "has rank 2, the instruction 3 coordinates");
+  TensorMap wide = tensorMap(g.data(), 2, {64, 64}, {128}, {128, 4}, 3);
+  expectFailure(loadAndWait(1024, tmaLoad(0, {0, 0})), PTXEMU_LAUNCH_FAILED,
+                "innermost box of 256 bytes, beyond its 128-byte swizzle",
+                {wide});
+  TensorMap strided = map;
+  strided.map.elementStrides[1] = 2;
+  expectFailure(loadAndWait(1024, tmaLoad(0, {0, 0})), PTXEMU_LAUNCH_FAILED,
+                "element stride 2 in dimension 1", {strided});
+  // Elements in bounds outside device memory (the map says 8 rows, the
+  // tensor has 4).
+  std::vector<uint16_t> small(64 * 4);
+  TensorMap beyond = tensorMap(small.data(), 2, {64, 8}, {128}, {64, 8}, 3);
+  std::vector<ptxemu_range> tensors = {
+      {reinterpret_cast<const char *>(small.data()), small.size() * 2}};
+  Module m(tmaKernel(2048, loadAndWait(1024, tmaLoad(0, {0, 0}))));
+  std::vector<uint8_t> tile(2048);
+  std::string error;
+  EXPECT_EQ(runTmaMaps(m, {beyond}, tile, &error, 32, {0}, &tensors),
+            PTXEMU_ILLEGAL_ADDRESS);
+  EXPECT_NE(error.find("cp.async.bulk.tensor"), std::string::npos) << error;
+  EXPECT_NE(error.find("not device memory"), std::string::npos) << error;
+}
+
+TEST(PtxEmu, MbarrierAndTmaForms) {
+  auto load = loadsOrError;
+  for (std::string good : {
+           "mbarrier.init.shared::cta.b64 [%r1], 1;",
+           "mbarrier.init.shared.b64 [%rd1+8], %r2;",
+           "mbarrier.arrive.shared::cta.b64 _, [%r1];",
+           "mbarrier.arrive.shared::cta.b64 %rd2, [%r1], 2;",
+           "mbarrier.arrive.release.cta.shared::cta.b64 _, [%r1];",
+           "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r1], %r3;",
+           "mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 %rd2, [%r1], "
+           "1024;",
+           "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%r1], 64;",
+           "mbarrier.try_wait.parity.shared::cta.b64 %p1, [%r1], %r2;",
+           "mbarrier.try_wait.parity.acquire.cta.shared::cta.b64 %p1, [%r1], "
+           "1, 1000;",
+           "mbarrier.test_wait.parity.shared::cta.b64 %p1, [%r1], 0;",
+           "mbarrier.inval.shared::cta.b64 [%r1];",
+           "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, "
+           "[%r12], %r13;\nselp.b32 %r14, 1, 0, p;\n}",
+           "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::"
+           "complete_tx::bytes [%r1], [%rd1, {%r2}], [%r3];",
+           "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
+           "complete_tx::bytes [%r1], [%rd1, {%r2, %r3, %r4}], [%r5];",
+           "cp.async.bulk.tensor.5d.shared::cta.global.mbarrier::complete_tx::"
+           "bytes [%r1+128], [%rd1, {%r2, %r3, %r4, %r5, -1}], [%r6+8];",
+           "setmaxnreg.inc.sync.aligned.u32 240;",
+           "setmaxnreg.dec.sync.aligned.u32 40;",
+           "fence.mbarrier_init.release.cluster;",
+       })
+    EXPECT_EQ(load(good), "loaded") << good;
+  for (std::string bad : {
+           "mbarrier.try_wait.shared::cta.b64 %p1, [%r1], %rd1;",
+           "mbarrier.arrive.shared::cluster.b64 _, [%r1];",
+           "mbarrier.init.b64 [%rd1], 1;",
+           "mbarrier.arrive_drop.shared::cta.b64 _, [%r1];",
+           "mbarrier.init.shared::cta.b64 [%r1];",
+           "mbarrier.try_wait.parity.shared::cta.b64 [%r1], %r2;",
+           "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+           "complete_tx::bytes.multicast::cluster [%r1], [%rd1, {%r2, %r3}], "
+           "[%r4], %rs1;",
+           "cp.async.bulk.tensor.6d.shared::cluster.global.tile.mbarrier::"
+           "complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4];",
+           "cp.async.bulk.tensor.2d.shared::cluster.global.im2col.mbarrier::"
+           "complete_tx::bytes [%r1], [%rd1, {%r2, %r3}], [%r4], {%rs1};",
+           "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+           "complete_tx::bytes [%r1], [%rd1, {%r2}], [%r4];",
+           "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group "
+           "[%rd1, {%r2, %r3}], [%r1];",
+           "setmaxnreg.inc.sync.aligned.u32 %r1;",
+           "fence.mbarrier_init.release.gpu;",
        }) {
     std::string error = load(bad);
     EXPECT_NE(error, "loaded") << bad;
