@@ -20,6 +20,8 @@ struct Symbol {
   /// second one older drivers export (CUDA 13 renamed cuEventElapsedTime).
   const char *names[2];
   void **slot;
+  /// Left null when missing instead of failing the initialisation.
+  bool optional = false;
 };
 
 template <typename Fn> void **slot(Fn &pointer) {
@@ -109,12 +111,15 @@ std::string Driver::init(const std::string &path) {
       {{"cuModuleGetFunction"}, slot(api_.cuModuleGetFunction)},
       {{"cuLaunchKernel"}, slot(api_.cuLaunchKernel)},
       {{"cuFuncSetAttribute"}, slot(api_.cuFuncSetAttribute)},
+      {{"cuTensorMapEncodeTiled"},
+       slot(api_.cuTensorMapEncodeTiled),
+       /*optional=*/true},
   };
   for (const Symbol &symbol : symbols) {
     for (const char *name : symbol.names)
       if (name && (*symbol.slot = dlsym(handle, name)))
         break;
-    if (!*symbol.slot) {
+    if (!*symbol.slot && !symbol.optional) {
       dlclose(handle);
       return "CUDA driver " + path + " lacks " + symbol.names[0] +
              " (a driver older than CUDA 12?)";

@@ -24,6 +24,14 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+using cuuint32_t = unsigned;
+using cuuint64_t = unsigned long long;
+
+/// The 128 opaque bytes cuTensorMapEncodeTiled writes and TMA instructions
+/// (cp.async.bulk.tensor) read.
+struct alignas(64) CUtensorMap {
+  cuuint64_t opaque[16];
+};
 
 constexpr CUresult kSuccess = 0;
 constexpr CUresult kErrorInvalidValue = 1;
@@ -38,11 +46,16 @@ constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
 constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
 constexpr unsigned kEventDefault = 0;
 constexpr unsigned kEventDisableTiming = 2;
+constexpr int kTensorMapInterleaveNone = 0;
+constexpr int kTensorMapL2Promotion128B = 2;
+constexpr int kTensorMapFloatOobFillNone = 0; // out-of-bound elements read 0
 /// Dynamic shared memory a kernel may use without opting in.
 constexpr int kDefaultMaxDynamicSharedBytes = 48 * 1024;
 
 /// The entry points, under the symbol names cuda.h binds them to (the
 /// versioned ones where it #defines a name, e.g. cuMemAlloc -> cuMemAlloc_v2).
+/// All are required except those marked optional, which are null when the
+/// driver lacks them.
 struct DriverApi {
   CUresult (*cuInit)(unsigned flags);
   CUresult (*cuDriverGetVersion)(int *version);
@@ -85,6 +98,15 @@ struct DriverApi {
                              unsigned sharedBytes, CUstream stream,
                              void **params, void **extra);
   CUresult (*cuFuncSetAttribute)(CUfunction function, int attribute, int value);
+  /// Optional: CUDA 12 and newer (TMA, sm_90).
+  CUresult (*cuTensorMapEncodeTiled)(CUtensorMap *tensorMap, int dataType,
+                                     cuuint32_t rank, void *globalAddress,
+                                     const cuuint64_t *globalDim,
+                                     const cuuint64_t *globalStrides,
+                                     const cuuint32_t *boxDim,
+                                     const cuuint32_t *elementStrides,
+                                     int interleave, int swizzle,
+                                     int l2Promotion, int oobFill);
 };
 
 /// The opened driver: device 0, its primary context (shared with other CUDA

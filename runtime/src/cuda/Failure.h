@@ -63,6 +63,23 @@ private:
 /// without tfc_model_load, say), cleared by this call.
 std::optional<Failure> takeUnscopedFailure();
 
+/// Runs `body` for the C function `fn`; an exception (out of memory while
+/// recording, say) becomes a recorded failure and a default result, never a
+/// crash in generated code.
+template <typename Fn>
+auto shielded(const char *fn, Fn &&body) noexcept -> decltype(body()) {
+  try {
+    return body();
+  } catch (...) {
+    try {
+      recordFailure(kErrorOutOfMemory,
+                    std::string(fn) + ": out of host memory");
+    } catch (...) {
+    }
+    return decltype(body())();
+  }
+}
+
 } // namespace tfc::cuda
 
 #endif // TFC_RUNTIME_CUDA_FAILURE_H

@@ -23,22 +23,6 @@ using namespace tfc::cuda;
 
 namespace {
 
-/// Runs `body`; an exception (out of memory while recording, say) becomes a
-/// recorded failure and a default result, never a crash in generated code.
-template <typename Fn>
-auto shielded(const char *fn, Fn &&body) noexcept -> decltype(body()) {
-  try {
-    return body();
-  } catch (...) {
-    try {
-      recordFailure(kErrorOutOfMemory,
-                    std::string(fn) + ": out of host memory");
-    } catch (...) {
-    }
-    return decltype(body())();
-  }
-}
-
 CUstream asStream(void *stream) { return static_cast<CUstream>(stream); }
 CUevent asEvent(void *event) { return static_cast<CUevent>(event); }
 CUdeviceptr asDevice(const void *ptr) {
