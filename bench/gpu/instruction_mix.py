@@ -35,6 +35,9 @@ VARIANTS = [
     ("async32", ["--gpu-async-copy", "--gpu-warp-rows=32"]),
     ("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]),
     ("wgmma2", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-wgmma-warpgroups=2"]),
+    ("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]),
+    ("tma2", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
+              "--gpu-wgmma-warpgroups=2"]),
 ]
 # B=1, H=2: the mix per block does not depend on how many blocks there are.
 SHAPES = [(64, 1024, False), (64, 1024, True), (128, 1024, False),

@@ -186,7 +186,8 @@ def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
             # one with 32 rows per warp and the wgmma ones (their copies and
             # stages, under racecheck; the bf16 matmul's wgmma GEMM under
             # memcheck).
-            builds = ["fused"] + [b for b in ("async32", "wgmma", "wgmma2")
+            builds = ["fused"] + [b for b in ("async32", "wgmma", "wgmma2",
+                                              "tma", "tma2")
                                   if b in specs[name]["builds"]]
             spec = dict(specs[name], name="%s [%s]" % (name, kind),
                         builds=builds)

@@ -52,7 +52,9 @@ def tol(dtype):
 # rows) and --gpu-wgmma (Hopper's warpgroup MMA on cp.async tiles; it needs
 # sm_90a, which the variant names: prepare drops the global --gpu-arch for
 # it), with one warpgroup per block or two (128 rows sharing each K and V
-# tile): checked like the fused build and timed beside it (the GPU target
+# tile), and both again on tiles copied by TMA (--gpu-tma: one thread per
+# block issues the copies, mbarriers, 128-byte swizzle; the runtime makes
+# the tensor maps): checked like the fused build and timed beside it (the GPU target
 # only; prepare drops them for the CPU). Build name: tfc-compile flags.
 GPU_VARIANTS = {
     "ldmatrix": ["--gpu-ldmatrix"],
@@ -60,6 +62,9 @@ GPU_VARIANTS = {
     "async32": ["--gpu-async-copy", "--gpu-warp-rows=32"],
     "wgmma": ["--gpu-arch=sm_90a", "--gpu-wgmma"],
     "wgmma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-wgmma-warpgroups=2"],
+    "tma": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"],
+    "tma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
+             "--gpu-wgmma-warpgroups=2"],
 }
 
 

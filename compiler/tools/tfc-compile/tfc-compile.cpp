@@ -111,6 +111,14 @@ static cl::opt<int64_t> gpuWgmmaWarpgroups(
              "shared memory serves both; not yet measured on a GPU)"),
     cl::init(1), cl::cat(category));
 
+static cl::opt<bool> gpuTma(
+    "gpu-tma",
+    cl::desc("With --gpu-wgmma: attention's K and V tiles go to shared "
+             "memory by TMA (cp.async.bulk.tensor from one thread, "
+             "mbarriers, 128-byte swizzle) instead of cp.async; the runtime "
+             "makes the tensor maps (not yet measured on a GPU)"),
+    cl::cat(category));
+
 static cl::opt<int64_t> gpuWarpRows(
     "gpu-warp-rows",
     cl::desc("With --target=nvptx: query rows per warp of f16/bf16 "
@@ -259,6 +267,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     options.asyncCopy = gpuAsyncCopy;
     options.wgmma = gpuWgmma;
     options.wgmmaWarpgroups = gpuWgmmaWarpgroups;
+    options.tma = gpuTma;
     options.warpRows = gpuWarpRows;
     options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
@@ -349,6 +358,8 @@ int main(int argc, char **argv) {
                   "warps owns 64 rows); drop --gpu-warp-rows");
     if (gpuWgmmaWarpgroups.getNumOccurrences() && !gpuWgmma)
       return fail("--gpu-wgmma-warpgroups needs --gpu-wgmma");
+    if (gpuTma && !gpuWgmma)
+      return fail("--gpu-tma needs --gpu-wgmma (TMA feeds the wgmma kernel)");
     if (gpuWgmmaWarpgroups != 1 && gpuWgmmaWarpgroups != 2)
       return fail("unknown --gpu-wgmma-warpgroups " +
                   std::to_string(gpuWgmmaWarpgroups) + " (supported: 1, 2)");
@@ -368,6 +379,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-async-copy needs --target=nvptx");
   } else if (gpuWgmma) {
     return fail("--gpu-wgmma needs --target=nvptx");
+  } else if (gpuTma) {
+    return fail("--gpu-tma needs --target=nvptx");
   } else if (gpuWarpRows.getNumOccurrences()) {
     return fail("--gpu-warp-rows needs --target=nvptx");
   }

@@ -308,3 +308,67 @@ func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x6
   %o = transformer.attention %q, %k, %v : tensor<1x4x300x64xf16>, tensor<1x4x300x64xf16>, tensor<1x4x300x64xf16> -> tensor<1x4x300x64xf16>
   return %o : tensor<1x4x300x64xf16>
 }
+
+// -----
+
+// wgmma on tiles copied by TMA. The host code asks the runtime for tensor
+// maps of K and V ([batch * kv heads = 8][300 keys][64 columns], 128-byte
+// rows: strides 128 and 38400 bytes; boxes of 64 columns x 128 keys;
+// f16 = 6, 128-byte swizzle = 3) and passes their device addresses after
+// the buffers. In the kernel, thread 0 initialises two mbarriers (one
+// arrival per phase) and issues each group's copies: K tile g (none from
+// the last tile on) and V tile g - 1, with the bytes they bring (32 KiB, or
+// 16 without K); every thread waits on the group's barrier with try_wait in
+// a loop. The descriptors name the 128-byte swizzle (bit 62) with 1024
+// bytes between groups of 8 rows (and, for V, 16 KiB between its blocks of
+// 64 columns); no cp.async is left.
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="wgmma=true tma=true" | FileCheck %s --check-prefix=TMA
+// CHECK-LABEL: func.func @tma_gqa
+// WGMMA-LABEL: func.func @tma_gqa
+// WG2-LABEL: func.func @tma_gqa
+// TMA-LABEL: func.func @tma_gqa
+// TMA-DAG: %[[F16:.*]] = arith.constant 6 : i32
+// TMA-DAG: %[[D:.*]] = arith.constant 64 : i64
+// TMA-DAG: %[[S:.*]] = arith.constant 300 : i64
+// TMA-DAG: %[[BH:.*]] = arith.constant 8 : i64
+// TMA-DAG: %[[ROW:.*]] = arith.constant 128 : i64
+// TMA-DAG: %[[HEAD:.*]] = arith.constant 38400 : i64
+// TMA-DAG: %[[BOX0:.*]] = arith.constant 64 : i32
+// TMA-DAG: %[[BOX1:.*]] = arith.constant 128 : i32
+// TMA-DAG: %[[ONE:.*]] = arith.constant 1 : i32
+// TMA-DAG: %[[SW:.*]] = arith.constant 3 : i32
+// TMA: %[[KMAP:.*]] = call @tfc_gpu_tensor_map(%{{.*}}, %[[F16]], %[[D]], %[[S]], %[[BH]], %[[ROW]], %[[HEAD]], %[[BOX0]], %[[BOX1]], %[[ONE]], %[[SW]]) : (!llvm.ptr, i32, i64, i64, i64, i64, i64, i32, i32, i32, i32) -> !llvm.ptr
+// TMA: %[[K:.*]] = llvm.ptrtoint %[[KMAP]] : !llvm.ptr to i64
+// TMA: %[[VMAP:.*]] = call @tfc_gpu_tensor_map(
+// TMA: %[[V:.*]] = llvm.ptrtoint %[[VMAP]] : !llvm.ptr to i64
+// TMA: gpu.launch_func @tfc_fused::@attention_0 {{.*}} args({{.*}} : memref<2x8x300x64xf16>, %[[K]] : i64, %[[V]] : i64)
+// TMA: gpu.func @attention_0({{.*}}: i64, %{{.*}}: i64) kernel
+// TMA-NOT: nvgpu.device_async_copy
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// TMA-NEXT: "fence.mbarrier_init.release.cluster;"
+// TMA: gpu.barrier
+// TMA-DAG: arith.constant 32768 : i32
+// TMA-DAG: arith.constant 16384 : i32
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
+// TMA: scf.if
+// TMA: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];"
+// TMA: scf.for
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
+// TMA: scf.while
+// TMA: mbarrier.try_wait.parity.shared::cta.b64
+// TMA: arith.constant 4611686293305360384 : i64
+// TMA: nvvm.wgmma.fence.aligned
+// TMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, 1, 1, 0;"
+// TMA: arith.constant 4611686293372403712 : i64
+// TMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1;"
+// TMA: gpu.barrier
+// TMA-NEXT: scf.yield
+// TMA: scf.while
+// TMA: mbarrier.try_wait.parity.shared::cta.b64
+// TMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1;"
+// TMA-NOT: cp.async
+func.func @tma_gqa(%q: tensor<2x8x300x64xf16>, %k: tensor<2x4x300x64xf16>, %v: tensor<2x4x300x64xf16>) -> tensor<2x8x300x64xf16> {
+  %o = transformer.attention %q, %k, %v {is_causal} : tensor<2x8x300x64xf16>, tensor<2x4x300x64xf16>, tensor<2x4x300x64xf16> -> tensor<2x8x300x64xf16>
+  return %o : tensor<2x8x300x64xf16>
+}

@@ -136,6 +136,10 @@ for name, mlir, dt in cases:
         variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
         variants.append(("wgmma2", ["--gpu-arch=sm_90a", "--gpu-wgmma",
                                     "--gpu-wgmma-warpgroups=2"]))
+        variants.append(("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma",
+                                 "--gpu-tma"]))
+        variants.append(("tma2", ["--gpu-arch=sm_90a", "--gpu-wgmma",
+                                  "--gpu-tma", "--gpu-wgmma-warpgroups=2"]))
     if name.startswith("matmul") and dt != "f32":
         variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
     for variant, flags in variants:
@@ -148,7 +152,8 @@ for name, mlir, dt in cases:
         if r.returncode:
             check(label + ": tfc-compile", False, r.stderr.strip())
             continue
-        arch = "sm_90a" if variant.startswith("wgmma") else "sm_90"
+        sm90a = variant.startswith(("wgmma", "tma"))
+        arch = "sm_90a" if sm90a else "sm_90"
         r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx, "-o",
                             ptx + ".cubin"], capture_output=True, text=True)
         check(label + ": ptxas -arch=" + arch, r.returncode == 0,
@@ -171,8 +176,7 @@ for name, mlir, dt in cases:
         if name.startswith("attn") and fused and dt != "f32":
             # wgmma takes head dimensions in 16-byte chunks up to 128;
             # others keep mma.sync.
-            if variant.startswith("wgmma") and all(d % 8 == 0 and d <= 128
-                                          for d in dims):
+            if sm90a and all(d % 8 == 0 and d <= 128 for d in dims):
                 check(label + ": wgmma on tensor cores, no mma.sync",
                       ("wgmma.mma_async.sync.aligned.m64n" in text and
                        ".f32.%s.%s" % (dt, dt) in text and
@@ -188,6 +192,14 @@ for name, mlir, dt in cases:
                 check(label + ": fragments by ldmatrix (V transposed)",
                       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
                       and "ld.shared.b32" not in text)
+            if variant.startswith("tma") and all(d % 8 == 0 and d <= 128
+                                                 for d in dims):
+                # One thread copies each tile by TMA; the warps wait on
+                # mbarriers, not for cp.async groups.
+                check(label + ": tiles by TMA, waits on mbarriers",
+                      "cp.async.bulk.tensor.3d.shared::cluster.global.tile"
+                      in text and "mbarrier.try_wait.parity" in text and
+                      "cp.async.cg" not in text)
             if variant in ("async", "async32", "wgmma", "wgmma2"):
                 # Head dimensions in 16-byte chunks copy by cp.async; others
                 # keep the register-staged tiles.

@@ -90,6 +90,12 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         builds.append(("fused wgmma 2 warpgroups", True,
                        ["--gpu-arch=sm_90a", "--gpu-wgmma",
                         "--gpu-wgmma-warpgroups=2"]))
+        # The same on tiles copied by TMA (tensor maps from the runtime).
+        builds.append(("fused wgmma tma", True,
+                       ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]))
+        builds.append(("fused wgmma tma 2 warpgroups", True,
+                       ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
+                        "--gpu-wgmma-warpgroups=2"]))
         # The unfused graph's f16 matmuls on the wgmma GEMM.
         builds.append(("unfused wgmma", False,
                        ["--gpu-arch=sm_90a", "--gpu-wgmma"]))

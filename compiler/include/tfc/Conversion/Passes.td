@@ -218,6 +218,11 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
            /*default=*/"1",
            "with wgmma: warpgroups per block, 1 (64 query rows) or 2 (128 "
            "rows sharing each K and V tile)">,
+    Option<"tma", "tma", "bool", /*default=*/"false",
+           "with wgmma: K and V tiles copied by TMA (cp.async.bulk.tensor, "
+           "one thread per block, completion on mbarriers) into 128-byte "
+           "swizzled shared memory instead of cp.async; the host code makes "
+           "the tensor maps (the runtime's tfc_gpu_tensor_map)">,
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"16",
            "f16/bf16 attention: query rows per warp, 16 (blocks of 64 rows) "
            "or 32 (blocks of 128; K and V fragments serve two mma each)">
@@ -225,6 +230,7 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",

@@ -76,14 +76,20 @@ Value maskValue(Arith &a, Value mask, ArrayRef<int64_t> dims, Value b, Value h,
 
 struct KernelArguments {
   Value q, k, v, mask, out; // mask is null without one
+  Value kMap, vMap;         // TMA: the tensor maps' device addresses (i64)
 };
 
 KernelArguments kernelArguments(gpu::GPUFuncOp func, const AttentionShape &s) {
   Block &entry = func.getBody().front();
   bool masked = !s.mask.empty();
-  return {entry.getArgument(0), entry.getArgument(1), entry.getArgument(2),
+  unsigned out = masked ? 4 : 3;
+  return {entry.getArgument(0),
+          entry.getArgument(1),
+          entry.getArgument(2),
           masked ? entry.getArgument(3) : Value(),
-          entry.getArgument(masked ? 4 : 3)};
+          entry.getArgument(out),
+          s.tma ? entry.getArgument(out + 1) : Value(),
+          s.tma ? entry.getArgument(out + 2) : Value()};
 }
 
 /// Per-thread fragments of the tensor-core kernel: [slab][8-column tile][4].
@@ -154,10 +160,62 @@ struct MmaKernel {
 
   MmaOps ops{a, t};
   WgmmaOps wg{a, t};
+  TmaOps tmaOps{a};
   Value tid = {};
 
   bool async() const { return s.asyncCopy; }
   bool wgmma() const { return s.wgmma; }
+  bool tma() const { return s.tma; }
+
+  /// TMA: each stage holds a tile as regions of 64 columns, [bc][64] with
+  /// 128-byte rows, swizzled; stages and regions are 1024-byte aligned.
+  /// Shared addresses (i32): the two mbarriers, the K and the V stages.
+  Value bars = {}, kBase = {}, vBase = {};
+  Value kMap = {}, vMap = {}, bhk = {}; // tensor maps, (batch, kv head)
+  static int64_t regions(int64_t cols) { return (cols + 63) / 64; }
+  int64_t kStageBytes() const { return regions(s.headDim) * bc * 128; }
+  int64_t vStageBytes() const { return regions(s.valueDim) * bc * 128; }
+  Value toI32(Value index) {
+    return arith::IndexCastOp::create(b, b.getI32Type(), index);
+  }
+  Value offsetBy(Value address, Value bytes) {
+    return arith::AddIOp::create(b, address, toI32(bytes));
+  }
+  /// The stage (tile % 2) of a tile in the stages at `base`.
+  Value stageAddress(Value base, Value tile, int64_t stageBytes) {
+    return offsetBy(base, a.mul(a.rem(a.add(tile, 2), 2), stageBytes));
+  }
+  /// TMA copy group g holds key tile g of K (none from numTiles on) and
+  /// tile g - 1 of V (tile -1: out of bounds, zeros), completing on barrier
+  /// g % 2 in its phase (g / 2) % 2. Issued by thread 0.
+  void issueTiles(Value group, Value numTiles) {
+    Value bar = offsetBy(bars, a.mul(a.rem(group, 2), 8));
+    Type i32 = b.getI32Type();
+    a.guarded(a.ult(tid, 1), [&]() {
+      Value kValid = a.ult(group, numTiles);
+      Value bytes = a.sel(
+          kValid,
+          arith::ConstantIntOp::create(b, i32, kStageBytes() + vStageBytes()),
+          arith::ConstantIntOp::create(b, i32, vStageBytes()));
+      tmaOps.arriveExpectTx(bar, bytes);
+      auto load = [&](Value map, Value tile, Value base, int64_t cols,
+                      int64_t stageBytes) {
+        Value stage = stageAddress(base, tile, stageBytes);
+        Value key0 = toI32(a.mul(tile, bc));
+        for (int64_t r = 0; r < regions(cols); ++r)
+          tmaOps.load3d(offsetBy(stage, a.c(r * bc * 128)), map,
+                        {toI32(a.c(r * 64)), key0, bhk}, bar);
+      };
+      a.guarded(kValid,
+                [&]() { load(kMap, group, kBase, s.headDim, kStageBytes()); });
+      load(vMap, a.add(group, -1), vBase, s.valueDim, vStageBytes());
+    });
+  }
+  /// Waits for TMA copy group `group`.
+  void waitTiles(Value group) {
+    tmaOps.wait(offsetBy(bars, a.mul(a.rem(group, 2), 8)),
+                toI32(a.rem(a.div(group, 2), 2)));
+  }
   bool ldmatrix() const { return s.ldmatrix || s.asyncCopy; }
   /// Issues the cp.async copies of key tile `kTile` of K and `vTile` of V
   /// into their stages (tile % 2) of the K and V buffers ([2 bc][..]) and
@@ -206,10 +264,15 @@ struct MmaKernel {
   /// registers, 4 per 16 keys; `o` the warp's accumulators, flat.
   void accumulatePV(ArrayRef<Value> p, Value vTile, Value vts,
                     SmallVectorImpl<Value> &o) {
-    Value desc = wg.descriptor(vts, a.mul(a.rem(vTile, 2), bc * dvp * 2),
-                               /*lbo=*/dvp * 16, /*sbo=*/128);
+    // TMA: 8 keys per 1024 bytes, 64 columns per region.
+    Value desc =
+        tma() ? wg.swizzledDescriptor(stageAddress(vBase, vTile, vStageBytes()),
+                                      /*lbo=*/bc * 128, /*sbo=*/1024)
+              : wg.descriptor(vts, a.mul(a.rem(vTile, 2), bc * dvp * 2),
+                              /*lbo=*/dvp * 16, /*sbo=*/128);
+    int64_t step = tma() ? 2048 : 2 * dvp * 16;
     for (int64_t kk = 0; kk < bc / 16; ++kk)
-      wg.mma(p.slice(4 * kk, 4), wg.advance(desc, kk * 2 * dvp * 16),
+      wg.mma(p.slice(4 * kk, 4), wg.advance(desc, kk * step),
              /*transposeB=*/true, /*accumulate=*/true, o);
     wg.commit();
   }
@@ -231,6 +294,20 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::y);
   Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
   Value hk = a.div(hi, s.headsQ / s.headsKV);
+  if (tma()) {
+    kMap = args.kMap;
+    vMap = args.vMap;
+    bhk = toI32(a.add(a.mul(bi, s.headsKV), hk));
+    bars = tmaOps.sharedAddress(ks);
+    // The stages start at the first 1024-byte boundary of the buffer.
+    Type i32 = b.getI32Type();
+    kBase = arith::AndIOp::create(
+        b,
+        arith::AddIOp::create(b, tmaOps.sharedAddress(vts),
+                              arith::ConstantIntOp::create(b, i32, 1023)),
+        arith::ConstantIntOp::create(b, i32, ~int64_t(1023)));
+    vBase = offsetBy(kBase, a.c(2 * kStageBytes()));
+  }
   // The warp's rows: slab sl (16 rows) holds rows g and g + 8 of it for
   // this thread; row index ri = 2 sl + r.
   int64_t nr = 2 * slabs;
@@ -271,7 +348,16 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   TileLayout kLayout = layout(s.headDim, dp, /*transposed=*/false);
   TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/!ldmatrix());
   TileChunks kFirst{kLayout, {}}, vFirst{vLayout, {}};
-  if (async()) {
+  if (tma()) {
+    // One arrival (thread 0's, with the bytes) per phase.
+    a.guarded(a.ult(tid, 1), [&]() {
+      for (int64_t i = 0; i < 2; ++i)
+        tmaOps.initBarrier(offsetBy(bars, a.c(8 * i)), 1);
+      tmaOps.fenceBarrierInit();
+    });
+    gpu::BarrierOp::create(b);
+    issueTiles(a.c(0), numTiles);
+  } else if (async()) {
     // wgmma: V runs one tile behind K (P·V of tile j - 1 overlaps the
     // softmax of tile j): K 0 and a zero V tile -1 first.
     copyTile(a.c(0), a.c(wgmma() ? -1 : 0), numTiles, k, v, ks, vts, bi, hk);
@@ -323,7 +409,13 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
 
     TileChunks nextK{kLayout, {}}, nextV{vLayout, {}};
     Value stageRow = a.c(0);
-    if (async()) {
+    if (tma()) {
+      // Group j + 1 goes in flight into the other stages (every warp has
+      // left them: the barrier at the end of the previous iteration); then
+      // group j has to land.
+      issueTiles(a.add(j, 1), numTiles);
+      waitTiles(j);
+    } else if (async()) {
       // Tile j + 1 goes in flight into the other stage; then wait for this
       // thread's copies of tile j (all but the newest group), and for
       // everyone's.
@@ -370,15 +462,22 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     SmallVector<Value> tileAcc;
     if (wgmma()) {
       tileAcc.assign(bc / 2, zeroF);
-      Value desc = wg.descriptor(ks, a.mul(a.rem(j, 2), bc * dp * 2),
-                                 /*lbo=*/128, /*sbo=*/dp * 16);
+      // TMA: 16 head columns are 32 bytes of a 128-byte row; 64 per region.
+      // (LBO is unused in this layout.)
+      Value desc =
+          tma() ? wg.swizzledDescriptor(stageAddress(kBase, j, kStageBytes()),
+                                        /*lbo=*/16, /*sbo=*/1024)
+                : wg.descriptor(ks, a.mul(a.rem(j, 2), bc * dp * 2),
+                                /*lbo=*/128, /*sbo=*/dp * 16);
       SmallVector<Value> flat = flatO();
       wg.pin(flat);
       wg.pin(pPrev);
       wg.fence();
       for (int64_t kt = 0; kt < dp / 16; ++kt)
-        wg.mma(qFrag[0][kt], wg.advance(desc, kt * 256), /*transposeB=*/false,
-               /*accumulate=*/kt > 0, tileAcc);
+        wg.mma(qFrag[0][kt],
+               wg.advance(desc,
+                          tma() ? kt / 4 * bc * 128 + kt % 4 * 32 : kt * 256),
+               /*transposeB=*/false, /*accumulate=*/kt > 0, tileAcc);
       wg.commit();
       accumulatePV(pPrev, a.add(j, 1), vts, flat);
       setO(flat);
@@ -608,9 +707,13 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   if (wgmma()) {
     // The last tile's P·V, once its V has landed (nothing to add without
     // tiles: P is zero, the V stage zero-filled).
-    NVVM::CpAsyncWaitGroupOp::create(b, 0);
-    wg.fenceSharedWrites();
-    gpu::BarrierOp::create(b);
+    if (tma()) {
+      waitTiles(numTiles);
+    } else {
+      NVVM::CpAsyncWaitGroupOp::create(b, 0);
+      wg.fenceSharedWrites();
+      gpu::BarrierOp::create(b);
+    }
     SmallVector<Value> oLast(res.begin(), res.begin() + numO);
     SmallVector<Value> pLast(res.begin() + pStart, res.end());
     wg.pin(oLast);
@@ -779,6 +882,16 @@ bool useWgmma(const AttentionShape &s) {
          s.valueDim % 8 == 0 && std::max(s.headDim, s.valueDim) <= 128;
 }
 
+/// Whether the wgmma kernel takes its tiles by TMA.
+bool useTma(const AttentionShape &s) { return s.tma && useWgmma(s); }
+
+/// TMA: the bytes of the two stages of K and V (128-byte rows of 64
+/// columns), and 1024 to align them.
+int64_t tmaStageBytes(const AttentionShape &s, int64_t bc) {
+  auto regions = [](int64_t cols) { return (cols + 63) / 64; };
+  return 2 * bc * 128 * (regions(s.headDim) + regions(s.valueDim)) + 1024;
+}
+
 /// Whether the async-copy variant applies: 16-byte chunks of K and V rows.
 bool useAsyncCopy(const AttentionShape &s) {
   return (s.asyncCopy || useWgmma(s)) && !s.elementType.isF32() &&
@@ -788,6 +901,8 @@ bool useAsyncCopy(const AttentionShape &s) {
 /// Bytes of shared memory of the tensor-core kernel's tiles.
 int64_t tileBytes(const AttentionShape &s, int64_t bc, int64_t dp,
                   int64_t dvp) {
+  if (useTma(s))
+    return tmaStageBytes(s, bc);
   if (useWgmma(s)) // two stages of K and V in core matrices, unpadded
     return 2 * 2 * bc * (dp + dvp);
   if (useAsyncCopy(s)) // two stages of K [bc][dp+8] and V [bc][dvp+8]
@@ -839,6 +954,26 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
     args.push_back(MemRefType::get(s.mask, t));
   args.push_back(MemRefType::get({s.batch, s.headsQ, s.seqQ, s.valueDim}, t));
   AttentionLaunch launch;
+  // TMA: tensor maps of K and V as [batch * kv heads][keys][columns],
+  // boxes of 64 columns (128-byte swizzled rows) by one tile of keys.
+  AttentionShape shape = s;
+  shape.tma = useTma(s);
+  int64_t dp = roundUp(s.headDim, 16), dvp = roundUp(s.valueDim, 16);
+  if (shape.tma) {
+    shape.wgmma = true;
+    shape.warpRows = 16;
+    int64_t bc = keysPerTile(shape, dp, dvp);
+    for (auto [operand, cols] :
+         {std::pair<unsigned, int64_t>{1, s.headDim}, {2, s.valueDim}}) {
+      int64_t bytes = cols * t.getIntOrFloatBitWidth() / 8;
+      launch.tensorMaps.push_back({operand,
+                                   {cols, s.seqKV, s.batch * s.headsKV},
+                                   {bytes, s.seqKV * bytes},
+                                   {64, int32_t(bc), 1},
+                                   kTensorMapSwizzle128B});
+      args.push_back(IntegerType::get(t.getContext(), 64));
+    }
+  }
   launch.gridX = s.batch * s.headsQ;
   if (s.elementType.isF32()) {
     constexpr int64_t kRows = 128, kKeys = 16;
@@ -853,10 +988,8 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
     launch.blockX = kRows;
     return launch;
   }
-  int64_t dp = roundUp(s.headDim, 16), dvp = roundUp(s.valueDim, 16);
   // 16 bytes of padding per row: the 8 rows a warp's fragment load touches
   // start 4 banks apart.
-  AttentionShape shape = s;
   shape.wgmma = useWgmma(s);
   shape.asyncCopy = useAsyncCopy(s);
   if (shape.wgmma) // warpgroups of 4 warps, 16 rows each
@@ -870,6 +1003,10 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
                                            : smem(dvp, bc + 8)};
   if (shape.wgmma) // [chunks][8]: core matrices, unpadded
     tileTypes = {smem(stages * bc * dp / 8, 8), smem(stages * bc * dvp / 8, 8)};
+  if (shape.tma) // two mbarriers; the stages, addressed by hand
+    tileTypes = {sharedTile(IntegerType::get(t.getContext(), 64), 1, 2),
+                 sharedTile(IntegerType::get(t.getContext(), 8), 1,
+                            tmaStageBytes(s, bc))};
   // Beyond 48 KiB (the async stages at D = 128), dynamic shared memory.
   bool dynamic = sharedBytes(tileTypes) > kMaxShared;
   SmallVector<Value> tiles;

@@ -8,6 +8,8 @@
 #ifndef TFC_CONVERSION_GPU_ATTENTIONKERNEL_H
 #define TFC_CONVERSION_GPU_ATTENTIONKERNEL_H
 
+#include "TensorMap.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
@@ -38,6 +40,10 @@ struct AttentionShape {
   /// wgmma: warpgroups per block, 1 (64 query rows) or 2 (128 rows: each K
   /// and V tile copied once serves both).
   int64_t wgmmaWarpgroups = 1;
+  /// wgmma: K and V tiles by TMA (one thread issues each tile's copies,
+  /// completion on mbarriers; 128-byte swizzled rows) instead of cp.async.
+  /// The launch then takes tensor maps of K and V.
+  bool tma = false;
   mlir::Type elementType; // f32, f16 or bf16
 };
 
@@ -46,6 +52,9 @@ struct AttentionLaunch {
   int64_t gridX, gridY, blockX;
   /// Dynamic shared memory the launch passes (0: static tiles only).
   int64_t dynamicSharedBytes = 0;
+  /// Tensor maps the host makes before the launch, passed after the
+  /// buffers (TMA builds: K, then V).
+  llvm::SmallVector<TensorMapSpec, 2> tensorMaps;
 };
 
 /// Whether the kernel for `shape` fits in a block's shared memory (static:

@@ -87,21 +87,49 @@ void MmaOps::mma(ArrayRef<Value> aFrag, ArrayRef<Value> bFrag,
     acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
 }
 
-Value WgmmaOps::descriptor(Value smem, Value offset, int64_t lbo, int64_t sbo) {
+namespace {
+/// A wgmma descriptor of shared address `addr` (i64): bits 0-13 address
+/// bits 4-17; 16-29 LBO >> 4; 32-45 SBO >> 4; 49-51 base offset (0: the
+/// swizzle groups are aligned); 62-63 the layout (0 none, 1 128-byte
+/// swizzle).
+Value descriptorBits(Arith &a, Value addr, int64_t lbo, int64_t sbo,
+                     int64_t layout) {
   ImplicitLocOpBuilder &b = a.b;
   Type i64 = b.getI64Type();
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, smem);
-  Value addr =
-      arith::IndexCastUIOp::create(b, i64, a.add(base, offset)).getResult();
   auto c64 = [&](int64_t v) {
     return arith::ConstantIntOp::create(b, i64, v).getResult();
   };
-  // Bits 0-13: address bits 4-17; 16-29: LBO >> 4; 32-45: SBO >> 4; base
-  // offset and swizzle mode (bits 49-51, 62-63) 0.
   Value start = arith::ShRUIOp::create(
       b, arith::AndIOp::create(b, addr, c64(0x3ffff)), c64(4));
-  int64_t strides = ((lbo >> 4) & 0x3fff) << 16 | ((sbo >> 4) & 0x3fff) << 32;
-  return arith::OrIOp::create(b, start, c64(strides));
+  uint64_t fields = uint64_t((lbo >> 4) & 0x3fff) << 16 |
+                    uint64_t((sbo >> 4) & 0x3fff) << 32 |
+                    uint64_t(layout) << 62;
+  return arith::OrIOp::create(b, start, c64(int64_t(fields)));
+}
+
+/// An inline PTX statement with side effects.
+Value inlineAsm(ImplicitLocOpBuilder &b, Type resultType, ValueRange operands,
+                StringRef text, StringRef constraints) {
+  auto op = LLVM::InlineAsmOp::create(
+      b, resultType, operands, text, constraints, /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr(), ArrayAttr());
+  return resultType ? op.getResult(0) : Value();
+}
+} // namespace
+
+Value WgmmaOps::descriptor(Value smem, Value offset, int64_t lbo, int64_t sbo) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(a.b, smem);
+  return descriptorBits(
+      a,
+      arith::IndexCastUIOp::create(a.b, a.b.getI64Type(), a.add(base, offset)),
+      lbo, sbo, /*layout=*/0);
+}
+
+Value WgmmaOps::swizzledDescriptor(Value addr, int64_t lbo, int64_t sbo) {
+  return descriptorBits(a, arith::ExtUIOp::create(a.b, a.b.getI64Type(), addr),
+                        lbo, sbo,
+                        /*layout=*/1);
 }
 
 Value WgmmaOps::advance(Value desc, int64_t bytes) {
@@ -157,12 +185,7 @@ void WgmmaOps::mma(ArrayRef<Value> aFrag, Value descB, bool transposeB,
       arith::ConstantIntOp::create(b, b.getI1Type(), accumulate ? 1 : 0));
   auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(),
                                                 SmallVector<Type>(regs, f32));
-  Value r = LLVM::InlineAsmOp::create(b, resTy, operands, text, constraints,
-                                      /*has_side_effects=*/true,
-                                      /*is_align_stack=*/false,
-                                      LLVM::tailcallkind::TailCallKind::None,
-                                      LLVM::AsmDialectAttr(), ArrayAttr())
-                .getResult(0);
+  Value r = inlineAsm(b, resTy, operands, text, constraints);
   for (int64_t i = 0; i < regs; ++i)
     acc[i] = LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{i});
 }
@@ -187,12 +210,7 @@ void WgmmaOps::pin(SmallVectorImpl<Value> &values) {
   for (size_t i = 0; i < values.size(); ++i)
     constraints += std::to_string(i) + (i + 1 < values.size() ? "," : "");
   auto resTy = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
-  Value r = LLVM::InlineAsmOp::create(b, resTy, values, "", constraints,
-                                      /*has_side_effects=*/true,
-                                      /*is_align_stack=*/false,
-                                      LLVM::tailcallkind::TailCallKind::None,
-                                      LLVM::AsmDialectAttr(), ArrayAttr())
-                .getResult(0);
+  Value r = inlineAsm(b, resTy, values, "", constraints);
   for (size_t i = 0; i < values.size(); ++i)
     values[i] =
         LLVM::ExtractValueOp::create(b, r, ArrayRef<int64_t>{int64_t(i)});
@@ -208,6 +226,64 @@ void WgmmaOps::fenceSharedWrites() {
 void WgmmaOps::commit() { NVVM::WgmmaGroupSyncAlignedOp::create(a.b); }
 void WgmmaOps::wait(int64_t pending) {
   NVVM::WgmmaWaitGroupSyncOp::create(a.b, uint64_t(pending));
+}
+
+Value TmaOps::sharedAddress(Value smem) {
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(a.b, smem);
+  return arith::IndexCastUIOp::create(a.b, a.b.getI32Type(), base);
+}
+
+void TmaOps::initBarrier(Value bar, int64_t count) {
+  inlineAsm(a.b, Type(), {bar},
+            "mbarrier.init.shared::cta.b64 [$0], " + std::to_string(count) +
+                ";",
+            "r,~{memory}");
+}
+
+void TmaOps::fenceBarrierInit() {
+  inlineAsm(a.b, Type(), {}, "fence.mbarrier_init.release.cluster;",
+            "~{memory}");
+}
+
+void TmaOps::arriveExpectTx(Value bar, Value bytes) {
+  inlineAsm(a.b, Type(), {bar, bytes},
+            "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+            "r,r,~{memory}");
+}
+
+void TmaOps::wait(Value bar, Value parity) {
+  ImplicitLocOpBuilder &b = a.b;
+  Type i32 = b.getI32Type();
+  // try_wait suspends the thread for a while before it reports an
+  // incomplete phase; the loop asks again.
+  auto loop = scf::WhileOp::create(b, TypeRange{}, ValueRange{});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&loop.getBefore());
+    b.setInsertionPointToStart(before);
+    Value done = inlineAsm(b, i32, {bar, parity},
+                           "{\n.reg .pred p;\n"
+                           "mbarrier.try_wait.parity.shared::cta.b64 p, [$1], "
+                           "$2;\nselp.b32 $0, 1, 0, p;\n}",
+                           "=r,r,r,~{memory}");
+    Value pending =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, done,
+                              arith::ConstantIntOp::create(b, i32, 0));
+    scf::ConditionOp::create(b, pending, ValueRange{});
+    Block *after = b.createBlock(&loop.getAfter());
+    b.setInsertionPointToStart(after);
+    scf::YieldOp::create(b, ValueRange{});
+  }
+}
+
+void TmaOps::load3d(Value dst, Value map, ArrayRef<Value> coords, Value bar) {
+  SmallVector<Value> operands = {dst, map};
+  operands.append(coords.begin(), coords.end());
+  operands.push_back(bar);
+  inlineAsm(a.b, Type(), operands,
+            "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::"
+            "complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];",
+            "r,l,r,r,r,r,~{memory}");
 }
 
 std::pair<Value, Value> chunkPosition(Arith &a, const TileLayout &l,

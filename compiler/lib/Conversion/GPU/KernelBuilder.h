@@ -188,6 +188,14 @@ struct WgmmaOps {
   /// The descriptor of a shared-memory operand starting at byte `offset` of
   /// `smem` (16-byte aligned).
   Value descriptor(Value smem, Value offset, int64_t lbo, int64_t sbo);
+  /// The descriptor of an operand at shared address `addr` (i32) in the
+  /// 128-byte swizzled layout TMA writes: rows of 128 bytes (64 elements)
+  /// whose 16-byte chunks are permuted by the row's index in its group of 8
+  /// (groups 1024-byte aligned). K-major: row n holds element (n, k); SBO
+  /// bytes between groups of 8 rows; `addr` moves 32 bytes per 16 k. N-major
+  /// (transposed): row k holds element (n, k) for 64 n; SBO bytes between
+  /// groups of 8 k, LBO between blocks of 64 n.
+  Value swizzledDescriptor(Value addr, int64_t lbo, int64_t sbo);
   /// The descriptor of the operand `bytes` (a multiple of 16) further on
   /// (shared memory addresses stay below 2^18: no carry out of the field).
   Value advance(Value desc, int64_t bytes);
@@ -216,6 +224,35 @@ struct WgmmaOps {
   void pin(SmallVectorImpl<Value> &values);
   /// An A operand (vector<2xf16> or i32) as the i32 register wgmma takes.
   Value asI32(Value operand);
+};
+
+/// Hopper's tensor memory accelerator (TMA, sm_90): one thread copies a
+/// whole box of a tensor from global to shared memory, described by a
+/// tensor map (CUtensorMap, 128 bytes in device memory, made on the host by
+/// the runtime's tfc_gpu_tensor_map); the bytes it writes count towards
+/// the transaction count of an mbarrier, whose phase completes once the
+/// expected arrivals and bytes are in. Addresses are shared-memory addresses
+/// (i32); barriers are 8-byte words of shared memory.
+struct TmaOps {
+  Arith &a;
+
+  /// The shared-memory address (i32) of the first element of `smem`.
+  Value sharedAddress(Value smem);
+  /// mbarrier.init: phase 0, `count` arrivals per phase.
+  void initBarrier(Value bar, int64_t count);
+  /// Makes the initialised barriers visible to the other threads' and the
+  /// copy engine's operations on them (before the block's barrier).
+  void fenceBarrierInit();
+  /// mbarrier.arrive.expect_tx: the current phase also waits for `bytes`
+  /// (i32) of copies, then this thread arrives.
+  void arriveExpectTx(Value bar, Value bytes);
+  /// Waits until the phase of parity `parity` (i32, 0 or 1) of `bar` has
+  /// completed (mbarrier.try_wait.parity in a loop).
+  void wait(Value bar, Value parity);
+  /// cp.async.bulk.tensor.3d: the box of tensor map `map` (i64, its device
+  /// address) at `coords` (3 x i32, innermost first; out-of-bound elements
+  /// read as zero) into shared memory at `dst`, completing on `bar`.
+  void load3d(Value dst, Value map, ArrayRef<Value> coords, Value bar);
 };
 
 /// A [tileRows, tileCols] window of a tensor's last two dimensions, staged

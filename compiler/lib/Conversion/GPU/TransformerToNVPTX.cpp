@@ -2,12 +2,14 @@
 
 #include "AttentionKernel.h"
 #include "RowKernels.h"
+#include "TensorMap.h"
 #include "tfc/Conversion/Passes.h"
 #include "tfc/Dialect/Transformer/IR/Transformer.h"
 #include "tfc/Dialect/Transformer/Utils/TosaBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -76,7 +78,8 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op) {
 Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
                       int64_t gridX, int64_t gridY, int64_t blockX,
                       ValueRange inputs, RankedTensorType resultType,
-                      int64_t dynamicSharedBytes = 0) {
+                      int64_t dynamicSharedBytes = 0,
+                      ArrayRef<TensorMapSpec> tensorMaps = {}) {
   SmallVector<Value> args;
   for (Value tensor : inputs) {
     auto t = cast<RankedTensorType>(tensor.getType());
@@ -89,6 +92,9 @@ Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
       MemRefType::get(resultType.getShape(), resultType.getElementType()),
       b.getI64IntegerAttr(64));
   args.push_back(out);
+  // Tensor maps follow the buffers.
+  for (const TensorMapSpec &spec : tensorMaps)
+    args.push_back(createTensorMap(b, loc, args[spec.operand], spec));
   auto dim = [&](int64_t n) -> Value {
     return arith::ConstantIndexOp::create(b, loc, n);
   };
@@ -171,6 +177,7 @@ struct ConvertTransformerToNVPTXPass
         shape->asyncCopy = asyncCopy;
         shape->wgmma = wgmma;
         shape->wgmmaWarpgroups = wgmmaWarpgroups;
+        shape->tma = tma;
         shape->warpRows = warpRows;
         AttentionLaunch launch =
             buildAttentionKernel(b, kernels, name("attention"), *shape);
@@ -178,9 +185,10 @@ struct ConvertTransformerToNVPTXPass
                                      attention.getValue()};
         if (Value mask = attention.getMask())
           inputs.push_back(tosa.expandToRank(mask, 4));
-        result = launchOnTensors(
-            ob, loc, launch.kernel, launch.gridX, launch.gridY, launch.blockX,
-            inputs, attention.getResult().getType(), launch.dynamicSharedBytes);
+        result = launchOnTensors(ob, loc, launch.kernel, launch.gridX,
+                                 launch.gridY, launch.blockX, inputs,
+                                 attention.getResult().getType(),
+                                 launch.dynamicSharedBytes, launch.tensorMaps);
       } else if (auto softmax = dyn_cast<transformer::SoftmaxOp>(op)) {
         RankedTensorType type = softmax.getInput().getType();
         // An inner softmax dimension is left to the decomposition.
