@@ -30,7 +30,8 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
                    "buffer-results-to-out-params{modify-public-functions=true "
                    "hoist-static-allocs=true},canonicalize,"
                    "convert-linalg-matmul-to-nvptx{wgmma=") +
-       (options.wgmma ? "true" : "false") + "},";
+       (options.wgmma ? "true" : "false") +
+       " tma=" + (options.tma ? "true" : "false") + "},";
   // f16/bf16 matmuls run on tensor cores; every remaining loop nest becomes
   // a kernel; all kernels go into one module, and the host code runs them in
   // order on one stream.

@@ -315,13 +315,17 @@ func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x6
 // maps of K and V ([batch * kv heads = 8][300 keys][64 columns], 128-byte
 // rows: strides 128 and 38400 bytes; boxes of 64 columns x 128 keys;
 // f16 = 6, 128-byte swizzle = 3) and passes their device addresses after
-// the buffers. In the kernel, thread 0 initialises two mbarriers (one
-// arrival per phase) and issues each group's copies: K tile g (none from
-// the last tile on) and V tile g - 1, with the bytes they bring (32 KiB, or
-// 16 without K); every thread waits on the group's barrier with try_wait in
-// a loop. The descriptors name the 128-byte swizzle (bit 62) with 1024
-// bytes between groups of 8 rows (and, for V, 16 KiB between its blocks of
-// 64 columns); no cp.async is left.
+// the buffers. In the kernel, thread 0 initialises two full mbarriers (one
+// arrival per phase) and two empty ones (one per warp) and issues each
+// group's copies: K tile g (none from the last tile on) and V tile g - 1,
+// with the bytes they bring (32 KiB, or 16 without K), once the warps have
+// released the stages (from group 2 on, a wait on an empty barrier); every
+// thread waits on the group's full barrier with try_wait in a loop. The
+// descriptors name the 128-byte swizzle (bit 62) with 1024 bytes between
+// groups of 8 rows (and, for V, 16 KiB between its blocks of 64 columns).
+// Each warp releases the tile's stages (lane 0 arrives on the empty
+// barrier) once its wgmma that read them are done; no block barrier in the
+// loop, and no cp.async.
 // RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="wgmma=true tma=true" | FileCheck %s --check-prefix=TMA
 // CHECK-LABEL: func.func @tma_gqa
 // WGMMA-LABEL: func.func @tma_gqa
@@ -346,6 +350,8 @@ func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x6
 // TMA-NOT: nvgpu.device_async_copy
 // TMA: "mbarrier.init.shared::cta.b64 [$0], 1;"
 // TMA: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 4;"
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 4;"
 // TMA-NEXT: "fence.mbarrier_init.release.cluster;"
 // TMA: gpu.barrier
 // TMA-DAG: arith.constant 32768 : i32
@@ -354,6 +360,9 @@ func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x6
 // TMA: scf.if
 // TMA: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];"
 // TMA: scf.for
+// TMA: arith.cmpi uge, %{{.*}}, %c2
+// TMA: scf.while
+// TMA: mbarrier.try_wait.parity.shared::cta.b64
 // TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
 // TMA: scf.while
 // TMA: mbarrier.try_wait.parity.shared::cta.b64
@@ -362,8 +371,11 @@ func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x6
 // TMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, 1, 1, 0;"
 // TMA: arith.constant 4611686293372403712 : i64
 // TMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1;"
-// TMA: gpu.barrier
-// TMA-NEXT: scf.yield
+// TMA-NOT: gpu.barrier
+// TMA: nvvm.wgmma.wait.group.sync.aligned 0
+// TMA-NOT: gpu.barrier
+// TMA: "mbarrier.arrive.shared::cta.b64 _, [$0];"
+// TMA-NOT: gpu.barrier
 // TMA: scf.while
 // TMA: mbarrier.try_wait.parity.shared::cta.b64
 // TMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1;"

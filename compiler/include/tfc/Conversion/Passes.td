@@ -264,10 +264,25 @@ def ConvertLinalgMatmulToNVPTX : Pass<"convert-linalg-matmul-to-nvptx", "mlir::M
     cp.async into three stages of wgmma's core matrices, one chain of wgmma
     m64nNk16 per slice with A and B read from shared memory, in flight
     while the next slices are copied.
+
+    With `wgmma` and `tma`: thread 0 copies each slice by TMA
+    (`cp.async.bulk.tensor`: A's rows of the block x 64 of K, B 64 of K x
+    64 columns per box, out-of-bounds zero-filled) into three 128-byte
+    swizzled stages, each with a full mbarrier (thread 0's arrival and the
+    bytes) and an empty one (an arrival per warp once its chain that read
+    the stage has retired; thread 0 waits for it before the refill). The
+    host code gets the tensor maps of A and B from the runtime
+    (`tfc_gpu_tensor_map`) and passes their device addresses after the
+    buffers.
   }];
   let options = [
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
-           "f16/bf16 matmuls on Hopper's wgmma (sm_90a)">
+           "f16/bf16 matmuls on Hopper's wgmma (sm_90a)">,
+    Option<"tma", "tma", "bool", /*default=*/"false",
+           "with wgmma: A and B tiles copied by TMA (cp.async.bulk.tensor, "
+           "one thread per block, completion on mbarriers) into 128-byte "
+           "swizzled shared memory instead of cp.async; the host code makes "
+           "the tensor maps (runtime: tfc_gpu_tensor_map)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -169,7 +169,8 @@ struct MmaKernel {
 
   /// TMA: each stage holds a tile as regions of 64 columns, [bc][64] with
   /// 128-byte rows, swizzled; stages and regions are 1024-byte aligned.
-  /// Shared addresses (i32): the two mbarriers, the K and the V stages.
+  /// Shared addresses (i32): the mbarriers (full 0, full 1, empty 0,
+  /// empty 1), the K and the V stages.
   Value bars = {}, kBase = {}, vBase = {};
   Value kMap = {}, vMap = {}, bhk = {}; // tensor maps, (batch, kv head)
   static int64_t regions(int64_t cols) { return (cols + 63) / 64; }
@@ -185,13 +186,26 @@ struct MmaKernel {
   Value stageAddress(Value base, Value tile, int64_t stageBytes) {
     return offsetBy(base, a.mul(a.rem(a.add(tile, 2), 2), stageBytes));
   }
+  /// Barrier `first + i % 2` (0: full, 2: empty).
+  Value barrier(int64_t first, Value i) {
+    return offsetBy(bars, a.mul(a.add(a.rem(i, 2), first), 8));
+  }
   /// TMA copy group g holds key tile g of K (none from numTiles on) and
-  /// tile g - 1 of V (tile -1: out of bounds, zeros), completing on barrier
-  /// g % 2 in its phase (g / 2) % 2. Issued by thread 0.
+  /// tile g - 1 of V (tile -1: out of bounds, zeros), completing on full
+  /// barrier g % 2 in its phase (g / 2) % 2. Issued by thread 0 once every
+  /// warp has released the stages it overwrites (empty barrier g % 2, in
+  /// its phase (g - 2) / 2: group g - 2's tiles were last read in
+  /// iteration g - 2).
   void issueTiles(Value group, Value numTiles) {
-    Value bar = offsetBy(bars, a.mul(a.rem(group, 2), 8));
+    Value bar = barrier(0, group);
     Type i32 = b.getI32Type();
     a.guarded(a.ult(tid, 1), [&]() {
+      Value reused =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::uge, group, a.c(2));
+      a.guarded(reused, [&]() {
+        tmaOps.wait(barrier(2, group),
+                    toI32(a.rem(a.div(a.add(group, -2), 2), 2)));
+      });
       Value kValid = a.ult(group, numTiles);
       Value bytes = a.sel(
           kValid,
@@ -213,8 +227,12 @@ struct MmaKernel {
   }
   /// Waits for TMA copy group `group`.
   void waitTiles(Value group) {
-    tmaOps.wait(offsetBy(bars, a.mul(a.rem(group, 2), 8)),
-                toI32(a.rem(a.div(group, 2), 2)));
+    tmaOps.wait(barrier(0, group), toI32(a.rem(a.div(group, 2), 2)));
+  }
+  /// The warp is done with the stages of iteration j (K tile j, V tile
+  /// j - 1): one arrival per warp on empty barrier j % 2.
+  void releaseTiles(Value j, Value lane) {
+    a.guarded(a.ult(lane, 1), [&]() { tmaOps.arrive(barrier(2, j)); });
   }
   bool ldmatrix() const { return s.ldmatrix || s.asyncCopy; }
   /// Issues the cp.async copies of key tile `kTile` of K and `vTile` of V
@@ -349,10 +367,11 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/!ldmatrix());
   TileChunks kFirst{kLayout, {}}, vFirst{vLayout, {}};
   if (tma()) {
-    // One arrival (thread 0's, with the bytes) per phase.
+    // Full barriers: one arrival (thread 0's, with the bytes) per phase;
+    // empty barriers: one per warp.
     a.guarded(a.ult(tid, 1), [&]() {
-      for (int64_t i = 0; i < 2; ++i)
-        tmaOps.initBarrier(offsetBy(bars, a.c(8 * i)), 1);
+      for (int64_t i = 0; i < 4; ++i)
+        tmaOps.initBarrier(offsetBy(bars, a.c(8 * i)), i < 2 ? 1 : warps);
       tmaOps.fenceBarrierInit();
     });
     gpu::BarrierOp::create(b);
@@ -629,11 +648,14 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       return scaled;
     };
     if (wgmma()) {
-      // The previous tile's P·V is done; O may be rescaled.
+      // The previous tile's P·V is done; O may be rescaled. (TMA: the
+      // warp has read this iteration's stages.)
       SmallVector<Value> flat = flatO();
       wg.wait(0);
       wg.pin(flat);
       setO(flat);
+      if (tma())
+        releaseTiles(j, lane);
     }
     updateWhere(b, grow, o, rescale);
 
@@ -687,8 +709,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     }
 
     // Every warp is done with this stage before tile j + 2 is copied into
-    // it (the next iteration's copies).
-    if (async())
+    // it (the next iteration's copies). TMA: the empty barriers say so.
+    if (async() && !tma())
       gpu::BarrierOp::create(b);
 
     SmallVector<Value> yield;
@@ -1003,8 +1025,8 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
                                            : smem(dvp, bc + 8)};
   if (shape.wgmma) // [chunks][8]: core matrices, unpadded
     tileTypes = {smem(stages * bc * dp / 8, 8), smem(stages * bc * dvp / 8, 8)};
-  if (shape.tma) // two mbarriers; the stages, addressed by hand
-    tileTypes = {sharedTile(IntegerType::get(t.getContext(), 64), 1, 2),
+  if (shape.tma) // four mbarriers; the stages, addressed by hand
+    tileTypes = {sharedTile(IntegerType::get(t.getContext(), 64), 1, 4),
                  sharedTile(IntegerType::get(t.getContext(), 8), 1,
                             tmaStageBytes(s, bc))};
   // Beyond 48 KiB (the async stages at D = 128), dynamic shared memory.

@@ -245,6 +245,11 @@ void TmaOps::fenceBarrierInit() {
             "~{memory}");
 }
 
+void TmaOps::arrive(Value bar) {
+  inlineAsm(a.b, Type(), {bar}, "mbarrier.arrive.shared::cta.b64 _, [$0];",
+            "r,~{memory}");
+}
+
 void TmaOps::arriveExpectTx(Value bar, Value bytes) {
   inlineAsm(a.b, Type(), {bar, bytes},
             "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",

@@ -243,6 +243,8 @@ struct TmaOps {
   /// Makes the initialised barriers visible to the other threads' and the
   /// copy engine's operations on them (before the block's barrier).
   void fenceBarrierInit();
+  /// mbarrier.arrive: one arrival on `bar`.
+  void arrive(Value bar);
   /// mbarrier.arrive.expect_tx: the current phase also waits for `bytes`
   /// (i32) of copies, then this thread arrives.
   void arriveExpectTx(Value bar, Value bytes);

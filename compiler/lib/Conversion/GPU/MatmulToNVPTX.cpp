@@ -24,6 +24,7 @@
 
 #include "HostCode.h"
 #include "KernelBuilder.h"
+#include "TensorMap.h"
 #include "tfc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -209,24 +210,78 @@ GemmTiling gemmTiling(const GemmShape &s, bool wide) {
   return {kTile * warpgroups, wideTile(s), kThreads * warpgroups};
 }
 
+/// Whether the wgmma kernel takes its tiles by TMA: tensor maps of A and B
+/// within the driver's limits (dimensions up to 2^32, strides below 2^40;
+/// row strides are multiples of 16 bytes where the wgmma kernel applies).
+bool useTma(const GemmShape &s, bool wgmma, bool tma) {
+  constexpr int64_t kMaxDim = int64_t(1) << 32, kMaxStride = int64_t(1) << 40;
+  return tma && useWgmma(s, wgmma) && s.batch <= kMaxDim && s.m <= kMaxDim &&
+         s.n <= kMaxDim && s.k <= kMaxDim && 2 * s.m * s.k < kMaxStride &&
+         2 * s.k * s.n < kMaxStride;
+}
+
+/// TMA: a stage holds A [tileM][64 k] in 128-byte rows, then B as blocks
+/// of 64 columns [64 k][64 n], each swizzled by 128 bytes (the stages are
+/// 1024-byte aligned).
+int64_t tmaBBlocks(const GemmTiling &t) { return (t.tileN + 63) / 64; }
+int64_t tmaABytes(const GemmTiling &t) { return t.tileM * 128; }
+int64_t tmaStageBytes(const GemmTiling &t) {
+  return tmaABytes(t) + tmaBBlocks(t) * kWideSlice * 128;
+}
+
+/// The tensor maps of A viewed [batch][M][K] (a box: the block's rows by
+/// one slice of K) and B viewed [batch][K][N] (a box: one slice of K by 64
+/// columns), dimensions innermost first.
+SmallVector<TensorMapSpec> gemmTensorMaps(const GemmShape &s,
+                                          const GemmTiling &t) {
+  int64_t bytes = s.t.getIntOrFloatBitWidth() / 8;
+  return {{0,
+           {s.k, s.m, s.batch},
+           {s.k * bytes, s.m * s.k * bytes},
+           {int32_t(kWideSlice), int32_t(t.tileM), 1},
+           kTensorMapSwizzle128B},
+          {1,
+           {s.n, s.k, s.batch},
+           {s.n * bytes, s.k * s.n * bytes},
+           {64, int32_t(kWideSlice), 1},
+           kTensorMapSwizzle128B}};
+}
+
 gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                     StringRef name, const GemmShape &s,
-                                    TypeRange args, GemmTiling &t) {
+                                    TypeRange args, GemmTiling &t, bool tma) {
   int64_t tileM = t.tileM, tileN = t.tileN, threads = t.threads;
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
   WgmmaOps wg{a, s.t};
-  // Three stages of A [tileM][64] and B [64][tileN] in core matrices
-  // ([chunks][8]): up to 72 KiB with one warpgroup, 96 with two (dynamic).
+  TmaOps tmaOps{a};
+  Type i32 = b.getI32Type();
+  // Three stages of A [tileM][64] and B [64][tileN]: in core matrices
+  // ([chunks][8]), up to 72 KiB with one warpgroup, 96 with two (dynamic);
+  // TMA: full and empty mbarriers per stage, then the swizzled stages
+  // (48-96 KiB and 1024 to align them).
+  SmallVector<MemRefType> tiles = {
+      sharedTile(s.t, kStages * tileM * kWideSlice / 8, 8),
+      sharedTile(s.t, kStages * kWideSlice * tileN / 8, 8)};
+  if (tma)
+    tiles = {sharedTile(b.getI64Type(), 1, 2 * kStages),
+             sharedTile(b.getI8Type(), 1, kStages * tmaStageBytes(t) + 1024)};
   GemmKernel k =
-      beginGemmKernel(builder, module, name, s, args,
-                      {sharedTile(s.t, kStages * tileM * kWideSlice / 8, 8),
-                       sharedTile(s.t, kStages * kWideSlice * tileN / 8, 8)},
-                      t, b, a);
+      beginGemmKernel(builder, module, name, s, args, tiles, t, b, a);
   Value as = k.tiles[0], bs = k.tiles[1], A = k.A, B = k.B, tid = k.tid,
         m0 = k.m0, n0 = k.n0;
   ArrayRef<Value> lead = k.lead;
+  int64_t slices = (s.k + kWideSlice - 1) / kWideSlice;
+  // The warpgroup's 64 rows of the block's tile.
+  Value wgRow = a.mul(a.div(k.warp, 4), kTile);
+  auto wrap = [&](Value x) { // x % kStages for x < 2 kStages
+    Value over =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, x, a.c(kStages));
+    return a.sel(over, arith::SubIOp::create(b, x, a.c(kStages)), x);
+  };
 
+  // cp.async: slice `slice` into stage `stage` (slice % kStages), one
+  // group (zero-filled past K).
   TileLayout aLayout{tileM,
                      kWideSlice,
                      8,
@@ -234,9 +289,6 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                      /*rowsFastest=*/false,
                      /*coreMatrices=*/true};
   TileLayout bLayout{kWideSlice, tileN, 8, threads, false, true};
-  int64_t slices = (s.k + kWideSlice - 1) / kWideSlice;
-  // Slice `slice` into stage `stage` (slice % kStages), one group
-  // (zero-filled past K).
   auto copySlice = [&](Value slice, Value stage) {
     Value enabled = a.ult(slice, slices), k0 = a.mul(slice, kWideSlice);
     SmallVector<Value> tokens =
@@ -247,8 +299,71 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   };
-  copySlice(a.c(0), a.c(0));
-  copySlice(a.c(1), a.c(1));
+
+  // TMA: shared addresses (i32) of the stages and barriers. Slice sl lands
+  // in stage sl % kStages, whose full barrier (one arrival: thread 0's,
+  // with the bytes) completes phase sl / kStages; every warp arrives on
+  // its empty barrier once the chain that read the slice has retired.
+  Value stages, bars, aMap, bMap;
+  auto toI32 = [&](Value index) -> Value {
+    return arith::IndexCastOp::create(b, i32, index);
+  };
+  auto offsetBy = [&](Value address, Value bytes) -> Value {
+    return arith::AddIOp::create(b, address, toI32(bytes));
+  };
+  auto fullBar = [&](Value stage) { return offsetBy(bars, a.mul(stage, 8)); };
+  auto emptyBar = [&](Value stage) {
+    return offsetBy(bars, a.mul(a.add(stage, kStages), 8));
+  };
+  auto phase = [&](Value slice) {
+    return toI32(a.rem(a.div(slice, kStages), 2));
+  };
+  auto stageAddress = [&](Value stage) {
+    return offsetBy(stages, a.mul(stage, tmaStageBytes(t)));
+  };
+  // Thread 0: slice `slice` into stage `stage`, out-of-bounds rows, columns
+  // and K zero-filled (counted in the bytes).
+  auto issueSlice = [&](Value slice, Value stage) {
+    Value bar = fullBar(stage), dst = stageAddress(stage);
+    tmaOps.arriveExpectTx(
+        bar, arith::ConstantIntOp::create(b, i32, tmaStageBytes(t)));
+    Value k0 = toI32(a.mul(slice, kWideSlice));
+    Value batch = toI32(lead.empty() ? a.c(0) : lead[0]);
+    tmaOps.load3d(dst, aMap, {k0, toI32(m0), batch}, bar);
+    for (int64_t j = 0; j < tmaBBlocks(t); ++j)
+      tmaOps.load3d(offsetBy(dst, a.c(tmaABytes(t) + j * kWideSlice * 128)),
+                    bMap, {toI32(a.add(n0, j * 64)), k0, batch}, bar);
+  };
+  Value thread0;
+  if (tma) {
+    thread0 = a.ult(tid, 1);
+    Block &entry = k.func.getBody().front();
+    aMap = entry.getArgument(3);
+    bMap = entry.getArgument(4);
+    bars = tmaOps.sharedAddress(as);
+    // The stages start at the first 1024-byte boundary of their buffer.
+    stages = arith::AndIOp::create(
+        b,
+        arith::AddIOp::create(b, tmaOps.sharedAddress(bs),
+                              arith::ConstantIntOp::create(b, i32, 1023)),
+        arith::ConstantIntOp::create(b, i32, ~int64_t(1023)));
+    a.guarded(thread0, [&]() {
+      for (int64_t i = 0; i < kStages; ++i) {
+        tmaOps.initBarrier(fullBar(a.c(i)), 1);
+        tmaOps.initBarrier(emptyBar(a.c(i)), threads / 32);
+      }
+      tmaOps.fenceBarrierInit();
+    });
+    gpu::BarrierOp::create(b);
+    // Every stage's first slice (none past K: no copy outlives the loop).
+    a.guarded(thread0, [&]() {
+      for (int64_t i = 0; i < std::min(kStages, slices); ++i)
+        issueSlice(a.c(i), a.c(i));
+    });
+  } else {
+    copySlice(a.c(0), a.c(0));
+    copySlice(a.c(1), a.c(1));
+  }
   // Loop state: the accumulators, then slice sl's stage (sl % kStages,
   // counted instead of divided).
   SmallVector<Value> init(tileN / 2, a.f(0.0));
@@ -261,37 +376,65 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     ValueRange iter = loop.getRegionIterArgs();
     SmallVector<Value> acc(iter.drop_back());
     Value stage = iter.back();
-    auto wrap = [&](Value x) { // x % kStages for x < 2 kStages
-      Value over =
-          arith::CmpIOp::create(b, arith::CmpIPredicate::uge, x, a.c(kStages));
-      return a.sel(over, arith::SubIOp::create(b, x, a.c(kStages)), x);
-    };
     // Slice sl has landed (sl + 1 may be in flight), for every thread.
-    NVVM::CpAsyncWaitGroupOp::create(b, 1);
-    wg.fenceSharedWrites();
-    gpu::BarrierOp::create(b);
-    // A: LBO 128 bytes along K, SBO 64 x 16 per 8 rows, the warpgroup's 64
-    // rows; B (N-major): SBO 128 bytes along N, LBO tileN x 16 per 8 rows
-    // of K.
-    Value aRows = a.add(a.mul(stage, tileM), a.mul(a.div(k.warp, 4), kTile));
-    Value descA = wg.descriptor(as, a.mul(aRows, kWideSlice * 2),
-                                /*lbo=*/128, /*sbo=*/kWideSlice * 16);
-    Value descB = wg.descriptor(bs, a.mul(stage, kWideSlice * tileN * 2),
-                                /*lbo=*/tileN * 16, /*sbo=*/128);
+    Value descA, descB;
+    int64_t stepA, stepB; // bytes per k16
+    if (tma) {
+      tmaOps.wait(fullBar(stage), phase(sl));
+      // A (K-major): 8 rows per 1024 bytes, 16 k are 32 bytes of a row.
+      // B (N-major): 8 k per 1024 bytes, LBO between 64-column blocks.
+      // (LBO is unused in A's layout.)
+      Value stageA = stageAddress(stage);
+      descA = wg.swizzledDescriptor(offsetBy(stageA, a.mul(wgRow, 128)),
+                                    /*lbo=*/16, /*sbo=*/1024);
+      descB = wg.swizzledDescriptor(offsetBy(stageA, a.c(tmaABytes(t))),
+                                    /*lbo=*/kWideSlice * 128, /*sbo=*/1024);
+      stepA = 32;
+      stepB = 16 * 128;
+    } else {
+      NVVM::CpAsyncWaitGroupOp::create(b, 1);
+      wg.fenceSharedWrites();
+      gpu::BarrierOp::create(b);
+      // A: LBO 128 bytes along K, SBO 64 x 16 per 8 rows, the warpgroup's
+      // 64 rows; B (N-major): SBO 128 bytes along N, LBO tileN x 16 per 8
+      // rows of K.
+      Value aRows = a.add(a.mul(stage, tileM), wgRow);
+      descA = wg.descriptor(as, a.mul(aRows, kWideSlice * 2),
+                            /*lbo=*/128, /*sbo=*/kWideSlice * 16);
+      descB = wg.descriptor(bs, a.mul(stage, kWideSlice * tileN * 2),
+                            /*lbo=*/tileN * 16, /*sbo=*/128);
+      stepA = 256;
+      stepB = 2 * tileN * 16;
+    }
     // (The chain of slice sl - 1 may still be in flight on the same
     // accumulators: wgmma orders them.)
     wg.fence();
     for (int64_t kk = 0; kk < kWideSlice / 16; ++kk)
-      wg.mma({wg.advance(descA, kk * 256)},
-             wg.advance(descB, kk * 2 * tileN * 16),
+      wg.mma({wg.advance(descA, kk * stepA)}, wg.advance(descB, kk * stepB),
              /*transposeB=*/true, /*accumulate=*/true, acc);
     wg.commit();
-    // This slice's chain stays in flight through the barrier and the next
-    // copies; the previous one is done, in every warp, before slice sl + 2
-    // is copied into its stage.
+    // This slice's chain stays in flight while slice sl + 2 goes into the
+    // stage of slice sl - 1, whose chain is done (in this warp).
     wg.wait(1);
-    gpu::BarrierOp::create(b);
-    copySlice(a.add(sl, 2), wrap(a.add(stage, 2)));
+    if (tma) {
+      // Each warp releases that stage; thread 0 waits for all of them
+      // (the other warps go on) and refills it. From slice 3 on; none
+      // past K.
+      if (slices > kStages) {
+        Value prev = wrap(a.add(stage, kStages - 1));
+        a.guarded(a.ult(a.add(sl, -1), slices - kStages), [&]() {
+          a.guarded(a.ult(k.lane, 1), [&]() { tmaOps.arrive(emptyBar(prev)); });
+          a.guarded(thread0, [&]() {
+            tmaOps.wait(emptyBar(prev), phase(a.add(sl, -1)));
+            issueSlice(a.add(sl, kStages - 1), prev);
+          });
+        });
+      }
+    } else {
+      // Every warp's, before the copies.
+      gpu::BarrierOp::create(b);
+      copySlice(a.add(sl, 2), wrap(a.add(stage, 2)));
+    }
     SmallVector<Value> yield = acc;
     yield.push_back(wrap(a.add(stage, 1)));
     scf::YieldOp::create(b, yield);
@@ -488,20 +631,28 @@ struct ConvertLinalgMatmulToNVPTXPass
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tfc_matmul");
     for (auto [i, item] : llvm::enumerate(gemms)) {
       auto [op, s] = item;
-      bool wide = useWgmma(s, wgmma);
+      bool wide = useWgmma(s, wgmma), maps = useTma(s, wgmma, tma);
       std::string name = "matmul_" + std::to_string(i);
       GemmTiling t = gemmTiling(s, wide);
+      SmallVector<TensorMapSpec> specs;
+      if (maps)
+        specs = gemmTensorMaps(s, t);
+      // TMA: the tensor maps' device addresses follow the buffers.
+      SmallVector<Type> args(op->getOperandTypes());
+      args.append(specs.size(), b.getI64Type());
       gpu::GPUFuncOp kernel =
-          wide ? buildWgmmaGemmKernel(b, kernels, name, s,
-                                      op->getOperandTypes(), t)
-          : s.t.isF32()
-              ? buildFmaGemmKernel(b, kernels, name, s, op->getOperandTypes())
-              : buildGemmKernel(b, kernels, name, s, op->getOperandTypes());
+          wide ? buildWgmmaGemmKernel(b, kernels, name, s, args, t, maps)
+          : s.t.isF32() ? buildFmaGemmKernel(b, kernels, name, s, args)
+                        : buildGemmKernel(b, kernels, name, s, args);
       OpBuilder ob(op);
       Location loc = op.getLoc();
       auto dim = [&](int64_t n) -> Value {
         return arith::ConstantIndexOp::create(ob, loc, n);
       };
+      SmallVector<Value> operands(op->getOperands());
+      for (const TensorMapSpec &spec : specs)
+        operands.push_back(
+            createTensorMap(ob, loc, op->getOperand(spec.operand), spec));
       gpu::LaunchFuncOp::create(
           ob, loc, kernel,
           gpu::KernelDim3{dim(s.batch * ((s.n + t.tileN - 1) / t.tileN)),
@@ -511,7 +662,7 @@ struct ConvertLinalgMatmulToNVPTXPass
                                 ob, loc, ob.getI32Type(), t.dynamicShared)
                                 .getResult()
                           : Value(),
-          op->getOperands());
+          operands);
       op->erase();
     }
   }
