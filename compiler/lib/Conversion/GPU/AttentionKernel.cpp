@@ -30,8 +30,13 @@
 // P·V of tile j - 1 is issued right after S of tile j and runs while the
 // warps compute tile j's softmax (V is copied one tile behind K); O is
 // waited for only before its rescale, and the last tile's P·V follows the
-// loop (FlashAttention-3's intra-warpgroup overlap, without its producer
-// warps: cp.async instead of TMA).
+// loop (FlashAttention-3's intra-warpgroup overlap). With `tma`, thread 0
+// copies each group of tiles with cp.async.bulk.tensor into 128-byte
+// swizzled stages, completion on full mbarriers that every thread waits
+// on; each warp releases a tile's stages on an empty mbarrier once its
+// wgmma that read them have retired, and thread 0 waits on it before
+// reloading them (no block barrier per tile; no producer warp of its own
+// yet).
 //
 // FMA kernel (f32): one thread per query row, q and o in registers, keys in
 // shared-memory tiles of 16 with one rescale per tile.
