@@ -157,7 +157,8 @@ def layer_norm(name, shape, eps, dtype="f32"):
 
 def matmul(name, batch, m, k, n, dtype="f32"):
     """A matmul with f32 results; f16/bf16 operands run on tensor cores on
-    the GPU (accumulated in f32), in the mma.sync and the wgmma GEMM."""
+    the GPU (accumulated in f32), in the mma.sync and the wgmma GEMM, the
+    latter on cp.async and on TMA tiles."""
     ta, tb = (ttype(s, dtype) for s in ((batch, m, k), (batch, k, n)))
     tc, tz = ttype((batch, m, n), "f32"), ttype((1,), dtype)
     mlir = ("func.func @main(%%a: %s, %%b: %s) -> %s {\n"
@@ -168,8 +169,8 @@ def matmul(name, batch, m, k, n, dtype="f32"):
             "  return %%c : %s\n}\n") % (ta, tb, tc, tz, tz, ta, tb, tz, tz,
                                         tc, tc)
     # No transformer op in it: the fused and unfused builds are the same.
-    # f16/bf16 also on the wgmma GEMM.
-    builds = ["fused"] + (["wgmma"] if dtype != "f32" else [])
+    # f16/bf16 also on the wgmma GEMM (cp.async and TMA tiles).
+    builds = ["fused"] + (["wgmma", "tma"] if dtype != "f32" else [])
     return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
             "builds": builds, "dtype": "f32",
             "inputs": [tensor("a", (batch, m, k), dtype),
@@ -266,7 +267,7 @@ UNFUSED_NOTE = ("unfused omitted at S=16384: its [B,H,S,S] f16 score matrix "
 
 def gemm_timing_models(small=False):
     """f16 GEMMs with f32 results, in the mma.sync build and the wgmma
-    one (the dry run: small shapes, mma.sync only), timed against
+    ones (the dry run: small shapes, mma.sync only), timed against
     torch.matmul: a square one, and a transformer MLP's up-projection
     (batch 8 x 1024 tokens, 768 -> 3072)."""
     shapes = ([(1, 128, 96, 256)] if small else

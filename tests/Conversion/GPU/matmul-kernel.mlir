@@ -135,6 +135,24 @@ func.func @fma_f32(%a: memref<33x17xf32>, %b: memref<17x41xf32>, %c: memref<33x4
 // WGMMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // WGMMA: vector.load %{{.*}} : memref<3x65x200xf32>, vector<2xf32>
 // WGMMA-NOT: nvvm.mma.sync
+// With tma, the host code first asks the runtime for the tensor maps (f16:
+// data type 6; 128-byte swizzle: 3) of A viewed {K, M, batch} = {72, 65,
+// 3}, strides {144, 9360} bytes, boxes of 64 k x the block's 128 rows; and
+// of B viewed {N, K, batch} = {200, 72, 3}, strides {400, 28800}, boxes of
+// 64 columns x 64 k. Their device addresses follow the buffers. Two slices:
+// both issued before the loop, none in it.
+// TMA-LABEL: func.func @wgmma_batch_f16
+// TMA: %[[MA:.*]] = call @tfc_gpu_tensor_map(%{{.*}}, %c6_i32, %c72_i64, %c65_i64, %c3_i64, %c144_i64, %c9360_i64, %c64_i32, %c128_i32, %c1_i32, %c3_i32)
+// TMA: %[[A:.*]] = llvm.ptrtoint %[[MA]] : !llvm.ptr to i64
+// TMA: %[[MB:.*]] = call @tfc_gpu_tensor_map(%{{.*}}, %c6_i32, %c200_i64, %c72_i64, %c3_i64, %c400_i64, %c28800_i64, %c64_i32, %c64_i32, %c1_i32, %c3_i32)
+// TMA: %[[B:.*]] = llvm.ptrtoint %[[MB]] : !llvm.ptr to i64
+// TMA: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} args(%{{.*}} : memref<3x65x72xf16>, %{{.*}} : memref<3x72x200xf16>, %{{.*}} : memref<3x65x200xf32>, %[[A]] : i64, %[[B]] : i64)
+// TMA: gpu.func @matmul_0({{.*}}, %{{.*}}: i64, %{{.*}}: i64)
+// TMA-COUNT-2: mbarrier.arrive.expect_tx
+// TMA-NOT: mbarrier.arrive.expect_tx
+// TMA: scf.for
+// TMA-NOT: mbarrier.arrive
+// TMA: scf.yield
 func.func @wgmma_batch_f16(%a: memref<3x65x72xf16>, %b: memref<3x72x200xf16>, %c: memref<3x65x200xf32>) {
   linalg.batch_matmul ins(%a, %b : memref<3x65x72xf16>, memref<3x72x200xf16>) outs(%c : memref<3x65x200xf32>)
   return
@@ -151,6 +169,16 @@ func.func @wgmma_batch_f16(%a: memref<3x65x72xf16>, %b: memref<3x72x200xf16>, %c
 // WGMMA-DAG: memref.global "private" @matmul_0_tile0 : memref<1536x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA-DAG: memref.global "private" @matmul_0_tile1 : memref<1536x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, 1, 1, 0, 1;"
+// With tma: boxes of A are the block's 64 rows x 64 k; one 64-column block
+// of B; stages of 16 KiB (3 x 16 KiB + 1024 + 48 bytes, dynamic); empty
+// barriers count the 4 warps.
+// TMA-LABEL: func.func @wgmma_one_warpgroup
+// TMA: call @tfc_gpu_tensor_map(%{{.*}}, %c9_i32, %c96_i64, %c40_i64, %c1_i64, %c192_i64, %c7680_i64, %c64_i32, %c64_i32, %c1_i32, %c3_i32)
+// TMA: call @tfc_gpu_tensor_map(%{{.*}}, %c9_i32, %c64_i64, %c96_i64, %c1_i64, %c128_i64, %c12288_i64, %c64_i32, %c64_i32, %c1_i32, %c3_i32)
+// TMA: gpu.launch_func {{.*}} threads in (%c128, %c1, %c1) dynamic_shared_memory_size %c50224_i32
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 4;"
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}" %{{.*}}, %c16384_i32
+// TMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, 1, 1, 0, 1;"
 func.func @wgmma_one_warpgroup(%a: memref<40x96xbf16>, %b: memref<96x64xbf16>, %c: memref<40x64xbf16>) {
   linalg.matmul ins(%a, %b : memref<40x96xbf16>, memref<96x64xbf16>) outs(%c : memref<40x64xbf16>)
   return
@@ -163,7 +191,117 @@ func.func @wgmma_one_warpgroup(%a: memref<40x96xbf16>, %b: memref<96x64xbf16>, %
 // WGMMA-LABEL: func.func @wgmma_fallback
 // WGMMA-NOT: wgmma
 // WGMMA: nvvm.mma.sync
+// TMA-LABEL: func.func @wgmma_fallback
+// TMA-NOT: tfc_gpu_tensor_map
+// TMA: nvvm.mma.sync
 func.func @wgmma_fallback(%a: memref<64x36xbf16>, %b: memref<36x64xbf16>, %c: memref<64x64xbf16>) {
   linalg.matmul ins(%a, %b : memref<64x36xbf16>, memref<36x64xbf16>) outs(%c : memref<64x64xbf16>)
+  return
+}
+
+// -----
+
+// With tma (tfc-compile --gpu-tma): thread 0 copies each slice by TMA into
+// three stages of 32 KiB, 1024-byte aligned in the dynamic shared memory
+// (48 bytes of barriers, 3 x 32 KiB + 1024 to align: 99376 bytes): A's
+// box of 128 rows x 64 k (bf16: data type 9; 128-byte rows, swizzled),
+// then B's two boxes of 64 k x 64 columns (8 KiB each; columns 136..191 of
+// the second column block are zero fill). Each stage has a full mbarrier
+// (one arrival, thread 0's, with 32768 bytes expected) and an empty one (8
+// arrivals: one per warp). K = 320: 5 slices, 0-2 issued before the loop.
+// Per slice every thread waits on the full barrier (phase (sl / 3) % 2),
+// then wgmma reads the stage through 128-byte swizzled descriptors (bit
+// 62): A K-major, SBO 1024 (LBO 16, unused), the warpgroup's 64 rows 8192
+// bytes apart, +32 bytes (2 in the descriptor) per k16; B N-major, LBO
+// 8192 between the 64-column blocks, SBO 1024, +2048 (128) per k16:
+//   A: 1 << 62 | (1024 >> 4) << 32 | (16 >> 4) << 16 = 4611686293305360384
+//   B: 1 << 62 | (1024 >> 4) << 32 | (8192 >> 4) << 16 = 4611686293338849280
+// After wait_group 1 the previous slice's stage is free in this warp: for
+// slices 1..2 (slice + 2 < 5), lane 0 of each warp arrives on its empty
+// barrier, and thread 0 waits for that (phase ((sl - 1) / 3) % 2) before
+// it issues slice sl + 2 into it. No cp.async.
+// RUN: tfc-opt %s --split-input-file --convert-linalg-matmul-to-nvptx="wgmma=true tma=true" -canonicalize | FileCheck %s --check-prefix=TMA
+// CHECK-LABEL: func.func @tma_deep_k
+// TMA-LABEL: func.func @tma_deep_k
+// TMA: call @tfc_gpu_tensor_map(%{{.*}}, %c9_i32, %c320_i64, %c130_i64, %c1_i64, %c640_i64, %c83200_i64, %c64_i32, %c128_i32, %c1_i32, %c3_i32)
+// TMA: call @tfc_gpu_tensor_map(%{{.*}}, %c9_i32, %c136_i64, %c320_i64, %c1_i64, %c272_i64, %c87040_i64, %c64_i32, %c64_i32, %c1_i32, %c3_i32)
+// TMA: gpu.launch_func @tfc_matmul::@matmul_0 blocks in (%c2, %c2, %c1) threads in (%c256, %c1, %c1) dynamic_shared_memory_size %c99376_i32 args({{.*}}, %{{.*}} : i64, %{{.*}} : i64)
+// TMA: gpu.func @matmul_0(%{{.*}}: memref<130x320xbf16>, %{{.*}}: memref<320x136xbf16>, %{{.*}}: memref<130x136xf32>, %[[MA:.*]]: i64, %[[MB:.*]]: i64)
+// TMA-DAG: %[[DA:.*]] = arith.constant 4611686293305360384 : i64
+// TMA-DAG: %[[DB:.*]] = arith.constant 4611686293338849280 : i64
+// TMA: memref.view {{.*}} to memref<1x6xi64, #gpu.address_space<workgroup>>
+// TMA: memref.view {{.*}} to memref<1x99328xi8, #gpu.address_space<workgroup>>
+// TMA: %[[T0:.*]] = arith.cmpi ult, %thread_id_x, %c1 : index
+// TMA: arith.andi %{{.*}}, %c-1024_i32 : i32
+// TMA: scf.if %[[T0]] {
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 8;"
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 8;"
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 1;"
+// TMA: "mbarrier.init.shared::cta.b64 [$0], 8;"
+// TMA-NEXT: fence.mbarrier_init.release.cluster
+// TMA-NEXT: {{^ *}}}{{$}}
+// TMA-NEXT: gpu.barrier
+// TMA-NEXT: scf.if %[[T0]] {
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}" %{{.*}}, %c32768_i32
+// TMA: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];", "r,l,r,r,r,r,~{memory}" %{{.*}}, %[[MA]],
+// TMA: cp.async.bulk.tensor.3d{{.*}} %{{.*}}, %[[MB]],
+// TMA: cp.async.bulk.tensor.3d{{.*}} %{{.*}}, %[[MB]],
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}" %{{.*}}, %c32768_i32
+// TMA: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];", "r,l,r,r,r,r,~{memory}" %{{.*}}, %[[MA]],
+// TMA: cp.async.bulk.tensor.3d{{.*}} %{{.*}}, %[[MB]],
+// TMA: cp.async.bulk.tensor.3d{{.*}} %{{.*}}, %[[MB]],
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}" %{{.*}}, %c32768_i32
+// TMA: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];", "r,l,r,r,r,r,~{memory}" %{{.*}}, %[[MA]],
+// TMA: cp.async.bulk.tensor.3d{{.*}} %{{.*}}, %[[MB]],
+// TMA: cp.async.bulk.tensor.3d{{.*}} %{{.*}}, %[[MB]],
+// TMA: scf.for %[[SL:.*]] = %c0 to %c5 step %c1
+// TMA: %[[Q:.*]] = arith.divui %[[SL]], %c3 : index
+// TMA: %[[P:.*]] = arith.remui %[[Q]], %c2 : index
+// TMA: %[[PI:.*]] = arith.index_cast %[[P]] : index to i32
+// TMA: scf.while
+// TMA: mbarrier.try_wait.parity.shared::cta.b64 {{.*}}, %[[PI]] :
+// TMA: %[[A0:.*]] = arith.ori %{{.*}}, %[[DA]] : i64
+// TMA: %[[B0:.*]] = arith.ori %{{.*}}, %[[DB]] : i64
+// TMA: nvvm.wgmma.fence.aligned
+// TMA: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}} $63}, $128, $129, $130, 1, 1, 0, 1;"{{.*}} %[[A0]], %[[B0]],
+// TMA: arith.addi %[[A0]], %c2_i64 : i64
+// TMA: arith.addi %[[B0]], %c128_i64 : i64
+// TMA: wgmma.mma_async
+// TMA: arith.addi %[[A0]], %c4_i64 : i64
+// TMA: arith.addi %[[B0]], %c256_i64 : i64
+// TMA: wgmma.mma_async
+// TMA: arith.addi %[[A0]], %c6_i64 : i64
+// TMA: arith.addi %[[B0]], %c384_i64 : i64
+// TMA: wgmma.mma_async
+// TMA-NOT: wgmma.mma_async
+// TMA: nvvm.wgmma.commit.group.sync.aligned
+// TMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// TMA: %[[PREV:.*]] = arith.addi %[[SL]], %c-1 : index
+// TMA: %[[REFILL:.*]] = arith.cmpi ult, %[[PREV]], %c2 : index
+// TMA: scf.if %[[REFILL]] {
+// TMA: scf.if
+// TMA-NOT: {{^ *}}}{{$}}
+// TMA: "mbarrier.arrive.shared::cta.b64 _, [$0];"
+// TMA-NEXT: {{^ *}}}{{$}}
+// TMA-NEXT: scf.if %[[T0]] {
+// TMA: arith.divui %{{.*}}, %c3 : index
+// TMA: scf.while
+// TMA: mbarrier.try_wait.parity
+// TMA: mbarrier.arrive.expect_tx{{.*}}%c32768_i32
+// TMA-COUNT-3: cp.async.bulk.tensor.3d
+// TMA: scf.yield
+// TMA-NEXT: {{^ *}}}{{$}}
+// TMA-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// TMA: vector.load %{{.*}} : memref<130x136xf32>, vector<2xf32>
+// RUN: tfc-opt %s --split-input-file --convert-linalg-matmul-to-nvptx="wgmma=true tma=true" | FileCheck %s --check-prefix=TMA-NO-CP
+// TMA-NO-CP-LABEL: func.func @tma_deep_k
+// TMA-NO-CP-NOT: nvgpu.device_async
+// TMA-NO-CP-NOT: nvvm.cp.async
+// TMA-NO-CP-NOT: nvvm.mma.sync
+// TMA-NO-CP: gpu.return
+func.func @tma_deep_k(%a: memref<130x320xbf16>, %b: memref<320x136xbf16>, %c: memref<130x136xf32>) {
+  linalg.matmul ins(%a, %b : memref<130x320xbf16>, memref<320x136xbf16>) outs(%c : memref<130x136xf32>)
   return
 }

@@ -97,6 +97,8 @@ for dt in ("f32", "f16", "bf16"):
         ("layer_norm_" + dt, layer_norm((17, 96), dt), dt),
         ("matmul_" + dt, matmul(65, 48, 40, dt), dt),
     ]
+# Five slices of K: the wgmma GEMM's loop refills its stages.
+cases.append(("matmul_deep_bf16", matmul(130, 320, 136, "bf16"), "bf16"))
 for name in ("bert-layer/bert_layer.mlir", "gpt-layer/gpt_layer.mlir"):
     with open(os.path.join(SRC, "examples", name)) as f:
         cases.append((os.path.basename(name)[:-5], f.read(), "f32"))
@@ -142,6 +144,8 @@ for name, mlir, dt in cases:
                                   "--gpu-tma", "--gpu-wgmma-warpgroups=2"]))
     if name.startswith("matmul") and dt != "f32":
         variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
+        variants.append(("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma",
+                                 "--gpu-tma"]))
     for variant, flags in variants:
         fused = variant != "unfused"
         label = "%s %s" % (name, variant)
@@ -161,13 +165,23 @@ for name, mlir, dt in cases:
         check_interpreter(label, ptx)
         text = open(ptx).read()
         mma = "mma.sync.aligned.m16n8k16.row.col.f32.%s.%s.f32" % (dt, dt)
-        if dt != "f32" and name.startswith("matmul") and variant == "wgmma":
+        if dt != "f32" and name.startswith("matmul") and sm90a:
             check(label + ": the matmul on wgmma, no mma.sync",
                   re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16"
                             r"\.f32\.%s\.%s" % (dt, dt), text) and
                   "mma.sync" not in text)
             check(label + ": ptxas keeps the wgmma chains as built",
                   not re.search(r"\(C75\d\d\)", r.stderr), r.stderr)
+            spills = re.findall(r"(\d+) bytes spill stores", r.stderr)
+            check(label + ": no register spills",
+                  spills and all(s == "0" for s in spills), r.stderr)
+            if variant == "tma":
+                # Thread 0 copies the slices by TMA; the warps wait on
+                # mbarriers, not for cp.async groups.
+                check(label + ": tiles by TMA, waits on mbarriers",
+                      "cp.async.bulk.tensor.3d.shared::cluster.global.tile"
+                      in text and "mbarrier.try_wait.parity" in text and
+                      "cp.async.cg" not in text)
         elif dt != "f32" and (name.startswith("matmul") or
                               (name.startswith("attn") and not fused)):
             check(label + ": matmuls on tensor cores", mma in text)

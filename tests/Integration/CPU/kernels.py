@@ -99,6 +99,9 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         # The unfused graph's f16 matmuls on the wgmma GEMM.
         builds.append(("unfused wgmma", False,
                        ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
+        # ... copying their tiles by TMA.
+        builds.append(("unfused wgmma tma", False,
+                       ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]))
     for build, fused, flags in builds:
         lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
                       fused, flags=flags)
@@ -241,6 +244,34 @@ def matmul_case(h, rng, name, batch, m, k, n):
     h.expect_close("matmul %s" % name, out, ref, 1e-5)
 
 
+def matmul_f16_case(h, rng, name, batch, m, k, n):
+    """f16 operands, f32 result: the tensor-core GEMM; on nvptx also its
+    wgmma builds, with cp.async and with TMA (K and N multiples of 8)."""
+    a = rng.standard_normal((batch, m, k)).astype(np.float16)
+    b = rng.standard_normal((batch, k, n)).astype(np.float16)
+    ta, tb = tensor_type(a.shape, "f16"), tensor_type(b.shape, "f16")
+    tc = tensor_type((batch, m, n))
+    mlir = """func.func @main(%%a: %s, %%b: %s) -> %s {
+  %%e = tensor.empty() : %s
+  %%z = arith.constant 0.0 : f32
+  %%f = linalg.fill ins(%%z : f32) outs(%%e : %s) -> %s
+  %%c = linalg.batch_matmul ins(%%a, %%b : %s, %s) outs(%%f : %s) -> %s
+  return %%c : %s
+}
+""" % (ta, tb, tc, tc, tc, tc, ta, tb, tc, tc, tc)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    builds = [("", [])]
+    if h.target == "nvptx":
+        builds += [(" wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]),
+                   (" wgmma tma", ["--gpu-arch=sm_90a", "--gpu-wgmma",
+                                   "--gpu-tma"])]
+    for build, flags in builds:
+        lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
+                      True, flags=flags)
+        (out,) = h.run(lib, [a, b])
+        h.expect_close("matmul %s%s" % (name, build), out, ref, 1e-5)
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     target = "cpu"
@@ -314,6 +345,12 @@ def main():
     matmul_case(h, rng, "one_by_one", 1, 1, 17, 1)
     matmul_case(h, rng, "deep_k_slices", 2, 130, 600, 33)
     matmul_case(h, rng, "bert_ffn", 1, 128, 384, 1536)
+    # f16: 2 slices of K (zero-filled past 72) and 2 warpgroups; 5 slices
+    # (stages refilled) over 2 column blocks; one slice, N = 40; 9 slices.
+    matmul_f16_case(h, rng, "f16_odd", 3, 65, 72, 200)
+    matmul_f16_case(h, rng, "f16_deep_k", 1, 130, 320, 136)
+    matmul_f16_case(h, rng, "f16_narrow", 1, 33, 16, 40)
+    matmul_f16_case(h, rng, "f16_deeper_k_wide", 2, 200, 520, 264)
     softmax_case(h, rng, "softmax_rows", (7, 1000), 1)
     softmax_case(h, rng, "softmax_inner_dim", (3, 5, 77), 1)
     softmax_case(h, rng, "softmax_one", (4, 1), 1)

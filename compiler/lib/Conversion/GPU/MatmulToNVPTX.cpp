@@ -20,6 +20,13 @@
 // warps pass the barrier and copy slice + 2 into the stage the previous
 // chain used (waited for first).
 //
+// With `tma` as well, thread 0 copies the slices by TMA from tensor maps the
+// host code makes, into 128-byte swizzled stages that wgmma reads through
+// swizzled descriptors. Full mbarriers say a stage has landed; empty ones
+// (an arrival per warp once its chain that read the stage has retired) say
+// it may be refilled, so that only thread 0 waits for the slowest warp and
+// the loop has no block barrier.
+//
 //===----------------------------------------------------------------------===//
 
 #include "HostCode.h"
@@ -407,7 +414,10 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
       stepB = 2 * tileN * 16;
     }
     // (The chain of slice sl - 1 may still be in flight on the same
-    // accumulators: wgmma orders them.)
+    // accumulators: wgmma orders them.) The accumulators are in registers
+    // before the fence: their initial zeros are not materialised inside
+    // the chain (ptxas would add a warpgroup.arrive).
+    wg.pin(acc);
     wg.fence();
     for (int64_t kk = 0; kk < kWideSlice / 16; ++kk)
       wg.mma({wg.advance(descA, kk * stepA)}, wg.advance(descB, kk * stepB),
