@@ -113,10 +113,11 @@ static cl::opt<int64_t> gpuWgmmaWarpgroups(
 
 static cl::opt<bool> gpuTma(
     "gpu-tma",
-    cl::desc("With --gpu-wgmma: attention's K and V tiles go to shared "
-             "memory by TMA (cp.async.bulk.tensor from one thread, "
-             "mbarriers, 128-byte swizzle) instead of cp.async; the runtime "
-             "makes the tensor maps (not yet measured on a GPU)"),
+    cl::desc("With --gpu-wgmma: the tiles of attention (K, V) and of "
+             "matmuls (A, B) go to shared memory by TMA "
+             "(cp.async.bulk.tensor from one thread, mbarriers, 128-byte "
+             "swizzle) instead of cp.async; the runtime makes the tensor "
+             "maps (not yet measured on a GPU)"),
     cl::cat(category));
 
 static cl::opt<int64_t> gpuWarpRows(

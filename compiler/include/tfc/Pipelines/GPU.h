@@ -21,7 +21,8 @@ struct NVPTXPipelineOptions {
   bool wgmma = false;
   /// With wgmma: warpgroups per attention block (1 or 2).
   int64_t wgmmaWarpgroups = 1;
-  /// With wgmma: attention's K and V tiles by TMA instead of cp.async.
+  /// With wgmma: the tiles of attention and matmuls by TMA instead of
+  /// cp.async.
   bool tma = false;
   /// f16/bf16 attention: query rows per warp (16 or 32).
   int64_t warpRows = 16;
