@@ -255,8 +255,21 @@ func.func @wgmma_f16(%q: tensor<2x8x300x64xf16>, %k: tensor<2x8x300x64xf16>, %v:
 
 // bf16 at D = 128: two stages of 128 keys would take 128 KiB; 64 keys
 // (64 KiB): S by wgmma m64n64k16, O by m64n128k16 (in the loop and after).
+// On TMA tiles with two warpgroups (one block per SM), D = 128 takes 128
+// keys too: boxes of 64 columns x 128 keys, 132 KiB of stages (+ 32 bytes
+// of mbarriers), S and O both by m64n128k16 (8 + 8 in the loop, 8 after).
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="wgmma=true tma=true wgmma-warpgroups=2" | FileCheck %s --check-prefix=TMA2
 // CHECK-LABEL: func.func @wgmma_d128_bf16
 // WGMMA-LABEL: func.func @wgmma_d128_bf16
+// TMA2-LABEL: func.func @wgmma_d128_bf16
+// TMA2: call @tfc_gpu_tensor_map(%{{.*}}, %c9_i32, %c128_i64, %c100_i64, %c2_i64, %c256_i64, %c25600_i64, %c64_i32, %c128_i32, %c1_i32, %c3_i32)
+// TMA2: %[[BYTES:.*]] = arith.constant 132128 : i32
+// TMA2: gpu.launch_func @tfc_fused::@attention_0 {{.*}} threads in (%c256, {{.*}} dynamic_shared_memory_size %[[BYTES]]
+// TMA2-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 0;"
+// TMA2-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 1;"
+// TMA2: scf.yield
+// TMA2-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 1;"
+// TMA2: gpu.return
 // WGMMA: %[[BYTES:.*]] = arith.constant 65536 : i32
 // WGMMA: to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, 1, 1, 0;"

@@ -901,6 +901,8 @@ constexpr int64_t kMaxShared = 48 * 1024; // static shared memory per block
 /// registers instead of 163 (two blocks of 4 warps per SM instead of
 /// three; forcing three with .minnctapersm spills).
 constexpr int64_t kMaxDynamicShared = 80 * 1024;
+/// The same for kernels that run one block per SM (of the 227 KiB).
+constexpr int64_t kMaxOneBlockShared = 160 * 1024;
 
 /// Whether the wgmma variant applies: 16-byte chunks of K and V rows, and
 /// head dimensions up to 128 (Q's fragments, S and O stay in registers).
@@ -944,6 +946,11 @@ int64_t tileBytes(const AttentionShape &s, int64_t bc, int64_t dp,
 int64_t keysPerTile(const AttentionShape &s, int64_t dp, int64_t dvp) {
   int64_t d = std::max(dp, dvp);
   int64_t most = s.warpRows != 32 ? 64 : d <= 64 ? 64 : d <= 96 ? 32 : 16;
+  // Two warpgroups take a whole SM's registers (one block per SM): their
+  // stages may take more of its shared memory, so D = 128 gets 128 keys
+  // too (132 KiB; 219 registers in the causal kernel, no spills).
+  if (useTma(s) && s.wgmmaWarpgroups == 2)
+    return tileBytes(s, 128, dp, dvp) <= kMaxOneBlockShared ? 128 : 64;
   if (useWgmma(s)) // wgmma's N: 128 keys where two stages fit
     return tileBytes(s, 128, dp, dvp) <= kMaxDynamicShared ? 128 : 64;
   if (useAsyncCopy(s)) {
