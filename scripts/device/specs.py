@@ -260,6 +260,9 @@ def numerics_models(root):
 # probabilities) in f16: at B=4, H=16, S=16384 that is 17.2e9 elements,
 # 34 GB per tensor, several of them live at once: more than the card holds.
 UNFUSED_MAX_S = 4096
+# The sequence length the attention targets are set at (at least 50% of
+# SDPA's throughput, then parity, then past it; 4x the unfused build).
+TARGET_S = 4096
 UNFUSED_NOTE = ("unfused omitted at S=16384: its [B,H,S,S] f16 score matrix "
                 "alone is 4*16*16384^2 = 17.2e9 elements (34 GB), and the "
                 "exp/probability tensors are as large again")
