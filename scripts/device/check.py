@@ -125,9 +125,15 @@ class TfcRun:
         self.timeouts = 0   # after one hang, numerics get shorter timeouts
         self.once = False   # run each model once, whatever `repeat` says
         self.timeout_scale = 1.0
+        # build -> the model it hung on: the build's later runs are skipped
+        # (a kernel that never finishes would eat the budget model by model).
+        self.hung = {}
 
     def __call__(self, lib, inputs, output, timeout, repeat=0, warmup=0,
-                 weights=None):
+                 weights=None, build=None):
+        if build in self.hung:
+            return None, ("not run: the %s build hung on %s" %
+                          (build, self.hung[build]))
         cmd = [self.path] + self.prefix + [lib] + self.extra
         if weights:
             cmd += ["--weights", weights]
@@ -147,6 +153,8 @@ class TfcRun:
             os.killpg(p.pid, signal.SIGKILL)
             p.communicate()
             self.timeouts += 1
+            if build is not None:
+                self.hung[build] = os.path.basename(lib)
             return None, "timed out after %.0f s (killed)" % timeout
         if p.returncode != 0:
             lines = [l for l in (stderr + stdout).splitlines() if l.strip()]
@@ -240,7 +248,7 @@ def check_model(spec, base, run, device, rng, work, checks, clock):
         # start-up included.
         stdout, err = run(os.path.join(base, rel), paths, out_path,
                           timeout=min(10 if run.timeouts else 30,
-                                      clock.left() - 5))
+                                      clock.left() - 5), build=build)
         if err:
             checks.add(False, label, err)
             continue
@@ -438,7 +446,8 @@ class Timing:
         stdout, err = self.run(
             os.path.join(self.base, m["paths"][build]), paths, out_path,
             repeat=repeat, warmup=warmup,
-            timeout=min(180, 30 + 3 * need, self.clock.left() - 20))
+            timeout=min(180, 30 + 3 * need, self.clock.left() - 20),
+            build=build)
         ms = median_ms(stdout)
         if err or ms is None:
             err = err or "tfc-run printed no time"
@@ -550,7 +559,7 @@ def time_gemm(m, base, run, device, gen, work, checks, clock, row, target_s):
                                                           1e-3))))
         stdout, err = run(os.path.join(base, m["paths"][build]), paths,
                           out_path, timeout=min(120, clock.left() - 20),
-                          repeat=repeat, warmup=2)
+                          repeat=repeat, warmup=2, build=build)
         ms = median_ms(stdout)
         if err or ms is None:
             checks.add(False, label, err or "tfc-run printed no time")
