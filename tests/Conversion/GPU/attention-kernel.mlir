@@ -258,6 +258,11 @@ func.func @wgmma_f16(%q: tensor<2x8x300x64xf16>, %k: tensor<2x8x300x64xf16>, %v:
 // On TMA tiles with two warpgroups (one block per SM), D = 128 takes 128
 // keys too: boxes of 64 columns x 128 keys, 132 KiB of stages (+ 32 bytes
 // of mbarriers), S and O both by m64n128k16 (8 + 8 in the loop, 8 after).
+// The warpgroups take turns issuing their wgmma (ping-pong): warpgroup 1
+// (warps 4-7) opens warpgroup 0's first turn (bar.arrive 1); per tile,
+// warpgroup w waits for its turn (bar.sync 1 + w) before its fence and
+// hands the turn over (bar.arrive 2 - w) once its chains are issued, before
+// waiting for S.
 // RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="wgmma=true tma=true wgmma-warpgroups=2" | FileCheck %s --check-prefix=TMA2
 // CHECK-LABEL: func.func @wgmma_d128_bf16
 // WGMMA-LABEL: func.func @wgmma_d128_bf16
@@ -265,8 +270,23 @@ func.func @wgmma_f16(%q: tensor<2x8x300x64xf16>, %k: tensor<2x8x300x64xf16>, %v:
 // TMA2: call @tfc_gpu_tensor_map(%{{.*}}, %c9_i32, %c128_i64, %c100_i64, %c2_i64, %c256_i64, %c25600_i64, %c64_i32, %c128_i32, %c1_i32, %c3_i32)
 // TMA2: %[[BYTES:.*]] = arith.constant 132128 : i32
 // TMA2: gpu.launch_func @tfc_fused::@attention_0 {{.*}} threads in (%c256, {{.*}} dynamic_shared_memory_size %[[BYTES]]
+// TMA2: %[[SECOND:.*]] = arith.cmpi ult, %c3, %{{.*}} : index
+// TMA2-NEXT: scf.if %[[SECOND]] {
+// TMA2-NEXT: "bar.arrive 1, 256;"
+// TMA2: scf.for
+// TMA2: scf.if %[[SECOND]] {
+// TMA2-NEXT: "bar.sync 2, 256;"
+// TMA2-NEXT: } else {
+// TMA2-NEXT: "bar.sync 1, 256;"
+// TMA2: nvvm.wgmma.fence.aligned
 // TMA2-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 0;"
 // TMA2-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 1;"
+// TMA2: nvvm.wgmma.commit.group.sync.aligned
+// TMA2-NEXT: scf.if %[[SECOND]] {
+// TMA2-NEXT: "bar.arrive 1, 256;"
+// TMA2-NEXT: } else {
+// TMA2-NEXT: "bar.arrive 2, 256;"
+// TMA2: nvvm.wgmma.wait.group.sync.aligned 1
 // TMA2: scf.yield
 // TMA2-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 1;"
 // TMA2: gpu.return

@@ -171,6 +171,26 @@ struct MmaKernel {
   bool async() const { return s.asyncCopy; }
   bool wgmma() const { return s.wgmma; }
   bool tma() const { return s.tma; }
+  /// TMA with two warpgroups: they take turns issuing their wgmma (named
+  /// barriers 1 and 2: warpgroup w waits at 1 + w, then lets the other go
+  /// at 2 - w), so that one's softmax runs while the other's products do
+  /// (FlashAttention-3's ping-pong).
+  bool pingPong() const { return s.tma && warps == 8; }
+  Value secondGroup = {}; // i1: the thread is in warpgroup 1
+  /// Named barrier `base` + the thread's warpgroup (`sync`), or + the other
+  /// one (arrive): a warp-uniform branch, for immediate barrier ids.
+  void turn(bool sync, int64_t base) {
+    auto ifOp = scf::IfOp::create(b, secondGroup, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    for (int64_t group : {1, 0}) {
+      b.setInsertionPointToStart(group ? &ifOp.getThenRegion().front()
+                                       : &ifOp.getElseRegion().front());
+      if (sync)
+        namedBarrierSync(a, base + group, threads());
+      else
+        namedBarrierArrive(a, base + 1 - group, threads());
+    }
+  }
 
   /// TMA: each stage holds a tile as regions of 64 columns, [bc][64] with
   /// 128-byte rows, swizzled; stages and regions are 1024-byte aligned.
@@ -381,6 +401,11 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     });
     gpu::BarrierOp::create(b);
     issueTiles(a.c(0), numTiles);
+    if (pingPong()) {
+      // Warpgroup 0 goes first.
+      secondGroup = a.ult(a.c(3), warp);
+      a.guarded(secondGroup, [&]() { namedBarrierArrive(a, 1, threads()); });
+    }
   } else if (async()) {
     // wgmma: V runs one tile behind K (P·V of tile j - 1 overlaps the
     // softmax of tile j): K 0 and a zero V tile -1 first.
@@ -494,6 +519,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
                 : wg.descriptor(ks, a.mul(a.rem(j, 2), bc * dp * 2),
                                 /*lbo=*/128, /*sbo=*/dp * 16);
       SmallVector<Value> flat = flatO();
+      if (pingPong())
+        turn(/*sync=*/true, 1);
       wg.pin(flat);
       wg.pin(pPrev);
       wg.fence();
@@ -505,6 +532,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       wg.commit();
       accumulatePV(pPrev, a.add(j, 1), vts, flat);
       setO(flat);
+      if (pingPong())
+        turn(/*sync=*/false, 1);
       wg.wait(1);
       wg.pin(tileAcc);
     }

@@ -291,6 +291,20 @@ void TmaOps::load3d(Value dst, Value map, ArrayRef<Value> coords, Value bar) {
             "r,l,r,r,r,r,~{memory}");
 }
 
+void namedBarrierSync(Arith &a, int64_t id, int64_t threads) {
+  inlineAsm(a.b, Type(), {},
+            "bar.sync " + std::to_string(id) + ", " + std::to_string(threads) +
+                ";",
+            "~{memory}");
+}
+
+void namedBarrierArrive(Arith &a, int64_t id, int64_t threads) {
+  inlineAsm(a.b, Type(), {},
+            "bar.arrive " + std::to_string(id) + ", " +
+                std::to_string(threads) + ";",
+            "~{memory}");
+}
+
 std::pair<Value, Value> chunkPosition(Arith &a, const TileLayout &l,
                                       Value chunk) {
   if (l.rowsFastest)

@@ -257,6 +257,15 @@ struct TmaOps {
   void load3d(Value dst, Value map, ArrayRef<Value> coords, Value bar);
 };
 
+/// bar.sync `id` (1-15; 0 is the block barrier), `threads`: waits until
+/// `threads` threads (whole warps) have arrived at named barrier `id`, by
+/// bar.sync or bar.arrive. (Immediate ids: with a register, ptxas reserves
+/// all 16 barriers.)
+void namedBarrierSync(Arith &a, int64_t id, int64_t threads);
+/// bar.arrive: counts this warp's arrival at named barrier `id` without
+/// waiting.
+void namedBarrierArrive(Arith &a, int64_t id, int64_t threads);
+
 /// A [tileRows, tileCols] window of a tensor's last two dimensions, staged
 /// through shared memory by `threads` threads in chunks of `width`
 /// elements (16 bytes when the rows allow, else pairs).
