@@ -36,7 +36,8 @@
 // on; each warp releases a tile's stages on an empty mbarrier once its
 // wgmma that read them have retired, and thread 0 waits on it before
 // reloading them (no block barrier per tile; no producer warp of its own
-// yet).
+// yet). Two warpgroups then take turns issuing their wgmma (named
+// barriers: FlashAttention-3's ping-pong).
 //
 // FMA kernel (f32): one thread per query row, q and o in registers, keys in
 // shared-memory tiles of 16 with one rescale per tile.
