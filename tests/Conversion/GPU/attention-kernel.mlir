@@ -286,6 +286,7 @@ func.func @wgmma_f16(%q: tensor<2x8x300x64xf16>, %k: tensor<2x8x300x64xf16>, %v:
 // TMA2-NEXT: "bar.arrive 1, 256;"
 // TMA2-NEXT: } else {
 // TMA2-NEXT: "bar.arrive 2, 256;"
+// TMA2: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
 // TMA2: nvvm.wgmma.wait.group.sync.aligned 1
 // TMA2: scf.yield
 // TMA2-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 1;"
@@ -353,9 +354,11 @@ func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x6
 // group's copies: K tile g (none from the last tile on) and V tile g - 1,
 // with the bytes they bring (32 KiB, or 16 without K), once the warps have
 // released the stages (from group 2 on, a wait on an empty barrier); every
-// thread waits on the group's full barrier with try_wait in a loop. The
-// descriptors name the 128-byte swizzle (bit 62) with 1024 bytes between
-// groups of 8 rows (and, for V, 16 KiB between its blocks of 64 columns).
+// thread waits on the group's full barrier with try_wait in a loop (group
+// j at the top of iteration j; group j + 1 is issued once the tile's wgmma
+// are, before the wait for S). The descriptors name the 128-byte swizzle
+// (bit 62) with 1024 bytes between groups of 8 rows (and, for V, 16 KiB
+// between its blocks of 64 columns).
 // Each warp releases the tile's stages (lane 0 arrives on the empty
 // barrier) once its wgmma that read them are done; no block barrier in the
 // loop, and no cp.async.
@@ -393,10 +396,6 @@ func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x6
 // TMA: scf.if
 // TMA: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3, $4}], [$5];"
 // TMA: scf.for
-// TMA: arith.cmpi uge, %{{.*}}, %c2
-// TMA: scf.while
-// TMA: mbarrier.try_wait.parity.shared::cta.b64
-// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
 // TMA: scf.while
 // TMA: mbarrier.try_wait.parity.shared::cta.b64
 // TMA: arith.constant 4611686293305360384 : i64
@@ -404,6 +403,14 @@ func.func @wgmma_two_warpgroups(%q: tensor<1x4x300x64xf16>, %k: tensor<1x4x300x6
 // TMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {{.*}}, 1, 1, 0;"
 // TMA: arith.constant 4611686293372403712 : i64
 // TMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 1;"
+// TMA: nvvm.wgmma.commit.group.sync.aligned
+// TMA: arith.cmpi uge, %{{.*}}, %c2
+// TMA: scf.while
+// TMA: mbarrier.try_wait.parity.shared::cta.b64
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
+// TMA: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// TMA: "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// TMA: nvvm.wgmma.wait.group.sync.aligned 1
 // TMA-NOT: gpu.barrier
 // TMA: nvvm.wgmma.wait.group.sync.aligned 0
 // TMA-NOT: gpu.barrier

@@ -460,10 +460,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     TileChunks nextK{kLayout, {}}, nextV{vLayout, {}};
     Value stageRow = a.c(0);
     if (tma()) {
-      // Group j + 1 goes in flight into the other stages (every warp has
-      // left them: the barrier at the end of the previous iteration); then
-      // group j has to land.
-      issueTiles(a.add(j, 1), numTiles);
+      // Group j has to land. (Group j + 1 is issued once this tile's wgmma
+      // are: below.)
       waitTiles(j);
     } else if (async()) {
       // Tile j + 1 goes in flight into the other stage; then wait for this
@@ -535,6 +533,13 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       setO(flat);
       if (pingPong())
         turn(/*sync=*/false, 1);
+      // TMA: group j + 1 goes in flight into the other stages once every
+      // warp has released them (iteration j - 1). Only now: with two
+      // warpgroups, the other one releases them after its softmax, which
+      // this warpgroup's products (just issued) overlap; waiting before
+      // issuing them would stall the tensor cores for that softmax.
+      if (tma())
+        issueTiles(a.add(j, 1), numTiles);
       wg.wait(1);
       wg.pin(tileAcc);
     }
