@@ -202,11 +202,9 @@ struct MmaKernel {
   static int64_t regions(int64_t cols) { return (cols + 63) / 64; }
   int64_t kStageBytes() const { return regions(s.headDim) * bc * 128; }
   int64_t vStageBytes() const { return regions(s.valueDim) * bc * 128; }
-  Value toI32(Value index) {
-    return arith::IndexCastOp::create(b, b.getI32Type(), index);
-  }
+  Value toI32(Value index) { return tmaOps.toI32(index); }
   Value offsetBy(Value address, Value bytes) {
-    return arith::AddIOp::create(b, address, toI32(bytes));
+    return tmaOps.offsetBy(address, bytes);
   }
   /// The stage (tile % 2) of a tile in the stages at `base`.
   Value stageAddress(Value base, Value tile, int64_t stageBytes) {
@@ -344,12 +342,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     bhk = toI32(a.add(a.mul(bi, s.headsKV), hk));
     bars = tmaOps.sharedAddress(ks);
     // The stages start at the first 1024-byte boundary of the buffer.
-    Type i32 = b.getI32Type();
-    kBase = arith::AndIOp::create(
-        b,
-        arith::AddIOp::create(b, tmaOps.sharedAddress(vts),
-                              arith::ConstantIntOp::create(b, i32, 1023)),
-        arith::ConstantIntOp::create(b, i32, ~int64_t(1023)));
+    kBase = tmaOps.alignedAddress(vts, 1024);
     vBase = offsetBy(kBase, a.c(2 * kStageBytes()));
   }
   // The warp's rows: slab sl (16 rows) holds rows g and g + 8 of it for
@@ -952,8 +945,9 @@ bool useTma(const AttentionShape &s) { return s.tma && useWgmma(s); }
 /// TMA: the bytes of the two stages of K and V (128-byte rows of 64
 /// columns), and 1024 to align them.
 int64_t tmaStageBytes(const AttentionShape &s, int64_t bc) {
-  auto regions = [](int64_t cols) { return (cols + 63) / 64; };
-  return 2 * bc * 128 * (regions(s.headDim) + regions(s.valueDim)) + 1024;
+  return 2 * bc * 128 *
+             (MmaKernel::regions(s.headDim) + MmaKernel::regions(s.valueDim)) +
+         1024;
 }
 
 /// Whether the async-copy variant applies: 16-byte chunks of K and V rows.

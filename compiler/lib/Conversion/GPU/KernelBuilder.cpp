@@ -233,6 +233,23 @@ Value TmaOps::sharedAddress(Value smem) {
   return arith::IndexCastUIOp::create(a.b, a.b.getI32Type(), base);
 }
 
+Value TmaOps::alignedAddress(Value smem, int64_t align) {
+  ImplicitLocOpBuilder &b = a.b;
+  Type i32 = b.getI32Type();
+  Value up = arith::AddIOp::create(
+      b, sharedAddress(smem), arith::ConstantIntOp::create(b, i32, align - 1));
+  return arith::AndIOp::create(b, up,
+                               arith::ConstantIntOp::create(b, i32, -align));
+}
+
+Value TmaOps::toI32(Value index) {
+  return arith::IndexCastOp::create(a.b, a.b.getI32Type(), index);
+}
+
+Value TmaOps::offsetBy(Value address, Value bytes) {
+  return arith::AddIOp::create(a.b, address, toI32(bytes));
+}
+
 void TmaOps::initBarrier(Value bar, int64_t count) {
   inlineAsm(a.b, Type(), {bar},
             "mbarrier.init.shared::cta.b64 [$0], " + std::to_string(count) +

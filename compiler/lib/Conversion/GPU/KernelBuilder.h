@@ -238,6 +238,13 @@ struct TmaOps {
 
   /// The shared-memory address (i32) of the first element of `smem`.
   Value sharedAddress(Value smem);
+  /// The same, rounded up to a multiple of `align` (a power of two): TMA's
+  /// swizzled stages are 1024-byte aligned.
+  Value alignedAddress(Value smem, int64_t align);
+  /// An index as the i32 that addresses and coordinates are.
+  Value toI32(Value index);
+  /// Shared address `address` (i32) plus `bytes` (index).
+  Value offsetBy(Value address, Value bytes);
   /// mbarrier.init: phase 0, `count` arrivals per phase.
   void initBarrier(Value bar, int64_t count);
   /// Makes the initialised barriers visible to the other threads' and the

@@ -312,11 +312,9 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   // with the bytes) completes phase sl / kStages; every warp arrives on
   // its empty barrier once the chain that read the slice has retired.
   Value stages, bars, aMap, bMap;
-  auto toI32 = [&](Value index) -> Value {
-    return arith::IndexCastOp::create(b, i32, index);
-  };
-  auto offsetBy = [&](Value address, Value bytes) -> Value {
-    return arith::AddIOp::create(b, address, toI32(bytes));
+  auto toI32 = [&](Value index) { return tmaOps.toI32(index); };
+  auto offsetBy = [&](Value address, Value bytes) {
+    return tmaOps.offsetBy(address, bytes);
   };
   auto fullBar = [&](Value stage) { return offsetBy(bars, a.mul(stage, 8)); };
   auto emptyBar = [&](Value stage) {
@@ -349,11 +347,7 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     bMap = entry.getArgument(4);
     bars = tmaOps.sharedAddress(as);
     // The stages start at the first 1024-byte boundary of their buffer.
-    stages = arith::AndIOp::create(
-        b,
-        arith::AddIOp::create(b, tmaOps.sharedAddress(bs),
-                              arith::ConstantIntOp::create(b, i32, 1023)),
-        arith::ConstantIntOp::create(b, i32, ~int64_t(1023)));
+    stages = tmaOps.alignedAddress(bs, 1024);
     a.guarded(thread0, [&]() {
       for (int64_t i = 0; i < kStages; ++i) {
         tmaOps.initBarrier(fullBar(a.c(i)), 1);
