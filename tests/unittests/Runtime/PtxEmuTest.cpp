@@ -2126,4 +2126,126 @@ TEST(PtxEmu, BarrierForms) {
   }
 }
 
+//===-- setmaxnreg --------------------------------------------------------===//
+
+/// A block of 384 threads (.maxntid: launched with 168 registers per
+/// thread) whose warpgroup 2 runs `producer` and warpgroups 0 and 1
+/// `consumers`, then every thread writes its id.
+std::string registersKernel(const std::string &producer,
+                            const std::string &consumers,
+                            const std::string &maxntid = ".maxntid 384, 1, 1") {
+  return R"(
+.visible .entry regs(.param .u64 p)
+)" + maxntid +
+         R"(
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<4>;
+  mov.u32 %r1, %tid.x;
+  shr.u32 %r2, %r1, 5;
+  setp.lt.u32 %p1, %r1, 256;
+  @%p1 bra $L__consumer;
+)" + producer +
+         R"(
+  bra.uni $L__write;
+$L__consumer:
+)" + consumers +
+         R"(
+$L__write:
+  ld.param.u64 %rd1, [p];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.u32 [%rd3], %r1;
+  ret;
+}
+)";
+}
+
+/// A producer warpgroup returning registers that two consumer warpgroups
+/// take (FlashAttention-3's 24 / 240): the block runs to the end.
+TEST(PtxEmu, SetmaxnregMovesRegistersBetweenWarpgroups) {
+  Module m(registersKernel("  setmaxnreg.dec.sync.aligned.u32 24;\n",
+                           "  setmaxnreg.inc.sync.aligned.u32 240;\n"));
+  ASSERT_NE(m.module, nullptr) << m.error;
+  std::vector<uint32_t> ids(384, 0);
+  std::string error;
+  EXPECT_EQ(launch(m, "regs", 384, {{ids.data(), ids.size() * 4}}, &error),
+            PTXEMU_OK)
+      << error;
+  for (uint32_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(ids[i], i);
+}
+
+/// What a launch reports about setmaxnreg: registers nobody returns, more
+/// than were returned, a warpgroup whose warps disagree, counts against
+/// the warp's own, a kernel without .maxntid, a block beyond it, and the
+/// counts that do not load.
+TEST(PtxEmu, SetmaxnregLaunchErrors) {
+  auto run = [](const std::string &ptx, unsigned threads, std::string *error) {
+    Module m(ptx);
+    EXPECT_NE(m.module, nullptr) << m.error;
+    if (!m.module)
+      return -1;
+    std::vector<uint32_t> ids(threads, 0);
+    return launch(m, "regs", threads, {{ids.data(), ids.size() * 4}}, error);
+  };
+  auto expectFailure = [&](const std::string &ptx, const std::string &what,
+                           int rc = PTXEMU_LAUNCH_FAILED,
+                           unsigned threads = 384) {
+    std::string error;
+    EXPECT_EQ(run(ptx, threads, &error), rc);
+    EXPECT_NE(error.find(what), std::string::npos) << error;
+  };
+  std::string inc240 = "  setmaxnreg.inc.sync.aligned.u32 240;\n";
+  std::string dec24 = "  setmaxnreg.dec.sync.aligned.u32 24;\n";
+  // Nobody returns registers: the first consumer warp waits for ever.
+  expectFailure(registersKernel("", inc240),
+                "setmaxnreg.inc to 240 registers in warp 0 (it has 168) "
+                "waits for registers no other warp returns (the block's "
+                "pool has 0)");
+  // 248 for 256 threads: 80 more each, and the pool has 144 * 128.
+  expectFailure(
+      registersKernel(dec24, "  setmaxnreg.inc.sync.aligned.u32 248;\n"),
+      "waits for registers no other warp returns (the block's "
+      "pool has 512)");
+  // Warps 2 and 3 of the producer keep theirs.
+  expectFailure(registersKernel("  setp.lt.u32 %p2, %r2, 10;\n"
+                                "  @%p2 setmaxnreg.dec.sync.aligned.u32 "
+                                "152;\n",
+                                ""),
+                "warp 2 of warpgroup 2 ends with 168 registers per thread, "
+                "warp 0 with 152 (setmaxnreg is executed by a whole "
+                "warpgroup)");
+  expectFailure(registersKernel("  setmaxnreg.dec.sync.aligned.u32 200;\n", ""),
+                "setmaxnreg.dec to 200 registers in warp 8, which has 168");
+  expectFailure(
+      registersKernel(dec24, "  setmaxnreg.inc.sync.aligned.u32 160;\n"),
+      "setmaxnreg.inc to 160 registers in warp 0, which has 168");
+  // A warp whose lanes 16-31 exited.
+  expectFailure(registersKernel("  and.b32 %r3, %r1, 31;\n"
+                                "  setp.ge.u32 %p2, %r3, 16;\n"
+                                "  @%p2 bra $L__write;\n" +
+                                    dec24,
+                                ""),
+                "setmaxnreg in warp 8 after some of its threads exited");
+  expectFailure(registersKernel(dec24, inc240, ""),
+                "setmaxnreg in a kernel without .maxntid: its launch "
+                "register count is unknown");
+  expectFailure(registersKernel(dec24, inc240),
+                "block of 512 threads, beyond the 384 of the kernel's "
+                ".maxntid",
+                PTXEMU_INVALID_VALUE, 512);
+  for (std::string bad : {"setmaxnreg.inc.sync.aligned.u32 16;",
+                          "setmaxnreg.dec.sync.aligned.u32 260;",
+                          "setmaxnreg.inc.sync.aligned.u32 100;"}) {
+    std::string error = loadsOrError(bad);
+    EXPECT_NE(error.find("line 10: setmaxnreg to"), std::string::npos) << error;
+    EXPECT_NE(error.find("the count must be 24 to 256, a multiple of 8"),
+              std::string::npos)
+        << error;
+  }
+  EXPECT_EQ(loadsOrError("setmaxnreg.dec.sync.aligned.u32 24;"), "loaded");
+}
+
 } // namespace
