@@ -38,6 +38,8 @@ VARIANTS = [
     ("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]),
     ("tma2", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
               "--gpu-wgmma-warpgroups=2"]),
+    ("tma2p", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
+               "--gpu-wgmma-warpgroups=2", "--gpu-tma-producer"]),
 ]
 # B=1, H=2: the mix per block does not depend on how many blocks there are.
 SHAPES = [(64, 1024, False), (64, 1024, True), (128, 1024, False),

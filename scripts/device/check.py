@@ -195,7 +195,7 @@ def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
             # stages, under racecheck; the bf16 matmul's wgmma GEMM under
             # memcheck).
             builds = ["fused"] + [b for b in ("async32", "wgmma", "wgmma2",
-                                              "tma", "tma2")
+                                              "tma", "tma2", "tma2p")
                                   if b in specs[name]["builds"]]
             spec = dict(specs[name], name="%s [%s]" % (name, kind),
                         builds=builds)

@@ -54,8 +54,11 @@ def tol(dtype):
 # it), with one warpgroup per block or two (128 rows sharing each K and V
 # tile), and both again on tiles copied by TMA (--gpu-tma: one thread per
 # block issues the copies, mbarriers, 128-byte swizzle; the runtime makes
-# the tensor maps): checked like the fused build and timed beside it (the GPU target
-# only; prepare drops them for the CPU). Build name: tfc-compile flags.
+# the tensor maps), the two-warpgroup one also with a producer warpgroup
+# (--gpu-tma-producer: it issues the copies and hands its registers to the
+# others, setmaxnreg): checked like the fused build and timed beside it
+# (the GPU target only; prepare drops them for the CPU). Build name:
+# tfc-compile flags.
 GPU_VARIANTS = {
     "ldmatrix": ["--gpu-ldmatrix"],
     "async": ["--gpu-async-copy"],
@@ -65,6 +68,8 @@ GPU_VARIANTS = {
     "tma": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"],
     "tma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
              "--gpu-wgmma-warpgroups=2"],
+    "tma2p": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
+              "--gpu-wgmma-warpgroups=2", "--gpu-tma-producer"],
 }
 
 

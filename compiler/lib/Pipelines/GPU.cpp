@@ -18,6 +18,7 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
          " wgmma=" + (options.wgmma ? "true" : "false") +
          " wgmma-warpgroups=" + std::to_string(options.wgmmaWarpgroups) +
          " tma=" + (options.tma ? "true" : "false") +
+         " tma-producer=" + (options.tmaProducer ? "true" : "false") +
          " warp-rows=" + std::to_string(options.warpRows) + "},";
   p += "transformer-decompose,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"

@@ -120,6 +120,15 @@ static cl::opt<bool> gpuTma(
              "maps (not yet measured on a GPU)"),
     cl::cat(category));
 
+static cl::opt<bool> gpuTmaProducer(
+    "gpu-tma-producer",
+    cl::desc("With --gpu-tma --gpu-wgmma-warpgroups=2: attention blocks get "
+             "a third warpgroup that issues the TMA copies and hands its "
+             "registers to the two computing warpgroups (setmaxnreg; "
+             "FlashAttention-3's warp specialisation; not yet measured on a "
+             "GPU)"),
+    cl::cat(category));
+
 static cl::opt<int64_t> gpuWarpRows(
     "gpu-warp-rows",
     cl::desc("With --target=nvptx: query rows per warp of f16/bf16 "
@@ -269,6 +278,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     options.wgmma = gpuWgmma;
     options.wgmmaWarpgroups = gpuWgmmaWarpgroups;
     options.tma = gpuTma;
+    options.tmaProducer = gpuTmaProducer;
     options.warpRows = gpuWarpRows;
     options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
@@ -361,6 +371,10 @@ int main(int argc, char **argv) {
       return fail("--gpu-wgmma-warpgroups needs --gpu-wgmma");
     if (gpuTma && !gpuWgmma)
       return fail("--gpu-tma needs --gpu-wgmma (TMA feeds the wgmma kernel)");
+    if (gpuTmaProducer && (!gpuTma || gpuWgmmaWarpgroups != 2))
+      return fail("--gpu-tma-producer needs --gpu-tma and "
+                  "--gpu-wgmma-warpgroups=2 (the producer feeds two "
+                  "warpgroups)");
     if (gpuWgmmaWarpgroups != 1 && gpuWgmmaWarpgroups != 2)
       return fail("unknown --gpu-wgmma-warpgroups " +
                   std::to_string(gpuWgmmaWarpgroups) + " (supported: 1, 2)");
@@ -382,6 +396,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-wgmma needs --target=nvptx");
   } else if (gpuTma) {
     return fail("--gpu-tma needs --target=nvptx");
+  } else if (gpuTmaProducer) {
+    return fail("--gpu-tma-producer needs --target=nvptx");
   } else if (gpuWarpRows.getNumOccurrences()) {
     return fail("--gpu-warp-rows needs --target=nvptx");
   }

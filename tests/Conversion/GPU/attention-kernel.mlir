@@ -291,6 +291,42 @@ func.func @wgmma_f16(%q: tensor<2x8x300x64xf16>, %k: tensor<2x8x300x64xf16>, %v:
 // TMA2: scf.yield
 // TMA2-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 1;"
 // TMA2: gpu.return
+// With a producer warpgroup (warps 8-11, 384 threads, launch bounds fixed
+// by the block size and one block per SM, as setmaxnreg needs): after the
+// mbarriers' initialisation and the block's barrier, it returns registers
+// (setmaxnreg.dec to 24) and its first thread issues every copy group
+// (waiting for the empty barrier first, from group 2 on); the consumer
+// warpgroups take them (setmaxnreg.inc to 240) and issue no copy.
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="wgmma=true tma=true wgmma-warpgroups=2 tma-producer=true" | FileCheck %s --check-prefix=PROD
+// PROD-LABEL: func.func @wgmma_d128_bf16
+// PROD: gpu.launch_func @tfc_fused::@attention_0 {{.*}} threads in (%c384,
+// PROD: gpu.func @attention_0({{.*}} kernel attributes {known_block_size = array<i32: 384, 1, 1>, nvvm.minctasm = 1 : i32}
+// PROD: "mbarrier.init.shared::cta.b64 [$0], 8;"
+// PROD: "fence.mbarrier_init.release.cluster;"
+// PROD: gpu.barrier
+// PROD: %[[PRODUCER:.*]] = arith.cmpi ult, %c255, %[[TID:.*]] : index
+// PROD-NEXT: scf.if %[[PRODUCER]] {
+// PROD-NEXT: nvvm.setmaxregister decrease 24
+// PROD: %[[FIRST:.*]] = arith.cmpi ult, %[[TID]], %c257 : index
+// PROD-NEXT: scf.if %[[FIRST]] {
+// PROD: scf.for
+// PROD: mbarrier.try_wait.parity
+// PROD: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;"
+// PROD: cp.async.bulk.tensor.3d
+// PROD: } else {
+// PROD-NEXT: nvvm.setmaxregister increase 240
+// PROD-NOT: expect_tx
+// PROD-NOT: cp.async.bulk.tensor
+// PROD: "bar.arrive 1, 256;"
+// PROD-NOT: expect_tx
+// PROD-NOT: cp.async.bulk.tensor
+// PROD: "bar.sync 1, 256;"
+// PROD-NOT: expect_tx
+// PROD-NOT: cp.async.bulk.tensor
+// PROD-COUNT-8: "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, 1, 1, 0;"
+// PROD-NOT: expect_tx
+// PROD-NOT: cp.async.bulk.tensor
+// PROD: gpu.return
 // WGMMA: %[[BYTES:.*]] = arith.constant 65536 : i32
 // WGMMA: to memref<2048x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA-COUNT-8: "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, 1, 1, 0;"

@@ -142,6 +142,9 @@ for name, mlir, dt in cases:
                                  "--gpu-tma"]))
         variants.append(("tma2", ["--gpu-arch=sm_90a", "--gpu-wgmma",
                                   "--gpu-tma", "--gpu-wgmma-warpgroups=2"]))
+        variants.append(("tma2p", ["--gpu-arch=sm_90a", "--gpu-wgmma",
+                                   "--gpu-tma", "--gpu-wgmma-warpgroups=2",
+                                   "--gpu-tma-producer"]))
     if name.startswith("matmul") and dt != "f32":
         variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
         variants.append(("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma",
@@ -214,6 +217,17 @@ for name, mlir, dt in cases:
                       "cp.async.bulk.tensor.3d.shared::cluster.global.tile"
                       in text and "mbarrier.try_wait.parity" in text and
                       "cp.async.cg" not in text)
+            if variant == "tma2p" and all(d % 8 == 0 and d <= 128
+                                          for d in dims):
+                # A producer warpgroup: 384 threads, launched with 168
+                # registers each; the consumers raise theirs to 240, so
+                # the kernel must fit there without spilling (checked
+                # below), the producer lowers its to 24.
+                check(label + ": producer warpgroup and setmaxnreg",
+                      ".maxntid 384, 1, 1\n.minnctapersm 1" in text and
+                      "setmaxnreg.dec.sync.aligned.u32 \t24;" in text and
+                      "setmaxnreg.inc.sync.aligned.u32 \t240;" in text and
+                      re.search(r"Used 168 registers", r.stderr), r.stderr)
             if variant in ("async", "async32", "wgmma", "wgmma2"):
                 # Head dimensions in 16-byte chunks copy by cp.async; others
                 # keep the register-staged tiles.

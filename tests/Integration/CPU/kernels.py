@@ -96,6 +96,10 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         builds.append(("fused wgmma tma 2 warpgroups", True,
                        ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
                         "--gpu-wgmma-warpgroups=2"]))
+        # ... with a producer warpgroup issuing the copies.
+        builds.append(("fused wgmma tma producer", True,
+                       ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
+                        "--gpu-wgmma-warpgroups=2", "--gpu-tma-producer"]))
         # The unfused graph's f16 matmuls on the wgmma GEMM.
         builds.append(("unfused wgmma", False,
                        ["--gpu-arch=sm_90a", "--gpu-wgmma"]))

@@ -223,6 +223,10 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
            "one thread per block, completion on mbarriers) into 128-byte "
            "swizzled shared memory instead of cp.async; the host code makes "
            "the tensor maps (the runtime's tfc_gpu_tensor_map)">,
+    Option<"tmaProducer", "tma-producer", "bool", /*default=*/"false",
+           "with tma and wgmma-warpgroups=2: a third warpgroup per block "
+           "issues the copies and hands its registers to the two consumer "
+           "warpgroups (setmaxnreg 24 / 240); other builds ignore it">,
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"16",
            "f16/bf16 attention: query rows per warp, 16 (blocks of 64 rows) "
            "or 32 (blocks of 128; K and V fragments serve two mma each)">

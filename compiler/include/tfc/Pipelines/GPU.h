@@ -24,6 +24,8 @@ struct NVPTXPipelineOptions {
   /// With wgmma: the tiles of attention and matmuls by TMA instead of
   /// cp.async.
   bool tma = false;
+  /// With tma and two warpgroups: a producer warpgroup issues the copies.
+  bool tmaProducer = false;
   /// f16/bf16 attention: query rows per warp (16 or 32).
   int64_t warpRows = 16;
   /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).

@@ -35,9 +35,11 @@
 // swizzled stages, completion on full mbarriers that every thread waits
 // on; each warp releases a tile's stages on an empty mbarrier once its
 // wgmma that read them have retired, and thread 0 waits on it before
-// reloading them (no block barrier per tile; no producer warp of its own
-// yet). Two warpgroups then take turns issuing their wgmma (named
-// barriers: FlashAttention-3's ping-pong).
+// reloading them (no block barrier per tile). Two warpgroups then take
+// turns issuing their wgmma (named barriers: FlashAttention-3's
+// ping-pong); with `tmaProducer`, a third warpgroup issues the copies
+// instead of thread 0 and hands its registers to the other two
+// (setmaxnreg: FlashAttention-3's warp specialisation).
 //
 // FMA kernel (f32): one thread per query row, q and o in registers, keys in
 // shared-memory tiles of 16 with one rescale per tile.
@@ -151,6 +153,11 @@ Value numKeyTiles(Arith &a, const AttentionShape &s, Value qBlock, int64_t rows,
 // Tensor-core kernel
 //===----------------------------------------------------------------------===//
 
+/// Registers per thread of the producer warpgroup and of the two consumer
+/// warpgroups (setmaxnreg), 384 threads: 24 * 128 + 240 * 256 = 168 * 384,
+/// what the block is launched with (65536 / 384, rounded down to 8).
+constexpr int64_t kProducerRegisters = 24, kConsumerRegisters = 240;
+
 struct MmaKernel {
   const AttentionShape &s;
   Arith &a;
@@ -177,6 +184,10 @@ struct MmaKernel {
   /// at 2 - w), so that one's softmax runs while the other's products do
   /// (FlashAttention-3's ping-pong).
   bool pingPong() const { return s.tma && warps == 8; }
+  /// Ping-pong with a producer warpgroup: threads from threads() on (one
+  /// of them issues the copies) hand their registers to the consumers.
+  bool producer() const { return pingPong() && s.tmaProducer; }
+  int64_t blockThreads() const { return threads() + (producer() ? 128 : 0); }
   Value secondGroup = {}; // i1: the thread is in warpgroup 1
   /// Named barrier `base` + the thread's warpgroup (`sync`), or + the other
   /// one (arrive): a warp-uniform branch, for immediate barrier ids.
@@ -216,39 +227,45 @@ struct MmaKernel {
   }
   /// TMA copy group g holds key tile g of K (none from numTiles on) and
   /// tile g - 1 of V (tile -1: out of bounds, zeros), completing on full
-  /// barrier g % 2 in its phase (g / 2) % 2. Issued by thread 0 once every
-  /// warp has released the stages it overwrites (empty barrier g % 2, in
-  /// its phase (g - 2) / 2: group g - 2's tiles were last read in
-  /// iteration g - 2).
+  /// barrier g % 2 in its phase (g / 2) % 2. Issued by one thread (thread
+  /// 0, or the producer's first) once every warp has released the stages
+  /// it overwrites (empty barrier g % 2, in its phase (g - 2) / 2: group
+  /// g - 2's tiles were last read in iteration g - 2).
   void issueTiles(Value group, Value numTiles) {
     Value bar = barrier(0, group);
     Type i32 = b.getI32Type();
-    a.guarded(a.ult(tid, 1), [&]() {
-      Value reused =
-          arith::CmpIOp::create(b, arith::CmpIPredicate::uge, group, a.c(2));
-      a.guarded(reused, [&]() {
-        tmaOps.wait(barrier(2, group),
-                    toI32(a.rem(a.div(a.add(group, -2), 2), 2)));
-      });
-      Value kValid = a.ult(group, numTiles);
-      Value bytes = a.sel(
-          kValid,
-          arith::ConstantIntOp::create(b, i32, kStageBytes() + vStageBytes()),
-          arith::ConstantIntOp::create(b, i32, vStageBytes()));
-      tmaOps.arriveExpectTx(bar, bytes);
-      auto load = [&](Value map, Value tile, Value base, int64_t cols,
-                      int64_t stageBytes) {
-        Value stage = stageAddress(base, tile, stageBytes);
-        Value key0 = toI32(a.mul(tile, bc));
-        for (int64_t r = 0; r < regions(cols); ++r)
-          tmaOps.load3d(offsetBy(stage, a.c(r * bc * 128)), map,
-                        {toI32(a.c(r * 64)), key0, bhk}, bar);
-      };
-      a.guarded(kValid,
-                [&]() { load(kMap, group, kBase, s.headDim, kStageBytes()); });
-      load(vMap, a.add(group, -1), vBase, s.valueDim, vStageBytes());
+    Value reused =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::uge, group, a.c(2));
+    a.guarded(reused, [&]() {
+      tmaOps.wait(barrier(2, group),
+                  toI32(a.rem(a.div(a.add(group, -2), 2), 2)));
     });
+    Value kValid = a.ult(group, numTiles);
+    Value bytes = a.sel(
+        kValid,
+        arith::ConstantIntOp::create(b, i32, kStageBytes() + vStageBytes()),
+        arith::ConstantIntOp::create(b, i32, vStageBytes()));
+    tmaOps.arriveExpectTx(bar, bytes);
+    auto load = [&](Value map, Value tile, Value base, int64_t cols,
+                    int64_t stageBytes) {
+      Value stage = stageAddress(base, tile, stageBytes);
+      Value key0 = toI32(a.mul(tile, bc));
+      for (int64_t r = 0; r < regions(cols); ++r)
+        tmaOps.load3d(offsetBy(stage, a.c(r * bc * 128)), map,
+                      {toI32(a.c(r * 64)), key0, bhk}, bar);
+    };
+    a.guarded(kValid,
+              [&]() { load(kMap, group, kBase, s.headDim, kStageBytes()); });
+    load(vMap, a.add(group, -1), vBase, s.valueDim, vStageBytes());
   }
+  /// Thread 0 issues copy group `group`.
+  void issueTilesFromThread0(Value group, Value numTiles) {
+    a.guarded(a.ult(tid, 1), [&]() { issueTiles(group, numTiles); });
+  }
+  /// The producer warpgroup: its registers go to the consumers, and its
+  /// first thread issues every copy group, 0 to numTiles (the last one
+  /// holds V's last tile), each once its stages are released.
+  void produce(Value numTiles);
   /// Waits for TMA copy group `group`.
   void waitTiles(Value group) {
     tmaOps.wait(barrier(0, group), toI32(a.rem(a.div(group, 2), 2)));
@@ -345,6 +362,34 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     kBase = tmaOps.alignedAddress(vts, 1024);
     vBase = offsetBy(kBase, a.c(2 * kStageBytes()));
   }
+  // Keys this block sees: causal rows stop at their diagonal.
+  int64_t offset = s.seqKV - s.seqQ;
+  Value numTiles = numKeyTiles(a, s, qBlock, rows(), bc);
+  // TMA: the mbarriers, then the first copy group goes in flight (K tile 0
+  // and a zero V tile -1: V runs one tile behind K, below). Full barriers:
+  // one arrival (with the bytes) per phase; empty barriers: one per
+  // consumer warp.
+  scf::IfOp roles;
+  if (tma()) {
+    a.guarded(a.ult(tid, 1), [&]() {
+      for (int64_t i = 0; i < 4; ++i)
+        tmaOps.initBarrier(offsetBy(bars, a.c(8 * i)), i < 2 ? 1 : warps);
+      tmaOps.fenceBarrierInit();
+    });
+    gpu::BarrierOp::create(b);
+    if (producer()) {
+      // The producer warpgroup, then the consumers (the rest of the
+      // kernel).
+      roles = scf::IfOp::create(b, a.ult(a.c(threads() - 1), tid),
+                                /*withElseRegion=*/true);
+      b.setInsertionPointToStart(&roles.getThenRegion().front());
+      produce(numTiles);
+      b.setInsertionPointToStart(&roles.getElseRegion().front());
+      setMaxRegisters(a, kConsumerRegisters, /*increase=*/true);
+    } else {
+      issueTilesFromThread0(a.c(0), numTiles);
+    }
+  }
   // The warp's rows: slab sl (16 rows) holds rows g and g + 8 of it for
   // this thread; row index ri = 2 sl + r.
   int64_t nr = 2 * slabs;
@@ -369,10 +414,6 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
            globalPair(q, bi, hi, r1, s.seqQ, c1, s.headDim, v1)});
     }
 
-  // Keys this block sees: causal rows stop at their diagonal.
-  int64_t offset = s.seqKV - s.seqQ;
-  Value numTiles = numKeyTiles(a, s, qBlock, rows(), bc);
-
   // Loop state: o [slab][dn][4], then m [ri], l [ri], then a prefetched
   // tile in registers (without async copies).
   Value zeroF = a.f(0.0);
@@ -386,15 +427,6 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   TileLayout vLayout = layout(s.valueDim, dvp, /*transposed=*/!ldmatrix());
   TileChunks kFirst{kLayout, {}}, vFirst{vLayout, {}};
   if (tma()) {
-    // Full barriers: one arrival (thread 0's, with the bytes) per phase;
-    // empty barriers: one per warp.
-    a.guarded(a.ult(tid, 1), [&]() {
-      for (int64_t i = 0; i < 4; ++i)
-        tmaOps.initBarrier(offsetBy(bars, a.c(8 * i)), i < 2 ? 1 : warps);
-      tmaOps.fenceBarrierInit();
-    });
-    gpu::BarrierOp::create(b);
-    issueTiles(a.c(0), numTiles);
     if (pingPong()) {
       // Warpgroup 0 goes first.
       secondGroup = a.ult(a.c(3), warp);
@@ -531,8 +563,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       // warpgroups, the other one releases them after its softmax, which
       // this warpgroup's products (just issued) overlap; waiting before
       // issuing them would stall the tensor cores for that softmax.
-      if (tma())
-        issueTiles(a.add(j, 1), numTiles);
+      if (tma() && !producer())
+        issueTilesFromThread0(a.add(j, 1), numTiles);
       wg.wait(1);
       wg.pin(tileAcc);
     }
@@ -806,7 +838,19 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
                 store);
     }
   }
+  if (roles)
+    b.setInsertionPointAfter(roles);
   gpu::ReturnOp::create(b);
+}
+
+void MmaKernel::produce(Value numTiles) {
+  setMaxRegisters(a, kProducerRegisters, /*increase=*/false);
+  a.guarded(a.ult(tid, threads() + 1), [&]() {
+    auto groups = scf::ForOp::create(b, a.c(0), a.add(numTiles, 1), a.c(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(groups.getBody());
+    issueTiles(groups.getInductionVar(), numTiles);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -1058,6 +1102,8 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   if (shape.wgmma) // warpgroups of 4 warps, 16 rows each
     shape.warpRows = 16;
   int64_t warps = shape.wgmma ? 4 * s.wgmmaWarpgroups : 4;
+  shape.tmaProducer = s.tmaProducer && shape.tma && warps == 8;
+  int64_t blockThreads = 32 * warps + (shape.tmaProducer ? 128 : 0);
   int64_t bc = keysPerTile(shape, dp, dvp);
   int64_t stages = shape.asyncCopy ? 2 : 1;
   SmallVector<MemRefType> tileTypes = {smem(stages * bc, dp + 8),
@@ -1074,16 +1120,23 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   bool dynamic = sharedBytes(tileTypes) > kMaxShared;
   SmallVector<Value> tiles;
   launch.kernel = createKernel(builder, module, name, args, tileTypes,
-                               32 * warps, tiles, dynamic);
+                               blockThreads, tiles, dynamic);
   launch.dynamicSharedBytes = dynamic ? sharedBytes(tileTypes) : 0;
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
   MmaKernel kernel{shape, a,   b,  s.elementType,
                    dp,    dvp, bc, shape.warpRows == 32 ? 2 : 1,
                    warps};
+  assert(kernel.blockThreads() == blockThreads);
+  // setmaxnreg needs the launch's registers per thread fixed by a tuning
+  // directive: .maxntid (the known block size) and, as CUTLASS's and
+  // FlashAttention-3's launch bounds give, .minnctapersm 1.
+  if (shape.tmaProducer)
+    launch.kernel->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                           builder.getI32IntegerAttr(1));
   kernel.build(launch.kernel, tiles[0], tiles[1]);
   launch.gridY = (s.seqQ + kernel.rows() - 1) / kernel.rows();
-  launch.blockX = kernel.threads();
+  launch.blockX = blockThreads;
   return launch;
 }
 

@@ -44,6 +44,12 @@ struct AttentionShape {
   /// completion on mbarriers; 128-byte swizzled rows) instead of cp.async.
   /// The launch then takes tensor maps of K and V.
   bool tma = false;
+  /// TMA with two warpgroups: a third warpgroup of the block is the
+  /// producer (FlashAttention-3's warp specialisation): one of its threads
+  /// issues every copy, the others exit, and its registers (setmaxnreg:
+  /// 24 per thread) go to the two consumer warpgroups (240 each). Other
+  /// builds ignore it.
+  bool tmaProducer = false;
   mlir::Type elementType; // f32, f16 or bf16
 };
 

@@ -322,6 +322,15 @@ void namedBarrierArrive(Arith &a, int64_t id, int64_t threads) {
             "~{memory}");
 }
 
+void setMaxRegisters(Arith &a, int64_t count, bool increase) {
+  assert(count >= 24 && count <= 256 && count % 8 == 0 &&
+         "setmaxnreg takes 24 to 256 registers, a multiple of 8");
+  NVVM::SetMaxRegisterOp::create(a.b, count,
+                                 increase
+                                     ? NVVM::SetMaxRegisterAction::increase
+                                     : NVVM::SetMaxRegisterAction::decrease);
+}
+
 std::pair<Value, Value> chunkPosition(Arith &a, const TileLayout &l,
                                       Value chunk) {
   if (l.rowsFastest)

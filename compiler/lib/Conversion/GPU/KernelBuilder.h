@@ -272,6 +272,11 @@ void namedBarrierSync(Arith &a, int64_t id, int64_t threads);
 /// bar.arrive: counts this warp's arrival at named barrier `id` without
 /// waiting.
 void namedBarrierArrive(Arith &a, int64_t id, int64_t threads);
+/// setmaxnreg (sm_90a): the executing warpgroup (all its threads, with the
+/// same count) lowers its registers per thread to `count`, returning the
+/// rest to the block's pool, or raises them, waiting until the pool has
+/// them. `count`: 24 to 256, a multiple of 8.
+void setMaxRegisters(Arith &a, int64_t count, bool increase);
 
 /// A [tileRows, tileCols] window of a tensor's last two dimensions, staged
 /// through shared memory by `threads` threads in chunks of `width`

@@ -178,6 +178,7 @@ struct ConvertTransformerToNVPTXPass
         shape->wgmma = wgmma;
         shape->wgmmaWarpgroups = wgmmaWarpgroups;
         shape->tma = tma;
+        shape->tmaProducer = tmaProducer;
         shape->warpRows = warpRows;
         AttentionLaunch launch =
             buildAttentionKernel(b, kernels, name("attention"), *shape);
