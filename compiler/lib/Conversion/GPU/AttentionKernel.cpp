@@ -689,7 +689,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       // A row that has seen no key yet keeps -inf: subtract 0 instead.
       mUse[ri] = a.sel(a.isNegInf(newM[ri]), zeroF, newM[ri]);
       Value shift = a.fsub(m[ri], mUse[ri]);
-      alpha[ri] = a.exp2(raw ? a.fmul(shift, scaleC) : shift);
+      alpha[ri] = a.exp2FlushSubnormals(raw ? a.fmul(shift, scaleC) : shift);
       if (raw)
         negMc[ri] = a.fmul(mUse[ri], a.f(-scaleLog2));
     }
@@ -698,8 +698,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         for (int i = 0; i < 4; ++i) {
           int64_t ri = 2 * sl + i / 2;
           Value x = sc[sl][nt][i];
-          sc[sl][nt][i] =
-              a.exp2(raw ? a.fma(x, scaleC, negMc[ri]) : a.fsub(x, mUse[ri]));
+          sc[sl][nt][i] = a.exp2FlushSubnormals(
+              raw ? a.fma(x, scaleC, negMc[ri]) : a.fsub(x, mUse[ri]));
           rowSum[ri] = a.fadd(rowSum[ri], sc[sl][nt][i]);
         }
     for (int64_t ri = 0; ri < nr; ++ri)

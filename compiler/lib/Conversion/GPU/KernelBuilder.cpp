@@ -322,6 +322,13 @@ void namedBarrierArrive(Arith &a, int64_t id, int64_t threads) {
             "~{memory}");
 }
 
+Value Arith::exp2FlushSubnormals(Value x) {
+  return LLVM::CallIntrinsicOp::create(
+             b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f"),
+             ValueRange{x})
+      .getResult(0);
+}
+
 void setMaxRegisters(Arith &a, int64_t count, bool increase) {
   assert(count >= 24 && count <= 256 && count % 8 == 0 &&
          "setmaxnreg takes 24 to 256 registers, a multiple of 8");
