@@ -661,9 +661,16 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     // reference max of the warp's rows moves only when some row's tile max
     // exceeds it by more than 2^8 (probabilities then stay below 256, exact
     // enough in f16/bf16 and far from overflow in the f32 sums); otherwise
-    // alpha is 1 and the rescale of O is skipped for the whole warp.
+    // alpha is 1 and the rescale of O and l, with the exponentials of its
+    // factors, is skipped for the whole warp.
     SmallVector<Value> alpha(nr), mUse(nr), newM(nr), rowSum(nr, zeroF),
         newL(nr), negMc(nr), tileMax(nr);
+    // Row ri's factor for O and l, exp2(m - m'): 1 where the reference max
+    // stays, 0 for a row that had seen no key (its O and l are 0).
+    auto rescaleFactor = [&](int64_t ri) {
+      Value shift = a.fsub(m[ri], mUse[ri]);
+      return a.exp2FlushSubnormals(raw ? a.fmul(shift, scaleC) : shift);
+    };
     for (int64_t ri = 0; ri < nr; ++ri)
       tileMax[ri] = a.quadReduce(rowMax[ri], 4, /*isMax=*/true);
     Value grow;
@@ -688,8 +695,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         newM[ri] = a.sel(grow, newM[ri], m[ri]);
       // A row that has seen no key yet keeps -inf: subtract 0 instead.
       mUse[ri] = a.sel(a.isNegInf(newM[ri]), zeroF, newM[ri]);
-      Value shift = a.fsub(m[ri], mUse[ri]);
-      alpha[ri] = a.exp2FlushSubnormals(raw ? a.fmul(shift, scaleC) : shift);
+      if (!grow)
+        alpha[ri] = rescaleFactor(ri);
       if (raw)
         negMc[ri] = a.fmul(mUse[ri], a.f(-scaleLog2));
     }
@@ -702,7 +709,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
               raw ? a.fma(x, scaleC, negMc[ri]) : a.fsub(x, mUse[ri]));
           rowSum[ri] = a.fadd(rowSum[ri], sc[sl][nt][i]);
         }
-    for (int64_t ri = 0; ri < nr; ++ri)
+    for (int64_t ri = 0; ri < nr && !grow; ++ri)
       newL[ri] = a.fma(l[ri], alpha[ri], rowSum[ri]);
     auto rescale = [&]() {
       SmallVector<Value> scaled;
@@ -722,7 +729,26 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       if (tma())
         releaseTiles(j, lane);
     }
-    updateWhere(b, grow, o, rescale);
+    if (grow) {
+      // Lazily: only a warp whose reference max moved computes the
+      // factors (one exponential per row) and rescales O and l.
+      Fragments ol = o;
+      ol.push_back({SmallVector<Value>(l.begin(), l.end())});
+      updateWhere(b, grow, ol, [&]() {
+        for (int64_t ri = 0; ri < nr; ++ri)
+          alpha[ri] = rescaleFactor(ri);
+        SmallVector<Value> scaled = rescale();
+        for (int64_t ri = 0; ri < nr; ++ri)
+          scaled.push_back(a.fmul(l[ri], alpha[ri]));
+        return scaled;
+      });
+      for (int64_t ri = 0; ri < nr; ++ri)
+        newL[ri] = a.fadd(ol.back()[0][ri], rowSum[ri]);
+      ol.pop_back();
+      o = std::move(ol);
+    } else {
+      updateWhere(b, Value(), o, rescale);
+    }
 
     // O += P·V: P's C fragments become A fragments in registers; each V
     // fragment serves every slab. wgmma: one chain over the tile's keys,
