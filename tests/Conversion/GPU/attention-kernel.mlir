@@ -15,7 +15,11 @@
 // CHECK-DAG: memref.global "private" @attention_0_tile0 : memref<64x72xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // CHECK-DAG: memref.global "private" @attention_0_tile1 : memref<64x72xf16, #gpu.address_space<workgroup>> {alignment = 16 : i64}
 // CHECK: gpu.func @attention_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
-// Causal: the number of key tiles depends on the query block.
+// Causal: query blocks in reverse order (the last of the 2 blocks of 64
+// rows, which has the most keys to visit, starts first), and the number of
+// key tiles depends on the query block.
+// CHECK: %[[Y:.*]] = gpu.block_id  y
+// CHECK: arith.subi %c1, %[[Y]] : index
 // CHECK: arith.ceildivui
 // The first K/V tile is loaded before the loop (16-byte chunks), each next
 // one while the current tile is computed.

@@ -133,6 +133,18 @@ void updateWhere(ImplicitLocOpBuilder &b, Value cond, Fragments &frags,
         x = *next++;
 }
 
+/// The block's query block: blockIdx.y, or with a causal mask the
+/// blocks in reverse order, since blocks start in blockIdx order and a
+/// causal block's work grows with its query rows: the longest then start
+/// first, and the last blocks to start are the shortest instead of the
+/// longest (a shorter tail once the SMs run out of blocks).
+Value queryBlock(Arith &a, const AttentionShape &s, int64_t rows) {
+  Value y = gpu::BlockIdOp::create(a.b, gpu::Dimension::y);
+  if (!s.causal)
+    return y;
+  return arith::SubIOp::create(a.b, a.c((s.seqQ + rows - 1) / rows - 1), y);
+}
+
 /// Key tiles of `tileKeys` that the block of `rows` queries starting at
 /// qBlock * rows must visit. Causal rows stop at their diagonal: the last
 /// row sees keys below qBlock * rows + rows + (Skv - Sq), clamped to
@@ -348,9 +360,10 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   Value warp = a.div(tid, 32), lane = a.rem(tid, 32);
   Value g = a.div(lane, 4), tq = a.rem(lane, 4);
   Value t2 = a.mul(tq, 2);
-  // (batch x head) on x, which allows 2^31 - 1 blocks; query blocks on y.
+  // (batch x head) on x, which allows 2^31 - 1 blocks; query blocks on y
+  // (reversed where causal).
   Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value qBlock = queryBlock(a, s, rows());
   Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
   Value hk = a.div(hi, s.headsQ / s.headsKV);
   if (tma()) {
@@ -892,9 +905,10 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
   int64_t d = s.headDim, dv = s.valueDim;
 
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  // (batch x head) on x, which allows 2^31 - 1 blocks; query blocks on y.
+  // (batch x head) on x, which allows 2^31 - 1 blocks; query blocks on y
+  // (reversed where causal).
   Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value qBlock = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  Value qBlock = queryBlock(a, s, rowsPerBlock);
   Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
   Value hk = a.div(hi, s.headsQ / s.headsKV);
   Value row = a.add(a.mul(qBlock, rowsPerBlock), tid);
