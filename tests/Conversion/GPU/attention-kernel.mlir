@@ -19,7 +19,10 @@
 // rows, which has the most keys to visit, starts first), and the number of
 // key tiles depends on the query block.
 // CHECK: %[[Y:.*]] = gpu.block_id  y
-// CHECK: arith.subi %c1, %[[Y]] : index
+// CHECK-NEXT: %[[N:.*]] = gpu.grid_dim  y
+// CHECK-NEXT: %[[M1:.*]] = arith.constant -1 : index
+// CHECK-NEXT: %[[LAST:.*]] = arith.addi %[[N]], %[[M1]] : index
+// CHECK-NEXT: arith.subi %[[LAST]], %[[Y]] : index
 // CHECK: arith.ceildivui
 // The first K/V tile is loaded before the loop (16-byte chunks), each next
 // one while the current tile is computed.

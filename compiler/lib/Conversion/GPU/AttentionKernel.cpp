@@ -137,12 +137,15 @@ void updateWhere(ImplicitLocOpBuilder &b, Value cond, Fragments &frags,
 /// blocks in reverse order, since blocks start in blockIdx order and a
 /// causal block's work grows with its query rows: the longest then start
 /// first, and the last blocks to start are the shortest instead of the
-/// longest (a shorter tail once the SMs run out of blocks).
-Value queryBlock(Arith &a, const AttentionShape &s, int64_t rows) {
+/// longest (a shorter tail once the SMs run out of blocks). From the
+/// grid's size (%nctaid.y): with the block count as a constant, ptxas
+/// spilled 4 bytes in the register-staged causal kernel (D = 64).
+Value queryBlock(Arith &a, const AttentionShape &s) {
   Value y = gpu::BlockIdOp::create(a.b, gpu::Dimension::y);
   if (!s.causal)
     return y;
-  return arith::SubIOp::create(a.b, a.c((s.seqQ + rows - 1) / rows - 1), y);
+  Value n = gpu::GridDimOp::create(a.b, gpu::Dimension::y);
+  return arith::SubIOp::create(a.b, a.add(n, -1), y);
 }
 
 /// Key tiles of `tileKeys` that the block of `rows` queries starting at
@@ -363,7 +366,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
   // (batch x head) on x, which allows 2^31 - 1 blocks; query blocks on y
   // (reversed where causal).
   Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value qBlock = queryBlock(a, s, rows());
+  Value qBlock = queryBlock(a, s);
   Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
   Value hk = a.div(hi, s.headsQ / s.headsKV);
   if (tma()) {
@@ -908,7 +911,7 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
   // (batch x head) on x, which allows 2^31 - 1 blocks; query blocks on y
   // (reversed where causal).
   Value bh = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value qBlock = queryBlock(a, s, rowsPerBlock);
+  Value qBlock = queryBlock(a, s);
   Value bi = a.div(bh, s.headsQ), hi = a.rem(bh, s.headsQ);
   Value hk = a.div(hi, s.headsQ / s.headsKV);
   Value row = a.add(a.mul(qBlock, rowsPerBlock), tid);
