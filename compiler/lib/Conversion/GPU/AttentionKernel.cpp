@@ -725,8 +725,9 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
               raw ? a.fma(x, scaleC, negMc[ri]) : a.fsub(x, mUse[ri]));
           rowSum[ri] = a.fadd(rowSum[ri], sc[sl][nt][i]);
         }
-    for (int64_t ri = 0; ri < nr && !grow; ++ri)
-      newL[ri] = a.fma(l[ri], alpha[ri], rowSum[ri]);
+    if (!grow) // (with the branch: below, with O's rescale)
+      for (int64_t ri = 0; ri < nr; ++ri)
+        newL[ri] = a.fma(l[ri], alpha[ri], rowSum[ri]);
     auto rescale = [&]() {
       SmallVector<Value> scaled;
       for (int64_t sl = 0; sl < slabs; ++sl)
@@ -747,7 +748,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     }
     if (grow) {
       // Lazily: only a warp whose reference max moved computes the
-      // factors (one exponential per row) and rescales O and l.
+      // factors (one exponential per row) and rescales O and l. (The
+      // factors exist inside that branch only.)
       Fragments ol = o;
       ol.push_back({SmallVector<Value>(l.begin(), l.end())});
       updateWhere(b, grow, ol, [&]() {
