@@ -2,6 +2,8 @@
 //
 //   tfc-bench [--kernel=attention|softmax|layer_norm] [--shapes=S1;S2;...]
 //             [--causal] [--threads=N] [--repeat=R] [--json=FILE]
+//             [--target=cpu|nvptx] [--dtype=f32|f16|bf16]
+//             [--compile-flags="FLAGS"]
 //
 // For each shape, compiles the fused and the unfused build of one kernel
 // with tfc-compile, checks that they agree, then times them interleaved
@@ -10,6 +12,12 @@
 // rate), and a plain copy of the same bytes (one read, one write) for the
 // memory-bound softmax and layer_norm. Peak memory is the inputs, outputs
 // and the working memory the model obtains from the runtime's allocator.
+//
+// With --target=nvptx the builds run through the CUDA driver and each run
+// is the model's kernels timed with CUDA events (tfc_model_time: inputs
+// copied in and outputs out around them, not timed); there is no reference
+// and no memory column. --compile-flags go to both builds' tfc-compile
+// (e.g. "--gpu-arch=sm_90a --gpu-wgmma --gpu-tma").
 //
 // Shapes: attention B x H x S x D (Sq = Skv = S), B x H x Sq x Skv x D
 // (decode: Sq = 1) or B x Hq x Hkv x Sq x Skv x D (grouped-query heads),
@@ -46,6 +54,18 @@ struct Options {
   int repeat = 15;
   std::string json;
   std::string workdir;
+  std::string target = "cpu";
+  std::string dtype = "f32";
+  std::vector<std::string> compileFlags;
+  bool gpu() const { return target == "nvptx"; }
+  size_t elementBytes() const { return dtype == "f32" ? 4 : 2; }
+  /// How far the fused and the unfused build may differ (relative, in
+  /// the norm): f32 rounding; f16 and bf16 results carry 11 and 8
+  /// significant bits, and the unfused build rounds its intermediates to
+  /// them too, so a few units of 2^-11 or 2^-8.
+  double tolerance() const {
+    return dtype == "f32" ? 1e-4 : dtype == "f16" ? 5e-3 : 3e-2;
+  }
 };
 
 [[noreturn]] void die(const std::string &message) {
@@ -86,11 +106,12 @@ std::vector<int64_t> parseShape(const std::string &text,
   die("bad shape '" + text + "': expected " + expected + " dimensions");
 }
 
-std::string tensorType(const std::vector<int64_t> &shape) {
+std::string tensorType(const std::vector<int64_t> &shape,
+                       const std::string &dtype) {
   std::string s = "tensor<";
   for (int64_t d : shape)
     s += std::to_string(d) + "x";
-  return s + "f32>";
+  return s + dtype + ">";
 }
 
 /// The MLIR of one kernel and the shapes of its inputs and output.
@@ -110,7 +131,7 @@ KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
     int64_t b = dims[0], h = dims[1], hkv = n == 6 ? dims[2] : h,
             sq = dims[n - 3 + (n == 4)], skv = dims[n - 2], d = dims.back();
     std::vector<int64_t> q = {b, h, sq, d}, kv = {b, hkv, skv, d};
-    std::string tq = tensorType(q), tkv = tensorType(kv);
+    std::string tq = tensorType(q, o.dtype), tkv = tensorType(kv, o.dtype);
     k.inputs = {q, kv, kv};
     k.output = q;
     k.mlir = "func.func @main(%q: " + tq + ", %k: " + tkv + ", %v: " + tkv +
@@ -130,7 +151,7 @@ KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
   }
   int64_t rows = dims[0], n = dims[1];
   std::vector<int64_t> x = {rows, n};
-  std::string t = tensorType(x), tn = tensorType({n});
+  std::string t = tensorType(x, o.dtype), tn = tensorType({n}, o.dtype);
   k.output = x;
   if (o.kernel == "softmax") {
     k.inputs = {x};
@@ -157,30 +178,49 @@ std::string selfDir() {
   return p.substr(0, p.rfind('/'));
 }
 
-void compile(const std::string &src, const std::string &lib, bool fused) {
+/// Compiles `src` into `lib` with tfc-compile; dies with the first line of
+/// what it printed when it fails.
+void compile(const Options &o, const std::string &src, const std::string &lib,
+             bool fused) {
   std::string compiler = selfDir() + "/tfc-compile";
+  std::string target = "--target=" + o.target, log = lib + ".log";
   pid_t pid = fork();
   if (pid == 0) {
     std::vector<const char *> argv = {compiler.c_str(), src.c_str(), "-o",
-                                      lib.c_str()};
+                                      lib.c_str(), target.c_str()};
     if (!fused)
       argv.push_back("--no-fusion");
+    for (const std::string &flag : o.compileFlags)
+      argv.push_back(flag.c_str());
     argv.push_back(nullptr);
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 2);
+    int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out >= 0)
+      dup2(out, 2);
     execv(compiler.c_str(), const_cast<char *const *>(argv.data()));
     _exit(127);
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    die("tfc-compile failed on " + src);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return;
+  std::string first;
+  if (FILE *f = std::fopen(log.c_str(), "r")) {
+    char line[512] = "";
+    if (std::fgets(line, sizeof line, f))
+      first = line;
+    std::fclose(f);
+  }
+  while (!first.empty() && (first.back() == '\n' || first.back() == '\r'))
+    first.pop_back();
+  die("tfc-compile failed on " + src + (first.empty() ? "" : ": " + first));
 }
 
 /// Bytes swept between timed runs of memory-bound kernels to evict the last
 /// level cache (a 32 MiB L3 slice here, shared with the neighbours).
 constexpr size_t kFlushBytes = size_t(96) << 20;
 
+/// `count` elements of 4 bytes (f32) or fewer (f16, bf16: the first
+/// count * 2 bytes), 64-byte aligned.
 struct Buffer {
   float *data = nullptr;
   size_t count = 0;
@@ -191,6 +231,39 @@ struct Buffer {
   }
   ~Buffer() { std::free(data); }
   Buffer(const Buffer &) = delete;
+  /// Element i of a buffer of `dtype`, as f32.
+  float get(size_t i, const std::string &dtype) const {
+    if (dtype == "f32")
+      return data[i];
+    uint16_t bits;
+    std::memcpy(&bits, reinterpret_cast<const char *>(data) + 2 * i, 2);
+    if (dtype == "f16") {
+      _Float16 h;
+      std::memcpy(&h, &bits, 2);
+      return float(h);
+    }
+    uint32_t wide = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &wide, 4);
+    return f;
+  }
+  /// Sets element i of a buffer of `dtype` to `v`, rounded to nearest.
+  void set(size_t i, float v, const std::string &dtype) {
+    if (dtype == "f32") {
+      data[i] = v;
+      return;
+    }
+    uint16_t bits;
+    if (dtype == "f16") {
+      _Float16 h = static_cast<_Float16>(v);
+      std::memcpy(&bits, &h, 2);
+    } else { // bf16, round to nearest even (the inputs are finite)
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      bits = uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    }
+    std::memcpy(reinterpret_cast<char *>(data) + 2 * i, &bits, 2);
+  }
 };
 
 size_t elements(const std::vector<int64_t> &shape) {
@@ -286,16 +359,31 @@ int main(int argc, char **argv) {
       o.repeat = std::atoi(v);
     else if (const char *v = value("--json="))
       o.json = v;
-    else if (a == "--help" || a == "-h") {
+    else if (const char *v = value("--target="))
+      o.target = v;
+    else if (const char *v = value("--dtype="))
+      o.dtype = v;
+    else if (const char *v = value("--compile-flags=")) {
+      std::stringstream flags(v);
+      for (std::string flag; flags >> flag;)
+        o.compileFlags.push_back(flag);
+    } else if (a == "--help" || a == "-h") {
       std::printf("usage: tfc-bench [--kernel=attention|softmax|layer_norm] "
                   "[--shapes=S1;S2;...] [--causal] [--threads=N] "
-                  "[--repeat=R] [--json=FILE]\n"
+                  "[--repeat=R] [--json=FILE] [--target=cpu|nvptx] "
+                  "[--dtype=f32|f16|bf16] [--compile-flags=\"FLAGS\"]\n"
                   "shapes: attention BxHxSxD, BxHxSqxSkvxD (decode: Sq = 1) "
-                  "or BxHqxHkvxSqxSkvxD, softmax and layer_norm ROWSxN\n");
+                  "or BxHqxHkvxSqxSkvxD, softmax and layer_norm ROWSxN\n"
+                  "nvptx: the models' kernels timed with CUDA events, no "
+                  "reference; compile flags go to both builds\n");
       return 0;
     } else
       die("unknown argument '" + a + "' (see --help)");
   }
+  if (o.target != "cpu" && o.target != "nvptx")
+    die("unknown --target '" + o.target + "' (cpu or nvptx)");
+  if (o.dtype != "f32" && o.dtype != "f16" && o.dtype != "bf16")
+    die("unknown --dtype '" + o.dtype + "' (f32, f16 or bf16)");
   if (o.kernel != "attention" && o.kernel != "softmax" &&
       o.kernel != "layer_norm")
     die("unknown --kernel '" + o.kernel +
@@ -335,7 +423,8 @@ int main(int argc, char **argv) {
     die("cannot create a temporary directory");
   o.workdir = tmpl;
 
-  SgemmFn sgemm = o.kernel == "attention" ? findSgemm() : nullptr;
+  // The references run on the host: none for GPU builds.
+  SgemmFn sgemm = o.kernel == "attention" && !o.gpu() ? findSgemm() : nullptr;
   const int64_t gemmN = 1024;
   std::unique_ptr<Buffer> ga, gb, gc;
   if (sgemm) {
@@ -369,16 +458,16 @@ int main(int argc, char **argv) {
       std::fputs(k.mlir.c_str(), f);
       std::fclose(f);
     }
-    compile(base + ".mlir", base + ".fused.so", true);
-    compile(base + ".mlir", base + ".unfused.so", false);
+    compile(o, base + ".mlir", base + ".fused.so", true);
+    compile(o, base + ".mlir", base + ".unfused.so", false);
 
     std::vector<std::unique_ptr<Buffer>> inputs;
-    size_t ioBytes = elements(k.output) * 4;
+    size_t ioBytes = elements(k.output) * o.elementBytes();
     for (auto &shape : k.inputs) {
       inputs.push_back(std::make_unique<Buffer>(elements(shape)));
       for (size_t i = 0; i < inputs.back()->count; ++i)
-        inputs.back()->data[i] = normal(rng);
-      ioBytes += elements(shape) * 4;
+        inputs.back()->set(i, normal(rng), o.dtype);
+      ioBytes += elements(shape) * o.elementBytes();
     }
     Build fused, unfused;
     loadAndBind(fused, base + ".fused.so", inputs, k);
@@ -386,12 +475,12 @@ int main(int argc, char **argv) {
 
     double num = 0, den = 0;
     for (size_t i = 0; i < fused.out->count; ++i) {
-      double d = double(fused.out->data[i]) - unfused.out->data[i];
-      num += d * d;
-      den += double(unfused.out->data[i]) * unfused.out->data[i];
+      double f = fused.out->get(i, o.dtype), u = unfused.out->get(i, o.dtype);
+      num += (f - u) * (f - u);
+      den += u * u;
     }
     double error = std::sqrt(num / std::max(den, 1e-300));
-    if (!(error <= 1e-4)) {
+    if (!(error <= o.tolerance())) {
       std::fprintf(stderr, "tfc-bench: %s %s: fused and unfused differ (%g)\n",
                    o.kernel.c_str(), shapeText.c_str(), error);
       mismatch = true;
@@ -403,11 +492,14 @@ int main(int argc, char **argv) {
     // process was given (which varies from process to process here).
     Buffer &copySrc = *inputs[0], &copyDst = *fused.out;
     auto reference = [&]() {
+      if (o.gpu())
+        return;
       if (sgemm)
         sgemm('N', 'N', gemmN, gemmN, gemmN, 1.0f, ga->data, gemmN, gb->data,
               gemmN, 0.0f, gc->data, gemmN);
       else {
-        std::memcpy(copyDst.data, copySrc.data, copyDst.count * 4);
+        std::memcpy(copyDst.data, copySrc.data,
+                    copyDst.count * o.elementBytes());
         // The copy must happen: its destination escapes.
         asm volatile("" : : "r"(copyDst.data) : "memory");
       }
@@ -418,14 +510,27 @@ int main(int argc, char **argv) {
     // what the previous run left there (otherwise whichever runs after the
     // smaller footprint finds part of its input cached, and the ratio
     // depends on the order and on the neighbours' cache use).
-    Buffer flush(sgemm ? 0 : kFlushBytes / 4);
+    Buffer flush(sgemm || o.gpu() ? 0 : kFlushBytes / 4);
     auto evict = [&]() {
       for (size_t i = 0; i < flush.count; i += 16)
         flush.data[i] += 1.0f;
       asm volatile("" : : "r"(flush.data) : "memory");
     };
     std::vector<double> tf, tu, tr;
-    for (int r = 0; r < o.repeat; ++r) {
+    // GPU: each run is the model's kernels, timed with CUDA events after
+    // one untimed run of each build.
+    auto kernelSeconds = [&](tfc_model *m, int32_t warmup, const char *what) {
+      double ms = 0;
+      check(tfc_model_time(m, warmup, 1, &ms), what);
+      return ms * 1e-3;
+    };
+    for (int r = 0; r < o.repeat && o.gpu(); ++r) {
+      int32_t warmup = r == 0 ? 1 : 0;
+      tf.push_back(kernelSeconds(fused.model, warmup, "fused run"));
+      tu.push_back(kernelSeconds(unfused.model, warmup, "unfused run"));
+      tr.push_back(0);
+    }
+    for (int r = 0; r < o.repeat && !o.gpu(); ++r) {
       evict();
       double t0 = now();
       check(tfc_model_invoke(fused.model), "fused run");
@@ -455,9 +560,10 @@ int main(int argc, char **argv) {
     } else {
       // Bandwidth of the kernel counted as one read and one write, and its
       // time over the copy's.
-      row.gflops = 2.0 * elements(k.output) * 4 / (row.fusedMs * 1e6);
-      row.refRate = 2.0 * elements(k.output) * 4 / (row.refMs * 1e6);
-      row.fraction = row.fusedMs / row.refMs;
+      double bytes = 2.0 * elements(k.output) * o.elementBytes();
+      row.gflops = bytes / (row.fusedMs * 1e6);
+      row.refRate = o.gpu() ? 0 : bytes / (row.refMs * 1e6);
+      row.fraction = o.gpu() ? 0 : row.fusedMs / row.refMs;
     }
     row.fusedMiB = (ioBytes + fused.workBytes) / 1048576.0;
     row.unfusedMiB = (ioBytes + unfused.workBytes) / 1048576.0;
@@ -465,9 +571,17 @@ int main(int argc, char **argv) {
   }
 
   bool att = o.kernel == "attention";
-  std::printf("tfc-bench: %s%s, %d thread%s, median of %d interleaved runs\n",
-              o.kernel.c_str(), att && o.causal ? " (causal)" : "", o.threads,
-              o.threads == 1 ? "" : "s", o.repeat);
+  if (o.gpu())
+    std::printf("tfc-bench: %s%s, nvptx %s, median of %d interleaved runs "
+                "(kernels, CUDA events)\n",
+                o.kernel.c_str(), att && o.causal ? " (causal)" : "",
+                o.dtype.c_str(), o.repeat);
+  else
+    std::printf("tfc-bench: %s%s, %s%d thread%s, median of %d interleaved "
+                "runs\n",
+                o.kernel.c_str(), att && o.causal ? " (causal)" : "",
+                o.dtype == "f32" ? "" : (o.dtype + ", ").c_str(), o.threads,
+                o.threads == 1 ? "" : "s", o.repeat);
   if (att)
     std::printf("| shape BxHxSxD, BxHxSqxSkvxD or BxHqxHkvxSqxSkvxD | fused ms "
                 "| unfused ms | "
@@ -478,35 +592,48 @@ int main(int argc, char **argv) {
     std::printf("| shape RxN | fused ms | unfused ms | speedup | fused GB/s "
                 "| copy GB/s | time / copy | fused MiB | unfused MiB |\n"
                 "|---|---|---|---|---|---|---|---|---|\n");
-  for (const Row &r : rows)
-    std::printf("| %s | %.3f | %.3f | %.2fx | %.1f | %.1f | %.2f%s | %.1f | "
-                "%.1f |\n",
-                r.shape.c_str(), r.fusedMs, r.unfusedMs,
-                r.unfusedMs / r.fusedMs, r.gflops, r.refRate,
-                att ? r.fraction * 100 : r.fraction, att ? "%" : "x",
-                r.fusedMiB, r.unfusedMiB);
-  if (att && !sgemm)
+  for (const Row &r : rows) {
+    std::printf("| %s | %.3f | %.3f | %.2fx | %.1f |", r.shape.c_str(),
+                r.fusedMs, r.unfusedMs, r.unfusedMs / r.fusedMs, r.gflops);
+    if (o.gpu()) // no host reference, the device memory is not counted
+      std::printf(" — | — | — | — |\n");
+    else
+      std::printf(" %.1f | %.2f%s | %.1f | %.1f |\n", r.refRate,
+                  att ? r.fraction * 100 : r.fraction, att ? "%" : "x",
+                  r.fusedMiB, r.unfusedMiB);
+  }
+  if (att && !sgemm && !o.gpu())
     std::printf("(oneDNN not found: no sgemm reference)\n");
 
   if (FILE *f = jsonFile) {
     std::fprintf(f,
                  "{\"kernel\": \"%s\", \"causal\": %s, \"threads\": %d, "
-                 "\"repeat\": %d, \"rows\": [\n",
+                 "\"repeat\": %d, \"target\": \"%s\", \"dtype\": \"%s\", "
+                 "\"rows\": [\n",
                  o.kernel.c_str(), o.causal ? "true" : "false", o.threads,
-                 o.repeat);
+                 o.repeat, o.target.c_str(), o.dtype.c_str());
+    // GPU builds: no host reference and no memory count (null).
+    auto host = [&](double v, const char *format) {
+      char buf[64] = "null";
+      if (!o.gpu())
+        std::snprintf(buf, sizeof buf, format, v);
+      return std::string(buf);
+    };
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row &r = rows[i];
       std::fprintf(
           f,
           "  {\"shape\": \"%s\", \"fused_ms\": %.6f, \"unfused_ms\": %.6f, "
-          "\"speedup\": %.4f, \"%s\": %.3f, \"%s\": %.3f, \"%s\": %.4f, "
-          "\"fused_peak_mib\": %.3f, \"unfused_peak_mib\": %.3f, "
+          "\"speedup\": %.4f, \"%s\": %.3f, \"%s\": %s, \"%s\": %s, "
+          "\"fused_peak_mib\": %s, \"unfused_peak_mib\": %s, "
           "\"fused_vs_unfused_rel_error\": %.3g}%s\n",
           r.shape.c_str(), r.fusedMs, r.unfusedMs, r.unfusedMs / r.fusedMs,
           att ? "fused_gflops" : "fused_gbps", r.gflops,
-          att ? "sgemm_gflops" : "copy_gbps", r.refRate,
-          att ? "fraction_of_sgemm" : "time_over_copy", r.fraction, r.fusedMiB,
-          r.unfusedMiB, r.error, i + 1 < rows.size() ? "," : "");
+          att ? "sgemm_gflops" : "copy_gbps", host(r.refRate, "%.3f").c_str(),
+          att ? "fraction_of_sgemm" : "time_over_copy",
+          host(r.fraction, "%.4f").c_str(), host(r.fusedMiB, "%.3f").c_str(),
+          host(r.unfusedMiB, "%.3f").c_str(), r.error,
+          i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "]}\n");
     std::fclose(f);
