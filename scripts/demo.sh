@@ -81,7 +81,8 @@ for n in 'qkv': np.save(sys.argv[1] + '/' + n + '.npy', r.standard_normal((1, 4,
   "$BIN/tfc-run" "$WORK/attn_cpu.so" "${io[@]}" --output "$WORK/o_cpu.npy"
   for flags in "" "--gpu-async-copy --gpu-warp-rows=32" \
     "--gpu-arch=sm_90a --gpu-wgmma" \
-    "--gpu-arch=sm_90a --gpu-wgmma --gpu-tma --gpu-wgmma-warpgroups=2"; do
+    "--gpu-arch=sm_90a --gpu-wgmma --gpu-tma --gpu-wgmma-warpgroups=2" \
+    "--gpu-arch=sm_90a --gpu-wgmma --gpu-tma --gpu-wgmma-warpgroups=2 --gpu-tma-producer"; do
     "$BIN/tfc-compile" "$WORK/attn.mlir" -o "$WORK/attn_gpu.so" --target=nvptx \
       --gpu-binary=ptx $flags 2>/dev/null
     PTXEMU_STATS=1 TFC_CUDA_DRIVER="$BUILD/runtime/fixtures/ptx_cuda.so" \
