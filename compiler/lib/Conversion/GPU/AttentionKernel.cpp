@@ -978,10 +978,10 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
     }
     Value newM = a.fmax(m, tileMax);
     Value mUse = a.sel(a.isNegInf(newM), zeroF, newM);
-    Value alpha = a.exp2(a.fsub(m, mUse));
+    Value alpha = a.exp2FlushSubnormals(a.fsub(m, mUse));
     Value sum = zeroF;
     for (Value &x : sc) {
-      x = a.exp2(a.fsub(x, mUse));
+      x = a.exp2FlushSubnormals(a.fsub(x, mUse));
       sum = a.fadd(sum, x);
     }
     for (int64_t i = 0; i < dv; ++i) {
