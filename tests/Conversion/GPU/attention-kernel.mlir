@@ -266,7 +266,7 @@ func.func @wgmma_f16(%q: tensor<2x8x300x64xf16>, %k: tensor<2x8x300x64xf16>, %v:
 // bf16 at D = 128: two stages of 128 keys would take 128 KiB; 64 keys
 // (64 KiB): S by wgmma m64n64k16, O by m64n128k16 (in the loop and after).
 // On TMA tiles with two warpgroups (one block per SM), D = 128 takes 128
-// keys too: boxes of 64 columns x 128 keys, 132 KiB of stages (+ 32 bytes
+// keys too: boxes of 64 columns x 128 keys, 129 KiB of stages (+ 32 bytes
 // of mbarriers), S and O both by m64n128k16 (8 + 8 in the loop, 8 after).
 // The warpgroups take turns issuing their wgmma (ping-pong): warpgroup 1
 // (warps 4-7) opens warpgroup 0's first turn (bar.arrive 1); per tile,

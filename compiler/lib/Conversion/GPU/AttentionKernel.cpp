@@ -1066,7 +1066,7 @@ int64_t keysPerTile(const AttentionShape &s, int64_t dp, int64_t dvp) {
   int64_t most = s.warpRows != 32 ? 64 : d <= 64 ? 64 : d <= 96 ? 32 : 16;
   // Two warpgroups take a whole SM's registers (one block per SM): their
   // stages may take more of its shared memory, so D = 128 gets 128 keys
-  // too (132 KiB; 223 registers in the causal kernel, no spills).
+  // too (129 KiB; 223 registers in the causal kernel, no spills).
   if (useTma(s) && s.wgmmaWarpgroups == 2)
     return tileBytes(s, 128, dp, dvp) <= kMaxOneBlockShared ? 128 : 64;
   if (useWgmma(s)) // wgmma's N: 128 keys where two stages fit
