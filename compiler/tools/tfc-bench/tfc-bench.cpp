@@ -524,13 +524,14 @@ int main(int argc, char **argv) {
       check(tfc_model_time(m, warmup, 1, &ms), what);
       return ms * 1e-3;
     };
-    for (int r = 0; r < o.repeat && o.gpu(); ++r) {
-      int32_t warmup = r == 0 ? 1 : 0;
-      tf.push_back(kernelSeconds(fused.model, warmup, "fused run"));
-      tu.push_back(kernelSeconds(unfused.model, warmup, "unfused run"));
-      tr.push_back(0);
-    }
-    for (int r = 0; r < o.repeat && !o.gpu(); ++r) {
+    for (int r = 0; r < o.repeat; ++r) {
+      if (o.gpu()) {
+        int32_t warmup = r == 0 ? 1 : 0;
+        tf.push_back(kernelSeconds(fused.model, warmup, "fused run"));
+        tu.push_back(kernelSeconds(unfused.model, warmup, "unfused run"));
+        tr.push_back(0);
+        continue;
+      }
       evict();
       double t0 = now();
       check(tfc_model_invoke(fused.model), "fused run");

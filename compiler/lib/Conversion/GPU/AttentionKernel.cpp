@@ -199,9 +199,10 @@ struct MmaKernel {
   /// at 2 - w), so that one's softmax runs while the other's products do
   /// (FlashAttention-3's ping-pong).
   bool pingPong() const { return s.tma && warps == 8; }
-  /// Ping-pong with a producer warpgroup: threads from threads() on (one
-  /// of them issues the copies) hand their registers to the consumers.
-  bool producer() const { return pingPong() && s.tmaProducer; }
+  /// Ping-pong with a producer warpgroup (buildAttentionKernel sets it
+  /// only there): threads from threads() on (one of them issues the
+  /// copies) hand their registers to the consumers.
+  bool producer() const { return s.tmaProducer; }
   int64_t blockThreads() const { return threads() + (producer() ? 128 : 0); }
   Value secondGroup = {}; // i1: the thread is in warpgroup 1
   /// Named barrier `base` + the thread's warpgroup (`sync`), or + the other
@@ -1148,7 +1149,6 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
     shape.warpRows = 16;
   int64_t warps = shape.wgmma ? 4 * s.wgmmaWarpgroups : 4;
   shape.tmaProducer = s.tmaProducer && shape.tma && warps == 8;
-  int64_t blockThreads = 32 * warps + (shape.tmaProducer ? 128 : 0);
   int64_t bc = keysPerTile(shape, dp, dvp);
   int64_t stages = shape.asyncCopy ? 2 : 1;
   SmallVector<MemRefType> tileTypes = {smem(stages * bc, dp + 8),
@@ -1163,16 +1163,15 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
                             tmaStageBytes(s, bc))};
   // Beyond 48 KiB (the async stages at D = 128), dynamic shared memory.
   bool dynamic = sharedBytes(tileTypes) > kMaxShared;
-  SmallVector<Value> tiles;
-  launch.kernel = createKernel(builder, module, name, args, tileTypes,
-                               blockThreads, tiles, dynamic);
-  launch.dynamicSharedBytes = dynamic ? sharedBytes(tileTypes) : 0;
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
   MmaKernel kernel{shape, a,   b,  s.elementType,
                    dp,    dvp, bc, shape.warpRows == 32 ? 2 : 1,
                    warps};
-  assert(kernel.blockThreads() == blockThreads);
+  SmallVector<Value> tiles;
+  launch.kernel = createKernel(builder, module, name, args, tileTypes,
+                               kernel.blockThreads(), tiles, dynamic);
+  launch.dynamicSharedBytes = dynamic ? sharedBytes(tileTypes) : 0;
   // setmaxnreg needs the launch's registers per thread fixed by a tuning
   // directive: .maxntid (the known block size) and, as CUTLASS's and
   // FlashAttention-3's launch bounds give, .minnctapersm 1.
@@ -1181,7 +1180,7 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
                            builder.getI32IntegerAttr(1));
   kernel.build(launch.kernel, tiles[0], tiles[1]);
   launch.gridY = (s.seqQ + kernel.rows() - 1) / kernel.rows();
-  launch.blockX = blockThreads;
+  launch.blockX = kernel.blockThreads();
   return launch;
 }
 
