@@ -19,6 +19,7 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
          " wgmma-warpgroups=" + std::to_string(options.wgmmaWarpgroups) +
          " tma=" + (options.tma ? "true" : "false") +
          " tma-producer=" + (options.tmaProducer ? "true" : "false") +
+         " decode-kernel=" + (options.decodeKernel ? "true" : "false") +
          " warp-rows=" + std::to_string(options.warpRows) + "},";
   p += "transformer-decompose,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"

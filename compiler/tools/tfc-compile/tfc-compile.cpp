@@ -129,6 +129,13 @@ static cl::opt<bool> gpuTmaProducer(
              "GPU)"),
     cl::cat(category));
 
+static cl::opt<bool> gpuDecodeKernel(
+    "gpu-decode-kernel",
+    cl::desc("With --target=nvptx: attention with at most 8 query rows per "
+             "KV head (decode, grouped-query heads) runs the split-KV "
+             "decode kernel (default true; false: the tiled kernels)"),
+    cl::init(true), cl::cat(category));
+
 static cl::opt<int64_t> gpuWarpRows(
     "gpu-warp-rows",
     cl::desc("With --target=nvptx: query rows per warp of f16/bf16 "
@@ -279,6 +286,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     options.wgmmaWarpgroups = gpuWgmmaWarpgroups;
     options.tma = gpuTma;
     options.tmaProducer = gpuTmaProducer;
+    options.decodeKernel = gpuDecodeKernel;
     options.warpRows = gpuWarpRows;
     options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
@@ -400,6 +408,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-tma-producer needs --target=nvptx");
   } else if (gpuWarpRows.getNumOccurrences()) {
     return fail("--gpu-warp-rows needs --target=nvptx");
+  } else if (gpuDecodeKernel.getNumOccurrences()) {
+    return fail("--gpu-decode-kernel needs --target=nvptx");
   }
 
   DialectRegistry registry;

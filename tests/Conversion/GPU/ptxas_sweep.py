@@ -1,6 +1,8 @@
 """ptxas accepts the PTX of every kernel and example tfc builds for NVIDIA
 GPUs: fused and unfused attention in f32, f16 and bf16 (causal, grouped-query
-heads, masks, odd sizes, one query row, Dv != D), softmax, layer_norm, a
+heads, masks, odd sizes, one query row, Dv != D; the decode kernel for few
+query rows per KV head, its combine where the keys are split), softmax,
+layer_norm, a
 matmul and both example layers; f16/bf16 attention and matmuls also in
 their wgmma builds (ptxas -arch=sm_90a, which must not have to add
 warpgroup fences or waits). Fused f16/bf16 attention must run on tensor
@@ -97,6 +99,19 @@ for dt in ("f32", "f16", "bf16"):
         ("layer_norm_" + dt, layer_norm((17, 96), dt), dt),
         ("matmul_" + dt, matmul(65, 48, 40, dt), dt),
     ]
+    # Few query rows per KV head: the split-KV decode kernel (grouped-query
+    # heads, two causal rows with a mask, odd and wide head dimensions).
+    cases += [
+        ("dec_gqa8_d128_" + dt, attention(1, 32, 4, 1, 4096, 128, 128, dt),
+         dt),
+        ("dec_causal_sq2_mask_" + dt,
+         attention(2, 8, 2, 2, 700, 64, 64, dt, causal=True,
+                   mask=(2, 1, 1, 700)), dt),
+        ("dec_d96_" + dt, attention(1, 8, 1, 1, 300, 96, 96, dt), dt),
+    ]
+    if dt != "f32":  # (f32 beyond D = 128 keeps the FMA kernel)
+        cases.append(("dec_d256_" + dt,
+                      attention(1, 4, 1, 1, 64, 256, 256, dt), dt))
 # Five slices of K: the wgmma GEMM's loop refills its stages.
 cases.append(("matmul_deep_bf16", matmul(130, 320, 136, "bf16"), "bf16"))
 for name in ("bert-layer/bert_layer.mlir", "gpt-layer/gpt_layer.mlir"):
@@ -149,8 +164,14 @@ for name, mlir, dt in cases:
         variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
         variants.append(("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma",
                                  "--gpu-tma"]))
+    # attn_decode_*: the decode kernel in the fused build; the tiled
+    # kernels' variants without it.
+    decode_shape = name.startswith(("attn_decode", "dec_"))
     for variant, flags in variants:
         fused = variant != "unfused"
+        decode = decode_shape and variant == "fused"
+        if decode_shape and fused and not decode:
+            flags = flags + ["--gpu-decode-kernel=false"]
         label = "%s %s" % (name, variant)
         ptx = os.path.join(WORKDIR, "%s.%s.ptx" % (name, variant))
         cmd = [os.path.join(BINDIR, "tfc-compile"), src, "--target=nvptx",
@@ -190,12 +211,31 @@ for name, mlir, dt in cases:
             check(label + ": matmuls on tensor cores", mma in text)
         dims = [int(d) for d in
                 re.findall(r"tensor<\d+x\d+x\d+x(\d+)x", mlir)[:3]]
-        if name.startswith("attn") and fused and dt == "f32":
+        if decode:
+            # Every element type on the CUDA cores; more than 32 tiles of
+            # keys per KV head are split into chunks that a second kernel
+            # combines.
+            skv = dims and int(re.findall(r"tensor<\d+x\d+x(\d+)x", mlir)[1])
+            entries = re.findall(r"\.entry (\w+)\(", text)
+            check(label + ": the decode kernel (and its combine)",
+                  entries == ["attention_decode_0"] +
+                  (["attention_decode_0_combine"] if skv > 32 * 4 else [])
+                  and "mma" not in text, " ".join(entries))
+            check(label + ": tiles by cp.async, waited for in order",
+                  "cp.async.c" in text and
+                  re.search(r"cp\.async\.wait_group\s+1;", text))
+            check(label + ": exponentials by ex2.approx.ftz",
+                  "ex2.approx.ftz.f32" in text and
+                  "ex2.approx.f32" not in text)
+            spills = re.findall(r"(\d+) bytes spill stores", r.stderr)
+            check(label + ": no register spills",
+                  spills and all(s == "0" for s in spills), r.stderr)
+        elif name.startswith("attn") and fused and dt == "f32":
             # The f32 kernel's exponentials flush subnormals too.
             check(label + ": exponentials by ex2.approx.ftz",
                   "ex2.approx.ftz.f32" in text and
                   "ex2.approx.f32" not in text)
-        if name.startswith("attn") and fused and dt != "f32":
+        if name.startswith("attn") and fused and dt != "f32" and not decode:
             # wgmma takes head dimensions in 16-byte chunks up to 128;
             # others keep mma.sync.
             if sm90a and all(d % 8 == 0 and d <= 128 for d in dims):

@@ -227,6 +227,10 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
            "with tma and wgmma-warpgroups=2: a third warpgroup per block "
            "issues the copies and hands its registers to the two consumer "
            "warpgroups (setmaxnreg 24 / 240); other builds ignore it">,
+    Option<"decodeKernel", "decode-kernel", "bool", /*default=*/"true",
+           "attention with at most 8 query rows per KV head (decode) runs "
+           "the split-KV decode kernel: a block per (batch x KV head, chunk "
+           "of keys) and a kernel that combines the chunks">,
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"16",
            "f16/bf16 attention: query rows per warp, 16 (blocks of 64 rows) "
            "or 32 (blocks of 128; K and V fragments serve two mma each)">

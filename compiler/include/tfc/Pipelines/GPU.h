@@ -26,6 +26,9 @@ struct NVPTXPipelineOptions {
   bool tma = false;
   /// With tma and two warpgroups: a producer warpgroup issues the copies.
   bool tmaProducer = false;
+  /// Attention with few query rows per KV head runs the split-KV decode
+  /// kernel.
+  bool decodeKernel = true;
   /// f16/bf16 attention: query rows per warp (16 or 32).
   int64_t warpRows = 16;
   /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).

@@ -71,17 +71,6 @@ constexpr double kLog2e = 1.4426950408889634;
 /// more than this (log2 domain: a factor of 256).
 constexpr double kLazyRescaleLog2 = 8.0;
 
-/// Element offset of the mask for (b, h, row, key): broadcast dimensions
-/// index 0.
-Value maskValue(Arith &a, Value mask, ArrayRef<int64_t> dims, Value b, Value h,
-                Value row, Value key) {
-  Value zero = a.c(0);
-  SmallVector<Value> idx = {dims[0] == 1 ? zero : b, dims[1] == 1 ? zero : h,
-                            dims[2] == 1 ? zero : row,
-                            dims[3] == 1 ? zero : key};
-  return a.toF32(memref::LoadOp::create(a.b, mask, idx));
-}
-
 struct KernelArguments {
   Value q, k, v, mask, out; // mask is null without one
   Value kMap, vMap;         // TMA: the tensor maps' device addresses (i64)
@@ -1082,6 +1071,22 @@ int64_t keysPerTile(const AttentionShape &s, int64_t dp, int64_t dvp) {
 }
 } // namespace
 
+SmallVector<Type, 4> attentionInputTypes(const AttentionShape &s) {
+  Type t = s.elementType;
+  SmallVector<Type, 4> types = {
+      MemRefType::get({s.batch, s.headsQ, s.seqQ, s.headDim}, t),
+      MemRefType::get({s.batch, s.headsKV, s.seqKV, s.headDim}, t),
+      MemRefType::get({s.batch, s.headsKV, s.seqKV, s.valueDim}, t)};
+  if (!s.mask.empty())
+    types.push_back(MemRefType::get(s.mask, t));
+  return types;
+}
+
+MemRefType attentionOutputType(const AttentionShape &s) {
+  return MemRefType::get({s.batch, s.headsQ, s.seqQ, s.valueDim},
+                         s.elementType);
+}
+
 bool attentionKernelFits(const AttentionShape &s) {
   // Static shared memory is limited to 48 KiB per block.
   if (s.elementType.isF32())
@@ -1099,13 +1104,8 @@ AttentionLaunch buildAttentionKernel(OpBuilder &builder,
   };
   // q, k, v, [mask,] out.
   Type t = s.elementType;
-  SmallVector<Type> args = {
-      MemRefType::get({s.batch, s.headsQ, s.seqQ, s.headDim}, t),
-      MemRefType::get({s.batch, s.headsKV, s.seqKV, s.headDim}, t),
-      MemRefType::get({s.batch, s.headsKV, s.seqKV, s.valueDim}, t)};
-  if (!s.mask.empty())
-    args.push_back(MemRefType::get(s.mask, t));
-  args.push_back(MemRefType::get({s.batch, s.headsQ, s.seqQ, s.valueDim}, t));
+  SmallVector<Type> args(attentionInputTypes(s));
+  args.push_back(attentionOutputType(s));
   AttentionLaunch launch;
   // TMA: tensor maps of K and V as [batch * kv heads][keys][columns],
   // boxes of 64 columns (128-byte swizzled rows) by one tile of keys.

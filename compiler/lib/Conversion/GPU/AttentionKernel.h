@@ -51,6 +51,8 @@ struct AttentionShape {
   /// builds ignore it.
   bool tmaProducer = false;
   mlir::Type elementType; // f32, f16 or bf16
+  /// The shape takes the decode kernel (DecodeKernel.h) instead.
+  bool decode = false;
 };
 
 struct AttentionLaunch {
@@ -62,6 +64,10 @@ struct AttentionLaunch {
   /// buffers (TMA builds: K, then V).
   llvm::SmallVector<TensorMapSpec, 2> tensorMaps;
 };
+
+/// The memref types of q, k, v[, mask] and of the output of `shape`.
+llvm::SmallVector<mlir::Type, 4> attentionInputTypes(const AttentionShape &s);
+mlir::MemRefType attentionOutputType(const AttentionShape &s);
 
 /// Whether the kernel for `shape` fits in a block's shared memory (static:
 /// head dimensions up to about 330 in f16/bf16; the async-copy variant's

@@ -37,6 +37,15 @@ Value loadRowChunk(Arith &a, Value tensor, ValueRange lead, Value row,
   return a.sel(valid, v, zero);
 }
 
+Value maskValue(Arith &a, Value mask, ArrayRef<int64_t> dims, Value b, Value h,
+                Value row, Value key) {
+  Value zero = a.c(0);
+  SmallVector<Value> idx = {dims[0] == 1 ? zero : b, dims[1] == 1 ? zero : h,
+                            dims[2] == 1 ? zero : row,
+                            dims[3] == 1 ? zero : key};
+  return a.toF32(memref::LoadOp::create(a.b, mask, idx));
+}
+
 Value MmaOps::operand(Value pair) {
   if (!t.isBF16())
     return pair;
@@ -395,10 +404,14 @@ SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
             a.add(a.add(a.mul(a.div(at, 8), l.tileCols), c), a.rem(at, 8)),
             a.c(0)};
       }
-      Value tok =
-          nvgpu::DeviceAsyncCopyOp::create(b, token, dst, dstIdx, src, srcIdx,
-                                           b.getIndexAttr(l.width), srcElements,
-                                           /*bypassL1=*/b.getUnitAttr());
+      // 16-byte copies bypass L1 (cp.async.cg); 4 and 8 bytes cannot.
+      int64_t bits = l.width * cast<MemRefType>(src.getType())
+                                   .getElementType()
+                                   .getIntOrFloatBitWidth();
+      Value tok = nvgpu::DeviceAsyncCopyOp::create(
+          b, token, dst, dstIdx, src, srcIdx, b.getIndexAttr(l.width),
+          srcElements,
+          /*bypassL1=*/bits == 128 ? b.getUnitAttr() : UnitAttr());
       // A token cannot leave the scf.if of the last, partial round; the
       // group commits every copy this thread issued all the same.
       if (whole)

@@ -132,7 +132,12 @@ struct Arith {
   }
   /// Butterfly over the `lanes` lowest lanes of each group (xor 1, 2, ...).
   Value quadReduce(Value x, int lanes, bool isMax) {
-    for (int offset = 1; offset < lanes; offset *= 2) {
+    return butterfly(x, 1, lanes, isMax);
+  }
+  /// Butterfly over lanes `first` apart and more (xor first, 2 first, ...,
+  /// below `end`): the lanes with the same index modulo `first` combine.
+  Value butterfly(Value x, int first, int end, bool isMax) {
+    for (int offset = first; offset < end; offset *= 2) {
       Value other = mlir::gpu::ShuffleOp::create(b, x, offset, 32,
                                                  mlir::gpu::ShuffleMode::XOR)
                         .getShuffleResult();
@@ -149,6 +154,11 @@ struct Arith {
 Value loadRowChunk(Arith &a, Value tensor, ValueRange lead, Value row,
                    int64_t rows, Value col, int64_t cols, int64_t width,
                    Value rowValid, bool colsMayOverflow);
+
+/// The attention mask's element for (b, h, row, key) as f32: `dims` are
+/// the mask's 4 dimensions, each 1 (broadcast: index 0) or full.
+Value maskValue(Arith &a, Value mask, ArrayRef<int64_t> dims, Value b, Value h,
+                Value row, Value key);
 
 /// The f16/bf16 tensor-core operations of mma.sync m16n8k16 (f32
 /// accumulation). Fragment layouts (PTX ISA, g = lane / 4, t = lane % 4):
@@ -328,8 +338,9 @@ void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
 
 /// Copies the same window as loadTile (columns from `col0`, 0 when null)
 /// straight into `dst` [>= dstRow0 + tileRows][>= tileCols] at row dstRow0
-/// with cp.async (16-byte chunks: `layout.width` elements of 16 bytes,
-/// `cols` a multiple of it); chunks out of range, and all of them when
+/// with cp.async (chunks of `layout.width` elements, 4, 8 or 16 bytes,
+/// `cols` a multiple of it; 16-byte chunks bypass L1); chunks out of range,
+/// and all of them when
 /// `enabled` is false, are zero-filled without reading memory. Returns the
 /// copies' tokens, for one nvgpu.device_async_create_group.
 SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,

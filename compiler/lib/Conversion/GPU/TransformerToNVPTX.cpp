@@ -1,6 +1,7 @@
 //===- TransformerToNVPTX.cpp - Fused attention as one GPU kernel ---------===//
 
 #include "AttentionKernel.h"
+#include "DecodeKernel.h"
 #include "RowKernels.h"
 #include "TensorMap.h"
 #include "tfc/Conversion/Passes.h"
@@ -32,8 +33,11 @@ namespace tfc {
 namespace {
 
 /// The kernel's view of `op`, or nullopt when the op is left to the
-/// decomposition (dynamic shapes, odd head dimensions in f16/bf16).
-std::optional<AttentionShape> kernelShape(transformer::AttentionOp op) {
+/// decomposition (dynamic shapes, odd head dimensions in f16/bf16 beyond
+/// the decode kernel). `decode`: shapes with few query rows per KV head
+/// take the decode kernel.
+std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
+                                          bool decode) {
   auto q = op.getQuery().getType(), k = op.getKey().getType(),
        v = op.getValue().getType();
   if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
@@ -49,20 +53,12 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op) {
   s.elementType = q.getElementType();
   s.causal = op.getIsCausal();
   s.scale = op.getEffectiveScale();
-  if (!s.elementType.isF32() && (s.headDim % 2 || s.valueDim % 2))
-    return std::nullopt;
-  // Empty tensors (the decomposition's loops have nothing to do) and head
-  // dimensions whose tiles exceed shared memory stay with the
-  // decomposition.
+  // Empty tensors (the decomposition's loops have nothing to do) stay with
+  // the decomposition.
   for (int64_t d :
        {s.batch, s.headsQ, s.headsKV, s.seqQ, s.seqKV, s.headDim, s.valueDim})
     if (d == 0)
       return std::nullopt;
-  if (!attentionKernelFits(s))
-    return std::nullopt;
-  // Query blocks go on gridDim.y (at most 65535 of 64 or 128 queries).
-  if ((s.seqQ + 63) / 64 > 65535)
-    return std::nullopt;
   if (Value m = op.getMask()) {
     auto mt = cast<RankedTensorType>(m.getType());
     if (!mt.hasStaticShape())
@@ -70,31 +66,41 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op) {
     s.mask.assign(4 - mt.getRank(), 1);
     s.mask.append(mt.getShape().begin(), mt.getShape().end());
   }
+  s.decode = decode && useDecodeKernel(s);
+  if (s.decode)
+    return s;
+  // The tiled kernels: even head dimensions in f16/bf16, tiles within
+  // shared memory, query blocks on gridDim.y (at most 65535 of 64 or 128
+  // queries).
+  if (!s.elementType.isF32() && (s.headDim % 2 || s.valueDim % 2))
+    return std::nullopt;
+  if (!attentionKernelFits(s) || (s.seqQ + 63) / 64 > 65535)
+    return std::nullopt;
   return s;
 }
 
-/// Launches `kernel` on the buffers of `inputs` (read in place) and a fresh
-/// buffer of `resultType`, which it returns as a tensor.
-Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
-                      int64_t gridX, int64_t gridY, int64_t blockX,
-                      ValueRange inputs, RankedTensorType resultType,
-                      int64_t dynamicSharedBytes = 0,
-                      ArrayRef<TensorMapSpec> tensorMaps = {}) {
-  SmallVector<Value> args;
-  for (Value tensor : inputs) {
+/// The buffers of `tensors`, read in place.
+SmallVector<Value> buffersOf(OpBuilder &b, Location loc, ValueRange tensors) {
+  SmallVector<Value> buffers;
+  for (Value tensor : tensors) {
     auto t = cast<RankedTensorType>(tensor.getType());
-    args.push_back(bufferization::ToBufferOp::create(
+    buffers.push_back(bufferization::ToBufferOp::create(
         b, loc, MemRefType::get(t.getShape(), t.getElementType()), tensor,
         /*readOnly=*/true));
   }
-  Value out = memref::AllocOp::create(
-      b, loc,
-      MemRefType::get(resultType.getShape(), resultType.getElementType()),
+  return buffers;
+}
+
+/// A fresh device buffer of `type`'s shape.
+Value allocate(OpBuilder &b, Location loc, ShapedType type) {
+  return memref::AllocOp::create(
+      b, loc, MemRefType::get(type.getShape(), type.getElementType()),
       b.getI64IntegerAttr(64));
-  args.push_back(out);
-  // Tensor maps follow the buffers.
-  for (const TensorMapSpec &spec : tensorMaps)
-    args.push_back(createTensorMap(b, loc, args[spec.operand], spec));
+}
+
+void launch(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel, int64_t gridX,
+            int64_t gridY, int64_t blockX, ValueRange args,
+            int64_t dynamicSharedBytes = 0) {
   auto dim = [&](int64_t n) -> Value {
     return arith::ConstantIndexOp::create(b, loc, n);
   };
@@ -105,9 +111,54 @@ Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
   gpu::LaunchFuncOp::create(
       b, loc, kernel, gpu::KernelDim3{dim(gridX), dim(gridY), dim(1)},
       gpu::KernelDim3{dim(blockX), dim(1), dim(1)}, dynamicShared, args);
-  return bufferization::ToTensorOp::create(b, loc, resultType, out,
+}
+
+/// `out` (written by the kernels launched before) as a tensor of `type`.
+Value asTensor(OpBuilder &b, Location loc, Value out, RankedTensorType type) {
+  return bufferization::ToTensorOp::create(b, loc, type, out,
                                            /*restrict=*/true,
                                            /*writable=*/true);
+}
+
+/// Launches `kernel` on the buffers of `inputs` (read in place) and a fresh
+/// buffer of `resultType`, which it returns as a tensor.
+Value launchOnTensors(OpBuilder &b, Location loc, gpu::GPUFuncOp kernel,
+                      int64_t gridX, int64_t gridY, int64_t blockX,
+                      ValueRange inputs, RankedTensorType resultType,
+                      int64_t dynamicSharedBytes = 0,
+                      ArrayRef<TensorMapSpec> tensorMaps = {}) {
+  SmallVector<Value> args = buffersOf(b, loc, inputs);
+  Value out = allocate(b, loc, resultType);
+  args.push_back(out);
+  // Tensor maps follow the buffers.
+  for (const TensorMapSpec &spec : tensorMaps)
+    args.push_back(createTensorMap(b, loc, args[spec.operand], spec));
+  launch(b, loc, kernel, gridX, gridY, blockX, args, dynamicSharedBytes);
+  return asTensor(b, loc, out, resultType);
+}
+
+/// The decode kernel on `inputs` (q, k, v[, mask]); with several chunks,
+/// their partial outputs and statistics in device buffers (freed at the
+/// function's return), then the combine kernel.
+Value launchDecode(TosaBuilder &tosa, const DecodeLaunch &d, ValueRange inputs,
+                   RankedTensorType resultType) {
+  OpBuilder &b = tosa.builder();
+  Location loc = tosa.getLoc();
+  if (d.splits == 1)
+    return launchOnTensors(b, loc, d.kernel, d.gridX, d.splits, d.blockX,
+                           inputs, resultType, d.dynamicSharedBytes);
+  SmallVector<Value> args = buffersOf(b, loc, inputs);
+  gpu::GPUFuncOp kernel = d.kernel;
+  ArrayRef<Type> kernelArgs = kernel.getArgumentTypes();
+  Value partial = allocate(b, loc, cast<ShapedType>(kernelArgs.end()[-2]));
+  Value stats = allocate(b, loc, cast<ShapedType>(kernelArgs.end()[-1]));
+  args.append({partial, stats});
+  launch(b, loc, d.kernel, d.gridX, d.splits, d.blockX, args,
+         d.dynamicSharedBytes);
+  Value out = allocate(b, loc, resultType);
+  launch(b, loc, d.combine, d.combineGridX, 1, d.combineBlockX,
+         {partial, stats, out});
+  return asTensor(b, loc, out, resultType);
 }
 
 /// [d0, ..., dn-1, n] as [rows, n]; nullopt when it has no element.
@@ -170,26 +221,34 @@ struct ConvertTransformerToNVPTXPass
       TosaBuilder tosa(ob, loc);
       Value result;
       if (auto attention = dyn_cast<transformer::AttentionOp>(op)) {
-        std::optional<AttentionShape> shape = kernelShape(attention);
+        std::optional<AttentionShape> shape =
+            kernelShape(attention, decodeKernel);
         if (!shape)
           continue;
-        shape->ldmatrix = ldmatrix;
-        shape->asyncCopy = asyncCopy;
-        shape->wgmma = wgmma;
-        shape->wgmmaWarpgroups = wgmmaWarpgroups;
-        shape->tma = tma;
-        shape->tmaProducer = tmaProducer;
-        shape->warpRows = warpRows;
-        AttentionLaunch launch =
-            buildAttentionKernel(b, kernels, name("attention"), *shape);
         SmallVector<Value> inputs = {attention.getQuery(), attention.getKey(),
                                      attention.getValue()};
         if (Value mask = attention.getMask())
           inputs.push_back(tosa.expandToRank(mask, 4));
-        result = launchOnTensors(ob, loc, launch.kernel, launch.gridX,
-                                 launch.gridY, launch.blockX, inputs,
-                                 attention.getResult().getType(),
-                                 launch.dynamicSharedBytes, launch.tensorMaps);
+        RankedTensorType resultType = attention.getResult().getType();
+        if (shape->decode) {
+          result = launchDecode(
+              tosa,
+              buildDecodeKernels(b, kernels, name("attention_decode"), *shape),
+              inputs, resultType);
+        } else {
+          shape->ldmatrix = ldmatrix;
+          shape->asyncCopy = asyncCopy;
+          shape->wgmma = wgmma;
+          shape->wgmmaWarpgroups = wgmmaWarpgroups;
+          shape->tma = tma;
+          shape->tmaProducer = tmaProducer;
+          shape->warpRows = warpRows;
+          AttentionLaunch launch =
+              buildAttentionKernel(b, kernels, name("attention"), *shape);
+          result = launchOnTensors(
+              ob, loc, launch.kernel, launch.gridX, launch.gridY, launch.blockX,
+              inputs, resultType, launch.dynamicSharedBytes, launch.tensorMaps);
+        }
       } else if (auto softmax = dyn_cast<transformer::SoftmaxOp>(op)) {
         RankedTensorType type = softmax.getInput().getType();
         // An inner softmax dimension is left to the decomposition.

@@ -1,0 +1,107 @@
+// Few query rows per KV head (decode) take the split-KV decode kernel: a
+// block of 4 warps per (batch x KV head, chunk of keys) holding every query
+// row of the KV head's query heads, K and V tiles of 32 keys by cp.async in
+// two stages, scores summed over a key's 4 lanes (shuffle xor 1, 2), the
+// max over a warp's 8 keys (xor 4, 8, 16), probabilities broadcast by
+// shuffle idx; several chunks write partial outputs that a second kernel
+// combines. Without decode-kernel, the tiled kernels.
+//
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx | FileCheck %s
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="decode-kernel=false" | FileCheck %s --check-prefix=TILED
+
+// 16 query heads on 2 KV heads, one query: 8 rows per block; 35 key tiles in
+// 7 chunks of 5 (the grid's y), 2 x 2 x 7 = 28 blocks; the chunks' outputs
+// [7, B*Hq*Sq, Dv] and statistics [7, 32, 2] in device buffers; then the
+// combine kernel, a block per output row (32).
+// CHECK-LABEL: func.func @decode_gqa_f16
+// CHECK: %[[PART:.*]] = memref.alloc() {alignment = 64 : i64} : memref<7x32x128xf32>
+// CHECK: %[[STATS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<7x32x2xf32>
+// CHECK: %[[BYTES:.*]] = arith.constant 41216 : i32
+// CHECK-NEXT: %[[X:.*]] = arith.constant 4 : index
+// CHECK-NEXT: %[[Y:.*]] = arith.constant 7 : index
+// CHECK-NEXT: %[[Z:.*]] = arith.constant 1 : index
+// CHECK-NEXT: %[[T:.*]] = arith.constant 128 : index
+// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 blocks in (%[[X]], %[[Y]], %[[Z]]) threads in (%[[T]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[BYTES]] args({{.*}}, %[[PART]] : memref<7x32x128xf32>, %[[STATS]] : memref<7x32x2xf32>)
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x16x1x128xf16>
+// CHECK-NEXT: %[[ROWS:.*]] = arith.constant 32 : index
+// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0_combine blocks in (%[[ROWS]], %{{.*}}, %{{.*}}) threads in ({{.*}}) args(%[[PART]] : memref<7x32x128xf32>, %[[STATS]] : memref<7x32x2xf32>, %[[OUT]] : memref<2x16x1x128xf16>)
+// CHECK: bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK-NOT: transformer.attention
+// Q (f32, 8 rows), two stages of K (rows of 160: 8 keys x 4 chunks of 16
+// bytes in different banks) and of V, the warps' statistics.
+// CHECK: gpu.func @attention_decode_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// CHECK: memref.view {{.*}} to memref<8x128xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<64x160xf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<64x128xf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view {{.*}} to memref<8x8xf32, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.*}}, 8, {{.*}} {bypassL1}
+// CHECK: nvgpu.device_async_create_group
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 1 : i32}
+// CHECK-NEXT: gpu.barrier
+// CHECK: vector.load {{.*}} : memref<64x160xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK: vector.load {{.*}} : memref<8x128xf32, #gpu.address_space<workgroup>>, vector<8xf32>
+// CHECK: math.fma
+// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c4_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c8_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: gpu.shuffle  xor %{{.*}}, %c16_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK-NOT: math.exp2
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: gpu.shuffle  idx %{{.*}}, %c0_i32{{.*}}, %c32_i32{{.*}} : f32
+// CHECK: vector.load {{.*}} : memref<64x128xf16, #gpu.address_space<workgroup>>, vector<2xf16>
+// CHECK: scf.yield
+// After the loop the warps' output rows take the V stages' place.
+// CHECK: nvvm.cp.async.wait.group 0
+// CHECK: gpu.barrier
+// CHECK: memref.view %{{.*}}[%c24576{{.*}}][] : {{.*}} to memref<32x128xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: gpu.func @attention_decode_0_combine
+// CHECK: scf.for
+// CHECK: arith.maxnumf
+// CHECK: scf.for
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK-NOT: mma
+// TILED-LABEL: func.func @decode_gqa_f16
+// TILED: gpu.launch_func @tfc_fused::@attention_0
+// TILED-NOT: attention_decode
+func.func @decode_gqa_f16(%q: tensor<2x16x1x128xf16>, %k: tensor<2x2x1100x128xf16>, %v: tensor<2x2x1100x128xf16>) -> tensor<2x16x1x128xf16> {
+  %o = transformer.attention %q, %k, %v : tensor<2x16x1x128xf16>, tensor<2x2x1100x128xf16>, tensor<2x2x1100x128xf16> -> tensor<2x16x1x128xf16>
+  return %o : tensor<2x16x1x128xf16>
+}
+
+// -----
+
+// 2 causal rows with a mask, f32, 70 keys in 3 tiles: one chunk, so the
+// block writes the output itself; no combine kernel.
+// CHECK-LABEL: func.func @decode_one_chunk_f32
+// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 blocks in
+// CHECK-NOT: memref.alloc() {{.*}}xf32>
+// CHECK-NOT: gpu.launch_func
+// CHECK: gpu.func @attention_decode_0(%{{.*}}: memref<1x2x2x40xf32>, %{{.*}}: memref<1x1x70x40xf32>, %{{.*}}: memref<1x1x70x40xf32>, %{{.*}}: memref<1x1x1x70xf32>, %{{.*}}: memref<1x2x2x40xf32>)
+// CHECK-NOT: _combine
+// TILED-LABEL: func.func @decode_one_chunk_f32
+// TILED: gpu.launch_func @tfc_fused::@attention_0
+func.func @decode_one_chunk_f32(%q: tensor<1x2x2x40xf32>, %k: tensor<1x1x70x40xf32>, %v: tensor<1x1x70x40xf32>, %m: tensor<1x1x1x70xf32>) -> tensor<1x2x2x40xf32> {
+  %o = transformer.attention %q, %k, %v mask %m {is_causal} : tensor<1x2x2x40xf32>, tensor<1x1x70x40xf32>, tensor<1x1x70x40xf32>, tensor<1x1x1x70xf32> -> tensor<1x2x2x40xf32>
+  return %o : tensor<1x2x2x40xf32>
+}
+
+// -----
+
+// 16 query rows per KV head (16 heads on one) are too many: the tiled
+// kernel. So are odd head dimensions in f16 (cp.async copies 4 bytes or
+// more): the decomposition.
+// CHECK-LABEL: func.func @too_many_rows
+// CHECK: gpu.launch_func @tfc_fused::@attention_0
+// CHECK-NOT: attention_decode
+// CHECK: transformer.attention
+// CHECK-NOT: gpu.launch_func
+func.func @too_many_rows(%q: tensor<1x16x1x64xf16>, %k: tensor<1x1x500x64xf16>, %v: tensor<1x1x500x64xf16>, %q2: tensor<1x1x1x81xf16>, %k2: tensor<1x1x500x81xf16>) -> (tensor<1x16x1x64xf16>, tensor<1x1x1x81xf16>) {
+  %o = transformer.attention %q, %k, %v : tensor<1x16x1x64xf16>, tensor<1x1x500x64xf16>, tensor<1x1x500x64xf16> -> tensor<1x16x1x64xf16>
+  %o2 = transformer.attention %q2, %k2, %k2 : tensor<1x1x1x81xf16>, tensor<1x1x500x81xf16>, tensor<1x1x500x81xf16> -> tensor<1x1x1x81xf16>
+  return %o, %o2 : tensor<1x16x1x64xf16>, tensor<1x1x1x81xf16>
+}
