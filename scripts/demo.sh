@@ -91,6 +91,31 @@ for n in 'qkv': np.save(sys.argv[1] + '/' + n + '.npy', r.standard_normal((1, 4,
     python3 -c "import numpy as np, sys; a, b = (np.load(sys.argv[1] + f).astype(np.float64) for f in ('/o_gpu.npy', '/o_cpu.npy'))
 print('       GPU build vs CPU build: relative difference %.1e' % (np.linalg.norm(a - b) / np.linalg.norm(b)))" "$WORK"
   done
+  echo "   Decode (f16, one query row, 8 query heads on 2 KV heads, 2048 keys): the"
+  echo "   split-KV decode kernel (default; its blocks: KV heads x chunks of keys)"
+  echo "   and the tiled kernel (a block per query head):"
+  QT="tensor<1x8x1x128xf16>" KT="tensor<1x2x2048x128xf16>"
+  cat > "$WORK/decode.mlir" <<MLIR
+func.func @main(%q: $QT, %k: $KT, %v: $KT) -> $QT {
+  %o = transformer.attention %q, %k, %v : $QT, $KT, $KT -> $QT
+  return %o : $QT
+}
+MLIR
+  python3 -c "import numpy as np, sys; r = np.random.default_rng(1)
+for n, s in (('q', (1, 8, 1, 128)), ('k', (1, 2, 2048, 128)), ('v', (1, 2, 2048, 128))): np.save(sys.argv[1] + '/d' + n + '.npy', r.standard_normal(s).astype(np.float16))" "$WORK"
+  io=(--input "$WORK/dq.npy" --input "$WORK/dk.npy" --input "$WORK/dv.npy")
+  "$BIN/tfc-compile" "$WORK/decode.mlir" -o "$WORK/decode_cpu.so" 2>/dev/null
+  "$BIN/tfc-run" "$WORK/decode_cpu.so" "${io[@]}" --output "$WORK/o_cpu.npy"
+  for flags in "" "--gpu-decode-kernel=false"; do
+    "$BIN/tfc-compile" "$WORK/decode.mlir" -o "$WORK/decode_gpu.so" \
+      --target=nvptx --gpu-binary=ptx $flags 2>/dev/null
+    PTXEMU_STATS=1 TFC_CUDA_DRIVER="$BUILD/runtime/fixtures/ptx_cuda.so" \
+      "$BIN/tfc-run" "$WORK/decode_gpu.so" "${io[@]}" --output "$WORK/o_gpu.npy" 2>&1 |
+      sed -n 's/^ptxemu: \([^:]*\): \([0-9]*\) warp-instructions.*/\1: \2 warp-instructions/p' |
+      sed "s/^/     ${flags:-default build}: /"
+    python3 -c "import numpy as np, sys; a, b = (np.load(sys.argv[1] + f).astype(np.float64) for f in ('/o_gpu.npy', '/o_cpu.npy'))
+print('       GPU build vs CPU build: relative difference %.1e' % (np.linalg.norm(a - b) / np.linalg.norm(b)))" "$WORK"
+  done
 else
   echo "   skipped: no /usr/local/cuda/bin/ptxas on this machine"
 fi
