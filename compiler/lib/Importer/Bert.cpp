@@ -114,7 +114,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
     return failure();
   }
 
-  ModelBuilder mb(r.context, r.weights, *prefix, r.error);
+  ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
+                  r.error);
   OpBuilder &b = mb.getBuilder();
   auto i64 = RankedTensorType::get({o.batch, o.seqLen}, b.getI64Type());
   Value ids = mb.addInput("input_ids", i64);
@@ -150,7 +151,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
 
   Value extMask = [&] {
     TosaBuilder tb = mb.at("extended_attention_mask");
-    return extendedAttentionMask(tb, mask);
+    return extendedAttentionMask(tb, mask, mb.getComputeType());
   }();
   double scale = 1.0 / std::sqrt(static_cast<double>(cfg.hidden / cfg.heads));
 

@@ -120,7 +120,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
     return failure();
   }
 
-  ModelBuilder mb(r.context, r.weights, *prefix, r.error);
+  ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
+                  r.error);
   auto i64 =
       RankedTensorType::get({o.batch, o.seqLen}, mb.getBuilder().getI64Type());
   Value ids = mb.addInput("input_ids", i64);
@@ -139,7 +140,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   }
   Value extMask = [&] {
     TosaBuilder tb = mb.at("attention_mask");
-    return extendedAttentionMask(tb, mask);
+    return extendedAttentionMask(tb, mask, mb.getComputeType());
   }();
   double scale = 1.0 / std::sqrt(static_cast<double>(cfg.hidden / cfg.heads));
 

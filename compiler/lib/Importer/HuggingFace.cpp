@@ -116,6 +116,8 @@ FailureOr<Value> sentenceEmbedding(ImportRequest &r, ModelBuilder &mb,
   }
 
   TosaBuilder tb = mb.at("pooling");
+  // Pooling and normalisation in f32 whatever the compute type.
+  hidden = tb.cast(hidden, tb.builder().getF32Type());
   Value pooled = cls ? clsPool(tb, hidden) : meanPool(tb, hidden, mask);
   if (!normalize)
     return pooled;
@@ -124,6 +126,20 @@ FailureOr<Value> sentenceEmbedding(ImportRequest &r, ModelBuilder &mb,
 }
 
 } // namespace importer
+
+FailureOr<ComputeType> parseComputeType(StringRef name, StringRef flag,
+                                        std::string &error) {
+  if (name == "f32")
+    return ComputeType::F32;
+  if (name == "f16")
+    return ComputeType::F16;
+  if (name == "bf16")
+    return ComputeType::BF16;
+  error = (flag + ": unknown element type '" + name +
+           "' (expected f32, f16 or bf16)")
+              .str();
+  return failure();
+}
 
 std::vector<std::string> supportedHuggingFaceArchitectures() {
   std::vector<std::string> out;

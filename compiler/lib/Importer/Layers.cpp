@@ -18,8 +18,21 @@ static RankedTensorType typeOf(Value v) {
   return cast<RankedTensorType>(v.getType());
 }
 
-static Value scalar(TosaBuilder &tb, double value, int64_t rank) {
-  return tb.splat(value, tb.builder().getF32Type(), rank);
+/// `value` as a [1 x ... x 1] constant of x's element type and rank.
+static Value scalarLike(TosaBuilder &tb, double value, Value x) {
+  RankedTensorType t = typeOf(x);
+  return tb.splat(value, t.getElementType(), t.getRank());
+}
+
+/// `compute` on x in f32, the result rounded back to x's element type:
+/// PyTorch's f16/bf16 kernels compute LayerNorm statistics and activation
+/// functions in f32 (their "opmath" type). Plain `compute(x)` for f32.
+static Value inF32(TosaBuilder &tb, Value x,
+                   llvm::function_ref<Value(Value)> compute) {
+  Type t = typeOf(x).getElementType();
+  if (t.isF32())
+    return compute(x);
+  return tb.cast(compute(tb.cast(x, tb.builder().getF32Type())), t);
 }
 
 FailureOr<Activation> parseActivation(StringRef name) {
@@ -64,12 +77,15 @@ LogicalResult readPositiveInts(const JsonConfig &config,
 }
 
 /// x [..., in] as [1, rows, in] times `w` [1, in, out], plus `bias` [out],
-/// reshaped back to [..., out].
+/// reshaped back to [..., out]. f16/bf16 products accumulate in f32 and are
+/// rounded once, as cuBLAS does for PyTorch.
 static Value project(TosaBuilder &tb, Value x, Value w, Value bias,
                      int64_t out) {
   RankedTensorType t = typeOf(x);
   int64_t in = t.getShape().back();
-  Value y = tb.matmul(tb.reshape(x, {1, t.getNumElements() / in, in}), w);
+  Value y = tb.cast(tb.matmul(tb.reshape(x, {1, t.getNumElements() / in, in}),
+                              w, tb.builder().getF32Type()),
+                    t.getElementType());
   if (bias)
     y = tb.add(y, tb.reshape(bias, {1, 1, out}));
   SmallVector<int64_t> shape(t.getShape());
@@ -117,37 +133,44 @@ FailureOr<Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
   if (failed(beta))
     return failure();
   int32_t axis = rank - 1;
-  Value invN = scalar(tb, 1.0 / static_cast<double>(n), rank);
-  Value mean = tb.mul(tb.reduceSum(x, axis), invN);
-  Value centred = tb.sub(x, mean);
-  Value var = tb.mul(tb.reduceSum(tb.mul(centred, centred), axis), invN);
-  Value inv = tb.rsqrt(tb.add(var, scalar(tb, eps, rank)));
-  Value y = tb.mul(centred, inv);
-  y = tb.mul(y, tb.expandToRank(*gamma, rank));
-  return tb.add(y, tb.expandToRank(*beta, rank));
+  Type f32 = tb.builder().getF32Type();
+  return inF32(tb, x, [&](Value x) {
+    Value invN = scalarLike(tb, 1.0 / static_cast<double>(n), x);
+    Value mean = tb.mul(tb.reduceSum(x, axis), invN);
+    Value centred = tb.sub(x, mean);
+    Value var = tb.mul(tb.reduceSum(tb.mul(centred, centred), axis), invN);
+    Value inv = tb.rsqrt(tb.add(var, scalarLike(tb, eps, x)));
+    Value y = tb.mul(centred, inv);
+    y = tb.mul(y, tb.expandToRank(tb.cast(*gamma, f32), rank));
+    return tb.add(y, tb.expandToRank(tb.cast(*beta, f32), rank));
+  });
 }
 
-Value activation(TosaBuilder &tb, Value x, Activation act) {
-  int64_t rank = typeOf(x).getRank();
+static Value activationF32(TosaBuilder &tb, Value x, Activation act) {
+  auto c = [&](double value) { return scalarLike(tb, value, x); };
   switch (act) {
   case Activation::GeluErf: {
     // 0.5 * x * (1 + erf(x / sqrt(2)))
-    Value e = tb.erf(tb.mul(x, scalar(tb, 1.0 / std::sqrt(2.0), rank)));
-    Value half = tb.mul(scalar(tb, 0.5, rank), x);
-    return tb.mul(half, tb.add(scalar(tb, 1.0, rank), e));
+    Value e = tb.erf(tb.mul(x, c(1.0 / std::sqrt(2.0))));
+    Value half = tb.mul(c(0.5), x);
+    return tb.mul(half, tb.add(c(1.0), e));
   }
   case Activation::GeluTanh: {
     // 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))
     Value x3 = tb.mul(tb.mul(x, x), x);
-    Value inner = tb.add(x, tb.mul(scalar(tb, 0.044715, rank), x3));
-    Value th = tb.tanh(tb.mul(scalar(tb, std::sqrt(2.0 / M_PI), rank), inner));
-    Value half = tb.mul(scalar(tb, 0.5, rank), x);
-    return tb.mul(half, tb.add(scalar(tb, 1.0, rank), th));
+    Value inner = tb.add(x, tb.mul(c(0.044715), x3));
+    Value th = tb.tanh(tb.mul(c(std::sqrt(2.0 / M_PI)), inner));
+    Value half = tb.mul(c(0.5), x);
+    return tb.mul(half, tb.add(c(1.0), th));
   }
   case Activation::Relu:
-    return tb.maximum(x, scalar(tb, 0.0, rank));
+    return tb.maximum(x, c(0.0));
   }
   llvm_unreachable("unknown activation");
+}
+
+Value activation(TosaBuilder &tb, Value x, Activation act) {
+  return inF32(tb, x, [&](Value x) { return activationF32(tb, x, act); });
 }
 
 Value embeddingLookup(TosaBuilder &tb, Value table, Value ids) {
@@ -177,12 +200,15 @@ Value mergeHeads(TosaBuilder &tb, Value x) {
   return tb.reshape(v, {s[0], s[2], s[1] * s[3]});
 }
 
-Value extendedAttentionMask(TosaBuilder &tb, Value mask) {
+Value extendedAttentionMask(TosaBuilder &tb, Value mask, Type type) {
   ArrayRef<int64_t> s = typeOf(mask).getShape();
-  Value m =
-      tb.reshape(tb.cast(mask, tb.builder().getF32Type()), {s[0], 1, 1, s[1]});
-  Value inverted = tb.sub(scalar(tb, 1.0, 4), m);
-  return tb.mul(inverted, scalar(tb, std::numeric_limits<float>::lowest(), 4));
+  Value m = tb.reshape(tb.cast(mask, type), {s[0], 1, 1, s[1]});
+  Value inverted = tb.sub(scalarLike(tb, 1.0, m), m);
+  // finfo(type).min: -65504 in f16.
+  double lowest = APFloat::getLargest(cast<FloatType>(type).getFloatSemantics(),
+                                      /*Negative=*/true)
+                      .convertToDouble();
+  return tb.mul(inverted, scalarLike(tb, lowest, m));
 }
 
 Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
@@ -196,7 +222,7 @@ Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
   Value kt3 = tb.reshape(kt, {b * h, d, skv});
   Value scores = tb.matmul(q3, kt3);
   scores = tb.reshape(scores, {b, h, sq, skv});
-  scores = tb.mul(scores, scalar(tb, scale, 4));
+  scores = tb.mul(scores, scalarLike(tb, scale, scores));
   if (causal) {
     // Key j is visible to query i iff j <= i + skv - sq.
     OpBuilder &ob = tb.builder();
@@ -208,8 +234,9 @@ Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
         visible.push_back(j <= i + skv - sq);
     Value tril = tosa::ConstOp::create(ob, tb.getLoc(), type,
                                        DenseElementsAttr::get(type, visible));
-    scores = tb.select(tril, scores,
-                       scalar(tb, -std::numeric_limits<float>::infinity(), 4));
+    scores = tb.select(
+        tril, scores,
+        scalarLike(tb, -std::numeric_limits<double>::infinity(), scores));
   }
   if (mask)
     scores = tb.add(scores, mask);
@@ -225,11 +252,11 @@ Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
 
 Value meanPool(TosaBuilder &tb, Value hidden, Value mask) {
   ArrayRef<int64_t> s = typeOf(hidden).getShape(); // [B, S, H]
-  Value m =
-      tb.reshape(tb.cast(mask, tb.builder().getF32Type()), {s[0], s[1], 1});
+  Value m = tb.reshape(tb.cast(mask, typeOf(hidden).getElementType()),
+                       {s[0], s[1], 1});
   Value sum = tb.reduceSum(tb.mul(hidden, m), 1); // [B, 1, H]
   Value count = tb.reduceSum(m, 1);               // [B, 1, 1]
-  count = tb.maximum(count, scalar(tb, 1e-9, 3));
+  count = tb.maximum(count, scalarLike(tb, 1e-9, count));
   Value pooled = tb.mul(sum, tb.reciprocal(count));
   return tb.reshape(pooled, {s[0], s[2]});
 }
@@ -241,7 +268,7 @@ Value clsPool(TosaBuilder &tb, Value hidden) {
 
 Value l2Normalize(TosaBuilder &tb, Value x) {
   Value sq = tb.reduceSum(tb.mul(x, x), 1);
-  Value inv = tb.rsqrt(tb.maximum(sq, scalar(tb, 1e-24, 2)));
+  Value inv = tb.rsqrt(tb.maximum(sq, scalarLike(tb, 1e-24, sq)));
   return tb.mul(x, inv);
 }
 

@@ -3,7 +3,8 @@
 //
 // The shared pieces every Hugging Face importer uses, each written the way
 // the reference (PyTorch / transformers) computes it, as unfused primitives:
-// the fusion passes recognise them later. Activations are [B, S, H] f32.
+// the fusion passes recognise them later. Activations are [B, S, H] in the
+// model's compute type (f32, f16 or bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,11 +51,13 @@ mlir::FailureOr<mlir::Value> conv1d(ModelBuilder &mb, TosaBuilder &tb,
 
 /// nn.LayerNorm over the last axis as primitives: mean = sum(x) * 1/N,
 /// d = x - mean, var = sum(d * d) * 1/N, d * rsqrt(var + eps) * gamma + beta,
-/// gamma = `name`.weight, beta = `name`.bias.
+/// gamma = `name`.weight, beta = `name`.bias; in f32 for f16/bf16 x (cast
+/// in and out, as PyTorch's kernels compute it).
 mlir::FailureOr<mlir::Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb,
                                        mlir::Value x, llvm::StringRef name,
                                        double eps);
 
+/// The activation function, in f32 for f16/bf16 x (cast in and out).
 mlir::Value activation(TosaBuilder &tb, mlir::Value x, Activation act);
 
 /// nn.Embedding: table [V, H], ids [B, S] (any integer type) -> [B, S, H],
@@ -72,8 +75,9 @@ mlir::Value splitHeads(TosaBuilder &tb, mlir::Value x, int64_t heads);
 mlir::Value mergeHeads(TosaBuilder &tb, mlir::Value x);
 
 /// transformers' extended attention mask: mask [B, S] (1 = keep) ->
-/// (1 - mask) * finfo(f32).min as [B, 1, 1, S] f32.
-mlir::Value extendedAttentionMask(TosaBuilder &tb, mlir::Value mask);
+/// (1 - mask) * finfo(type).min as [B, 1, 1, S] of `type`.
+mlir::Value extendedAttentionMask(TosaBuilder &tb, mlir::Value mask,
+                                  mlir::Type type);
 
 /// Eager attention: softmax(Q K^T * scale + mask) V with Q, K, V
 /// [B, H, S, dh]; `mask` additive [B, 1, 1, S] or null. Softmax as

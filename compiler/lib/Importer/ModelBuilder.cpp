@@ -19,10 +19,23 @@ static std::string shapeText(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+static Type elementTypeOf(OpBuilder &b, ComputeType type) {
+  switch (type) {
+  case ComputeType::F32:
+    return b.getF32Type();
+  case ComputeType::F16:
+    return b.getF16Type();
+  case ComputeType::BF16:
+    return b.getBF16Type();
+  }
+  llvm_unreachable("unknown compute type");
+}
+
 ModelBuilder::ModelBuilder(MLIRContext &context, const WeightIndex &weights,
-                           std::string prefix, std::string &error)
-    : builder(&context), weights(weights), prefix(std::move(prefix)),
-      error(error) {
+                           std::string prefix, ComputeType computeType,
+                           std::string &error)
+    : builder(&context), computeType(elementTypeOf(builder, computeType)),
+      weights(weights), prefix(std::move(prefix)), error(error) {
   Location loc = NameLoc::get(builder.getStringAttr("model"));
   module = ModuleOp::create(loc);
   builder.setInsertionPointToEnd(module->getBody());
@@ -92,10 +105,10 @@ FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape) {
        builder.getNamedAttr("tfc.role", builder.getStringAttr("weight"))}));
   // Casts of a weight sit at the top of the function, before their users.
   Value value = arg;
-  if (!elementType.isF32()) {
+  if (elementType != computeType) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToStart(body);
-    value = TosaBuilder(builder, loc).cast(arg, builder.getF32Type());
+    value = TosaBuilder(builder, loc).cast(arg, computeType);
   }
   weightValues[full] = value;
   return value;

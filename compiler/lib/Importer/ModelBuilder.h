@@ -13,6 +13,7 @@
 #include "WeightIndex.h"
 
 #include "tfc/Dialect/Transformer/Utils/TosaBuilder.h"
+#include "tfc/Importer/HuggingFace.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -27,12 +28,14 @@ namespace tfc::importer {
 class ModelBuilder {
 public:
   ModelBuilder(mlir::MLIRContext &context, const WeightIndex &weights,
-               std::string prefix, std::string &error);
+               std::string prefix, ComputeType computeType, std::string &error);
 
   mlir::MLIRContext *getContext() { return builder.getContext(); }
   mlir::OpBuilder &getBuilder() { return builder; }
   /// The safetensors name prefix ("", "bert.", ...) of this model's tensors.
   const std::string &getPrefix() const { return prefix; }
+  /// The element type activations and weights compute in (f32, f16, bf16).
+  mlir::Type getComputeType() const { return computeType; }
 
   /// A TosaBuilder whose ops are located at `scope` (a NameLoc such as
   /// "encoder.layer.0.attention.self"), so that remarks name the layer.
@@ -41,8 +44,9 @@ public:
   /// Adds a model input (`tfc.role = "input"`).
   mlir::Value addInput(llvm::StringRef name, mlir::RankedTensorType type);
 
-  /// The weight `prefix + name` as an f32 value of `shape`; it becomes a
-  /// function argument (in its file dtype; f16/bf16 are cast to f32) on first
+  /// The weight `prefix + name` as a value of `shape` in the compute type;
+  /// it becomes a function argument (in its file dtype, cast where that
+  /// differs) on first
   /// use. Fails with a message when the tensor is missing, has another shape
   /// or an unsupported dtype.
   mlir::FailureOr<mlir::Value> weight(llvm::StringRef name,
@@ -58,6 +62,7 @@ public:
 
 private:
   mlir::OpBuilder builder;
+  mlir::Type computeType;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp func;
   mlir::Block *body;

@@ -66,6 +66,15 @@ static cl::opt<int64_t> batch("batch", cl::desc("Batch size (with --hf)"),
 static cl::opt<int64_t> seqLen("seq-len",
                                cl::desc("Sequence length (with --hf)"),
                                cl::init(128), cl::cat(category));
+static cl::opt<std::string> dtype(
+    "dtype",
+    cl::desc("With --hf: the element type the model computes in: f32 "
+             "(default), f16 or "
+             "bf16 (activations and weights in that type, matmuls "
+             "accumulating in f32, LayerNorm and activations computed in f32, "
+             "as PyTorch runs a half-precision model)"),
+    cl::init("f32"), cl::cat(category));
+
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::Required,
                                        cl::cat(category));
@@ -425,6 +434,8 @@ int main(int argc, char **argv) {
   std::string error;
   if (hfDir.empty() == inputFile.empty())
     return fail("give exactly one of <model.mlir> and --hf DIR");
+  if (dtype.getNumOccurrences() && hfDir.empty())
+    return fail("--dtype needs --hf (an MLIR graph carries its own types)");
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
@@ -434,6 +445,11 @@ int main(int argc, char **argv) {
     tfc::ImportOptions importOptions;
     importOptions.batch = batch;
     importOptions.seqLen = seqLen;
+    FailureOr<tfc::ComputeType> computeType =
+        tfc::parseComputeType(dtype, "--dtype", error);
+    if (failed(computeType))
+      return fail(error);
+    importOptions.computeType = *computeType;
     auto imported =
         tfc::importHuggingFace(context, hfDir, importOptions, error);
     if (failed(imported))

@@ -49,6 +49,14 @@ static cl::opt<bool> tokenTypeIds(
     cl::desc("Take token_type_ids as a third input (default: all zero)"),
     cl::init(false), cl::cat(category));
 
+static cl::opt<std::string> dtype(
+    "dtype",
+    cl::desc("Element type the model computes in: f32 (default), f16 or "
+             "bf16 (activations and weights in that type, matmuls "
+             "accumulating in f32, LayerNorm and activations computed in f32, "
+             "as PyTorch runs a half-precision model)"),
+    cl::init("f32"), cl::cat(category));
+
 static int fail(const Twine &message) {
   errs() << "tfc-import: error: " << message << "\n";
   return 1;
@@ -72,11 +80,16 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
 
   tfc::ImportOptions options;
+  std::string error;
+  FailureOr<tfc::ComputeType> computeType =
+      tfc::parseComputeType(dtype, "--dtype", error);
+  if (failed(computeType))
+    return fail(error);
+  options.computeType = *computeType;
   options.batch = batch;
   options.seqLen = seqLen;
   options.output = outputKind;
   options.tokenTypeIds = tokenTypeIds;
-  std::string error;
   auto module = tfc::importHuggingFace(context, hfDir, options, error);
   if (failed(module))
     return fail(error);

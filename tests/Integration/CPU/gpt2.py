@@ -3,7 +3,8 @@
 transformers' modeling_gpt2.py (eager attention): random weights, odd
 sizes, a padded batch row, the tanh GELU.
 
-usage: gpt2.py BINDIR WORKDIR [SEED]
+usage: gpt2.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
+               [--gpu-binary=cubin|ptx]
        gpt2.py --write DIR [--set FIELD=JSON]... [--unset FIELD]...
                [--shape TENSOR=d0,d1]...   (only write the model directory)
 """
@@ -16,7 +17,7 @@ import sys
 
 import numpy as np
 
-from harness import Harness
+from harness import Harness, parse_args
 
 CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
        "n_embd": 48, "n_layer": 2, "n_head": 3, "n_positions": 40,
@@ -167,12 +168,13 @@ def write_only(args):
 def main():
     if sys.argv[1] == "--write":
         return write_only(sys.argv[2:])
-    bindir, workdir = sys.argv[1:3]
-    seed = int(sys.argv[3]) if len(sys.argv) > 3 else \
+    args, target, flags = parse_args(sys.argv[1:])
+    bindir, workdir = args[:2]
+    seed = int(args[2]) if len(args) > 2 else \
         np.random.SeedSequence().entropy % (2**32)
     print("seed", seed)
     rng = np.random.default_rng(seed)
-    h = Harness(bindir, workdir)
+    h = Harness(bindir, workdir, target, flags)
     # GPT2LMHeadModel's layout ("transformer." prefix, the tanh GELU), and
     # GPT2Model's (no prefix) with the erf GELU and an odd n_inner.
     cases = [("gpt2", CFG, "transformer."),
@@ -194,6 +196,26 @@ def main():
             h.expect_close("%s last hidden state %s" %
                            (name, "fused" if fused else "unfused"), out, ref,
                            1e-4)
+        # Computing in f16 and bf16 (--dtype): weights rounded to the type,
+        # f32 matmul sums, LayerNorm and GELU in f32. Bounds: 10 units of
+        # the type's roundoff (2^-11, 2^-8) on the norm-wise error.
+        for dtype, tol in (("f16", 10 * 2.0**-11), ("bf16", 10 * 2.0**-8)):
+            for fused in (True, False):
+                lib, summary = h.build_hf(name + "_" + dtype, model, BATCH,
+                                          SEQ, fused, ["--dtype=" + dtype])
+                if fused:
+                    print(summary)
+                out = h.run_hf(lib, model, [ids, mask])
+                # (bf16 travels in .npy as '<u2': numpy has no bf16.)
+                h.expect("%s %s: the output is %s" % (name, dtype, dtype),
+                         out.dtype == np.dtype(np.float16 if dtype == "f16"
+                                               else np.uint16))
+                if dtype == "bf16":  # widen the bits to f32
+                    out = (out.view(np.uint16).astype(np.uint32) << 16
+                           ).view(np.float32)
+                h.expect_close("%s last hidden state %s %s" %
+                               (name, dtype, "fused" if fused else "unfused"),
+                               out, ref, tol)
     h.finish()
 
 

@@ -16,6 +16,20 @@ MLIR_DTYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64,
                "i32": np.int32, "i1": np.bool_}
 
 
+def parse_args(argv):
+    """The positional arguments, the target (--target=cpu|nvptx) and the
+    other tfc-compile flags (--gpu-binary=...) of a test's command line."""
+    args = [a for a in argv if not a.startswith("--")]
+    target = "cpu"
+    flags = []
+    for a in argv:
+        if a.startswith("--target="):
+            target = a[len("--target="):]
+        elif a.startswith("--gpu-binary="):
+            flags.append(a)
+    return args, target, flags
+
+
 class Harness:
     def __init__(self, bindir, workdir, target="cpu", compile_flags=()):
         self.target = target
@@ -45,12 +59,13 @@ class Harness:
         subprocess.run(cmd, check=True, stderr=subprocess.PIPE)
         return lib
 
-    def build_hf(self, name, model, batch, seq, fused):
-        """tfc-compile --hf MODEL; returns the library and the fusion
-        summary tfc-compile printed."""
+    def build_hf(self, name, model, batch, seq, fused, flags=()):
+        """tfc-compile --hf MODEL [FLAGS]; returns the library and the
+        fusion summary tfc-compile printed."""
         lib = self.path(name + (".fused" if fused else ".unfused") + ".so")
         cmd = [self.compile, "--hf", model, "--batch", str(batch),
-               "--seq-len", str(seq), "-o", lib]
+               "--seq-len", str(seq), "-o", lib, "--target=" + self.target]
+        cmd += self.compile_flags + list(flags)
         if not fused:
             cmd.append("--no-fusion")
         summary = subprocess.run(cmd, check=True, stderr=subprocess.PIPE,

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from harness import Harness, tensor_type
+from harness import Harness, parse_args, tensor_type
 
 
 def attention_ref(q, k, v, mask, scale, causal):
@@ -285,14 +285,7 @@ def matmul_f16_case(h, rng, name, batch, m, k, n):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    target = "cpu"
-    flags = []
-    for a in sys.argv[1:]:
-        if a.startswith("--target="):
-            target = a[len("--target="):]
-        elif a.startswith("--gpu-binary="):
-            flags.append(a)
+    args, target, flags = parse_args(sys.argv[1:])
     h = Harness(args[0], args[1], target, flags)
     seed = int(args[2]) if len(args) > 2 else np.random.SeedSequence(
     ).entropy % (2**32)

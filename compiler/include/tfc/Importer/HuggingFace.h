@@ -44,6 +44,21 @@ enum class ImportOutput {
   LastHiddenState,
 };
 
+/// The element type a model computes in.
+enum class ComputeType {
+  /// f32: f16/bf16 weights are widened.
+  F32,
+  /// f16 or bf16, as PyTorch runs a model converted with .half() or
+  /// .to(torch.bfloat16): activations and weights in that type (weights of
+  /// another type cast once per run), matmuls accumulating in f32,
+  /// LayerNorm statistics and activation functions computed in f32 and
+  /// rounded back, the attention mask filled with the type's lowest value.
+  /// Sentence embeddings (pooling, normalisation) are computed and returned
+  /// in f32.
+  F16,
+  BF16,
+};
+
 struct ImportOptions {
   int64_t batch = 1;
   int64_t seqLen = 128;
@@ -51,6 +66,7 @@ struct ImportOptions {
   /// Add a `token_type_ids` input (tensor<BxSxi64>) after attention_mask; when
   /// false the token types are all zero, as transformers does by default.
   bool tokenTypeIds = false;
+  ComputeType computeType = ComputeType::F32;
 };
 
 /// Imports the model in `dir`. On failure returns failure() and sets `error`
@@ -59,6 +75,12 @@ struct ImportOptions {
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 importHuggingFace(mlir::MLIRContext &context, llvm::StringRef dir,
                   const ImportOptions &options, std::string &error);
+
+/// The compute type named `name` ("f32", "f16" or "bf16"); failure with
+/// a one-line message in `error` (naming `flag`) otherwise.
+mlir::FailureOr<ComputeType> parseComputeType(llvm::StringRef name,
+                                              llvm::StringRef flag,
+                                              std::string &error);
 
 /// The architectures (config.json "architectures" entries) the importer
 /// knows, for help texts and error messages.
