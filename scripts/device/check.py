@@ -1,6 +1,7 @@
 """Run the models prepare.py compiled: numerics against float64 references,
-then attention timings against PyTorch's flash SDPA. One markdown table at
-the end (stdout and OUT/device-check.md).
+then attention timings against PyTorch's flash SDPA, GEMM timings against
+torch.matmul and decode attention timings against PyTorch's SDPA. Markdown
+tables at the end (stdout and OUT/device-check.md).
 
 usage: check.py --manifest .device/manifest.json --tfc-run PATH --out DIR
                 [--budget SECONDS] [--seed N]
@@ -13,7 +14,8 @@ is a float32 math attention timed with a wall clock: a smoke test only.
 Exit status: 0 when every numerics check passed, 1 otherwise (a model that
 did not build or load, a non-finite output, an error over its tolerance, a
 check skipped for lack of time). Timings never fail the run, except that the
-fused build's output must agree with SDPA's on the timing inputs too.
+timed tfc builds' outputs must agree with PyTorch's on the timing inputs
+too (and a timed build that fails to run is a failed check).
 """
 
 import argparse
@@ -168,10 +170,12 @@ class TfcRun:
 # and misaligned accesses; racecheck: shared-memory races): one model per
 # kind of hand-built kernel, at odd sizes.
 SANITIZE = {"memcheck": ["attn_causal_f16", "attn_odd_77x200_d80_f16",
-                         "attn_padmask_f16", "matmul_f16_3x65x48x42",
+                         "attn_padmask_f16", "attn_decode_gqa16x2_f16",
+                         "matmul_f16_3x65x48x42",
                          "matmul_bf16_2x130x200x64",
                          "softmax_64x4096_f16", "layer_norm_256x1024_f16"],
-            "racecheck": ["attn_causal_f16", "matmul_f16_3x65x48x42"]}
+            "racecheck": ["attn_causal_f16", "attn_decode_gqa16x2_f16",
+                          "matmul_f16_3x65x48x42"]}
 
 
 def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
@@ -369,6 +373,46 @@ def input_sets(m, device, gen, l2_bytes):
              for _ in range(3)] for _ in range(n)]
 
 
+def not_built(m, build, label, row, checks):
+    """Whether `build` of `m` failed to compile: a note on the row, and a
+    failed check unless it is the unfused build."""
+    error = m.get("errors", {}).get(build)
+    if error:
+        row["notes"].append("%s not built: %s" % (label, error))
+        if build != "unfused":
+            checks.add(False, label, "not built: " + error)
+    return bool(error)
+
+
+def run_timed(run, lib, paths, out_path, label, build, row, checks,
+              **options):
+    """Runs `lib` on `paths` with tfc-run's timing (`options`: repeat,
+    warmup, timeout), its output to `out_path`; the median ms, or None
+    after a note on the row (and a failed check unless unfused)."""
+    if os.path.exists(out_path):
+        os.remove(out_path)
+    stdout, err = run(lib, paths, out_path, build=build, **options)
+    ms = median_ms(stdout)
+    if err or ms is None:
+        err = err or "tfc-run printed no time"
+        row["notes"].append("%s: %s" % (label, err))
+        if build != "unfused":
+            checks.add(False, label, err)
+        return None
+    return ms
+
+
+def check_against(out_path, expect, device, tol, label, build, row, checks):
+    """The output at `out_path` against the peer's `expect`: its relative
+    error on the row (build_err) and a check within `tol`."""
+    got = torch.from_numpy(np.load(out_path)).to(device).float()
+    finite = bool(torch.isfinite(got).all())
+    e = float(torch.linalg.norm(got - expect) / torch.linalg.norm(expect))
+    row[build + "_err"] = e
+    checks.add(finite and e <= tol, label, "rel.err %.2e (tol %.0e)%s" % (
+        e, tol, "" if finite else ", NON-FINITE values"))
+
+
 class Timing:
     """Times each timing model's builds with tfc-run, and the peer on the
     same inputs; one row (a dict) per model."""
@@ -418,11 +462,7 @@ class Timing:
 
     def build(self, m, build, paths, expect, row):
         label = "%s %s" % (m["name"], build)
-        error = m.get("errors", {}).get(build)
-        if error:
-            row["notes"].append("%s not built: %s" % (label, error))
-            if build != "unfused":
-                self.checks.add(False, label, "not built: " + error)
+        if not_built(m, build, label, row, self.checks):
             return
         # Repeats for about target_s of timed runs, from the time at the
         # previous S (times grow as S^2); the first size gets a fixed count.
@@ -441,34 +481,21 @@ class Timing:
                                 (label, need))
             return
         out_path = os.path.join(self.work, "t_out.npy")
-        if os.path.exists(out_path):
-            os.remove(out_path)
-        stdout, err = self.run(
-            os.path.join(self.base, m["paths"][build]), paths, out_path,
-            repeat=repeat, warmup=warmup,
-            timeout=min(180, 30 + 3 * need, self.clock.left() - 20),
-            build=build)
-        ms = median_ms(stdout)
-        if err or ms is None:
-            err = err or "tfc-run printed no time"
-            row["notes"].append("%s: %s" % (label, err))
-            if build != "unfused":
-                self.checks.add(False, label, err)
+        ms = run_timed(self.run, os.path.join(self.base, m["paths"][build]),
+                       paths, out_path, label, build, row, self.checks,
+                       repeat=repeat, warmup=warmup,
+                       timeout=min(180, 30 + 3 * need,
+                                   self.clock.left() - 20))
+        if ms is None:
             return
         self.last[key] = (m["S"], ms)
         row[build + "_ms"] = ms
         row[build + "_n"] = repeat
         if expect is None:
             return
-        got = torch.from_numpy(np.load(out_path)).to(self.device).float()
-        finite = bool(torch.isfinite(got).all())
-        e = float(torch.linalg.norm(got - expect) / torch.linalg.norm(expect))
-        row[build + "_err"] = e
-        tol = m["tol"][build]
-        label += " vs " + self.peer.name
-        detail = "rel.err %.2e (tol %.0e)%s" % (
-            e, tol, "" if finite else ", NON-FINITE values")
-        self.checks.add(finite and e <= tol, label, detail)
+        check_against(out_path, expect, self.device, m["tol"][build],
+                      "%s vs %s" % (label, self.peer.name), build, row,
+                      self.checks)
 
 
 def run_timing(manifest, timing, rows):
@@ -604,6 +631,207 @@ def gemm_table(rows):
     return lines
 
 
+# ---------------------------------------------------------------- decode
+
+# What the GB/s of a decode step are read against: the H200's HBM3e
+# bandwidth, about 4.8 TB/s.
+HBM_PEAK_GBPS = 4800
+# PyTorch's decode calls are queued behind a kernel that sleeps this many
+# clock cycles (about 25 ms at the H200's 1.98 GHz), longer than Python
+# takes to queue DecodeTiming.QUEUED calls.
+SLEEP_CYCLES = 50000000
+
+
+def kv_bytes(m):
+    """The bytes of K and V in f16, each read once: what one decode step
+    reads at the least (Q and the output are 1/Skv of it)."""
+    return 2.0 * m["B"] * m["Hkv"] * m["Skv"] * m["D"] * 2
+
+
+class DecodeTiming:
+    """Times each decode timing model's builds (the split-KV decode kernel:
+    "fused"; the tiled kernels: "tiled") with tfc-run and PyTorch's
+    attention on the same f16 inputs, and checks our outputs against
+    PyTorch's. One row (a dict) per model."""
+
+    QUEUED = 50  # PyTorch calls queued behind one sleeping kernel
+
+    def __init__(self, base, run, device, seed, work, checks, clock):
+        self.base, self.run, self.device = base, run, device
+        self.work, self.checks, self.clock = work, checks, clock
+        self.gpu = device.type == "cuda"
+        props = torch.cuda.get_device_properties(device) if self.gpu else None
+        self.l2 = getattr(props, "L2_cache_size", 0) if props else 0
+        self.gen = torch.Generator(device=device)
+        self.gen.manual_seed(seed + 3)
+        self.target_s = 0.3 if self.gpu else 0.1  # timed seconds per number
+
+    @property
+    def peer_name(self):
+        return ("SDPA enable_gqa" if self.gpu else
+                "torch math f32 (CPU smoke test)")
+
+    def attention(self, q, k, v):
+        """PyTorch's decode attention: SDPA with grouped-query heads on the
+        GPU (its own choice of backend); on the CPU (PyTorch 1.13 has no
+        SDPA) K and V heads repeated and a float32 math attention."""
+        if self.gpu:
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        g = q.shape[1] // k.shape[1]
+        k = k.float().repeat_interleave(g, dim=1)
+        v = v.float().repeat_interleave(g, dim=1)
+        s = q.float() @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        return torch.softmax(s, -1) @ v
+
+    def peer_times(self, qkv, n):
+        """n times (ms) of PyTorch's attention. On the GPU: CUDA events
+        around each call, the calls queued QUEUED at a time behind a
+        sleeping kernel, so that the events time the GPU's work. A decode
+        step takes tens of microseconds, about what Python takes to launch
+        one: calls launched onto an idle GPU would time the launches."""
+        times = []
+        if not self.gpu:
+            for _ in range(n):
+                t = time.perf_counter()
+                self.attention(*qkv)
+                times.append((time.perf_counter() - t) * 1e3)
+            return times
+        sleep = getattr(torch.cuda, "_sleep", None)
+        while len(times) < n:
+            if sleep:
+                sleep(SLEEP_CYCLES)
+            ev = [(torch.cuda.Event(enable_timing=True),
+                   torch.cuda.Event(enable_timing=True))
+                  for _ in range(min(self.QUEUED, n - len(times)))]
+            for a, b in ev:
+                a.record()
+                self.attention(*qkv)
+                b.record()
+            torch.cuda.synchronize()
+            times += [a.elapsed_time(b) for a, b in ev]
+        return times
+
+    def model(self, m, row):
+        if self.clock.left() < 30:
+            row["notes"].append("%s skipped: time budget spent" % m["name"])
+            print("skip %s: time budget spent" % m["name"], flush=True)
+            return
+        shapes = [(m["B"], m["H"], 1, m["D"])] + \
+            [(m["B"], m["Hkv"], m["Skv"], m["D"])] * 2
+        qkv = [torch.randn(s, generator=self.gen, device=self.device,
+                           dtype=torch.float32).to(torch.float16)
+               for s in shapes]
+        paths = []
+        for i, t in enumerate(qkv):
+            paths.append(os.path.join(self.work, "d%d.npy" % i))
+            np.save(paths[-1], t.cpu().numpy())
+        if self.l2 and row["bytes"] <= self.l2:
+            row["notes"].append(
+                "%s: K and V (%.1f MB) fit in the L2 (%.0f MB) and every "
+                "run reads the same ones: its GB/s are partly the L2's" % (
+                    m["name"], row["bytes"] / 1e6, self.l2 / 1e6))
+        if self.gpu and not hasattr(torch.cuda, "_sleep"):
+            row["notes"].append("%s: no torch.cuda._sleep: the %s times "
+                                "include Python's launches" %
+                                (m["name"], self.peer_name))
+        expect = None
+        try:
+            for _ in range(3):
+                self.attention(*qkv)
+            t0 = sorted(self.peer_times(qkv, 5))[2]
+            n = int(min(200, max(10 if self.gpu else 3,
+                                 self.target_s * 1e3 / max(t0, 1e-3))))
+            times = sorted(self.peer_times(qkv, n))
+            row["torch_ms"], row["torch_n"] = times[len(times) // 2], n
+            row["torch_gbps"] = row["bytes"] / row["torch_ms"] / 1e6
+            expect = self.attention(*qkv).float()
+        except RuntimeError as e:  # no kernel for this case, say
+            row["notes"].append("%s: %s failed: %s" % (
+                m["name"], self.peer_name, str(e).splitlines()[0]))
+        if self.gpu:
+            torch.cuda.synchronize()  # nothing of ours runs beside tfc-run
+        for build in m["builds"]:
+            self.build(m, build, paths, expect, row)
+        print("time %-30s %s" % (m["name"], ", ".join(
+            "%s %.4f ms" % (k[:-3], row[k]) for k in row
+            if k.endswith("_ms"))), flush=True)
+
+    def build(self, m, build, paths, expect, row):
+        label = "%s %s" % (m["name"], build)
+        if not_built(m, build, label, row, self.checks):
+            return
+        if self.clock.left() < 20:
+            row["notes"].append("%s skipped: time budget spent" % label)
+            return
+        # Repeats for about target_s of timed runs, at the time of the
+        # build timed before (the tiled kernels can take 10x that: still
+        # well under a second at these sizes).
+        predict = row.get("fused_ms") or row.get("torch_ms") or 1.0
+        repeat = int(min(200 if self.gpu else 20,
+                         max(3, self.target_s * 1e3 / max(predict, 1e-3))))
+        out_path = os.path.join(self.work, "d_out.npy")
+        ms = run_timed(self.run, os.path.join(self.base, m["paths"][build]),
+                       paths, out_path, label, build, row, self.checks,
+                       repeat=repeat, warmup=3,
+                       timeout=min(120, self.clock.left() - 15))
+        if ms is None:
+            return
+        row[build + "_ms"], row[build + "_n"] = ms, repeat
+        row[build + "_gbps"] = row["bytes"] / ms / 1e6
+        if expect is None:
+            return
+        check_against(out_path, expect, self.device, m["tol"][build],
+                      "%s vs %s" % (label, self.peer_name), build, row,
+                      self.checks)
+
+
+def run_decode_timing(manifest, timing, rows):
+    """Appends one row per decode timing model to rows and times it."""
+    for m in [m for m in manifest["models"]
+              if m["group"] == "decode_timing"]:
+        row = {"name": m["name"], "B": m["B"], "H": m["H"], "Hkv": m["Hkv"],
+               "Skv": m["Skv"], "D": m["D"], "bytes": kv_bytes(m),
+               "peer": timing.peer_name, "notes": []}
+        rows.append(row)
+        try:
+            timing.model(m, row)
+        except Exception as e:  # a bug here must not end the whole check
+            timing.checks.add(False, m["name"], "check.py error: %s: %s" %
+                              (type(e).__name__, e))
+
+
+def decode_table(rows):
+    """One row per decode shape: PyTorch, then each tfc build (ms, GB/s of
+    K and V), and the decode kernel's ratios to the tiled kernels and to
+    PyTorch (t_other / t_fused: above 1x, the decode kernel is faster)."""
+    builds = [b for b in ("fused",) + tuple(specs.DECODE_BUILDS)
+              if any(r.get(b + "_ms") for r in rows)]
+    head = ["B", "Hq/Hkv", "Skv", "K+V MB", "%s ms" % rows[0]["peer"],
+            "GB/s"]
+    for b in builds:
+        head += ["tfc %s ms" % b, "GB/s"]
+    head += ["fused vs tiled", "fused vs torch", "fused err vs torch"]
+    lines = ["| " + " | ".join(head) + " |",
+             "|" + "|".join("---:" for _ in head) + "|"]
+    notes = []
+    for r in rows:
+        def ratio(other):
+            if r.get(other) and r.get("fused_ms"):
+                return "%.2fx" % (r[other] / r["fused_ms"])
+            return "—"
+        cells = [str(r["B"]), "%d/%d" % (r["H"], r["Hkv"]), str(r["Skv"]),
+                 "%.1f" % (r["bytes"] / 1e6), fmt(r.get("torch_ms"), "%.4f"),
+                 fmt(r.get("torch_gbps"), "%.0f")]
+        for b in builds:
+            cells += [fmt(r.get(b + "_ms"), "%.4f"),
+                      fmt(r.get(b + "_gbps"), "%.0f")]
+        cells += [ratio("tiled_ms"), ratio("torch_ms"),
+                  fmt(r.get("fused_err"), "%.1e")]
+        lines.append("| " + " | ".join(cells) + " |")
+        notes += [n for n in r["notes"] if n not in notes]
+    return lines, notes
+
+
 # ---------------------------------------------------------------- report
 
 def fmt(v, spec="%.3f"):
@@ -656,7 +884,7 @@ def timing_table(rows, peer_name):
 
 
 def report(header, checks, rows, peer_name, gpu, out, clock, final,
-           gemm_rows=()):
+           gemm_rows=(), decode_rows=()):
     failed = checks.failed
     lines = ["# tfc device check", "", header, ""]
     lines.append("**numerics: %d checks, %d passed, %d failed**%s" % (
@@ -693,6 +921,26 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final,
                   "torch` = t_torch / t_tfc." % (
                       "CUDA events; its result in f16" if gpu else
                       "wall clock; in f32 on the CPU")]
+    if decode_rows:
+        t, notes = decode_table(decode_rows)
+        lines += ["", "## Decode attention timing, f16, Sq=1, D=%d" %
+                  decode_rows[0]["D"], ""] + t
+        lines += ["", "fused: the split-KV decode kernel (default); tiled: "
+                  "`--gpu-decode-kernel=false`. tfc: `tfc-run --repeat` "
+                  "median (%s). %s: median of many calls on the same "
+                  "inputs (%s). GB/s = K and V bytes read once "
+                  "(2*B*Hkv*Skv*D*2) / t; the H200's HBM peak is about "
+                  "%d GB/s. `fused vs X` = t_X / t_fused. `fused err vs "
+                  "torch`: ||tfc - torch|| / ||torch||." % (
+                      "CUDA events from an idle stream: the launches' "
+                      "latency, a few microseconds, included"
+                      if gpu else "wall clock",
+                      decode_rows[0]["peer"],
+                      "CUDA events, the calls queued behind a sleeping "
+                      "kernel: GPU time only" if gpu else "wall clock",
+                      HBM_PEAK_GBPS)]
+        for n in notes:
+            lines.append("- " + n)
     lines.append("")
     lines.append("wall time of the check: %.0f s" % clock.elapsed())
     md = "\n".join(lines) + "\n"
@@ -709,8 +957,8 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final,
             f.write(full)
         with open(os.path.join(out, "device-check.json"), "w") as f:
             json.dump({"header": header, "checks": checks.rows,
-                       "timing": rows, "gemm_timing": list(gemm_rows)}, f,
-                      indent=1)
+                       "timing": rows, "gemm_timing": list(gemm_rows),
+                       "decode_timing": list(decode_rows)}, f, indent=1)
     return md
 
 
@@ -775,6 +1023,7 @@ def main():
         run.once, run.timeout_scale = True, 30.0
     work = tempfile.mkdtemp(prefix="tfc-device-check-")
     checks, rows, peer, gemm_rows = Checks(), [], Peer(device), []
+    decode_rows = []
     try:
         print("== numerics (%s)" % device, flush=True)
         run_numerics(manifest, base, run, device, seed, work, checks, clock)
@@ -806,6 +1055,15 @@ def main():
             print("== GEMM timing (%.0f s left)" % clock.left(), flush=True)
             run_gemm_timing(manifest, base, run, device, seed, work, checks,
                             clock, gemm_rows)
+            print("== decode timing (%.0f s left)" % clock.left(),
+                  flush=True)
+            try:
+                run_decode_timing(manifest, DecodeTiming(
+                    base, run, device, seed, work, checks, clock),
+                    decode_rows)
+            except Exception as e:  # a bug here must not end the whole check
+                checks.add(False, "decode timing", "check.py error: %s: %s" %
+                           (type(e).__name__, e))
         # Last: a debugging aid that the time left may cut short.
         if gpu:
             print("== compute-sanitizer (%.0f s left)" % clock.left(),
@@ -815,7 +1073,7 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
         md = report(header, checks, rows, peer.name, gpu, a.out, clock,
-                    True, gemm_rows)
+                    True, gemm_rows, decode_rows)
         print()
         print(md, end="", flush=True)
     return 1 if checks.failed else 0

@@ -2,11 +2,13 @@
 
 Without a GPU, check.py takes its CPU branches; this runs the others
 (CUDA-event timing, forced-flash SDPA, input sets rotated past the L2, the
-device header) with stand-ins for torch.cuda.Event, sdpa_kernel and
-scaled_dot_product_attention, on the dry run's first timing models. It
-catches Python mistakes in code that would otherwise first run on the
-device, where a crash costs lease time; it says nothing about the real
-APIs' behaviour beyond their names and signatures.
+device header; the decode timing's SDPA with enable_gqa, queued behind
+torch.cuda._sleep) with stand-ins for torch.cuda.Event, torch.cuda._sleep,
+sdpa_kernel and scaled_dot_product_attention, on the dry run's first
+timing models and its decode timing models. It catches Python mistakes in
+code that would otherwise first run on the device, where a crash costs
+lease time; it says nothing about the real APIs' behaviour beyond their
+names and signatures.
 
 usage: fake_gpu_test.py --manifest M --tfc-run PATH
 """
@@ -41,8 +43,19 @@ class FakeEvent:
         return (end.t - self.t) * 1e3
 
 
+gqa_calls = []
+sleeps = []
+
+
 def fake_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
-              scale=None):
+              scale=None, enable_gqa=False):
+    if k.shape[1] != q.shape[1]:
+        if not enable_gqa:  # as the real one
+            raise RuntimeError("query and key heads differ: enable_gqa")
+        gqa_calls.append(q.shape)
+        g = q.shape[1] // k.shape[1]
+        k = k.repeat_interleave(g, dim=1)
+        v = v.repeat_interleave(g, dim=1)
     s = q.float() @ k.float().transpose(-1, -2) / math.sqrt(q.shape[-1])
     if is_causal:
         n = s.shape[-1]
@@ -68,6 +81,7 @@ def main():
 
     torch.cuda.Event = FakeEvent
     torch.cuda.synchronize = lambda device=None: None
+    torch.cuda._sleep = sleeps.append
     torch.cuda.get_device_name = lambda device=None: "Fake H200"
     F.scaled_dot_product_attention = fake_sdpa
     check.F = F
@@ -94,8 +108,29 @@ def main():
     check.run_timing({"models": models}, timing, rows)
     lines, _ = check.timing_table(rows, peer.name)
     print("\n".join(lines))
+
+    # Decode timing: SDPA with enable_gqa, queued behind a sleep (the
+    # stand-in only counts them), K and V within the stand-in L2.
+    decode = check.DecodeTiming(
+        os.path.dirname(os.path.abspath(a.manifest)),
+        check.TfcRun(a.tfc_run, ["--threads", "1"]), cpu, 1, work, checks,
+        check.Clock(120))
+    decode.gpu, decode.l2, decode.target_s = True, 4 << 20, 0.05
+    decode.QUEUED = 4  # several queues of calls, each behind a sleep
+    # The CPU models have no "tiled" build: the fused one stands in for it,
+    # for the table's tiled columns and ratio.
+    decode_models = [dict(m, builds=m["builds"] + ["tiled"],
+                          paths=dict(m["paths"], tiled=m["paths"]["fused"]))
+                     for m in manifest["models"]
+                     if m["group"] == "decode_timing"]
+    decode_rows = []
+    check.run_decode_timing({"models": decode_models}, decode, decode_rows)
+    lines, _ = check.decode_table(decode_rows)
+    print("\n".join(lines))
     report = check.report(header, checks, rows, peer.name, True, work,
-                          check.Clock(1), True)
+                          check.Clock(1), True, decode_rows=decode_rows)
+    with open(os.path.join(work, "device-check.json")) as f:
+        decode_json = json.load(f)["decode_timing"]
 
     # compute-sanitizer: a stand-in that drops the tool's options and runs
     # the model, and one that reports an error; the second must fail.
@@ -123,7 +158,19 @@ def main():
         "passes" if not sanitized["clean"].failed else "FAILS",
         "fails" if sanitized["error"].failed else "PASSES"))
     shutil.rmtree(work, ignore_errors=True)
-    ok = (sanitizer_ok and not checks.failed and backends_entered and
+    decode_ok = (decode_rows and gqa_calls and len(sleeps) > 1 and
+                 all(r.get("fused_ms") and r.get("tiled_ms") and
+                     r.get("torch_ms") and r.get("tiled_err") is not None
+                     for r in decode_rows) and
+                 any("fit in the L2" in n for r in decode_rows
+                     for n in r["notes"]) and
+                 "queued behind a sleeping kernel" in report and
+                 len(decode_json) == len(decode_rows))
+    print("decode timing stand-ins: %s (%d SDPA calls with grouped heads, "
+          "%d sleeps)" % ("ok" if decode_ok else "FAIL", len(gqa_calls),
+                          len(sleeps)))
+    ok = (sanitizer_ok and decode_ok and not checks.failed and
+          backends_entered and
           all(r.get("fused_ms") and r.get("peer_ms") for r in rows) and
           rows[0]["sets"] > 1 and "CUDA events" in report)
     print("%d passed, %d failed" % (int(bool(ok)), int(not ok)))

@@ -3,7 +3,7 @@
 usage: prepare.py --tfc-compile PATH --out DIR [--target nvptx|cpu]
                   [--gpu-arch sm_90a] [--small] [--jobs N]
 
-Writes DIR/src/NAME.mlir, DIR/models/NAME.{fused,unfused}.so and
+Writes DIR/src/NAME.mlir, DIR/models/NAME.BUILD.so and
 DIR/manifest.json. A model that does not compile is kept in the manifest
 with its error (check.py reports it as FAIL / "not built"); the exit status
 is then 2. Standard library only.
@@ -62,7 +62,10 @@ def compile_one(tfc_compile, out, model, build, target, gpu_flags):
            "--target=" + target] + gpu_flags
     if build == "unfused":
         cmd.append("--no-fusion")
-    variant = specs.GPU_VARIANTS.get(build, [])
+    variant = (specs.GPU_VARIANTS.get(build, []) +
+               specs.DECODE_BUILDS.get(build, []))
+    if build in specs.GPU_VARIANTS and model.get("decode_shape"):
+        variant += specs.DECODE_BUILDS["tiled"]
     if any(f.startswith("--gpu-arch=") for f in variant):
         # The build names its own architecture (wgmma: sm_90a).
         cmd = [f for f in cmd if not f.startswith("--gpu-arch=")]
@@ -178,10 +181,11 @@ def main():
     if not a.numerics_only:
         models += specs.timing_models(a.small)
         models += specs.gemm_timing_models(a.small)
+        models += specs.decode_timing_models(a.small)
     if a.target != "nvptx":  # --gpu-ldmatrix and the like are GPU flags
+        gpu_only = set(specs.GPU_VARIANTS) | set(specs.DECODE_BUILDS)
         for m in models:
-            m["builds"] = [b for b in m["builds"]
-                           if b not in specs.GPU_VARIANTS]
+            m["builds"] = [b for b in m["builds"] if b not in gpu_only]
     for m in models:
         with open(os.path.join(a.out, "src", m["name"] + ".mlir"), "w") as f:
             f.write(m["mlir"])

@@ -6,11 +6,13 @@ there is no PyTorch. Each model is a plain dict that goes into the manifest
 as it is (prepare.py adds the paths of the compiled builds):
 
   name        unique, also the file name of its builds
-  group       "numerics" or "timing"
+  group       "numerics", "timing" (prefill attention), "gemm_timing" or
+              "decode_timing"
   mlir        the source (written to .device/src/NAME.mlir)
   entry       function to compile (None: the only public one)
-  builds      which builds to compile: "fused" (default pipeline) and/or
-              "unfused" (--no-fusion)
+  builds      which builds to compile: "fused" (default pipeline),
+              "unfused" (--no-fusion), the GPU_VARIANTS and DECODE_BUILDS
+              below
   inputs      [{name, shape, dtype, gen}], in call order; gen says how
               check.py draws it: {"kind": "normal", "scale": s, "shift": m}
               (m + s * N(0, 1)), "padding_mask" (additive [B,1,1,Skv], the
@@ -22,7 +24,9 @@ as it is (prepare.py adds the paths of the compiled builds):
 
 Timing models also carry B, H, S, D and causal: check.py times them against
 PyTorch's flash SDPA on the same inputs, and checks their outputs against
-SDPA's rather than against a float64 reference.
+SDPA's rather than against a float64 reference. Decode timing models carry
+B, H (query heads), Hkv, Skv and D, and are timed and checked against
+PyTorch's SDPA with grouped-query heads (enable_gqa).
 """
 
 import math
@@ -43,7 +47,8 @@ BF16_MARGIN = 2e-3
 
 def tol(dtype):
     return dict({"fused": TOL[dtype], "unfused": TOL[dtype]},
-                **{b: TOL[dtype] for b in GPU_VARIANTS})
+                **{b: TOL[dtype] for b in list(GPU_VARIANTS) +
+                   list(DECODE_BUILDS)})
 
 
 # f16/bf16 attention is also built with --gpu-ldmatrix (K and V fragments by
@@ -72,6 +77,16 @@ GPU_VARIANTS = {
               "--gpu-wgmma-warpgroups=2", "--gpu-tma-producer"],
 }
 
+# Attention with at most 8 query rows per KV head (decode; grouped-query
+# heads) runs the split-KV decode kernel in the default build ("fused");
+# "tiled" keeps the tiled flash-attention kernels for it. The GPU_VARIANTS
+# change the tiled kernels only, so decode models are built with these
+# instead (the GPU target only; prepare drops them for the CPU). Build
+# name: tfc-compile flags.
+DECODE_BUILDS = {
+    "tiled": ["--gpu-decode-kernel=false"],
+}
+
 
 def bound(tol, dtype, floor):
     """The error bound of one check: bf16 is measured from its floor."""
@@ -93,11 +108,11 @@ def tensor(name, shape, dtype, gen=None):
 
 def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
               mask=False, scale=None, group="numerics",
-              builds=("fused", "unfused")):
+              builds=("fused", "unfused"), variants=True):
     """One transformer.attention; mask=True adds a [B,1,1,Skv] padding mask.
-    f16/bf16 ones also get the GPU_VARIANTS builds."""
+    f16/bf16 ones also get the GPU_VARIANTS builds unless variants=False."""
     builds = list(builds)
-    if dtype != "f32":
+    if dtype != "f32" and variants:
         for i, variant in enumerate(GPU_VARIANTS):
             if variant not in builds:
                 builds.insert(1 + i, variant)
@@ -128,7 +143,10 @@ def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
                     "scale": scale if scale is not None else 1 / math.sqrt(d)},
             "tol": tol(dtype),
             "B": b, "H": hq, "Hkv": hkv, "Sq": sq, "Skv": skv, "D": d,
-            "causal": causal}
+            "causal": causal,
+            # The default build takes the decode kernel: the GPU_VARIANTS
+            # (tiled-kernel variants) then build without it.
+            "decode_shape": hq // hkv * sq <= 8}
 
 
 def softmax(name, shape, dim, dtype="f32"):
@@ -240,6 +258,11 @@ def numerics_models(root):
         A("attn_odd_77x200_d80_f16", 1, 12, 12, 77, 200, 80, "f16"),
         A("attn_decode_1x1000_f32", 1, 12, 12, 1, 1000, 64, "f32"),
         A("attn_decode_1x1000_f16", 2, 12, 12, 1, 1000, 64, "f16"),
+        # 8 query heads per KV head (the most rows the decode kernel
+        # takes), 1100 keys (not a whole number of its 32-key tiles): the
+        # decode kernel, the tiled one on the same shape, the unfused graph.
+        A("attn_decode_gqa16x2_f16", 2, 16, 2, 1, 1100, 128, "f16",
+          builds=("fused", "tiled", "unfused"), variants=False),
         A("attn_padmask_f32", 3, 4, 4, 40, 40, 64, "f32", mask=True),
         A("attn_padmask_f16", 3, 4, 4, 130, 130, 64, "f16", mask=True,
           scale=0.1),
@@ -312,3 +335,18 @@ def timing_models(small=False):
                     m["unfused_note"] = UNFUSED_NOTE
                 models.append(m)
     return models
+
+
+def decode_timing_models(small=False):
+    """f16 decode attention (Sq = 1), D = 128, in the decode kernel
+    ("fused") and the tiled kernels ("tiled"), timed against PyTorch's SDPA
+    with grouped-query heads: Llama-3-8B's 32 query heads on 8 KV heads at
+    4096 and 32768 keys, the same at batch 8, and 32 heads without grouping
+    at 16384 keys. The dry run: two small shapes."""
+    shapes = ([(1, 8, 2, 256), (2, 4, 4, 512)] if small else
+              [(1, 32, 8, 4096), (1, 32, 8, 32768), (8, 32, 8, 4096),
+               (1, 32, 32, 16384)])
+    return [attention("decode_b%d_h%dx%d_s%d" % (b, hq, hkv, skv), b, hq,
+                      hkv, 1, skv, 128, "f16", group="decode_timing",
+                      builds=["fused"] + list(DECODE_BUILDS), variants=False)
+            for b, hq, hkv, skv in shapes]
