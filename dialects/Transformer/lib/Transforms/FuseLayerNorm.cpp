@@ -57,6 +57,47 @@ struct FuseLayerNormPattern : OpRewritePattern<tosa::RsqrtOp> {
   }
 };
 
+/// The f32 input (gamma, beta) of a layer_norm as the f16/bf16 value `t`
+/// it was cast from, or null.
+static Value castFrom(Value v, Type t) {
+  auto castOp = v.getDefiningOp<tosa::CastOp>();
+  if (!castOp)
+    return {};
+  Value in = castOp.getInput();
+  return cast<RankedTensorType>(in.getType()).getElementType() == t ? in
+                                                                    : Value();
+}
+
+/// cast(layer_norm(cast(x), cast(gamma), cast(beta))) back to x's f16 or
+/// bf16 is the layer_norm of x, gamma and beta themselves: a layer_norm
+/// of f16/bf16 computes in f32 and rounds once (see its decomposition),
+/// which is what the casts spell out. Half-precision models write their
+/// LayerNorm that way (and tfc's importer with --dtype does). Rooted at
+/// the last cast.
+struct FoldLayerNormCastsPattern : OpRewritePattern<tosa::CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tosa::CastOp op,
+                                PatternRewriter &rewriter) const override {
+    auto norm = op.getInput().getDefiningOp<LayerNormOp>();
+    if (!norm || !norm->hasOneUse() || !norm.getType().getElementType().isF32())
+      return failure();
+    Type t = cast<RankedTensorType>(op.getType()).getElementType();
+    if (!t.isF16() && !t.isBF16())
+      return failure();
+    Value x = castFrom(norm.getInput(), t),
+          gamma = castFrom(norm.getGamma(), t),
+          beta = castFrom(norm.getBeta(), t);
+    if (!x || !gamma || !beta)
+      return rewriter.notifyMatchFailure(
+          op, "the layer_norm's operands are not all cast from its result's "
+              "type");
+    rewriter.replaceOpWithNewOp<LayerNormOp>(op, op.getType(), x, gamma, beta,
+                                             norm.getEpsilonAttr());
+    return success();
+  }
+};
+
 struct FuseLayerNormPass
     : impl::TransformerFuseLayerNormBase<FuseLayerNormPass> {
   using Base::Base;
@@ -73,7 +114,8 @@ struct FuseLayerNormPass
 } // namespace
 
 void populateFuseLayerNormPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseLayerNormPattern>(patterns.getContext());
+  patterns.add<FuseLayerNormPattern, FoldLayerNormCastsPattern>(
+      patterns.getContext());
 }
 
 } // namespace tfc::transformer
