@@ -1,6 +1,7 @@
 """all-MiniLM-L6-v2 compiled from its config.json and model.safetensors, fused
 and unfused, against the PyTorch reference embeddings of tests/fixtures/minilm:
-cosine similarity above 0.9999 per sentence and max abs error under 1e-4.
+cosine similarity above 0.9999 per sentence and max abs error under 1e-4;
+computing in f16 and bf16 (--dtype), within 10 units of the type's roundoff.
 
 usage: minilm.py BINDIR WORKDIR MODEL_DIR FIXTURES_DIR
 """
@@ -32,6 +33,20 @@ def main():
                  cos.min() > 0.9999)
         err = np.abs(emb - ref).max()
         h.expect("%s: max abs error %.2e < 1e-4" % (label, err), err < 1e-4)
+    # Computing in f16 and bf16 (--dtype; the model's weights are f16 on
+    # disk): the embeddings within 10 units of the type's roundoff (2^-11,
+    # 2^-8) of PyTorch's f32 ones, norm-wise, every sentence's direction
+    # kept (cosine above 0.999).
+    for dtype, tol in (("f16", 10 * 2.0**-11), ("bf16", 10 * 2.0**-8)):
+        lib, summary = h.build_hf("minilm_" + dtype, model, batch, seq, True,
+                                  ["--dtype=" + dtype])
+        print(summary)
+        emb = h.run_hf(lib, model, [ids, mask]).astype(np.float64)
+        cos = (emb * ref).sum(1) / (np.linalg.norm(emb, axis=1) *
+                                    np.linalg.norm(ref, axis=1))
+        h.expect("minilm %s: min cosine %.6f > 0.999" % (dtype, cos.min()),
+                 cos.min() > 0.999)
+        h.expect_close("minilm %s embeddings" % dtype, emb, ref, tol)
     h.finish()
 
 
