@@ -33,10 +33,10 @@ def main():
                  cos.min() > 0.9999)
         err = np.abs(emb - ref).max()
         h.expect("%s: max abs error %.2e < 1e-4" % (label, err), err < 1e-4)
-    # Computing in f16 and bf16 (--dtype; the model's weights are f16 on
-    # disk): the embeddings within 10 units of the type's roundoff (2^-11,
-    # 2^-8) of PyTorch's f32 ones, norm-wise, every sentence's direction
-    # kept (cosine above 0.999).
+    # Computing in f16 and bf16 (--dtype; the model's f32 weights are cast
+    # to the type once per run): the embeddings within 10 units of the
+    # type's roundoff (2^-11, 2^-8) of PyTorch's f32 ones, norm-wise, every
+    # sentence's direction kept (cosine above 0.999).
     for dtype, tol in (("f16", 10 * 2.0**-11), ("bf16", 10 * 2.0**-8)):
         lib, summary = h.build_hf("minilm_" + dtype, model, batch, seq, True,
                                   ["--dtype=" + dtype])

@@ -175,6 +175,11 @@ def GPUMergeModules : Pass<"tfc-gpu-merge-modules", "mlir::ModuleOp"> {
     model: one `cuModuleLoadData` at load time, and one file for
     `tfc-compile --emit=ptx` and `ptxas`. Launches are redirected; kernel
     names are kept unique.
+
+    Kernels that are the same but for their names (a model's layers repeat
+    the same shapes: all-MiniLM-L6-v2's six blocks give six copies of each
+    kernel) are kept once, with their shared-memory tiles, and every launch
+    goes to the one kept: fewer kernels for ptxas and a smaller cubin.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
