@@ -126,7 +126,35 @@ bool isWeight(Value buffer) {
   return role && role.getValue() == "weight";
 }
 
-/// linalg.matmul / linalg.batch_matmul on f32 buffers with the default maps.
+/// `src` (f16 or bf16) widened into a fresh f32 buffer of its shape.
+Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
+  auto type = cast<MemRefType>(src.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(memref::DimOp::create(rewriter, loc, src, d));
+  Type f32 = rewriter.getF32Type();
+  Value wide = memref::AllocOp::create(rewriter, loc,
+                                       MemRefType::get(type.getShape(), f32),
+                                       sizes, rewriter.getI64IntegerAttr(64));
+  AffineMap id = rewriter.getMultiDimIdentityMap(type.getRank());
+  linalg::GenericOp::create(
+      rewriter, loc, TypeRange(), ValueRange{src}, ValueRange{wide},
+      ArrayRef<AffineMap>{id, id},
+      SmallVector<utils::IteratorType>(type.getRank(),
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(
+            b, l,
+            ValueRange{arith::ExtFOp::create(b, l, b.getF32Type(), args[0])});
+      });
+  return wide;
+}
+
+/// linalg.matmul / linalg.batch_matmul on f32 buffers with the default
+/// maps; f16/bf16 operands with an f32 result are widened to f32 first
+/// (the same products and f32 sums the op defines) and the temporaries
+/// freed after the call.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
   MatmulToKernel(MLIRContext *ctx, StringRef kernel)
       : OpRewritePattern<OpTy>(ctx), kernel(kernel.str()) {}
@@ -137,9 +165,15 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
       return rewriter.notifyMatchFailure(op, "not a plain matmul on buffers");
     SmallVector<Value> operands(op.getDpsInputs());
     operands.push_back(op.getDpsInits()[0]);
-    for (Value v : operands)
-      if (!cast<MemRefType>(v.getType()).getElementType().isF32())
-        return rewriter.notifyMatchFailure(op, "not f32");
+    auto elementType = [](Value v) {
+      return cast<MemRefType>(v.getType()).getElementType();
+    };
+    if (!elementType(operands[2]).isF32())
+      return rewriter.notifyMatchFailure(op, "not an f32 result");
+    for (Value v : ArrayRef(operands).take_front(2))
+      if (!elementType(v).isF32() && !elementType(v).isF16() &&
+          !elementType(v).isBF16())
+        return rewriter.notifyMatchFailure(op, "not f32, f16 or bf16");
     Location loc = op.getLoc();
     int64_t rank = cast<MemRefType>(operands[0].getType()).getRank();
 
@@ -158,17 +192,32 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
       accumulate = false;
     }
 
+    // A weight widened into a temporary is not constant: the packed copies
+    // of constant operands are keyed by address, which the next temporary
+    // may reuse.
+    bool constantB = isWeight(operands[1]) && elementType(operands[1]).isF32();
+    SmallVector<Value> temporaries;
+    for (Value &v : MutableArrayRef(operands).take_front(2))
+      if (!elementType(v).isF32()) {
+        v = widenToF32(rewriter, loc, v);
+        temporaries.push_back(v);
+      }
+
     MemRefType dyn = dynamicF32MemRef(op.getContext(), rank);
     SmallVector<Value> args;
     for (Value v : operands)
       args.push_back(memref::CastOp::create(rewriter, loc, dyn, v));
     // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B.
-    int32_t flags = (accumulate ? 1 : 0) | (isWeight(operands[1]) ? 2 : 0);
+    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 : 0);
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(flags)));
     declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), kernel,
                   {dyn, dyn, dyn, rewriter.getI32Type()});
-    rewriter.replaceOpWithNewOp<func::CallOp>(op, kernel, TypeRange(), args);
+    auto call = rewriter.replaceOpWithNewOp<func::CallOp>(op, kernel,
+                                                          TypeRange(), args);
+    rewriter.setInsertionPointAfter(call);
+    for (Value t : temporaries)
+      memref::DeallocOp::create(rewriter, loc, t);
     return success();
   }
 
