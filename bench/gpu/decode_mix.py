@@ -16,7 +16,6 @@ scripts/device-check.sh measures the time.
 usage: decode_mix.py [--bin build/bin] [--driver PATH]
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -25,8 +24,8 @@ import tempfile
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+from instruction_mix import ROOT, counts, interpreter
+
 
 BUILDS = [("decode", []), ("tiled", ["--gpu-decode-kernel=false"])]
 # (B, Hq, Hkv, Skv): grouped-query heads (Llama-3-8B's 32 on 8) and plain
@@ -44,10 +43,8 @@ def mlir(b, hq, hkv, skv):
 
 
 def stats(line):
-    out = {"total": float(re.search(r"([0-9.]+) warp-instructions",
-                                    line).group(1))}
-    for name, value in re.findall(r", ([a-z0-9.]+) ([0-9.]+)", line):
-        out[name] = float(value)
+    """counts() of a PTXEMU_STATS line, with the grid's "blocks"."""
+    out = counts(line)
     grid = [int(x) for x in re.search(r"grid (\d+)x(\d+)x(\d+)",
                                       line).groups()]
     out["blocks"] = grid[0] * grid[1] * grid[2]
@@ -80,12 +77,7 @@ def roundup(x, m):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
-    p.add_argument("--driver", default=os.path.join(
-        ROOT, "build", "runtime", "fixtures", "ptx_cuda.so"))
-    a = p.parse_args()
-    env = dict(os.environ, TFC_CUDA_DRIVER=a.driver, PTXEMU_STATS="1")
+    a, env = interpreter()
     rng = np.random.default_rng(0)
     print("| B x Hq x Hkv x Skv | build | kernel | blocks | registers "
           "| shared KiB | blocks/SM | warp-instr. per key | global loads "

@@ -55,17 +55,34 @@ def mlir(d, s, causal):
                                         t, t, t, t, t))
 
 
-def parse(line):
-    """{class: warp-instructions} of one PTXEMU_STATS line, with "total"
-    and "products": the 16x8x16 products of tensor-core work, one per
-    mma.sync and, per warp, N / 8 per wgmma m64nNk16 (total / the line's
-    "(X per wgmma, Y per 16x8x16 of it)" Y, which it prints to 2
-    decimals; mma.sync builds print "(X per mma.sync)" instead, X =
-    total / mma.sync)."""
+def counts(line):
+    """{class: warp-instructions} of one PTXEMU_STATS line, with "total"."""
     stats = {"total": float(re.search(r"([0-9.]+) warp-instructions",
                                       line).group(1))}
     for name, value in re.findall(r", ([a-z0-9.]+) ([0-9.]+)", line):
         stats[name] = float(value)
+    return stats
+
+
+def interpreter():
+    """The command line's --bin and --driver, and the environment that runs
+    tfc-run's GPU models on the PTX interpreter with its statistics."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    p.add_argument("--driver", default=os.path.join(
+        ROOT, "build", "runtime", "fixtures", "ptx_cuda.so"))
+    a = p.parse_args()
+    return a, dict(os.environ, TFC_CUDA_DRIVER=a.driver, PTXEMU_STATS="1")
+
+
+def parse(line):
+    """counts() of one PTXEMU_STATS line, with "products": the 16x8x16
+    products of tensor-core work, one per
+    mma.sync and, per warp, N / 8 per wgmma m64nNk16 (total / the line's
+    "(X per wgmma, Y per 16x8x16 of it)" Y, which it prints to 2
+    decimals; mma.sync builds print "(X per mma.sync)" instead, X =
+    total / mma.sync)."""
+    stats = counts(line)
     products = 0.0
     m = re.search(r"\(([0-9.]+) per mma\.sync\)", line)
     if m:  # the count itself where the line has it: not rounded
@@ -81,12 +98,7 @@ def parse(line):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
-    p.add_argument("--driver", default=os.path.join(
-        ROOT, "build", "runtime", "fixtures", "ptx_cuda.so"))
-    a = p.parse_args()
-    env = dict(os.environ, TFC_CUDA_DRIVER=a.driver, PTXEMU_STATS="1")
+    a, env = interpreter()
     rng = np.random.default_rng(0)
     print("| D | S | causal | build | warp-instr. per 16x8x16 "
           "| ldmatrix + ld/st.shared per 16x8x16 | bar.sync per 16x8x16 "
