@@ -103,6 +103,20 @@ def FuseElementwise : Pass<"tfc-fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def StridedCopiesToLinalg : Pass<"tfc-strided-copies-to-linalg"> {
+  let summary = "Rewrite memref.copy between strided buffers as linalg.copy";
+  let description = [{
+    `finalize-memref-to-llvm` lowers a `memref.copy` to a memcpy when both
+    buffers are contiguous and otherwise to a call to `memrefCopy`, which
+    lives in MLIR's runner library; tfc's runtime does not link MLIR, so a
+    model that needs it would not load. Such copies come from writing into
+    a strided view (a concatenation, an insert into a slice). This pass
+    turns each one into `linalg.copy`, which becomes loops with the rest of
+    the linalg ops; contiguous copies stay memcpys.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def InlineAllocaScopes : Pass<"tfc-inline-alloca-scopes"> {
   let summary = "Inline memref.alloca_scope regions that allocate nothing";
   let description = [{
