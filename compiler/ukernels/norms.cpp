@@ -1,4 +1,4 @@
-//===- norms.cpp - Softmax and layer normalisation for the CPU ------------===//
+//===- norms.cpp - Softmax, layer and RMS normalisation for the CPU -------===//
 //
 // Each row is read from memory once and written once; the second and third
 // sweeps over a row hit the cache. Rows run in parallel.
@@ -173,6 +173,78 @@ void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
     y[j] = (x[j] - mean) * rstd * g[j * gs] + b[j * bs];
 }
 
+void rmsNormRow(const float *x, const float *g, int64_t gs, float *y, int64_t n,
+                float eps, bool stream, const float *next) {
+#ifdef __AVX512F__
+  using namespace tfc::uk;
+  if (gs == 1) {
+    // Sum of squares in four independent vector accumulators, then
+    // y = (x * rms) * gamma in the reference's order.
+    __m512 acc[4];
+    for (int v = 0; v < 4; ++v)
+      acc[v] = _mm512_setzero_ps();
+    int64_t j0 = 0;
+    for (; j0 + 64 <= n; j0 += 64)
+      for (int v = 0; v < 4; ++v) {
+        __m512 a = _mm512_loadu_ps(x + j0 + 16 * v);
+        acc[v] = _mm512_fmadd_ps(a, a, acc[v]);
+      }
+    for (int64_t j = j0; j < n; j += 16) {
+      __m512 a = _mm512_maskz_loadu_ps(firstLanes(n - j), x + j);
+      acc[0] = _mm512_fmadd_ps(a, a, acc[0]);
+    }
+    float sum = _mm512_reduce_add_ps(_mm512_add_ps(
+        _mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+    __m512 r = _mm512_set1_ps(1.0f / std::sqrt(sum / float(n) + eps));
+    for (int64_t j = 0; j < n; j += 16) {
+      prefetchNext(next, j);
+      __mmask16 k = firstLanes(n - j);
+      __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + j), r);
+      storeLanes(y + j, k, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, g + j)),
+                 stream);
+    }
+    return;
+  }
+#endif
+  double sq = 0;
+  for (int64_t j = 0; j < n; ++j)
+    sq += double(x[j]) * x[j];
+  float r = float(1.0 / std::sqrt(sq / double(n) + double(eps)));
+  for (int64_t j = 0; j < n; ++j)
+    y[j] = x[j] * r * g[j * gs];
+}
+
+/// Runs `row(x, y, stream, next)` on every row of `in`, writing `out`, rows
+/// in parallel: strided rows go through a packed copy; large outputs are
+/// streamed (`next` is the following row, to prefetch).
+template <typename RowFn>
+void forEachRow(MemRef<2> *in, MemRef<2> *out, RowFn row) {
+  int64_t rows = in->sizes[0], n = in->sizes[1];
+  if (n == 0)
+    return;
+  if (in->strides[1] != 1 || out->strides[1] != 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<float> tmp(2 * n);
+      for (int64_t j = 0; j < n; ++j)
+        tmp[j] = in->data()[r * in->strides[0] + j * in->strides[1]];
+      row(tmp.data(), tmp.data() + n, /*stream=*/false, /*next=*/nullptr);
+      for (int64_t j = 0; j < n; ++j)
+        out->data()[r * out->strides[0] + j * out->strides[1]] = tmp[n + j];
+    }
+    return;
+  }
+  bool stream = rows * n * 4 >= kStreamBytes;
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r)
+    row(in->data() + r * in->strides[0], out->data() + r * out->strides[0],
+        stream, r + 1 < rows ? in->data() + (r + 1) * in->strides[0] : nullptr);
+#ifdef __AVX512F__
+  if (stream)
+    _mm_sfence(); // order the streamed stores before the next kernel's reads
+#endif
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_tfc_uk_softmax_f32(MemRef<2> *in, MemRef<2> *out) {
@@ -209,35 +281,22 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_f32(MemRef<2> *in,
                                                    MemRef<1> *beta,
                                                    MemRef<2> *out,
                                                    float epsilon) {
-  int64_t rows = in->sizes[0], n = in->sizes[1];
-  if (n == 0)
-    return;
-  if (in->strides[1] != 1 || out->strides[1] != 1) {
-    // Strided rows: normalise a packed copy.
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      float *tmp = new float[2 * n];
-      for (int64_t j = 0; j < n; ++j)
-        tmp[j] = in->data()[r * in->strides[0] + j * in->strides[1]];
-      layerNormRow(tmp, gamma->data(), gamma->strides[0], beta->data(),
-                   beta->strides[0], tmp + n, n, epsilon, /*stream=*/false,
-                   /*next=*/nullptr);
-      for (int64_t j = 0; j < n; ++j)
-        out->data()[r * out->strides[0] + j * out->strides[1]] = tmp[n + j];
-      delete[] tmp;
-    }
-    return;
-  }
-  bool stream = rows * n * 4 >= kStreamBytes;
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < rows; ++r)
-    layerNormRow(in->data() + r * in->strides[0], gamma->data(),
-                 gamma->strides[0], beta->data(), beta->strides[0],
-                 out->data() + r * out->strides[0], n, epsilon, stream,
-                 r + 1 < rows ? in->data() + (r + 1) * in->strides[0]
-                              : nullptr);
-#ifdef __AVX512F__
-  if (stream)
-    _mm_sfence(); // order the streamed stores before the next kernel's reads
-#endif
+  int64_t n = in->sizes[1];
+  forEachRow(in, out,
+             [&](const float *x, float *y, bool stream, const float *next) {
+               layerNormRow(x, gamma->data(), gamma->strides[0], beta->data(),
+                            beta->strides[0], y, n, epsilon, stream, next);
+             });
+}
+
+extern "C" void _mlir_ciface_tfc_uk_rms_norm_f32(MemRef<2> *in,
+                                                 MemRef<1> *gamma,
+                                                 MemRef<2> *out,
+                                                 float epsilon) {
+  int64_t n = in->sizes[1];
+  forEachRow(in, out,
+             [&](const float *x, float *y, bool stream, const float *next) {
+               rmsNormRow(x, gamma->data(), gamma->strides[0], y, n, epsilon,
+                          stream, next);
+             });
 }

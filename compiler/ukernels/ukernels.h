@@ -1,7 +1,8 @@
 //===- ukernels.h - CPU micro-kernels linked into compiled models -*- C++ -*-//
 //
-// tfc lowers `transformer.attention`, `transformer.softmax` and
-// `transformer.layer_norm` on the CPU to calls into these kernels, which
+// tfc lowers `transformer.attention`, `transformer.softmax`,
+// `transformer.layer_norm` and `transformer.rms_norm` on the CPU to calls
+// into these kernels, which
 // tfc-compile links into every model library (as IREE links its ukernels).
 // They take MLIR memref descriptors (the `llvm.emit_c_interface` convention)
 // so that any strided view can be passed without a copy.
@@ -76,6 +77,12 @@ void _mlir_ciface_tfc_uk_layer_norm_f32(tfc::uk::MemRef<2> *in,
                                         tfc::uk::MemRef<1> *gamma,
                                         tfc::uk::MemRef<1> *beta,
                                         tfc::uk::MemRef<2> *out, float epsilon);
+
+/// RMS normalisation along the last dimension of a [rows, n] view:
+/// x * rsqrt(mean(x * x) + epsilon) * gamma.
+void _mlir_ciface_tfc_uk_rms_norm_f32(tfc::uk::MemRef<2> *in,
+                                      tfc::uk::MemRef<1> *gamma,
+                                      tfc::uk::MemRef<2> *out, float epsilon);
 }
 
 #endif // TFC_UKERNELS_UKERNELS_H

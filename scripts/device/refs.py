@@ -53,6 +53,12 @@ def layer_norm(p, x):
     return _layer_norm(x["x"], x["gamma"], x["beta"], f32(p["eps"]))
 
 
+def rms_norm(p, x):
+    v = x["x"]
+    eps = f32(p["eps"])
+    return v / torch.sqrt((v * v).mean(-1, keepdim=True) + eps) * x["gamma"]
+
+
 def matmul(p, x):
     return x["a"] @ x["b"]
 
@@ -109,7 +115,8 @@ def gpt_layer(p, x):
 
 
 REFERENCES = {"attention": attention, "softmax": softmax,
-              "layer_norm": layer_norm, "matmul": matmul,
+              "layer_norm": layer_norm, "rms_norm": rms_norm,
+              "matmul": matmul,
               "bert_layer": bert_layer, "gpt_layer": gpt_layer}
 
 

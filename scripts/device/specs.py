@@ -35,7 +35,7 @@ import re
 # Bounds on ||out - ref|| / ||ref|| against a float64 reference, by element
 # type: 1e-5 for f32 and 2e-3 for f16 (the issue's bounds). Both builds are
 # held to them: the unfused build computes f16/bf16 graphs as frameworks do
-# (matmuls accumulate in f32, softmax and layer_norm in f32).
+# (matmuls accumulate in f32, softmax and the norms in f32).
 #
 # bf16 cannot meet a plain 2e-3: rounding the exact output to bf16 alone
 # costs about 1.7e-3 on these inputs (2^-9 unit roundoff), measured per case
@@ -178,6 +178,21 @@ def layer_norm(name, shape, eps, dtype="f32"):
             "ref": {"op": "layer_norm", "eps": eps}, "tol": tol(dtype)}
 
 
+def rms_norm(name, shape, eps, dtype="f32"):
+    n = shape[-1]
+    t, tn = ttype(shape, dtype), ttype((n,), dtype)
+    mlir = ("func.func @main(%%x: %s, %%g: %s) -> %s {\n"
+            "  %%y = transformer.rms_norm %%x, %%g {epsilon = %.9e : f32}"
+            " : %s, %s -> %s\n"
+            "  return %%y : %s\n}\n") % (t, tn, t, eps, t, tn, t, t)
+    return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
+            "builds": ["fused", "unfused"], "dtype": dtype,
+            "inputs": [tensor("x", shape, dtype, normal(3.0, 1.5)),
+                       tensor("gamma", (n,), dtype, normal(0.5, 1.0))],
+            "output": {"shape": list(shape), "dtype": dtype},
+            "ref": {"op": "rms_norm", "eps": eps}, "tol": tol(dtype)}
+
+
 def matmul(name, batch, m, k, n, dtype="f32"):
     """A matmul with f32 results; f16/bf16 operands run on tensor cores on
     the GPU (accumulated in f32), in the mma.sync and the wgmma GEMM, the
@@ -272,6 +287,9 @@ def numerics_models(root):
         layer_norm("layer_norm_512x384_f32", (512, 384), 1e-12),
         layer_norm("layer_norm_2x3x80_f32", (2, 3, 80), 1e-5),
         layer_norm("layer_norm_256x1024_f16", (256, 1024), 1e-5, "f16"),
+        rms_norm("rms_norm_2x3x77_f32", (2, 3, 77), 1e-6),
+        rms_norm("rms_norm_128x4096_f16", (128, 4096), 1e-5, "f16"),
+        rms_norm("rms_norm_64x1000_bf16", (64, 1000), 1e-6, "bf16"),
         matmul("matmul_4x99x64x65", 4, 99, 64, 65),
         matmul("matmul_128x384x1536", 1, 128, 384, 1536),
         matmul("matmul_f16_3x65x48x42", 3, 65, 48, 42, "f16"),

@@ -1,6 +1,7 @@
 //===- tfc-bench.cpp - Fused against unfused, measured in one run ---------===//
 //
-//   tfc-bench [--kernel=attention|softmax|layer_norm] [--shapes=S1;S2;...]
+//   tfc-bench [--kernel=attention|softmax|layer_norm|rms_norm]
+//             [--shapes=S1;S2;...]
 //             [--causal] [--threads=N] [--repeat=R] [--json=FILE]
 //             [--target=cpu|nvptx] [--dtype=f32|f16|bf16]
 //             [--compile-flags="FLAGS"]
@@ -10,7 +11,7 @@
 // (median of R runs each after warm-up) next to a reference measured in the
 // same run: oneDNN's sgemm for attention (GFLOP/s and the fraction of that
 // rate), and a plain copy of the same bytes (one read, one write) for the
-// memory-bound softmax and layer_norm. Peak memory is the inputs, outputs
+// memory-bound softmax and norms. Peak memory is the inputs, outputs
 // and the working memory the model obtains from the runtime's allocator.
 //
 // With --target=nvptx the builds run through the CUDA driver and each run
@@ -21,7 +22,7 @@
 //
 // Shapes: attention B x H x S x D (Sq = Skv = S), B x H x Sq x Skv x D
 // (decode: Sq = 1) or B x Hq x Hkv x Sq x Skv x D (grouped-query heads),
-// softmax and layer_norm ROWS x N.
+// softmax, layer_norm and rms_norm ROWS x N.
 //
 //===----------------------------------------------------------------------===//
 
@@ -157,6 +158,11 @@ KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
     k.inputs = {x};
     k.mlir = "func.func @main(%x: " + t + ") -> " + t +
              " {\n  %y = transformer.softmax %x {dimension = 1 : i64} : " + t +
+             " -> " + t + "\n  return %y : " + t + "\n}\n";
+  } else if (o.kernel == "rms_norm") {
+    k.inputs = {x, {n}};
+    k.mlir = "func.func @main(%x: " + t + ", %g: " + tn + ") -> " + t +
+             " {\n  %y = transformer.rms_norm %x, %g : " + t + ", " + tn +
              " -> " + t + "\n  return %y : " + t + "\n}\n";
   } else {
     k.inputs = {x, {n}, {n}};
@@ -368,12 +374,13 @@ int main(int argc, char **argv) {
       for (std::string flag; flags >> flag;)
         o.compileFlags.push_back(flag);
     } else if (a == "--help" || a == "-h") {
-      std::printf("usage: tfc-bench [--kernel=attention|softmax|layer_norm] "
+      std::printf("usage: tfc-bench "
+                  "[--kernel=attention|softmax|layer_norm|rms_norm] "
                   "[--shapes=S1;S2;...] [--causal] [--threads=N] "
                   "[--repeat=R] [--json=FILE] [--target=cpu|nvptx] "
                   "[--dtype=f32|f16|bf16] [--compile-flags=\"FLAGS\"]\n"
                   "shapes: attention BxHxSxD, BxHxSqxSkvxD (decode: Sq = 1) "
-                  "or BxHqxHkvxSqxSkvxD, softmax and layer_norm ROWSxN\n"
+                  "or BxHqxHkvxSqxSkvxD, softmax and the norms ROWSxN\n"
                   "nvptx: the models' kernels timed with CUDA events, no "
                   "reference; compile flags go to both builds\n");
       return 0;
@@ -385,9 +392,9 @@ int main(int argc, char **argv) {
   if (o.dtype != "f32" && o.dtype != "f16" && o.dtype != "bf16")
     die("unknown --dtype '" + o.dtype + "' (f32, f16 or bf16)");
   if (o.kernel != "attention" && o.kernel != "softmax" &&
-      o.kernel != "layer_norm")
+      o.kernel != "layer_norm" && o.kernel != "rms_norm")
     die("unknown --kernel '" + o.kernel +
-        "' (attention, softmax or layer_norm)");
+        "' (attention, softmax, layer_norm or rms_norm)");
   if (o.threads < 1 || o.repeat < 3)
     die("--threads must be at least 1 and --repeat at least 3");
   if (o.shapes.empty())

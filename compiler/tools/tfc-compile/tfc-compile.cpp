@@ -200,7 +200,7 @@ static int fail(const llvm::Twine &message) {
 
 /// Counts the transformer ops of `module`.
 static std::string fusionSummary(ModuleOp module) {
-  int attention = 0, softmax = 0, layerNorm = 0;
+  int attention = 0, softmax = 0, layerNorm = 0, rmsNorm = 0;
   module.walk([&](Operation *op) {
     if (isa<tfc::transformer::AttentionOp>(op))
       ++attention;
@@ -208,10 +208,12 @@ static std::string fusionSummary(ModuleOp module) {
       ++softmax;
     else if (isa<tfc::transformer::LayerNormOp>(op))
       ++layerNorm;
+    else if (isa<tfc::transformer::RmsNormOp>(op))
+      ++rmsNorm;
   });
   return "fused " + std::to_string(attention) + " attention, " +
          std::to_string(softmax) + " softmax, " + std::to_string(layerNorm) +
-         " layer_norm";
+         " layer_norm, " + std::to_string(rmsNorm) + " rms_norm";
 }
 
 /// Every pass argument that ran, in order, and whether --dump-ir-after

@@ -2,8 +2,7 @@
 GPUs: fused and unfused attention in f32, f16 and bf16 (causal, grouped-query
 heads, masks, odd sizes, one query row, Dv != D; the decode kernel for few
 query rows per KV head, its combine where the keys are split), softmax,
-layer_norm, a
-matmul and both example layers; f16/bf16 attention and matmuls also in
+layer_norm, rms_norm, a matmul and both example layers; f16/bf16 attention and matmuls also in
 their wgmma builds (ptxas -arch=sm_90a, which must not have to add
 warpgroup fences or waits). Fused f16/bf16 attention must run on tensor
 cores (mma.sync in the PTX) without register spills, and so must f16/bf16
@@ -68,6 +67,13 @@ def layer_norm(shape, dt):
             "  return %%y : %s\n}\n" % (x, g, g, x, x, g, g, x, x))
 
 
+def rms_norm(shape, dt):
+    x, g = t(shape, dt), t(shape[-1:], dt)
+    return ("func.func @main(%%x: %s, %%g: %s) -> %s {\n"
+            "  %%y = transformer.rms_norm %%x, %%g : %s, %s -> %s\n"
+            "  return %%y : %s\n}\n" % (x, g, x, x, g, x, x))
+
+
 def matmul(m, k, n, dt):
     a, b, c = t((1, m, k), dt), t((1, k, n), dt), t((1, m, n), dt)
     return ("func.func @main(%%a: %s, %%b: %s) -> %s {\n"
@@ -97,6 +103,7 @@ for dt in ("f32", "f16", "bf16"):
         ("softmax_" + dt, unary("softmax", (33, 100), dt,
                                 " {dimension = 1 : i64}"), dt),
         ("layer_norm_" + dt, layer_norm((17, 96), dt), dt),
+        ("rms_norm_" + dt, rms_norm((3, 5, 130), dt), dt),
         ("matmul_" + dt, matmul(65, 48, 40, dt), dt),
     ]
     # Few query rows per KV head: the split-KV decode kernel (grouped-query

@@ -1,4 +1,5 @@
-// Softmax over the last dimension and layer_norm become one kernel each: a
+// Softmax over the last dimension, layer_norm and rms_norm become one kernel
+// each: a
 // warp per row, lanes striding the row (contiguous warp accesses), f32
 // statistics combined by a butterfly of shuffles over the 32 lanes, the
 // result written in a second sweep. Inputs are viewed as [rows, n].
@@ -38,6 +39,27 @@ func.func @softmax_f16(%x: tensor<2x3x50xf16>) -> tensor<2x3x50xf16> {
 func.func @layer_norm_f32(%x: tensor<17x96xf32>, %g: tensor<96xf32>, %b: tensor<96xf32>) -> tensor<17x96xf32> {
   %y = transformer.layer_norm %x, %g, %b {epsilon = 1.0e-5 : f32} : tensor<17x96xf32>, tensor<96xf32>, tensor<96xf32> -> tensor<17x96xf32>
   return %y : tensor<17x96xf32>
+}
+
+// -----
+
+// rms_norm in bf16: the sum of squares per lane, shuffled, rsqrt; the
+// normalised value is rounded to bf16 and widened again before gamma.
+// CHECK-LABEL: func.func @rms_norm_bf16
+// CHECK: gpu.launch_func @tfc_fused::@rms_norm_0 {{.*}} args(%{{.*}} : memref<6x130xbf16>, %{{.*}} : memref<130xbf16>, %{{.*}} : memref<6x130xbf16>)
+// CHECK: gpu.func @rms_norm_0
+// CHECK: scf.for
+// CHECK: math.fma
+// CHECK: gpu.shuffle  xor
+// CHECK: math.rsqrt
+// CHECK: scf.for
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NEXT: arith.extf %{{.*}} : bf16 to f32
+// CHECK: memref.load %{{.*}} : memref<130xbf16>
+// CHECK: memref.store %{{.*}} : memref<6x130xbf16>
+func.func @rms_norm_bf16(%x: tensor<2x3x130xbf16>, %g: tensor<130xbf16>) -> tensor<2x3x130xbf16> {
+  %y = transformer.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : tensor<2x3x130xbf16>, tensor<130xbf16> -> tensor<2x3x130xbf16>
+  return %y : tensor<2x3x130xbf16>
 }
 
 // -----

@@ -42,6 +42,29 @@ func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 
 // -----
 
+// f32 statistics; the normalised value is rounded to f16 before gamma.
+// CHECK-LABEL: func @rms_norm_f16
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x8xf16>, %[[G:.*]]: tensor<8xf16>)
+// CHECK:      %[[X32:.*]] = tosa.cast %[[X]] : (tensor<2x3x8xf16>) -> tensor<2x3x8xf32>
+// CHECK:      %[[INVN:.*]] = "tosa.const"() <{values = dense<1.250000e-01> : tensor<1x1x1xf32>}>
+// CHECK:      %[[SQ:.*]] = tosa.mul %[[X32]], %[[X32]]
+// CHECK:      %[[S:.*]] = tosa.reduce_sum %[[SQ]] {axis = 2 : i32}
+// CHECK:      %[[MS:.*]] = tosa.mul %[[S]], %[[INVN]]
+// CHECK:      %[[EPS:.*]] = "tosa.const"() <{values = dense<9.99999997E-7> : tensor<1x1x1xf32>}>
+// CHECK:      %[[E:.*]] = tosa.add %[[MS]], %[[EPS]]
+// CHECK:      %[[R:.*]] = tosa.rsqrt %[[E]]
+// CHECK:      %[[N:.*]] = tosa.mul %[[X32]], %[[R]]
+// CHECK:      %[[N16:.*]] = tosa.cast %[[N]] : (tensor<2x3x8xf32>) -> tensor<2x3x8xf16>
+// CHECK:      %[[G3:.*]] = tosa.reshape %[[G]], %{{.*}} : (tensor<8xf16>, !tosa.shape<3>) -> tensor<1x1x8xf16>
+// CHECK:      %[[Y:.*]] = tosa.mul %[[N16]], %[[G3]], %{{.*}} -> tensor<2x3x8xf16>
+// CHECK:      return %[[Y]]
+func.func @rms_norm_f16(%x: tensor<2x3x8xf16>, %g: tensor<8xf16>) -> tensor<2x3x8xf16> {
+  %y = transformer.rms_norm %x, %g : tensor<2x3x8xf16>, tensor<8xf16> -> tensor<2x3x8xf16>
+  return %y : tensor<2x3x8xf16>
+}
+
+// -----
+
 // Plain attention: no guards for empty rows, no causal select.
 // CHECK-LABEL: func @attention
 // CHECK-SAME: (%[[Q:.*]]: tensor<2x4x16x32xf32>, %[[K:.*]]: tensor<2x4x24x32xf32>, %[[V:.*]]: tensor<2x4x24x8xf32>)

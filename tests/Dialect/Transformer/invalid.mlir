@@ -237,3 +237,44 @@ func.func @negative_layer_norm_result_type(%x: tensor<2x8xf32>, %g: tensor<8xf32
   %y = transformer.layer_norm %x, %g, %b : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf16>
   return %y : tensor<2x8xf16>
 }
+
+// -----
+
+func.func @negative_rms_norm_gamma_size(%x: tensor<2x8xf32>, %g: tensor<7xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{gamma must have shape [N] = [8] (the last dimension of input), got [7]}}
+  %y = transformer.rms_norm %x, %g : tensor<2x8xf32>, tensor<7xf32> -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @negative_rms_norm_gamma_type(%x: tensor<2x8xf16>, %g: tensor<8xf32>) -> tensor<2x8xf16> {
+  // expected-error @+1 {{gamma element type 'f32' differs from input element type 'f16'}}
+  %y = transformer.rms_norm %x, %g : tensor<2x8xf16>, tensor<8xf32> -> tensor<2x8xf16>
+  return %y : tensor<2x8xf16>
+}
+
+// -----
+
+func.func @negative_rms_norm_epsilon(%x: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{epsilon must be finite and non-negative, got -1}}
+  %y = transformer.rms_norm %x, %g {epsilon = -1.0 : f32} : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @negative_rms_norm_rank0(%x: tensor<f32>, %g: tensor<1xf32>) -> tensor<f32> {
+  // expected-error @+1 {{input must have rank at least 1}}
+  %y = transformer.rms_norm %x, %g : tensor<f32>, tensor<1xf32> -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
+func.func @negative_rms_norm_result_type(%x: tensor<2x8xf32>, %g: tensor<8xf32>) -> tensor<2x8xbf16> {
+  // expected-error @+1 {{result type 'tensor<2x8xbf16>' must equal input type 'tensor<2x8xf32>'}}
+  %y = transformer.rms_norm %x, %g : tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xbf16>
+  return %y : tensor<2x8xbf16>
+}
+

@@ -56,3 +56,17 @@ func.func @layer_norm_default_epsilon(%x: tensor<5x384xf32>, %g: tensor<384xf32>
   %y = transformer.layer_norm %x, %g, %b : tensor<5x384xf32>, tensor<384xf32>, tensor<384xf32> -> tensor<5x384xf32>
   return %y : tensor<5x384xf32>
 }
+
+// CHECK-LABEL: func @rms_norm
+// CHECK: transformer.rms_norm %{{.*}}, %{{.*}} {epsilon = 9.99999974E-6 : f32} : tensor<2x3x8xf16>, tensor<8xf16> -> tensor<2x3x8xf16>
+func.func @rms_norm(%x: tensor<2x3x8xf16>, %g: tensor<8xf16>) -> tensor<2x3x8xf16> {
+  %y = transformer.rms_norm %x, %g {epsilon = 1.0e-5 : f32} : tensor<2x3x8xf16>, tensor<8xf16> -> tensor<2x3x8xf16>
+  return %y : tensor<2x3x8xf16>
+}
+
+// CHECK-LABEL: func @rms_norm_default_epsilon
+// CHECK: transformer.rms_norm %{{.*}}, %{{.*}} : tensor<5x4096xf32>
+func.func @rms_norm_default_epsilon(%x: tensor<5x4096xf32>, %g: tensor<4096xf32>) -> tensor<5x4096xf32> {
+  %y = transformer.rms_norm %x, %g : tensor<5x4096xf32>, tensor<4096xf32> -> tensor<5x4096xf32>
+  return %y : tensor<5x4096xf32>
+}

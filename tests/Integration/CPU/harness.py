@@ -120,5 +120,18 @@ class Harness:
         sys.exit(1 if self.failures else 0)
 
 
+def f32_to_bf16(x):
+    """bf16 bits ('<u2', as tfc-run reads and writes bf16) of x's f32 values,
+    rounded to nearest even."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_to_f32(bits):
+    """The f32 values of bf16 bits ('<u2')."""
+    return (np.asarray(bits).view(np.uint16).astype(np.uint32) << 16).view(
+        np.float32)
+
+
 def tensor_type(shape, dtype="f32"):
     return "tensor<%sx%s>" % ("x".join(str(d) for d in shape), dtype)

@@ -1,6 +1,7 @@
-"""Numerics of the compiled attention, softmax and layer_norm kernels, fused
-and unfused, against float64 references over many shapes (odd sizes, one
-query row, causal with Sq != Skv, fully masked rows, grouped-query heads).
+"""Numerics of the compiled attention, softmax, layer_norm and rms_norm
+kernels, fused and unfused, against float64 references over many shapes (odd
+sizes, one query row, causal with Sq != Skv, fully masked rows, grouped-query
+heads, f16/bf16 norms).
 
 usage: kernels.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                   [--gpu-binary=cubin|ptx]
@@ -10,7 +11,8 @@ import sys
 
 import numpy as np
 
-from harness import Harness, parse_args, tensor_type
+from harness import (Harness, bf16_to_f32, f32_to_bf16, parse_args,
+                     tensor_type)
 
 
 def attention_ref(q, k, v, mask, scale, causal):
@@ -240,6 +242,57 @@ def layer_norm_case(h, rng, name, shape, eps):
                                              "unfused"), out, ref, 1e-4)
 
 
+def rms_norm_case(h, rng, name, shape, eps, dtype="f32"):
+    """x * rsqrt(mean(x^2) + eps) * gamma. For f16/bf16 the reference rounds
+    as the op's definition does (the normalised value to the type, then the
+    product with gamma), and all but a few elements must be bit-equal to it:
+    only the order of the f32 sum of squares differs."""
+    n = shape[-1]
+    x = rng.standard_normal(shape) * 3 + 1.5
+    g = rng.standard_normal(n)
+    if dtype == "f16":
+        def to(v):
+            return np.asarray(v).astype(np.float16)
+
+        def back(v):
+            return v.astype(np.float64)
+        roundoff = 2.0**-11
+    elif dtype == "bf16":
+        def back(v):
+            return bf16_to_f32(v).astype(np.float64)
+        to, roundoff = f32_to_bf16, 2.0**-8
+    else:
+        def to(v):
+            return np.asarray(v).astype(np.float32)
+
+        def back(v):
+            return v.astype(np.float64)
+        roundoff = None
+    xin, gin = to(x), to(g)
+    x64, g64 = back(xin), back(gin)
+    t, tn = tensor_type(shape, dtype), tensor_type((n,), dtype)
+    mlir = """func.func @main(%%x: %s, %%g: %s) -> %s {
+  %%y = transformer.rms_norm %%x, %%g {epsilon = %.9e : f32} : %s, %s -> %s
+  return %%y : %s
+}
+""" % (t, tn, t, eps, t, tn, t, t)
+    y = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) +
+                      np.float64(np.float32(eps)))
+    if roundoff:
+        ref_bits = to(back(to(y)) * g64)
+        ref = back(ref_bits)
+    else:
+        ref = y * g64
+    for fused in (True, False):
+        label = "rms_norm %s %s" % (name, "fused" if fused else "unfused")
+        (out,) = h.run(h.build(name, mlir, fused), [xin, gin])
+        h.expect_close(label, back(out), ref, roundoff or 1e-5)
+        if roundoff:
+            same = np.mean(out.view(np.uint16) == ref_bits.view(np.uint16))
+            h.expect("%s: %.2f%% of elements bit-equal the reference (at "
+                     "least 99%%)" % (label, 100 * same), same >= 0.99)
+
+
 def matmul_case(h, rng, name, batch, m, k, n):
     a = rng.standard_normal((batch, m, k)).astype(np.float32)
     b = rng.standard_normal((batch, k, n)).astype(np.float32)
@@ -366,6 +419,10 @@ def main():
     softmax_case(h, rng, "softmax_one", (4, 1), 1)
     layer_norm_case(h, rng, "ln_bert", (5, 384), 1e-12)
     layer_norm_case(h, rng, "ln_odd", (2, 3, 80), 1e-5)
+    rms_norm_case(h, rng, "rms_llama", (3, 13, 96), 1e-6)
+    rms_norm_case(h, rng, "rms_odd", (2, 3, 77), 1e-5)
+    rms_norm_case(h, rng, "rms_f16", (5, 200), 1e-6, "f16")
+    rms_norm_case(h, rng, "rms_bf16", (4, 3, 130), 1e-5, "bf16")
     h.finish()
 
 

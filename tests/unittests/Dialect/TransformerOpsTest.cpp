@@ -94,7 +94,11 @@ TEST_F(TransformerOpsTest, DecomposeRefusesDynamicShapes) {
                           args[2], builder.getF32FloatAttr(1e-5f));
   auto sm = SoftmaxOp::create(builder, builder.getUnknownLoc(), args[0],
                               builder.getI64IntegerAttr(1));
+  auto rms = RmsNormOp::create(builder, builder.getUnknownLoc(), args[0],
+                               args[1], builder.getF32FloatAttr(1e-6f));
   EXPECT_TRUE(failed(cast<linalg::AggregatedOpInterface>(ln.getOperation())
+                         .decomposeOperation(builder)));
+  EXPECT_TRUE(failed(cast<linalg::AggregatedOpInterface>(rms.getOperation())
                          .decomposeOperation(builder)));
   EXPECT_TRUE(failed(cast<linalg::AggregatedOpInterface>(sm.getOperation())
                          .decomposeOperation(builder)));
@@ -108,7 +112,9 @@ TEST_F(TransformerOpsTest, ParsedModuleVerifies) {
           : tensor<3x7xbf16>, tensor<7xbf16>, tensor<7xbf16> -> tensor<3x7xbf16>
       %z = transformer.softmax %y {dimension = 0 : i64}
           : tensor<3x7xbf16> -> tensor<3x7xbf16>
-      return %z : tensor<3x7xbf16>
+      %w = transformer.rms_norm %z, %g : tensor<3x7xbf16>, tensor<7xbf16>
+          -> tensor<3x7xbf16>
+      return %w : tensor<3x7xbf16>
     })mlir";
   OwningOpRef<ModuleOp> parsed = parseSourceString<ModuleOp>(ir, &context);
   ASSERT_TRUE(parsed);

@@ -8,15 +8,17 @@ include "mlir/Pass/PassBase.td"
 def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp"> {
   let summary = "Prepare transformer ops for tfc's CPU micro-kernels";
   let description = [{
-    Prepares `transformer.attention`, `transformer.softmax` and
-    `transformer.layer_norm` for the CPU micro-kernels that tfc-compile links
-    into every model (`compiler/ukernels/`): a flash attention with an online
-    softmax that never forms the score matrix, and one-pass-per-row softmax
-    and layer normalisation. Operands become f32 (f16 and bf16 are widened
-    around the op), the attention mask rank 4, softmax and layer_norm work
-    on `[rows, n]` over the last dimension (an inner softmax dimension is
-    transposed there and back). The kernels are declared in the module with
-    `llvm.emit_c_interface`.
+    Prepares `transformer.attention`, `transformer.softmax`,
+    `transformer.layer_norm` and `transformer.rms_norm` for the CPU
+    micro-kernels that tfc-compile links into every model
+    (`compiler/ukernels/`): a flash attention with an online softmax that
+    never forms the score matrix, and one-pass-per-row softmax and
+    normalisations. Operands become f32 (f16 and bf16 are widened around the
+    op; an f16/bf16 rms_norm rounds the kernel's normalised rows to its type
+    and multiplies by gamma there, as its definition says), the attention
+    mask rank 4, softmax and the norms work on `[rows, n]` over the last
+    dimension (an inner softmax dimension is transposed there and back). The
+    kernels are declared in the module with `llvm.emit_c_interface`.
 
     One-shot bufferization then turns each op into a call that reads its
     operands' buffers in place and writes a fresh 64-byte aligned buffer
@@ -199,7 +201,7 @@ def GPUMergeModules : Pass<"tfc-gpu-merge-modules", "mlir::ModuleOp"> {
 }
 
 def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::ModuleOp"> {
-  let summary = "Lower fused attention, softmax and layer_norm to one GPU kernel each";
+  let summary = "Lower fused attention, softmax and the norms to one GPU kernel each";
   let description = [{
     Replaces every `transformer.attention` with static shapes by a launch of
     a kernel built for its shapes in the `gpu.module @tfc_fused`: a block
@@ -210,9 +212,10 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
     4 warps); f32 uses FMA (one thread per query row), so that f32 results
     keep f32 accuracy. Causal blocks stop at their last visible key.
 
-    `transformer.softmax` over the last dimension and `transformer.layer_norm`
-    become one kernel each: a warp per row, lanes striding the row, f32
-    statistics combined with shuffles, the result written once.
+    `transformer.softmax` over the last dimension, `transformer.layer_norm`
+    and `transformer.rms_norm` become one kernel each: a warp per row, lanes
+    striding the row, f32 statistics combined with shuffles, the result
+    written once.
 
     Runs before bufferization: operands are read in place
     (`bufferization.to_buffer`), each result is a fresh buffer. What the

@@ -1,9 +1,10 @@
-//===- RowKernels.cpp - Softmax and layer_norm as one GPU kernel each -----===//
+//===- RowKernels.cpp - Softmax and the norms as one GPU kernel each ------===//
 //
 // One warp per row of [rows, n] (4 rows per block of 128 threads). Lane l
 // reads elements l, l + 32, ... (each warp access is contiguous), keeps its
 // statistics in registers (softmax: running max and rescaled sum; layer_norm:
-// sums of x - x[0] and of its square) and the warp combines them with a
+// sums of x - x[0] and of its square; rms_norm: the sum of squares) and the
+// warp combines them with a
 // butterfly of shuffles. A second sweep over the row (from L1/L2) writes
 // the result once. Statistics are f32 for every element type.
 //
@@ -156,6 +157,50 @@ RowLaunch buildLayerNormKernel(OpBuilder &builder, gpu::GPUModuleOp module,
               Value bb = a.toF32(memref::LoadOp::create(b, beta, j));
               Value v = a.fma(a.fmul(a.fsub(load(j), mean), rstd), g, bb);
               memref::StoreOp::create(b, a.fromF32(v, t), y,
+                                      ValueRange{r.row, j});
+            });
+            return {};
+          });
+  });
+  gpu::ReturnOp::create(b);
+  return {kernel, (rows + kRowsPerBlock - 1) / kRowsPerBlock, kThreads};
+}
+
+RowLaunch buildRmsNormKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                             StringRef name, int64_t rows, int64_t n,
+                             double epsilon, Type t) {
+  auto io = MemRefType::get({rows, n}, t);
+  auto vec = MemRefType::get({n}, t);
+  gpu::GPUFuncOp kernel = declare(builder, module, name, {io, vec, io});
+  ImplicitLocOpBuilder b(module.getLoc(), builder);
+  b.setInsertionPointToEnd(&kernel.getBody().front());
+  Arith a{b};
+  Value x = kernel.getArgument(0), gamma = kernel.getArgument(1),
+        y = kernel.getArgument(2);
+  RowContext r = rowContext(a, rows);
+  Value zero = a.f(0.0);
+  auto load = [&](Value j) {
+    return a.toF32(memref::LoadOp::create(b, x, ValueRange{r.safeRow, j}));
+  };
+  SmallVector<Value> sums =
+      sweep(a, r.lane, n, {zero},
+            [&](Value j, Value inRange, ValueRange acc) -> SmallVector<Value> {
+              Value v = a.sel(inRange, load(j), zero);
+              return {a.fma(v, v, acc[0])};
+            });
+  Value meanSquare =
+      a.fmul(a.quadReduce(sums[0], 32, false), a.f(1.0 / double(n)));
+  Value rms = math::RsqrtOp::create(b, a.fadd(meanSquare, a.f(epsilon)));
+  a.guarded(r.rowValid, [&]() {
+    sweep(a, r.lane, n, {},
+          [&](Value j, Value inRange, ValueRange) -> SmallVector<Value> {
+            a.guarded(inRange, [&]() {
+              // Rounded to the element type before gamma (the op's
+              // definition); the product of two f16/bf16 values is exact in
+              // f32, so one more rounding gives the type's product.
+              Value v = a.toF32(a.fromF32(a.fmul(load(j), rms), t));
+              Value g = a.toF32(memref::LoadOp::create(b, gamma, j));
+              memref::StoreOp::create(b, a.fromF32(a.fmul(v, g), t), y,
                                       ValueRange{r.row, j});
             });
             return {};

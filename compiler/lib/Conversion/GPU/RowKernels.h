@@ -1,4 +1,4 @@
-//===- RowKernels.h - Softmax and layer_norm GPU kernels --------*- C++ -*-===//
+//===- RowKernels.h - Softmax and normalisation GPU kernels -----*- C++ -*-===//
 
 #ifndef TFC_CONVERSION_GPU_ROWKERNELS_H
 #define TFC_CONVERSION_GPU_ROWKERNELS_H
@@ -26,6 +26,13 @@ RowLaunch buildLayerNormKernel(mlir::OpBuilder &builder,
                                mlir::gpu::GPUModuleOp module,
                                llvm::StringRef name, int64_t rows, int64_t n,
                                double epsilon, mlir::Type elementType);
+
+/// rms_norm over the last dimension of x [rows, n] (arguments x, gamma [n],
+/// y [rows, n]).
+RowLaunch buildRmsNormKernel(mlir::OpBuilder &builder,
+                             mlir::gpu::GPUModuleOp module,
+                             llvm::StringRef name, int64_t rows, int64_t n,
+                             double epsilon, mlir::Type elementType);
 
 } // namespace tfc
 

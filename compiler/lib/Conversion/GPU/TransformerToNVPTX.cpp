@@ -203,7 +203,7 @@ struct ConvertTransformerToNVPTXPass
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<transformer::AttentionOp, transformer::SoftmaxOp,
-              transformer::LayerNormOp>(op))
+              transformer::LayerNormOp, transformer::RmsNormOp>(op))
         ops.push_back(op);
     });
     if (ops.empty())
@@ -263,22 +263,32 @@ struct ConvertTransformerToNVPTXPass
                                               n, type.getElementType());
         result = launchOnRows(tosa, launch, softmax.getInput(), rows, n, {});
       } else {
-        auto norm = cast<transformer::LayerNormOp>(op);
-        RankedTensorType type = norm.getInput().getType();
-        if (!type.hasStaticShape() ||
-            !cast<RankedTensorType>(norm.getGamma().getType())
-                 .hasStaticShape() ||
-            !cast<RankedTensorType>(norm.getBeta().getType()).hasStaticShape())
+        // layer_norm (gamma, beta) or rms_norm (gamma): a row kernel when
+        // every operand is static.
+        if (!llvm::all_of(op->getOperandTypes(), [](Type t) {
+              return cast<RankedTensorType>(t).hasStaticShape();
+            }))
           continue;
+        Value input = op->getOperand(0);
+        RankedTensorType type = cast<RankedTensorType>(input.getType());
         auto shape = rowsOf(type);
         if (!shape)
           continue;
         auto [rows, n] = *shape;
-        RowLaunch launch = buildLayerNormKernel(
-            b, kernels, name("layer_norm"), rows, n,
-            norm.getEpsilon().convertToDouble(), type.getElementType());
-        result = launchOnRows(tosa, launch, norm.getInput(), rows, n,
-                              {norm.getGamma(), norm.getBeta()});
+        SmallVector<Value> params(op->getOperands().drop_front());
+        RowLaunch launch =
+            isa<transformer::LayerNormOp>(op)
+                ? buildLayerNormKernel(b, kernels, name("layer_norm"), rows, n,
+                                       cast<transformer::LayerNormOp>(op)
+                                           .getEpsilon()
+                                           .convertToDouble(),
+                                       type.getElementType())
+                : buildRmsNormKernel(b, kernels, name("rms_norm"), rows, n,
+                                     cast<transformer::RmsNormOp>(op)
+                                         .getEpsilon()
+                                         .convertToDouble(),
+                                     type.getElementType());
+        result = launchOnRows(tosa, launch, input, rows, n, params);
       }
       op->getResult(0).replaceAllUsesWith(result);
       op->erase();

@@ -41,11 +41,13 @@ KernelSignature kernelFor(Operation *op) {
   MemRefType m1 = dynamicF32MemRef(ctx, 1), m2 = dynamicF32MemRef(ctx, 2);
   if (isa<transformer::SoftmaxOp>(op))
     return {"tfc_uk_softmax_f32", {m2, m2}};
+  if (isa<transformer::RmsNormOp>(op))
+    return {"tfc_uk_rms_norm_f32", {m2, m1, m2, f32}};
   return {"tfc_uk_layer_norm_f32", {m2, m1, m1, m2, f32}};
 }
 
 /// Whether `op` already has the form the kernels take: f32, statically
-/// shaped, attention with a rank-4 mask, softmax and layer_norm on [rows, n]
+/// shaped, attention with a rank-4 mask, softmax and the norms on [rows, n]
 /// over the last dimension.
 bool isKernelForm(Operation *op) {
   for (Type t : op->getOperandTypes())
@@ -55,7 +57,7 @@ bool isKernelForm(Operation *op) {
     return !a.getMask() || a.getMask().getType().getRank() == 4;
   if (auto s = dyn_cast<transformer::SoftmaxOp>(op))
     return s.getType().getRank() == 2 && s.getDimension() == 1;
-  return cast<transformer::LayerNormOp>(op).getType().getRank() == 2;
+  return cast<RankedTensorType>(op->getResult(0).getType()).getRank() == 2;
 }
 
 bool hasStaticShapes(Operation *op) {
@@ -84,7 +86,7 @@ struct PrepareForKernel : RewritePattern {
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
     if (!isa<transformer::AttentionOp, transformer::SoftmaxOp,
-             transformer::LayerNormOp>(op) ||
+             transformer::LayerNormOp, transformer::RmsNormOp>(op) ||
         isKernelForm(op))
       return failure();
     if (!hasStaticShapes(op))
@@ -124,6 +126,22 @@ struct PrepareForKernel : RewritePattern {
           inverse[perm[i]] = int32_t(i);
         result = t.transpose(result, inverse);
       }
+    } else if (auto rms = dyn_cast<transformer::RmsNormOp>(op)) {
+      // f32 rows; an f16/bf16 op rounds the normalised rows to its type
+      // and multiplies by gamma there (its definition), outside the kernel.
+      Type et = resultType.getElementType();
+      int64_t n = resultType.getShape().back();
+      Value gamma = et.isF32() ? rms.getGamma()
+                               : t.constant(RankedTensorType::get({n}, f32), 1);
+      auto rows = transformer::RmsNormOp::create(
+          rewriter, rms.getLoc(),
+          t.reshape(t.cast(rms.getInput(), f32),
+                    rowsByLast(resultType.getShape())),
+          gamma, rms.getEpsilonAttr());
+      result = t.reshape(rows, resultType.getShape());
+      if (!et.isF32())
+        result = t.mul(t.cast(result, et),
+                       t.expandToRank(rms.getGamma(), resultType.getRank()));
     } else {
       auto ln = cast<transformer::LayerNormOp>(op);
       auto rows = transformer::LayerNormOp::create(
@@ -204,6 +222,9 @@ struct KernelCallBufferization
               i32(hasMask),   i32(a.getIsCausal())};
     } else if (isa<transformer::SoftmaxOp>(op)) {
       args = {buffers[0], toDynamic(out)};
+    } else if (auto rms = dyn_cast<transformer::RmsNormOp>(op)) {
+      args = {buffers[0], buffers[1], toDynamic(out),
+              f32(rms.getEpsilon().convertToDouble())};
     } else {
       auto ln = cast<transformer::LayerNormOp>(op);
       args = {buffers[0], buffers[1], buffers[2], toDynamic(out),
@@ -257,6 +278,8 @@ void registerCPUBufferizationModels(DialectRegistry &registry) {
             KernelCallBufferization<transformer::SoftmaxOp>>(*ctx);
         transformer::LayerNormOp::attachInterface<
             KernelCallBufferization<transformer::LayerNormOp>>(*ctx);
+        transformer::RmsNormOp::attachInterface<
+            KernelCallBufferization<transformer::RmsNormOp>>(*ctx);
       });
 }
 

@@ -253,13 +253,19 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
 // SoftmaxOp
 //===----------------------------------------------------------------------===//
 
+/// softmax and the norms: the result has the input's type.
+static LogicalResult inferInputType(ValueRange operands,
+                                    SmallVectorImpl<Type> &inferred) {
+  if (operands.empty())
+    return failure();
+  inferred.push_back(operands[0].getType());
+  return success();
+}
+
 LogicalResult SoftmaxOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
-  if (operands.empty())
-    return failure();
-  inferredReturnTypes.push_back(operands[0].getType());
-  return success();
+  return inferInputType(operands, inferredReturnTypes);
 }
 
 LogicalResult SoftmaxOp::verify() {
@@ -296,38 +302,44 @@ FailureOr<SmallVector<Value>> SoftmaxOp::decomposeOperation(OpBuilder &b) {
 LogicalResult LayerNormOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
-  if (operands.empty())
-    return failure();
-  inferredReturnTypes.push_back(operands[0].getType());
+  return inferInputType(operands, inferredReturnTypes);
+}
+
+/// The checks layer_norm and rms_norm share: input rank >= 1, each
+/// parameter [N] of the input's element type, a finite epsilon >= 0 and a
+/// result of the input's type.
+static LogicalResult verifyNorm(Operation *op, RankedTensorType x,
+                                ArrayRef<std::pair<Value, const char *>> params,
+                                APFloat epsilon, Type result) {
+  if (x.getRank() == 0)
+    return op->emitOpError() << "input must have rank at least 1";
+  int64_t n = x.getDimSize(x.getRank() - 1);
+  for (auto [v, name] : params) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != 1 || !dimsAgree(t.getDimSize(0), n))
+      return op->emitOpError()
+             << name << " must have shape [N] = " << formatShape({n})
+             << " (the last dimension of input), got "
+             << formatShape(t.getShape());
+    if (t.getElementType() != x.getElementType())
+      return op->emitOpError()
+             << name << " element type " << t.getElementType()
+             << " differs from input element type " << x.getElementType();
+  }
+  double eps = epsilon.convertToDouble();
+  if (!std::isfinite(eps) || eps < 0)
+    return op->emitOpError()
+           << "epsilon must be finite and non-negative, got " << eps;
+  if (result != x)
+    return op->emitOpError()
+           << "result type " << result << " must equal input type " << x;
   return success();
 }
 
 LogicalResult LayerNormOp::verify() {
-  RankedTensorType x = getInput().getType();
-  if (x.getRank() == 0)
-    return emitOpError() << "input must have rank at least 1";
-  int64_t n = x.getDimSize(x.getRank() - 1);
-  for (auto [v, name] :
-       {std::pair{getGamma(), "gamma"}, std::pair{getBeta(), "beta"}}) {
-    auto t = cast<RankedTensorType>(v.getType());
-    if (t.getRank() != 1 || !dimsAgree(t.getDimSize(0), n))
-      return emitOpError() << name
-                           << " must have shape [N] = " << formatShape({n})
-                           << " (the last dimension of input), got "
-                           << formatShape(t.getShape());
-    if (t.getElementType() != x.getElementType())
-      return emitOpError() << name << " element type " << t.getElementType()
-                           << " differs from input element type "
-                           << x.getElementType();
-  }
-  double eps = getEpsilon().convertToDouble();
-  if (!std::isfinite(eps) || eps < 0)
-    return emitOpError() << "epsilon must be finite and non-negative, got "
-                         << eps;
-  if (getResult().getType() != x)
-    return emitOpError() << "result type " << getResult().getType()
-                         << " must equal input type " << x;
-  return success();
+  return verifyNorm(*this, getInput().getType(),
+                    {{getGamma(), "gamma"}, {getBeta(), "beta"}}, getEpsilon(),
+                    getResult().getType());
 }
 
 FailureOr<SmallVector<Value>> LayerNormOp::decomposeOperation(OpBuilder &b) {
@@ -352,4 +364,38 @@ FailureOr<SmallVector<Value>> LayerNormOp::decomposeOperation(OpBuilder &b) {
   Value beta = t.cast(t.expandToRank(getBeta(), rank), et);
   Value y = t.add(t.mul(t.mul(centred, rstd), gamma), beta);
   return SmallVector<Value>{t.cast(y, io)};
+}
+
+//===----------------------------------------------------------------------===//
+// RmsNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RmsNormOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
+  return inferInputType(operands, inferredReturnTypes);
+}
+
+LogicalResult RmsNormOp::verify() {
+  return verifyNorm(*this, getInput().getType(), {{getGamma(), "gamma"}},
+                    getEpsilon(), getResult().getType());
+}
+
+FailureOr<SmallVector<Value>> RmsNormOp::decomposeOperation(OpBuilder &b) {
+  if (!allStatic((*this)->getOperands()))
+    return failure();
+  tfc::TosaBuilder t(b, getLoc());
+  RankedTensorType xt = getInput().getType();
+  Type io = xt.getElementType(), f32 = b.getF32Type();
+  int64_t rank = xt.getRank();
+  int32_t axis = static_cast<int32_t>(rank - 1);
+  int64_t n = xt.getDimSize(axis);
+  Value x = t.cast(getInput(), f32);
+  Value invN = t.splat(1.0 / static_cast<double>(n), f32, rank);
+  Value meanSquare = t.mul(t.reduceSum(t.mul(x, x), axis), invN);
+  Value rms = t.rsqrt(
+      t.add(meanSquare, t.splat(getEpsilon().convertToDouble(), f32, rank)));
+  // Rounded to the element type, then scaled by gamma in it.
+  Value y = t.cast(t.mul(x, rms), io);
+  return SmallVector<Value>{t.mul(y, t.expandToRank(getGamma(), rank))};
 }

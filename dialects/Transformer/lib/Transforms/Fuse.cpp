@@ -21,6 +21,7 @@ namespace tfc::transformer {
 void populateFusePatterns(RewritePatternSet &patterns) {
   populateFuseSoftmaxPatterns(patterns);
   populateFuseLayerNormPatterns(patterns);
+  populateFuseRmsNormPatterns(patterns);
   populateFuseAttentionPatterns(patterns);
 }
 
@@ -38,12 +39,18 @@ void explainMissedFusions(Operation *root, unsigned kinds) {
       if (!m)
         op->emitRemark() << "softmax not fused: " << m.getReason();
     }
-    if (has(FusionKind::LayerNorm))
-      if (auto rsqrt = dyn_cast<tosa::RsqrtOp>(op)) {
+    // An rsqrt is explained as the normalisation its mean square is of.
+    if (auto rsqrt = dyn_cast<tosa::RsqrtOp>(op)) {
+      if (fusion::isRmsNormCandidate(rsqrt)) {
+        auto m = fusion::matchRmsNorm(rsqrt);
+        if (!m && has(FusionKind::RmsNorm))
+          op->emitRemark() << "rms_norm not fused: " << m.getReason();
+      } else if (has(FusionKind::LayerNorm)) {
         auto m = fusion::matchLayerNorm(rsqrt);
         if (!m)
           op->emitRemark() << "layer_norm not fused: " << m.getReason();
       }
+    }
   });
 }
 

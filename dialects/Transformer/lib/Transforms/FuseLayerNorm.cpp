@@ -1,4 +1,10 @@
-//===- FuseLayerNorm.cpp - TOSA layer norm to transformer.layer_norm ------===//
+//===- FuseLayerNorm.cpp - TOSA normalisations to layer_norm / rms_norm ---===//
+//
+// Both normalisations are rooted at their `rsqrt` and share the rebuilding of
+// gamma/beta as [N] operands; a mean square of a centred value is a
+// layer_norm, of anything else an rms_norm.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Matchers.h"
 
@@ -14,6 +20,7 @@ using namespace mlir;
 
 namespace tfc::transformer {
 #define GEN_PASS_DEF_TRANSFORMERFUSELAYERNORM
+#define GEN_PASS_DEF_TRANSFORMERFUSERMSNORM
 #include "tfc/Dialect/Transformer/Transforms/Passes.h.inc"
 } // namespace tfc::transformer
 
@@ -52,6 +59,27 @@ struct FuseLayerNormPattern : OpRewritePattern<tosa::RsqrtOp> {
     Value beta = asVector(t, m->beta, n, et, 0.0);
     rewriter.replaceOpWithNewOp<LayerNormOp>(
         m->root, m->input, gamma, beta,
+        rewriter.getF32FloatAttr(static_cast<float>(m->epsilon)));
+    return success();
+  }
+};
+
+/// Rooted at the `rsqrt`; see `fusion::matchRmsNorm`.
+struct FuseRmsNormPattern : OpRewritePattern<tosa::RsqrtOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(tosa::RsqrtOp op,
+                                PatternRewriter &rewriter) const override {
+    fusion::MatchOr<fusion::RmsNormMatch> m = fusion::matchRmsNorm(op);
+    if (!m)
+      return rewriter.notifyMatchFailure(op, m.getReason());
+    auto xt = cast<RankedTensorType>(m->input.getType());
+    int64_t n = xt.getDimSize(xt.getRank() - 1);
+    rewriter.setInsertionPoint(m->root);
+    TosaBuilder t(rewriter, m->root->getLoc());
+    Value gamma = asVector(t, m->gamma, n, xt.getElementType(), 1.0);
+    rewriter.replaceOpWithNewOp<RmsNormOp>(
+        m->root, m->input, gamma,
         rewriter.getF32FloatAttr(static_cast<float>(m->epsilon)));
     return success();
   }
@@ -111,11 +139,27 @@ struct FuseLayerNormPass
   }
 };
 
+struct FuseRmsNormPass : impl::TransformerFuseRmsNormBase<FuseRmsNormPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFuseRmsNormPatterns(patterns);
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
+    if (explainMissed)
+      explainMissedFusions(getOperation(),
+                           static_cast<unsigned>(FusionKind::RmsNorm));
+  }
+};
+
 } // namespace
 
 void populateFuseLayerNormPatterns(RewritePatternSet &patterns) {
   patterns.add<FuseLayerNormPattern, FoldLayerNormCastsPattern>(
       patterns.getContext());
+}
+
+void populateFuseRmsNormPatterns(RewritePatternSet &patterns) {
+  patterns.add<FuseRmsNormPattern>(patterns.getContext());
 }
 
 } // namespace tfc::transformer

@@ -283,10 +283,20 @@ static OpTy matchParamUser(Value v, RankedTensorType x, Value &param) {
   return op;
 }
 
-MatchOr<LayerNormMatch> matchLayerNorm(tosa::RsqrtOp rsqrt) {
+namespace {
+/// `rsqrt(mean(square) + eps)`: what layer_norm and rms_norm share.
+struct MeanSquare {
+  double epsilon;
+  /// The value squared: x - mean for a layer_norm, x for an rms_norm.
+  Value base;
+};
+} // namespace
+
+static MatchOr<MeanSquare> matchMeanSquare(tosa::RsqrtOp rsqrt,
+                                           StringRef what) {
   auto add = rsqrt.getInput1().getDefiningOp<tosa::AddOp>();
   if (!add)
-    return mismatch("rsqrt input is not variance + epsilon");
+    return mismatch("rsqrt input is not " + what + " + epsilon");
   std::optional<double> eps;
   Value var;
   for (int i = 0; i < 2 && !eps; ++i) {
@@ -297,19 +307,46 @@ MatchOr<LayerNormMatch> matchLayerNorm(tosa::RsqrtOp rsqrt) {
     return mismatch("epsilon is not a constant");
   if (!std::isfinite(*eps) || *eps < 0)
     return mismatch("epsilon is negative or not finite");
-
-  MatchOr<Value> square = matchMean(var, "variance");
+  MatchOr<Value> square = matchMean(var, what);
   if (!square)
     return square.takeMismatch();
-  Value centred;
   if (auto sq = (*square).getDefiningOp<tosa::MulOp>();
       sq && sq.getInput1() == sq.getInput2() && hasZeroShift(sq))
-    centred = sq.getInput1();
-  else if (auto pow = (*square).getDefiningOp<tosa::PowOp>();
-           pow && getSplatFloat(pow.getInput2()) == 2.0)
-    centred = pow.getInput1();
-  else
-    return mismatch("variance is not the mean of a square");
+    return MeanSquare{*eps, sq.getInput1()};
+  if (auto pow = (*square).getDefiningOp<tosa::PowOp>();
+      pow && getSplatFloat(pow.getInput2()) == 2.0)
+    return MeanSquare{*eps, pow.getInput1()};
+  return mismatch(what + " is not the mean of a square");
+}
+
+/// `x - mean(x)` over the last axis: the centred input of a layer_norm.
+static bool isCentred(Value v) {
+  auto sub = v.getDefiningOp<tosa::SubOp>();
+  if (!sub)
+    return false;
+  MatchOr<Value> meanOf = matchMean(sub.getInput2(), "mean");
+  return meanOf && *meanOf == sub.getInput1();
+}
+
+/// The single use of `r` (an rsqrt's result) if it is `base * r` of
+/// `base`'s type.
+static tosa::MulOp matchNormalise(Value r, Value base) {
+  if (!r.hasOneUse())
+    return {};
+  auto norm = dyn_cast<tosa::MulOp>(*r.getUsers().begin());
+  if (!norm || !hasZeroShift(norm) ||
+      !(norm.getInput1() == base || norm.getInput2() == base) ||
+      norm.getOutput().getType() != base.getType())
+    return {};
+  return norm;
+}
+
+MatchOr<LayerNormMatch> matchLayerNorm(tosa::RsqrtOp rsqrt) {
+  MatchOr<MeanSquare> ms = matchMeanSquare(rsqrt, "variance");
+  if (!ms)
+    return ms.takeMismatch();
+  double eps = ms->epsilon;
+  Value centred = ms->base;
   auto sub = centred.getDefiningOp<tosa::SubOp>();
   if (!sub)
     return mismatch("variance input is not centred (x - mean)");
@@ -323,18 +360,13 @@ MatchOr<LayerNormMatch> matchLayerNorm(tosa::RsqrtOp rsqrt) {
   if (!xt || !xt.hasStaticShape() || centred.getType() != xt)
     return mismatch("input shape is not static");
 
-  Value r = rsqrt.getOutput();
-  if (!r.hasOneUse())
-    return mismatch("rsqrt has another use");
-  auto norm = dyn_cast<tosa::MulOp>(*r.getUsers().begin());
-  if (!norm || !hasZeroShift(norm) ||
-      !(norm.getInput1() == centred || norm.getInput2() == centred) ||
-      norm.getOutput().getType() != xt)
-    return mismatch("rsqrt is not applied to the centred input");
+  tosa::MulOp norm = matchNormalise(rsqrt.getOutput(), centred);
+  if (!norm)
+    return mismatch("rsqrt is not applied (alone) to the centred input");
 
   LayerNormMatch m;
   m.input = x;
-  m.epsilon = *eps;
+  m.epsilon = eps;
   m.root = norm;
   Value param;
   if (auto g = matchParamUser<tosa::MulOp>(norm.getOutput(), xt, param)) {
@@ -344,6 +376,70 @@ MatchOr<LayerNormMatch> matchLayerNorm(tosa::RsqrtOp rsqrt) {
   if (auto b = matchParamUser<tosa::AddOp>(m.root->getResult(0), xt, param)) {
     m.beta = param;
     m.root = b;
+  }
+  return m;
+}
+
+bool isRmsNormCandidate(tosa::RsqrtOp rsqrt) {
+  // rsqrt(reduce_sum(square(v)) * c + c'), the constants unchecked: an
+  // rms_norm unless v is a difference (a layer_norm's x - mean).
+  auto add = rsqrt.getInput1().getDefiningOp<tosa::AddOp>();
+  if (!add)
+    return false;
+  for (Value side : add->getOperands()) {
+    auto scaled = side.getDefiningOp<tosa::MulOp>();
+    for (Value m : scaled ? scaled->getOperands() : ValueRange()) {
+      auto sum = m.getDefiningOp<tosa::ReduceSumOp>();
+      if (!sum)
+        continue;
+      Value v;
+      if (auto sq = sum.getInput().getDefiningOp<tosa::MulOp>();
+          sq && sq.getInput1() == sq.getInput2())
+        v = sq.getInput1();
+      else if (auto pow = sum.getInput().getDefiningOp<tosa::PowOp>())
+        v = pow.getInput1();
+      if (v)
+        return !v.getDefiningOp<tosa::SubOp>();
+    }
+  }
+  return false;
+}
+
+MatchOr<RmsNormMatch> matchRmsNorm(tosa::RsqrtOp rsqrt) {
+  MatchOr<MeanSquare> ms = matchMeanSquare(rsqrt, "mean square");
+  if (!ms)
+    return ms.takeMismatch();
+  Value x = ms->base;
+  if (isCentred(x))
+    return mismatch("the mean square is of a centred input (a layer_norm)");
+  RankedTensorType xt = rankedType(x);
+  if (!xt || !xt.hasStaticShape())
+    return mismatch("input shape is not static");
+  tosa::MulOp norm = matchNormalise(rsqrt.getOutput(), x);
+  if (!norm)
+    return mismatch("rsqrt is not applied (alone) to the input");
+
+  RmsNormMatch m;
+  m.input = x;
+  m.epsilon = ms->epsilon;
+  m.root = norm;
+  // An f32 normalisation of an f16/bf16 value rounded back to that type
+  // (transformers' LlamaRMSNorm): the op of the narrow type.
+  Value y = norm.getOutput();
+  if (auto widen = x.getDefiningOp<tosa::CastOp>(); widen && y.hasOneUse())
+    if (auto narrow = dyn_cast<tosa::CastOp>(*y.getUsers().begin())) {
+      Type t = rankedType(widen.getInput()).getElementType();
+      if (xt.getElementType().isF32() && (t.isF16() || t.isBF16()) &&
+          narrow.getType() == widen.getInput().getType()) {
+        m.input = widen.getInput();
+        m.root = narrow;
+      }
+    }
+  Value param;
+  if (auto g = matchParamUser<tosa::MulOp>(m.root->getResult(0),
+                                           rankedType(m.input), param)) {
+    m.gamma = param;
+    m.root = g;
   }
   return m;
 }

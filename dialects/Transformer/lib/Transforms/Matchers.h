@@ -123,6 +123,22 @@ struct LayerNormMatch {
 /// optional gamma and beta, over the last axis.
 MatchOr<LayerNormMatch> matchLayerNorm(mlir::tosa::RsqrtOp rsqrt);
 
+struct RmsNormMatch {
+  mlir::Value input; ///< f16/bf16 when the graph widens it and rounds back.
+  mlir::Value gamma; ///< Null when the graph has no scale.
+  double epsilon = 0;
+  mlir::Operation *root = nullptr;
+};
+
+/// The chain around `rsqrt(mean(x * x) + eps)` over the last axis, x not
+/// centred: `x * rsqrt(..)`, optionally cast back to the type x was widened
+/// from, optionally `* gamma` in that type.
+MatchOr<RmsNormMatch> matchRmsNorm(mlir::tosa::RsqrtOp rsqrt);
+
+/// Whether `rsqrt` is of a mean square of an uncentred value (explained as
+/// an rms_norm rather than a layer_norm when it does not fuse).
+bool isRmsNormCandidate(mlir::tosa::RsqrtOp rsqrt);
+
 //===----------------------------------------------------------------------===//
 // Attention
 //===----------------------------------------------------------------------===//

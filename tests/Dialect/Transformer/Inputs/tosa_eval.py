@@ -322,6 +322,17 @@ def run(func, inputs):
                 out += [(y - mean) * rs * gamma.data[j] + beta.data[j]
                         for j, y in enumerate(row)]
             r = T(x.shape, out)
+        elif n == "transformer.rms_norm":
+            x, gamma = ops
+            eps = attr_float(a, "epsilon")
+            eps = 1e-6 if eps is None else eps
+            nn = x.shape[-1]
+            out = []
+            for i in range(0, len(x.data), nn):
+                row = x.data[i:i + nn]
+                rs = 1.0 / math.sqrt(sum(y * y for y in row) / nn + eps)
+                out += [y * rs * gamma.data[j] for j, y in enumerate(row)]
+            r = T(x.shape, out)
         elif n == "transformer.attention":
             q, k, v = ops[:3]
             mask = ops[3] if len(ops) > 3 else None

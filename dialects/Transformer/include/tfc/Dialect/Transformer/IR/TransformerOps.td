@@ -1,7 +1,7 @@
 //===- TransformerOps.td - The transformer dialect ---------*- tablegen -*-===//
 //
-// The ops that upstream MLIR lacks for Transformer models: attention, softmax
-// and layer normalisation as single, decomposable ops on tensors.
+// The ops that upstream MLIR lacks for Transformer models: attention, softmax,
+// layer and RMS normalisation as single, decomposable ops on tensors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,7 +25,8 @@ def Transformer_Dialect : Dialect {
   let description = [{
     The `transformer` dialect holds the few operations that upstream MLIR
     lacks for Transformer inference: a fused scaled-dot-product attention, a
-    numerically safe softmax and a layer normalisation. Each is a pure
+    numerically safe softmax, a layer normalisation and an RMS
+    normalisation. Each is a pure
     operation on ranked tensors with an exact decomposition back to TOSA and
     linalg primitives (the unfused path), so a fused and an unfused build of
     the same model always exist side by side.
@@ -167,6 +168,44 @@ def Transformer_LayerNormOp : Transformer_Op<"layer_norm"> {
   let assemblyFormat = [{
     $input `,` $gamma `,` $beta attr-dict `:` type($input) `,` type($gamma)
     `,` type($beta) `->` type($result)
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// RmsNormOp
+//===----------------------------------------------------------------------===//
+
+def Transformer_RmsNormOp : Transformer_Op<"rms_norm"> {
+  let summary = "root-mean-square normalisation over the last dimension";
+  let description = [{
+    `x * rsqrt(mean(x * x) + epsilon) * gamma`, the mean taken over the last
+    dimension `N` of `input` (the RMSNorm of LLaMA, Mistral, Qwen2 and T5);
+    `gamma` has shape `[N]`. The statistics and the normalisation are f32
+    for every element type. For f16 and bf16 the normalised value is
+    rounded to the type before it is multiplied by gamma, and the product
+    is rounded again: transformers' `weight * x.to(input_dtype)`, so that
+    fusing a half-precision model's RMSNorm changes no bit of its result.
+
+    Example:
+
+    ```mlir
+    %y = transformer.rms_norm %x, %gamma {epsilon = 1.0e-06 : f32}
+        : tensor<1x128x4096xf16>, tensor<4096xf16> -> tensor<1x128x4096xf16>
+    ```
+  }];
+
+  let arguments = (ins
+    Transformer_FloatTensor:$input,
+    Transformer_FloatTensor:$gamma,
+    DefaultValuedAttr<F32Attr, "1.0e-6">:$epsilon
+  );
+  let results = (outs Transformer_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    $input `,` $gamma attr-dict `:` type($input) `,` type($gamma) `->`
+    type($result)
   }];
 
   let hasVerifier = 1;

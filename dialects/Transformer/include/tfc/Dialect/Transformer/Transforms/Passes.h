@@ -24,6 +24,9 @@ void populateFuseSoftmaxPatterns(mlir::RewritePatternSet &patterns);
 /// Mean/centre/variance/rsqrt/scale/shift chains to `transformer.layer_norm`.
 void populateFuseLayerNormPatterns(mlir::RewritePatternSet &patterns);
 
+/// Mean-square/rsqrt/scale chains to `transformer.rms_norm`.
+void populateFuseRmsNormPatterns(mlir::RewritePatternSet &patterns);
+
 /// `matmul -> scale -> mask -> softmax -> matmul` to `transformer.attention`.
 void populateFuseAttentionPatterns(mlir::RewritePatternSet &patterns);
 
@@ -35,7 +38,8 @@ enum class FusionKind : unsigned {
   Softmax = 1,
   LayerNorm = 2,
   Attention = 4,
-  All = 7,
+  RmsNorm = 8,
+  All = 15,
 };
 
 /// Emits a remark at every candidate under `root` of the given kinds

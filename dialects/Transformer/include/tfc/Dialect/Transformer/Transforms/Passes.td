@@ -8,8 +8,8 @@ include "mlir/Pass/PassBase.td"
 def TransformerDecompose : Pass<"transformer-decompose"> {
   let summary = "Decompose transformer ops back to TOSA and linalg primitives";
   let description = [{
-    Replaces every `transformer.attention`, `transformer.softmax` and
-    `transformer.layer_norm` by its decomposition
+    Replaces every `transformer.attention`, `transformer.softmax`,
+    `transformer.layer_norm` and `transformer.rms_norm` by its decomposition
     (`AggregatedOpInterface::decomposeOperation`), giving the unfused form of
     a fused graph. The decomposition is exact: attention becomes
     `matmul(Q, Kᵀ) * scale [+ mask] [causal select] -> softmax -> matmul(·, V)`,
@@ -117,6 +117,39 @@ def TransformerFuseLayerNorm
   }];
 }
 
+def TransformerFuseRmsNorm
+    : TransformerFusePass<"transformer-fuse-rms-norm"> {
+  let summary = "Recognise RMS normalisation and rewrite it to transformer.rms_norm";
+  let description = [{
+    Finds, over the last axis of `x` with size `N`:
+    `ms = reduce_sum(x * x) * (1/N)` (or `pow(x, 2)`), `y = x * rsqrt(ms +
+    eps)` with `x` not centred (else it is a layer_norm), optionally
+    `* gamma` of shape `[1, .., 1, N]`. When `x` is an f16/bf16 value cast to
+    f32 and `y` is cast back to that type before gamma (transformers'
+    LlamaRMSNorm, and `tfc-import --dtype`), the op is of the narrow type:
+    its definition rounds there too. gamma becomes a rank-1 `[N]` operand
+    (constant ones when the graph has none).
+
+    Before:
+    ```mlir
+    %sq = tosa.mul %x, %x, %shift : ...
+    %s = tosa.reduce_sum %sq {axis = 2 : i32} : (tensor<1x8x64xf32>) -> tensor<1x8x1xf32>
+    %ms = tosa.mul %s, %inv_n, %shift : ...
+    %e = tosa.add %ms, %eps : ...
+    %r = tosa.rsqrt %e : ...
+    %n = tosa.mul %x, %r, %shift : ...
+    %y = tosa.mul %gamma_1x1xN, %n, %shift : ...
+    ```
+    After:
+    ```mlir
+    %y = transformer.rms_norm %x, %gamma {epsilon = 1.0e-06 : f32}
+        : tensor<1x8x64xf32>, tensor<64xf32> -> tensor<1x8x64xf32>
+    ```
+    Candidates explained with `explain-missed`: every `tosa.rsqrt` of a
+    mean square of an uncentred value.
+  }];
+}
+
 def TransformerFuseAttention
     : TransformerFusePass<"transformer-fuse-attention"> {
   let summary = "Recognise scaled dot-product attention and rewrite it to transformer.attention";
@@ -165,11 +198,11 @@ def TransformerFuseAttention
 def TransformerFuse : TransformerFusePass<"transformer-fuse"> {
   let summary = "Run every transformer fusion to a fixpoint";
   let description = [{
-    Applies the softmax, layer-norm and attention fusion patterns together
-    with the greedy driver until none applies, so an attention is found
-    whether its softmax was fused first or not. See
-    `--transformer-fuse-softmax`, `--transformer-fuse-layer-norm` and
-    `--transformer-fuse-attention`.
+    Applies the softmax, layer-norm, RMS-norm and attention fusion patterns
+    together with the greedy driver until none applies, so an attention is
+    found whether its softmax was fused first or not. See
+    `--transformer-fuse-softmax`, `--transformer-fuse-layer-norm`,
+    `--transformer-fuse-rms-norm` and `--transformer-fuse-attention`.
 
     Before: a BERT layer in TOSA. After: the same layer with
     `transformer.attention` and two `transformer.layer_norm`.
