@@ -121,29 +121,38 @@ else
 fi
 
 echo
-echo "== 5. A GPT-2 decoder from config.json + model.safetensors (random weights)"
-python3 "$ROOT/tests/Integration/CPU/gpt2.py" --write "$WORK/gpt2"
-"$BIN/tfc-compile" --hf "$WORK/gpt2" --batch 2 --seq-len 13 -o "$WORK/gpt2.so"
+echo "== 5. Decoders from config.json + model.safetensors (random weights):"
+echo "   GPT-2, and LLaMA (grouped-query attention, rotary embeddings, RMSNorm)"
+for family in gpt2 llama; do
+  python3 "$ROOT/tests/Integration/CPU/$family.py" --write "$WORK/$family"
+  "$BIN/tfc-compile" --hf "$WORK/$family" --batch 2 --seq-len 13 \
+    -o "$WORK/$family.so" 2>&1 | sed "s/^/   $family: /"
+done
 python3 - "$ROOT" "$WORK" "$BIN" <<'PY'
-import os, subprocess, sys
+import importlib, os, subprocess, sys
 import numpy as np
 root, work, bindir = sys.argv[1:4]
 sys.path.append(os.path.join(root, "tests", "Integration", "CPU"))
 import gpt2
-model = os.path.join(work, "gpt2")
-weights = gpt2.read_weights(model)
-ids = np.random.default_rng(0).integers(0, 101, (2, 13)).astype(np.int64)
-mask = np.ones_like(ids)
-mask[1, 9:] = 0  # the second sequence is 9 tokens, right padded
-np.save(os.path.join(work, "gids.npy"), ids)
-np.save(os.path.join(work, "gmask.npy"), mask)
-subprocess.run([os.path.join(bindir, "tfc-run"), os.path.join(work, "gpt2.so"),
-                "--weights", os.path.join(model, "model.safetensors"),
-                "--input", os.path.join(work, "gids.npy"), "--input",
-                os.path.join(work, "gmask.npy"), "--output",
-                os.path.join(work, "ghidden.npy")], check=True)
-got = np.load(os.path.join(work, "ghidden.npy")).astype(np.float64)
-ref = gpt2.reference(gpt2.CFG, weights, ids, mask)
-print("   last hidden state %s, relative error %.1e against a float64 GPT-2"
-      % (list(got.shape), np.linalg.norm(got - ref) / np.linalg.norm(ref)))
+for family in ("gpt2", "llama"):
+    module = importlib.import_module(family)
+    model = os.path.join(work, family)
+    weights = gpt2.read_weights(model)
+    ids = np.random.default_rng(0).integers(0, 101, (2, 13)).astype(np.int64)
+    mask = np.ones_like(ids)
+    mask[1, 9:] = 0  # the second sequence is 9 tokens, right padded
+    np.save(os.path.join(work, "gids.npy"), ids)
+    np.save(os.path.join(work, "gmask.npy"), mask)
+    subprocess.run([os.path.join(bindir, "tfc-run"),
+                    os.path.join(work, family + ".so"),
+                    "--weights", os.path.join(model, "model.safetensors"),
+                    "--input", os.path.join(work, "gids.npy"), "--input",
+                    os.path.join(work, "gmask.npy"), "--output",
+                    os.path.join(work, "ghidden.npy")], check=True)
+    got = np.load(os.path.join(work, "ghidden.npy")).astype(np.float64)
+    ref = module.reference(module.CFG, weights, ids, mask)
+    print("   %s: last hidden state %s, relative error %.1e against a "
+          "float64 %s" % (family, list(got.shape),
+                          np.linalg.norm(got - ref) / np.linalg.norm(ref),
+                          family))
 PY

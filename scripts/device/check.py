@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpt2_e2e  # noqa: E402
+import decoders  # noqa: E402
 import minilm  # noqa: E402
 import refs  # noqa: E402
 import specs  # noqa: E402
@@ -173,7 +173,8 @@ SANITIZE = {"memcheck": ["attn_causal_f16", "attn_odd_77x200_d80_f16",
                          "attn_padmask_f16", "attn_decode_gqa16x2_f16",
                          "matmul_f16_3x65x48x42",
                          "matmul_bf16_2x130x200x64",
-                         "softmax_64x4096_f16", "layer_norm_256x1024_f16"],
+                         "softmax_64x4096_f16", "layer_norm_256x1024_f16",
+                         "rms_norm_128x4096_f16"],
             "racecheck": ["attn_causal_f16", "attn_decode_gqa16x2_f16",
                           "matmul_f16_3x65x48x42"]}
 
@@ -1031,7 +1032,7 @@ def main():
             # Whole models are too many instructions for the interpreter
             # (hours, before their matmuls had a GEMM kernel in f32).
             # bert_layer and gpt_layer stand in.
-            print("== all-MiniLM-L6-v2, GPT-2: not run by the interpreter",
+            print("== all-MiniLM-L6-v2, decoders: not run by the interpreter",
                   flush=True)
         else:
             print("== all-MiniLM-L6-v2", flush=True)
@@ -1040,11 +1041,11 @@ def main():
             except Exception as e:  # a bug here must not end the whole check
                 checks.add(False, "minilm", "check.py error: %s: %s" %
                            (type(e).__name__, e))
-            print("== GPT-2", flush=True)
+            print("== decoders (GPT-2, LLaMA)", flush=True)
             try:
-                gpt2_e2e.check(base, run, work, checks, clock)
+                decoders.check(base, run, work, checks, clock)
             except Exception as e:  # a bug here must not end the whole check
-                checks.add(False, "gpt2", "check.py error: %s: %s" %
+                checks.add(False, "decoders", "check.py error: %s: %s" %
                            (type(e).__name__, e))
         report(header, checks, rows, peer.name, gpu, a.out, clock, False)
         if not a.skip_timing:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gpt2_e2e  # noqa: E402
+import decoders  # noqa: E402
 import minilm  # noqa: E402
 import specs  # noqa: E402
 
@@ -108,7 +108,8 @@ def foreign_libs(path):
 
 def prepare_models(a, gpu_flags):
     """all-MiniLM-L6-v2 (when scripts/install-model.sh has installed it
-    here) and a random GPT-2: (minilm status, gpt2 status, failures)."""
+    here) and the random decoders: (minilm status, {decoder: status},
+    failures)."""
     failures = 0
     mini = None
     model_dir = subprocess.run(
@@ -126,16 +127,16 @@ def prepare_models(a, gpu_flags):
         print("prepare: minilm: model not installed here (scripts/"
               "install-model.sh): not carried")
 
-    # A random GPT-2 (its weights are written again there from the seed).
+    # Random decoders (their weights are written again there from the
+    # seed).
     import tempfile
-    with tempfile.TemporaryDirectory(prefix="tfc-gpt2-") as tmp:
-        err = gpt2_e2e.prepare(a.tfc_compile, a.out, a.target, gpu_flags,
-                               tmp)
-    gpt = err or "ok"
-    print("prepare: gpt2: %s" % gpt)
-    if err:
-        failures += 1
-    return mini, gpt, failures
+    with tempfile.TemporaryDirectory(prefix="tfc-decoders-") as tmp:
+        status = decoders.prepare(a.tfc_compile, a.out, a.target, gpu_flags,
+                                  tmp)
+    for name, st in status.items():
+        print("prepare: %s: %s" % (name, st))
+        failures += st != "ok"
+    return mini, status, failures
 
 
 def main():
@@ -218,9 +219,10 @@ def main():
         print("prepare: carrying %s (models link it)" % lib)
         shutil.copy2(lib, lib_dir)
 
-    mini, gpt = None, "not prepared (--numerics-only)"
+    mini, dec = None, {d.name: "not prepared (--numerics-only)"
+                       for d in decoders.DECODERS}
     if not a.numerics_only:
-        mini, gpt, failed = prepare_models(a, gpu_flags)
+        mini, dec, failed = prepare_models(a, gpu_flags)
         failures += failed
 
     for m in models:
@@ -235,7 +237,7 @@ def main():
         "small": a.small,
         "models": models,
         "minilm": mini,
-        "gpt2": gpt,
+        "decoders": dec,
     }
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)

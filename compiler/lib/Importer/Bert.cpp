@@ -53,13 +53,9 @@ static FailureOr<BertConfig> readConfig(const JsonConfig &c,
         "does not divide hidden_size (" + Twine(cfg.hidden) + ")", error);
     return failure();
   }
-  FailureOr<double> eps = c.number("layer_norm_eps", error, 1e-12);
+  FailureOr<double> eps = c.positiveNumber("layer_norm_eps", error, 1e-12);
   if (failed(eps))
     return failure();
-  if (*eps <= 0) {
-    (void)c.fieldError("layer_norm_eps", "expected a positive number", error);
-    return failure();
-  }
   cfg.eps = *eps;
   FailureOr<Activation> act = readActivation(c, "hidden_act", "gelu", error);
   if (failed(act))
@@ -106,21 +102,18 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
   }
 
   FailureOr<std::string> prefix =
-      r.weights.findPrefix("embeddings.word_embeddings.weight");
-  if (failed(prefix)) {
-    r.error = r.weights.primaryFile() +
-              ": missing tensor \"embeddings.word_embeddings.weight\" (with "
-              "or without a prefix such as \"bert.\")";
+      weightPrefix(r, "embeddings.word_embeddings.weight", "bert.");
+  if (failed(prefix))
     return failure();
-  }
 
   ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
                   r.error);
-  OpBuilder &b = mb.getBuilder();
-  auto i64 = RankedTensorType::get({o.batch, o.seqLen}, b.getI64Type());
-  Value ids = mb.addInput("input_ids", i64);
-  Value mask = mb.addInput("attention_mask", i64);
-  Value typeIds = o.tokenTypeIds ? mb.addInput("token_type_ids", i64) : Value();
+  TokenInputs tokens = addTokenInputs(mb, o);
+  Value ids = tokens.ids, mask = tokens.mask;
+  Value typeIds =
+      o.tokenTypeIds
+          ? mb.addInput("token_type_ids", cast<RankedTensorType>(ids.getType()))
+          : Value();
 
   // Embeddings.
   Value h;

@@ -75,6 +75,17 @@ FailureOr<double> JsonConfig::number(StringRef field, std::string &error,
   return *d;
 }
 
+FailureOr<double> JsonConfig::positiveNumber(StringRef field,
+                                             std::string &error,
+                                             double fallback) const {
+  FailureOr<double> d = number(field, error, fallback);
+  if (succeeded(d) && *d <= 0) {
+    (void)fieldError(field, "expected a positive number", error);
+    return failure();
+  }
+  return d;
+}
+
 FailureOr<std::string>
 JsonConfig::string(StringRef field, std::string &error,
                    std::optional<StringRef> fallback) const {

@@ -35,6 +35,10 @@ public:
   /// no fallback).
   mlir::FailureOr<double> number(llvm::StringRef field, std::string &error,
                                  std::optional<double> fallback = {}) const;
+  /// A number > 0; `fallback` when the field is absent.
+  mlir::FailureOr<double> positiveNumber(llvm::StringRef field,
+                                         std::string &error,
+                                         double fallback) const;
   mlir::FailureOr<std::string>
   string(llvm::StringRef field, std::string &error,
          std::optional<llvm::StringRef> fallback = {}) const;

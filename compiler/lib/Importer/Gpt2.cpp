@@ -54,14 +54,9 @@ static FailureOr<Gpt2Config> readConfig(const JsonConfig &c,
         "n_head", "does not divide n_embd (" + Twine(cfg.hidden) + ")", error);
     return failure();
   }
-  FailureOr<double> eps = c.number("layer_norm_epsilon", error, 1e-5);
+  FailureOr<double> eps = c.positiveNumber("layer_norm_epsilon", error, 1e-5);
   if (failed(eps))
     return failure();
-  if (*eps <= 0) {
-    (void)c.fieldError("layer_norm_epsilon", "expected a positive number",
-                       error);
-    return failure();
-  }
   cfg.eps = *eps;
   FailureOr<Activation> act =
       readActivation(c, "activation_function", "gelu_new", error);
@@ -95,37 +90,16 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
     return failure();
   const Gpt2Config &cfg = *cfgOr;
   const ImportOptions &o = r.options;
-  if (o.output == ImportOutput::SentenceEmbedding) {
-    r.error = r.config.path() +
-              ": GPT-2 is a decoder and has no sentence-embedding pooling; "
-              "its output is the last hidden state";
+  if (failed(checkDecoderRequest(r, "GPT-2", cfg.positions, "n_positions")))
     return failure();
-  }
-  if (o.tokenTypeIds) {
-    r.error = r.config.path() + ": GPT-2 takes no token_type_ids";
+  FailureOr<std::string> prefix = weightPrefix(r, "wte.weight", "transformer.");
+  if (failed(prefix))
     return failure();
-  }
-  if (o.seqLen > cfg.positions) {
-    r.error = ("--seq-len " + Twine(o.seqLen) + " exceeds n_positions (" +
-               Twine(cfg.positions) + ") in " + r.config.path())
-                  .str();
-    return failure();
-  }
-
-  FailureOr<std::string> prefix = r.weights.findPrefix("wte.weight");
-  if (failed(prefix)) {
-    r.error = r.weights.primaryFile() +
-              ": missing tensor \"wte.weight\" (with or without a prefix "
-              "such as \"transformer.\")";
-    return failure();
-  }
 
   ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
                   r.error);
-  auto i64 =
-      RankedTensorType::get({o.batch, o.seqLen}, mb.getBuilder().getI64Type());
-  Value ids = mb.addInput("input_ids", i64);
-  Value mask = mb.addInput("attention_mask", i64);
+  TokenInputs tokens = addTokenInputs(mb, o);
+  Value ids = tokens.ids, mask = tokens.mask;
 
   Value h;
   {

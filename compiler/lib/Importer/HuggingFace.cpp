@@ -31,10 +31,16 @@ static const StringRef bertNames[] = {
 
 static const StringRef gpt2Names[] = {"GPT2Model", "GPT2LMHeadModel"};
 
+static const StringRef llamaNames[] = {"LlamaModel", "LlamaForCausalLM"};
+
+static const StringRef mistralNames[] = {"MistralModel", "MistralForCausalLM"};
+
 ArrayRef<Architecture> architectures() {
   static const Architecture registry[] = {
       {"bert", bertNames, buildBert},
       {"gpt2", gpt2Names, buildGpt2},
+      {"llama", llamaNames, buildLlama},
+      {"mistral", mistralNames, buildLlama},
   };
   return registry;
 }
@@ -45,6 +51,44 @@ static std::string join(StringRef dir, StringRef a, StringRef b = "") {
   if (!b.empty())
     sys::path::append(path, b);
   return std::string(path);
+}
+
+FailureOr<std::string> weightPrefix(ImportRequest &r, StringRef anchor,
+                                    StringRef examplePrefix) {
+  FailureOr<std::string> prefix = r.weights.findPrefix(anchor);
+  if (failed(prefix))
+    r.error =
+        (r.weights.primaryFile() + ": missing tensor \"" + anchor +
+         "\" (with or without a prefix such as \"" + examplePrefix + "\")")
+            .str();
+  return prefix;
+}
+
+TokenInputs addTokenInputs(ModelBuilder &mb, const ImportOptions &o) {
+  auto i64 =
+      RankedTensorType::get({o.batch, o.seqLen}, mb.getBuilder().getI64Type());
+  Value ids = mb.addInput("input_ids", i64);
+  return {ids, mb.addInput("attention_mask", i64)};
+}
+
+LogicalResult checkDecoderRequest(ImportRequest &r, StringRef family,
+                                  int64_t positions, StringRef positionsField) {
+  const ImportOptions &o = r.options;
+  if (o.output == ImportOutput::SentenceEmbedding)
+    r.error = (r.config.path() + ": " + family +
+               " is a decoder and has no sentence-embedding pooling; its "
+               "output is the last hidden state")
+                  .str();
+  else if (o.tokenTypeIds)
+    r.error =
+        (r.config.path() + ": " + family + " takes no token_type_ids").str();
+  else if (o.seqLen > positions)
+    r.error = ("--seq-len " + Twine(o.seqLen) + " exceeds " + positionsField +
+               " (" + Twine(positions) + ") in " + r.config.path())
+                  .str();
+  else
+    return success();
+  return failure();
 }
 
 FailureOr<Value> sentenceEmbedding(ImportRequest &r, ModelBuilder &mb,

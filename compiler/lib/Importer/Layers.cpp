@@ -43,6 +43,8 @@ FailureOr<Activation> parseActivation(StringRef name) {
           .Case("gelu_pytorch_tanh", Activation::GeluTanh)
           .Case("gelu_fast", Activation::GeluTanh)
           .Case("relu", Activation::Relu)
+          .Case("silu", Activation::Silu)
+          .Case("swish", Activation::Silu)
           .Default(std::nullopt);
   if (!act)
     return failure();
@@ -56,11 +58,12 @@ FailureOr<Activation> readActivation(const JsonConfig &config, StringRef field,
     return failure();
   FailureOr<Activation> act = parseActivation(*name);
   if (failed(act))
-    (void)config.fieldError(field,
-                            "unsupported activation \"" + *name +
-                                "\" (supported: gelu, gelu_new, "
-                                "gelu_pytorch_tanh, gelu_fast, relu)",
-                            error);
+    (void)config.fieldError(
+        field,
+        "unsupported activation \"" + *name +
+            "\" (supported: gelu, gelu_new, "
+            "gelu_pytorch_tanh, gelu_fast, relu, silu, swish)",
+        error);
   return act;
 }
 
@@ -146,6 +149,69 @@ FailureOr<Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
   });
 }
 
+FailureOr<Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                         StringRef name, double eps) {
+  RankedTensorType t = typeOf(x);
+  int64_t n = t.getShape().back();
+  FailureOr<Value> gamma = mb.weight((name + ".weight").str(), {n});
+  if (failed(gamma))
+    return failure();
+  Value x32 = tb.cast(x, tb.builder().getF32Type());
+  Value invN = scalarLike(tb, 1.0 / static_cast<double>(n), x32);
+  Value var = tb.mul(tb.reduceSum(tb.mul(x32, x32), t.getRank() - 1), invN);
+  Value y = tb.mul(x32, tb.rsqrt(tb.add(var, scalarLike(tb, eps, x32))));
+  return tb.mul(tb.expandToRank(*gamma, t.getRank()),
+                tb.cast(y, t.getElementType()));
+}
+
+RotaryTables rotaryTables(TosaBuilder &tb, ArrayRef<float> invFreq,
+                          int64_t seqLen, Type type) {
+  int64_t half = invFreq.size(), d = 2 * half;
+  const fltSemantics &sem = cast<FloatType>(type).getFloatSemantics();
+  SmallVector<APFloat> cosValues, sinValues;
+  cosValues.reserve(seqLen * d);
+  sinValues.reserve(seqLen * d);
+  for (int64_t p = 0; p < seqLen; ++p) {
+    for (int64_t j = 0; j < d; ++j) {
+      float angle = static_cast<float>(p) * invFreq[j % half];
+      // cos/sin of the f32 angle, rounded to f32 and then to the type.
+      for (auto [values, v] :
+           {std::pair{&cosValues, std::cos(static_cast<double>(angle))},
+            std::pair{&sinValues, std::sin(static_cast<double>(angle))}}) {
+        APFloat f(static_cast<float>(v));
+        bool lost;
+        f.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+        values->push_back(f);
+      }
+    }
+  }
+  auto tableType = RankedTensorType::get({1, 1, seqLen, d}, type);
+  OpBuilder &b = tb.builder();
+  auto table = [&](ArrayRef<APFloat> values) -> Value {
+    return tosa::ConstOp::create(b, tb.getLoc(), tableType,
+                                 DenseElementsAttr::get(tableType, values));
+  };
+  return {table(cosValues), table(sinValues)};
+}
+
+Value applyRotary(TosaBuilder &tb, Value x, const RotaryTables &tables) {
+  ArrayRef<int64_t> s = typeOf(x).getShape();
+  int64_t half = s[3] / 2;
+  Value x1 = tb.slice(x, {0, 0, 0, 0}, {s[0], s[1], s[2], half});
+  Value x2 = tb.slice(x, {0, 0, 0, half}, {s[0], s[1], s[2], half});
+  Value rotated = tb.concat({tb.mul(x2, scalarLike(tb, -1.0, x2)), x1}, 3);
+  return tb.add(tb.mul(x, tables.cos), tb.mul(rotated, tables.sin));
+}
+
+Value repeatKV(TosaBuilder &tb, Value x, int64_t groups) {
+  if (groups == 1)
+    return x;
+  ArrayRef<int64_t> s = typeOf(x).getShape();
+  Value split = tb.reshape(x, {s[0], s[1], 1, s[2], s[3]});
+  Value tiled = tb.tile(split, {1, 1, groups, 1, 1});
+  return tb.reshape(tiled, {s[0], s[1] * groups, s[2], s[3]});
+}
+
 static Value activationF32(TosaBuilder &tb, Value x, Activation act) {
   auto c = [&](double value) { return scalarLike(tb, value, x); };
   switch (act) {
@@ -165,6 +231,8 @@ static Value activationF32(TosaBuilder &tb, Value x, Activation act) {
   }
   case Activation::Relu:
     return tb.maximum(x, c(0.0));
+  case Activation::Silu:
+    return tb.mul(x, tb.sigmoid(x));
   }
   llvm_unreachable("unknown activation");
 }

@@ -16,7 +16,7 @@
 
 namespace tfc::importer {
 
-enum class Activation { GeluErf, GeluTanh, Relu };
+enum class Activation { GeluErf, GeluTanh, Relu, Silu };
 
 /// Maps a config.json "hidden_act" value; failure when unknown.
 mlir::FailureOr<Activation> parseActivation(llvm::StringRef name);
@@ -56,6 +56,32 @@ mlir::FailureOr<mlir::Value> conv1d(ModelBuilder &mb, TosaBuilder &tb,
 mlir::FailureOr<mlir::Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb,
                                        mlir::Value x, llvm::StringRef name,
                                        double eps);
+
+/// LlamaRMSNorm: x * rsqrt(mean(x * x) + eps) in f32 (x cast in), rounded
+/// back to x's type, times gamma = `name`.weight in x's type.
+mlir::FailureOr<mlir::Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb,
+                                     mlir::Value x, llvm::StringRef name,
+                                     double eps);
+
+/// The rotary position embedding's cos and sin for positions 0..S-1, each
+/// [1, 1, S, D] of the compute type: emb = cat(freqs, freqs) with
+/// freqs[p][i] = p * invFreq[i] (D = 2 * invFreq.size()), computed in f32
+/// and rounded, as transformers' LlamaRotaryEmbedding does. Positions are
+/// known when the model is compiled, so the tables are constants.
+struct RotaryTables {
+  mlir::Value cos, sin;
+};
+RotaryTables rotaryTables(TosaBuilder &tb, llvm::ArrayRef<float> invFreq,
+                          int64_t seqLen, mlir::Type type);
+
+/// apply_rotary_pos_emb on x [B, H, S, D]: x * cos + rotate_half(x) * sin,
+/// rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2]).
+mlir::Value applyRotary(TosaBuilder &tb, mlir::Value x,
+                        const RotaryTables &tables);
+
+/// repeat_kv: [B, Hkv, S, D] -> [B, Hkv * groups, S, D], query head h
+/// reading K/V head h / groups (reshape, tile, reshape).
+mlir::Value repeatKV(TosaBuilder &tb, mlir::Value x, int64_t groups);
 
 /// The activation function, in f32 for f16/bf16 x (cast in and out).
 mlir::Value activation(TosaBuilder &tb, mlir::Value x, Activation act);

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from harness import Harness, parse_args
+from harness import Harness, bf16_to_f32, parse_args
 
 CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
        "n_embd": 48, "n_layer": 2, "n_head": 3, "n_positions": 40,
@@ -146,8 +146,13 @@ def write_model(directory, rng, cfg, shapes=None, prefix="transformer."):
     return w
 
 
-def write_only(args):
-    cfg, shapes = dict(CFG), {}
+def write_only(args, base=CFG, write=None,
+               prefix=lambda cfg: "transformer."):
+    """DIR [--set FIELD=JSON]... [--unset FIELD]... [--shape TENSOR=d0,d1]...:
+    writes the model directory alone (`write`, default write_model, from
+    `base` changed by the flags); a --shape tensor is named without the
+    prefix the final config's layout gives (`prefix(cfg)`)."""
+    cfg, shapes = dict(base), {}
     directory = args[0]
     it = iter(args[1:])
     for flag in it:
@@ -159,10 +164,12 @@ def write_only(args):
             cfg.pop(value, None)
         elif flag == "--shape":
             k, v = value.split("=", 1)
-            shapes["transformer." + k] = tuple(int(d) for d in v.split(","))
+            shapes[k] = tuple(int(d) for d in v.split(","))
         else:
-            sys.exit("gpt2.py: unknown flag " + flag)
-    write_model(directory, np.random.default_rng(1), cfg, shapes)
+            sys.exit("%s: unknown flag %s" % (os.path.basename(sys.argv[0]),
+                                              flag))
+    (write or write_model)(directory, np.random.default_rng(1), cfg,
+                           {prefix(cfg) + k: v for k, v in shapes.items()})
 
 
 def main():
@@ -211,8 +218,7 @@ def main():
                          out.dtype == np.dtype(np.float16 if dtype == "f16"
                                                else np.uint16))
                 if dtype == "bf16":  # widen the bits to f32
-                    out = (out.view(np.uint16).astype(np.uint32) << 16
-                           ).view(np.float32)
+                    out = bf16_to_f32(out)
                 h.expect_close("%s last hidden state %s %s" %
                                (name, dtype, "fused" if fused else "unfused"),
                                out, ref, tol)

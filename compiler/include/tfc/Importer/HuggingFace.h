@@ -9,9 +9,10 @@
 // function argument carrying its safetensors name (`tfc.name`) and
 // `tfc.role = "weight"`; the model inputs carry `tfc.role = "input"`.
 //
-// Architectures are dispatched through a small registry (see
-// lib/Importer/Registry.cpp); BERT is the first, decoders (GPT-2, LLaMA) plug
-// in the same way using the shared layer helpers in lib/Importer/Layers.h.
+// Architectures are dispatched through a small registry (architectures() in
+// lib/Importer/HuggingFace.cpp): BERT encoders, GPT-2 and LLaMA/Mistral
+// decoders, each built from the shared layer helpers in
+// lib/Importer/Layers.h.
 //
 //===----------------------------------------------------------------------===//
 

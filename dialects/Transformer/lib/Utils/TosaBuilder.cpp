@@ -127,6 +127,10 @@ Value TosaBuilder::tanh(Value v) {
   return tosa::TanhOp::create(b, loc, v.getType(), v);
 }
 
+Value TosaBuilder::sigmoid(Value v) {
+  return tosa::SigmoidOp::create(b, loc, v.getType(), v);
+}
+
 Value TosaBuilder::cast(Value v, Type elementType) {
   if (tensorType(v).getElementType() == elementType)
     return v;
@@ -173,6 +177,23 @@ Value TosaBuilder::slice(Value v, ArrayRef<int64_t> start,
   auto type = RankedTensorType::get(size, tensorType(v).getElementType());
   return tosa::SliceOp::create(b, loc, type, v, constShape(b, loc, start),
                                constShape(b, loc, size));
+}
+
+Value TosaBuilder::tile(Value v, ArrayRef<int64_t> multiples) {
+  SmallVector<int64_t> shape(tensorType(v).getShape());
+  for (auto [dim, m] : llvm::zip_equal(shape, multiples))
+    dim *= m;
+  return tosa::TileOp::create(b, loc, tensorType(v).clone(shape), v,
+                              constShape(b, loc, multiples));
+}
+
+Value TosaBuilder::concat(ValueRange values, int32_t axis) {
+  SmallVector<int64_t> shape(tensorType(values.front()).getShape());
+  shape[axis] = 0;
+  for (Value v : values)
+    shape[axis] += tensorType(v).getDimSize(axis);
+  return tosa::ConcatOp::create(b, loc, tensorType(values.front()).clone(shape),
+                                values, b.getI32IntegerAttr(axis));
 }
 
 Value TosaBuilder::expandToRank(Value v, int64_t rank) {

@@ -51,6 +51,7 @@ public:
   mlir::Value rsqrt(mlir::Value v);
   mlir::Value erf(mlir::Value v);
   mlir::Value tanh(mlir::Value v);
+  mlir::Value sigmoid(mlir::Value v);
   /// `v` itself when it already has `elementType`, else a tosa.cast.
   mlir::Value cast(mlir::Value v, mlir::Type elementType);
 
@@ -63,6 +64,11 @@ public:
   /// tosa.slice of `size` elements starting at `start` in every dimension.
   mlir::Value slice(mlir::Value v, llvm::ArrayRef<int64_t> start,
                     llvm::ArrayRef<int64_t> size);
+
+  /// tosa.tile: dimension i repeated `multiples[i]` times.
+  mlir::Value tile(mlir::Value v, llvm::ArrayRef<int64_t> multiples);
+  /// tosa.concat of `values` (equal but for `axis`) along `axis`.
+  mlir::Value concat(mlir::ValueRange values, int32_t axis);
 
   /// Reshapes `v` to rank `rank` by prepending ones.
   mlir::Value expandToRank(mlir::Value v, int64_t rank);

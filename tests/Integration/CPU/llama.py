@@ -1,0 +1,234 @@
+"""LLaMA-family decoders imported from config.json + model.safetensors
+(tfc-compile --hf), fused and unfused, in f32, f16 and bf16, against a
+float64 numpy model written from transformers' modeling_llama.py (eager
+attention: RMSNorm, rotary embeddings, grouped-query attention with the
+combined causal + padding mask of finfo.min, SwiGLU): random weights, odd
+sizes, a padded batch row.
+
+usage: llama.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
+                [--gpu-binary=cubin|ptx] [--cases=NAME,...]
+       llama.py --write DIR [--set FIELD=JSON]... [--unset FIELD]...
+                [--shape TENSOR=d0,d1]...   (only write the model directory)
+"""
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+import gpt2
+from harness import Harness, bf16_to_f32, parse_args
+
+CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+       "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+       "num_key_value_heads": 2, "intermediate_size": 100,
+       "vocab_size": 101, "max_position_embeddings": 64,
+       "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "hidden_act": "silu",
+       "rope_scaling": None, "attention_bias": False, "mlp_bias": False,
+       "tie_word_embeddings": False}
+BATCH, SEQ = 2, 13
+
+# LlamaModel's layout (no prefix), head_dim apart from hidden / heads,
+# multi-query attention (one K/V head), biases, Llama 3.1's rope scaling with
+# an original context of 64 so that all three frequency bands occur.
+LLAMA3 = dict(CFG, architectures=["LlamaModel"], hidden_size=40,
+              num_attention_heads=5, num_key_value_heads=1, head_dim=16,
+              intermediate_size=72, rope_theta=500000.0,
+              attention_bias=True, mlp_bias=True,
+              rope_scaling={"rope_type": "llama3", "factor": 8.0,
+                            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                            "original_max_position_embeddings": 64})
+# Mistral: the LLaMA graph while the sliding window covers the sequence.
+MISTRAL = dict(CFG, architectures=["MistralForCausalLM"],
+               model_type="mistral", num_hidden_layers=1,
+               num_key_value_heads=1, sliding_window=4096,
+               rope_scaling=None)
+
+
+def head_dim(cfg):
+    return cfg.get("head_dim") or cfg["hidden_size"] // \
+        cfg["num_attention_heads"]
+
+
+def weights(rng, cfg, prefix):
+    h, inner, d = cfg["hidden_size"], cfg["intermediate_size"], head_dim(cfg)
+    hq, hkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    w = {prefix + "embed_tokens.weight": (cfg["vocab_size"], h),
+         prefix + "norm.weight": (h,)}
+    for l in range(cfg["num_hidden_layers"]):
+        p = prefix + "layers.%d." % l
+        attn = {"q_proj": (hq * d, h), "k_proj": (hkv * d, h),
+                "v_proj": (hkv * d, h), "o_proj": (h, hq * d)}
+        mlp = {"gate_proj": (inner, h), "up_proj": (inner, h),
+               "down_proj": (h, inner)}
+        for name, shape in attn.items():
+            w[p + "self_attn." + name + ".weight"] = shape
+            if cfg.get("attention_bias"):
+                w[p + "self_attn." + name + ".bias"] = (shape[0],)
+        for name, shape in mlp.items():
+            w[p + "mlp." + name + ".weight"] = shape
+            if cfg.get("mlp_bias"):
+                w[p + "mlp." + name + ".bias"] = (shape[0],)
+        w[p + "input_layernorm.weight"] = (h,)
+        w[p + "post_attention_layernorm.weight"] = (h,)
+    out = {}
+    for name, shape in w.items():
+        if name.endswith("layernorm.weight") or name.endswith("norm.weight"):
+            x = 1.0 + 0.1 * rng.standard_normal(shape)
+        elif len(shape) == 2:
+            x = rng.standard_normal(shape) / math.sqrt(shape[1]) * 1.5
+            if "embed_tokens" in name:
+                x = rng.standard_normal(shape)
+        else:
+            x = 0.1 * rng.standard_normal(shape)
+        out[name] = x.astype(np.float32)
+    return out
+
+
+def inv_freq(cfg):
+    """transformers' rotary inverse frequencies with rope_scaling, in
+    float64."""
+    d = head_dim(cfg)
+    f = 1.0 / cfg["rope_theta"] ** (np.arange(0, d, 2) / d)
+    rs = cfg.get("rope_scaling")
+    if not rs or rs.get("rope_type", rs.get("type")) == "default":
+        return f
+    if rs.get("rope_type", rs.get("type")) == "linear":
+        return f / rs["factor"]
+    assert rs["rope_type"] == "llama3", rs
+    factor, low, high = rs["factor"], rs["low_freq_factor"], \
+        rs["high_freq_factor"]
+    old = rs["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / f
+    scaled = np.where(wavelen > old / low, f / factor, f)
+    smooth = (old / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = ~(wavelen < old / high) & ~(wavelen > old / low)
+    return np.where(medium, smoothed, scaled)
+
+
+def rms_norm(x, g, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+
+def silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def reference(cfg, w, ids, mask):
+    """transformers' LlamaModel.forward, eager attention, in float64."""
+    w = {k[len("model."):] if k.startswith("model.") else k:
+         v.astype(np.float64) for k, v in w.items()}
+    hq, hkv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], \
+        head_dim(cfg)
+    eps = cfg["rms_norm_eps"]
+    b, s = ids.shape
+    x = w["embed_tokens.weight"][ids]
+    freqs = np.outer(np.arange(s), inv_freq(cfg))
+    emb = np.concatenate([freqs, freqs], -1)
+    cos, sin = np.cos(emb), np.sin(emb)
+
+    def rope(t):  # [b, heads, s, d]
+        rotated = np.concatenate([-t[..., d // 2:], t[..., :d // 2]], -1)
+        return t * cos + rotated * sin
+
+    # _update_causal_mask: finfo.min where the key is in the future or
+    # padding, added to the scores.
+    fmin = np.finfo(np.float32).min
+    hidden = np.triu(np.ones((s, s), dtype=bool), 1)[None, None] | \
+        (mask == 0)[:, None, None, :]
+    causal_mask = np.where(hidden, fmin, 0.0)
+
+    def lin(a, name):
+        y = a @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+
+    for l in range(cfg["num_hidden_layers"]):
+        p = "layers.%d." % l
+        a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+
+        def heads(t, n):
+            return t.reshape(b, s, n, d).transpose(0, 2, 1, 3)
+        q = rope(heads(lin(a, p + "self_attn.q_proj"), hq))
+        k = rope(heads(lin(a, p + "self_attn.k_proj"), hkv))
+        v = heads(lin(a, p + "self_attn.v_proj"), hkv)
+        k, v = (np.repeat(t, hq // hkv, axis=1) for t in (k, v))
+        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + causal_mask
+        sc = np.exp(sc - sc.max(-1, keepdims=True))
+        ctx = (sc / sc.sum(-1, keepdims=True)) @ v
+        ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d)
+        x = x + lin(ctx, p + "self_attn.o_proj")
+        a = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        m = silu(lin(a, p + "mlp.gate_proj")) * lin(a, p + "mlp.up_proj")
+        x = x + lin(m, p + "mlp.down_proj")
+    return rms_norm(x, w["norm.weight"], eps)
+
+
+def prefix_of(cfg):
+    return "model." if cfg["architectures"][0].endswith("ForCausalLM") \
+        else ""
+
+
+def write_model(directory, rng, cfg, shapes=None):
+    """config.json and model.safetensors of a random LLaMA in `directory`;
+    `shapes` replaces the shapes of some tensors. Returns the weights."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    full = dict(CFG)
+    full.update({k: v for k, v in cfg.items()
+                 if k in CFG or k == "head_dim"})
+    w = weights(rng, full, prefix_of(cfg))
+    for name, shape in (shapes or {}).items():
+        w[name] = rng.standard_normal(shape).astype(np.float32)
+    gpt2.write_safetensors(os.path.join(directory, "model.safetensors"), w)
+    return w
+
+
+def main():
+    if sys.argv[1] == "--write":
+        return gpt2.write_only(sys.argv[2:], CFG, write_model, prefix_of)
+    argv = [a for a in sys.argv[1:] if not a.startswith("--cases=")]
+    only = [a.split("=", 1)[1].split(",") for a in sys.argv[1:]
+            if a.startswith("--cases=")]
+    args, target, flags = parse_args(argv)
+    bindir, workdir = args[:2]
+    seed = int(args[2]) if len(args) > 2 else \
+        np.random.SeedSequence().entropy % (2**32)
+    print("seed", seed)
+    rng = np.random.default_rng(seed)
+    h = Harness(bindir, workdir, target, flags)
+    cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL)]
+    for name, cfg in cases:
+        if only and name not in only[0]:
+            continue
+        model = h.path(name)
+        w = write_model(model, rng, cfg)
+        ids = rng.integers(0, cfg["vocab_size"], (BATCH, SEQ)).astype(
+            np.int64)
+        mask = np.ones((BATCH, SEQ), dtype=np.int64)
+        mask[1, SEQ - 4:] = 0  # right padding in the second row
+        ref = reference(cfg, w, ids, mask)
+        # f32: 1e-4; f16 and bf16 (--dtype: weights rounded to the type, f32
+        # matmul sums, RMSNorm statistics and SiLU in f32): 10 units of the
+        # type's roundoff (2^-11, 2^-8) on the norm-wise error.
+        for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11),
+                           ("bf16", 10 * 2.0**-8)):
+            for fused in (True, False):
+                lib, summary = h.build_hf(name + "_" + dtype, model, BATCH,
+                                          SEQ, fused, ["--dtype=" + dtype])
+                if fused:
+                    print(summary)
+                out = h.run_hf(lib, model, [ids, mask])
+                if dtype == "bf16":  # '<u2' in .npy: widen the bits to f32
+                    out = bf16_to_f32(out)
+                h.expect_close("%s last hidden state %s %s" %
+                               (name, dtype, "fused" if fused else "unfused"),
+                               out, ref, tol)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
