@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""GPT-2 (124M shape, random weights) on the CPU: tfc fused, tfc unfused,
-PyTorch eager and ONNX Runtime, measured in one run.
+"""Decoders with random weights on the CPU: tfc fused, tfc unfused, PyTorch
+eager and ONNX Runtime, measured in one run.
 
   bash bench/minilm/setup_peers.sh          # once: bench/.venv
-  bench/.venv/bin/python bench/gpt2/run.py [--threads 2] [--batch 1]
-      [--seq-len 128] [--layers 12] [--rounds 5] [--runs 10]
+  bench/.venv/bin/python bench/decoders/run.py [--family gpt2|llama]
+      [--threads 2] [--batch 1] [--seq-len 128] [--layers 12] [--rounds 5]
+      [--runs 10]
 
-GPT-2 small's shape (hidden 768, 12 heads, 12 blocks, vocabulary 50257) with
-weights from transformers' own initialisation (seed 0): the arithmetic is the
-same as the released checkpoint, which cannot be downloaded here. Every
-system computes GPT2Model's last hidden state from int64 ids and an
-all-ones attention mask, with the same thread count. Each round runs every
+gpt2: GPT-2 small's shape (hidden 768, 12 heads, 12 blocks, vocabulary
+50257). llama: a LLaMA of the same width (hidden 768, 12 query heads of 64
+on 4 K/V heads, SwiGLU of 2048, vocabulary 32000, 12 blocks). Weights come
+from transformers' own initialisation (seed 0): the arithmetic is the same
+as a released checkpoint's, which cannot be downloaded here. Every system
+computes the model's last hidden state (GPT2Model, LlamaModel) from int64
+ids and an all-ones attention mask, with the same thread count. Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -31,14 +34,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 
 
-def make_model(d, layers):
+def model_class(family):
+    import transformers
+    return getattr(transformers, {"gpt2": "GPT2Model",
+                                  "llama": "LlamaModel"}[family])
+
+
+def make_model(d, family, layers):
     if os.path.exists(os.path.join(d, "model.safetensors")):
         return
     import torch
-    from transformers import GPT2Config, GPT2Model
+    from transformers import GPT2Config, LlamaConfig
     torch.manual_seed(0)
-    m = GPT2Model(GPT2Config(n_layer=layers))
-    m.save_pretrained(d, safe_serialization=True)
+    if family == "gpt2":
+        cfg = GPT2Config(n_layer=layers)
+    else:
+        cfg = LlamaConfig(hidden_size=768, intermediate_size=2048,
+                          num_hidden_layers=layers, num_attention_heads=12,
+                          num_key_value_heads=4, vocab_size=32000,
+                          max_position_embeddings=2048, rms_norm_eps=1e-6)
+    model_class(family)(cfg).save_pretrained(d, safe_serialization=True)
 
 
 def peer(a):
@@ -47,8 +62,8 @@ def peer(a):
     ids = np.load(a.ids)
     mask = np.ones_like(ids)
     if a.system == "torch":
-        from transformers import GPT2Model
-        m = GPT2Model.from_pretrained(a.model, attn_implementation="eager")
+        m = model_class(a.family).from_pretrained(
+            a.model, attn_implementation="eager")
         m.eval()
         ti, tm = torch.from_numpy(ids), torch.from_numpy(mask)
 
@@ -77,10 +92,10 @@ def peer(a):
     print("median %.4f ms" % statistics.median(times))
 
 
-def export(model, onnx, batch, seq):
+def export(family, model, onnx, batch, seq):
     import torch
-    from transformers import GPT2Model
-    m = GPT2Model.from_pretrained(model, attn_implementation="eager").eval()
+    m = model_class(family).from_pretrained(
+        model, attn_implementation="eager").eval()
     m.config.use_cache = False
     ids = torch.zeros((batch, seq), dtype=torch.int64)
 
@@ -100,6 +115,7 @@ def export(model, onnx, batch, seq):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", nargs="?", default="bench")
+    ap.add_argument("--family", choices=("gpt2", "llama"), default="gpt2")
     ap.add_argument("--system")
     ap.add_argument("--model")
     ap.add_argument("--onnx")
@@ -117,21 +133,24 @@ def main():
 
     work = os.path.join(HERE, "work")
     os.makedirs(work, exist_ok=True)
-    model = os.path.join(work, "gpt2-random-%dl" % a.layers)
-    make_model(model, a.layers)
+    model = os.path.join(work, "%s-random-%dl" % (a.family, a.layers))
+    make_model(model, a.family, a.layers)
     b, s = a.batch, a.seq_len
-    ids = np.random.default_rng(1).integers(0, 50257, (b, s)).astype(np.int64)
+    with open(os.path.join(model, "config.json")) as f:
+        vocab = json.load(f)["vocab_size"]
+    ids = np.random.default_rng(1).integers(0, vocab, (b, s)).astype(np.int64)
     ids_p, mask_p = os.path.join(work, "ids.npy"), os.path.join(work, "mask.npy")
     np.save(ids_p, ids)
     np.save(mask_p, np.ones_like(ids))
-    onnx = os.path.join(work, "gpt2_%dl_b%d_s%d.onnx" % (a.layers, b, s))
+    tag = "%s_%dl_b%d_s%d" % (a.family, a.layers, b, s)
+    onnx = os.path.join(work, tag + ".onnx")
     if not os.path.exists(onnx):
-        export(model, onnx, b, s)
+        export(a.family, model, onnx, b, s)
     bins = os.path.join(ROOT, "build", "bin")
     libs = {}
     for fused in (True, False):
-        lib = os.path.join(work, "gpt2_%dl_b%d_s%d.%s.so" % (
-            a.layers, b, s, "fused" if fused else "unfused"))
+        lib = os.path.join(work, "%s.%s.so" % (
+            tag, "fused" if fused else "unfused"))
         cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
                str(b), "--seq-len", str(s), "-o", lib]
         if not fused:
@@ -171,7 +190,8 @@ def main():
                        str(a.threads)]
             else:
                 cmd = [sys.executable, __file__, "peer", "--system",
-                       "torch" if x == "PyTorch eager" else "ort", "--model",
+                       "torch" if x == "PyTorch eager" else "ort",
+                       "--family", a.family, "--model",
                        model, "--onnx", onnx, "--ids", ids_p, "--out", out,
                        "--threads", str(a.threads), "--runs", str(a.runs)]
             text = subprocess.run(cmd, check=True, capture_output=True,
@@ -184,8 +204,10 @@ def main():
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout
-    print("\n### GPT-2 124M shape (random weights), batch %d, seq %d, %d "
-          "thread%s -- %s, tfc %s\n" % (b, s, a.threads,
+    title = {"gpt2": "GPT-2 124M shape",
+             "llama": "LLaMA, hidden 768, GQA 12 on 4"}[a.family]
+    print("\n### %s, %d blocks (random weights), batch %d, seq %d, %d "
+          "thread%s -- %s, tfc %s\n" % (title, a.layers, b, s, a.threads,
                                          "" if a.threads == 1 else "s", when,
                                          commit.strip()))
     print("| system | median ms | round medians ms | tfc fused is | max abs "
