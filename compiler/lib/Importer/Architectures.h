@@ -53,12 +53,41 @@ mlir::FailureOr<std::string> weightPrefix(ImportRequest &request,
                                           llvm::StringRef anchor,
                                           llvm::StringRef examplePrefix);
 
-/// The [batch, seq-len] i64 inputs every family takes, added in this order:
-/// input_ids and attention_mask (1 = keep).
+/// The i64 inputs every family takes, added in this order: input_ids
+/// [batch, seq-len] and attention_mask [batch, past-len + seq-len] (1 =
+/// keep).
 struct TokenInputs {
   mlir::Value ids, mask;
 };
 TokenInputs addTokenInputs(ModelBuilder &mb, const ImportOptions &options);
+
+/// A decoder's KV cache (ImportOptions::kvCache): the past keys and values
+/// of every layer as inputs, and the keys and values of all tokens as
+/// outputs.
+class KVCache {
+public:
+  /// Adds the past inputs (none when pastLen is 0): per layer
+  /// past_key_values.L.key and .value, [B, heads, pastLen, headDim] of the
+  /// compute type.
+  KVCache(ModelBuilder &mb, const ImportOptions &options, int64_t layers,
+          int64_t heads, int64_t headDim);
+  /// Layer `layer`'s keys and values of the new tokens ([B, heads, S, D])
+  /// after its past ones; recorded as that layer's outputs.
+  std::pair<mlir::Value, mlir::Value> append(TosaBuilder &tb, int64_t layer,
+                                             mlir::Value k, mlir::Value v);
+  /// Finishes the model: it returns `hidden` (last_hidden_state), then every
+  /// layer's keys and values when it has a cache.
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+  finish(ModelBuilder &mb, mlir::Value hidden) const;
+
+private:
+  bool enabled;
+  llvm::SmallVector<std::pair<mlir::Value, mlir::Value>> past, present;
+};
+
+/// "--seq-len S", or "--past-len P + --seq-len S" with a past: the token
+/// count a model is compiled for, in errors.
+std::string tokenCountText(const ImportOptions &options);
 
 /// What a decoder family (`family`: "GPT-2", "LLaMA") cannot import: a
 /// sentence-embedding output, token_type_ids, a sequence longer than its

@@ -93,6 +93,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
     return failure();
   const BertConfig &cfg = *cfgOr;
   const ImportOptions &o = r.options;
+  if (o.kvCache) {
+    r.error = r.config.path() +
+              ": BERT is an encoder and has no KV cache (--kv-cache, "
+              "--past-len are for decoders)";
+    return failure();
+  }
   if (o.seqLen > cfg.maxPositions) {
     r.error =
         ("--seq-len " + Twine(o.seqLen) + " exceeds max_position_embeddings (" +
@@ -133,9 +139,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
     if (failed(tokenType))
       return failure();
     Value tt = typeIds ? embeddingLookup(tb, *tokenType, typeIds)
-                       : leadingRows(tb, *tokenType, 1);
+                       : tableRows(tb, *tokenType, 0, 1);
     h = tb.add(embeddingLookup(tb, *word, ids), tt);
-    h = tb.add(h, leadingRows(tb, *position, o.seqLen));
+    h = tb.add(h, tableRows(tb, *position, 0, o.seqLen));
     FailureOr<Value> ln = layerNorm(mb, tb, h, "embeddings.LayerNorm", cfg.eps);
     if (failed(ln))
       return failure();

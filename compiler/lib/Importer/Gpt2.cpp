@@ -100,6 +100,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
                   r.error);
   TokenInputs tokens = addTokenInputs(mb, o);
   Value ids = tokens.ids, mask = tokens.mask;
+  KVCache cache(mb, o, cfg.layers, cfg.heads, cfg.hidden / cfg.heads);
 
   Value h;
   {
@@ -110,7 +111,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
     FailureOr<Value> wpe = mb.weight("wpe.weight", {cfg.positions, cfg.hidden});
     if (failed(wpe))
       return failure();
-    h = tb.add(embeddingLookup(tb, *wte, ids), leadingRows(tb, *wpe, o.seqLen));
+    h = tb.add(embeddingLookup(tb, *wte, ids),
+               tableRows(tb, *wpe, o.pastLen, o.seqLen));
   }
   Value extMask = [&] {
     TosaBuilder tb = mb.at("attention_mask");
@@ -135,8 +137,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
                         {o.batch, o.seqLen, cfg.hidden});
       };
       Value qh = splitHeads(tb, part(0), cfg.heads);
-      Value kh = splitHeads(tb, part(1), cfg.heads);
-      Value vh = splitHeads(tb, part(2), cfg.heads);
+      auto [kh, vh] = cache.append(tb, l, splitHeads(tb, part(1), cfg.heads),
+                                   splitHeads(tb, part(2), cfg.heads));
       Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale,
                                             /*causal=*/true);
       FailureOr<Value> proj =
@@ -165,7 +167,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   FailureOr<Value> out = layerNorm(mb, tb, h, "ln_f", cfg.eps);
   if (failed(out))
     return failure();
-  return mb.finish({*out});
+  return cache.finish(mb, *out);
 }
 
 } // namespace tfc::importer

@@ -65,10 +65,55 @@ FailureOr<std::string> weightPrefix(ImportRequest &r, StringRef anchor,
 }
 
 TokenInputs addTokenInputs(ModelBuilder &mb, const ImportOptions &o) {
-  auto i64 =
-      RankedTensorType::get({o.batch, o.seqLen}, mb.getBuilder().getI64Type());
-  Value ids = mb.addInput("input_ids", i64);
-  return {ids, mb.addInput("attention_mask", i64)};
+  Type i64 = mb.getBuilder().getI64Type();
+  Value ids =
+      mb.addInput("input_ids", RankedTensorType::get({o.batch, o.seqLen}, i64));
+  return {ids, mb.addInput("attention_mask",
+                           RankedTensorType::get(
+                               {o.batch, o.pastLen + o.seqLen}, i64))};
+}
+
+KVCache::KVCache(ModelBuilder &mb, const ImportOptions &o, int64_t layers,
+                 int64_t heads, int64_t headDim)
+    : enabled(o.kvCache) {
+  if (!enabled || o.pastLen == 0)
+    return;
+  auto type = RankedTensorType::get({o.batch, heads, o.pastLen, headDim},
+                                    mb.getComputeType());
+  for (int64_t l = 0; l < layers; ++l) {
+    std::string name = "past_key_values." + std::to_string(l);
+    Value k = mb.addInput(name + ".key", type);
+    past.push_back({k, mb.addInput(name + ".value", type)});
+  }
+}
+
+std::pair<Value, Value> KVCache::append(TosaBuilder &tb, int64_t layer, Value k,
+                                        Value v) {
+  if (!past.empty()) {
+    k = tb.concat({past[layer].first, k}, 2);
+    v = tb.concat({past[layer].second, v}, 2);
+  }
+  if (enabled)
+    present.push_back({k, v});
+  return {k, v};
+}
+
+FailureOr<OwningOpRef<ModuleOp>> KVCache::finish(ModelBuilder &mb,
+                                                 Value hidden) const {
+  SmallVector<Value> results = {hidden};
+  SmallVector<std::string> names = {"last_hidden_state"};
+  for (auto [l, kv] : llvm::enumerate(present)) {
+    std::string name = "present." + std::to_string(l);
+    results.append({kv.first, kv.second});
+    names.append({name + ".key", name + ".value"});
+  }
+  return mb.finish(results, names);
+}
+
+std::string tokenCountText(const ImportOptions &o) {
+  std::string text = "--seq-len " + std::to_string(o.seqLen);
+  return o.pastLen ? "--past-len " + std::to_string(o.pastLen) + " + " + text
+                   : text;
 }
 
 LogicalResult checkDecoderRequest(ImportRequest &r, StringRef family,
@@ -82,9 +127,9 @@ LogicalResult checkDecoderRequest(ImportRequest &r, StringRef family,
   else if (o.tokenTypeIds)
     r.error =
         (r.config.path() + ": " + family + " takes no token_type_ids").str();
-  else if (o.seqLen > positions)
-    r.error = ("--seq-len " + Twine(o.seqLen) + " exceeds " + positionsField +
-               " (" + Twine(positions) + ") in " + r.config.path())
+  else if (o.pastLen + o.seqLen > positions)
+    r.error = (tokenCountText(o) + " exceeds " + positionsField + " (" +
+               Twine(positions) + ") in " + r.config.path())
                   .str();
   else
     return success();
@@ -200,6 +245,11 @@ FailureOr<OwningOpRef<ModuleOp>> importHuggingFace(MLIRContext &context,
   using namespace importer;
   if (options.batch <= 0 || options.seqLen <= 0) {
     error = "batch and sequence length must be positive";
+    return failure();
+  }
+  if (options.pastLen < 0 || (options.pastLen > 0 && !options.kvCache)) {
+    error = "the past length must be non-negative, and positive only with a "
+            "KV cache";
     return failure();
   }
   if (!sys::fs::is_directory(dir)) {

@@ -165,7 +165,7 @@ FailureOr<Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
 }
 
 RotaryTables rotaryTables(TosaBuilder &tb, ArrayRef<float> invFreq,
-                          int64_t seqLen, Type type) {
+                          int64_t first, int64_t seqLen, Type type) {
   int64_t half = invFreq.size(), d = 2 * half;
   const fltSemantics &sem = cast<FloatType>(type).getFloatSemantics();
   SmallVector<APFloat> cosValues, sinValues;
@@ -173,7 +173,7 @@ RotaryTables rotaryTables(TosaBuilder &tb, ArrayRef<float> invFreq,
   sinValues.reserve(seqLen * d);
   for (int64_t p = 0; p < seqLen; ++p) {
     for (int64_t j = 0; j < d; ++j) {
-      float angle = static_cast<float>(p) * invFreq[j % half];
+      float angle = static_cast<float>(first + p) * invFreq[j % half];
       // cos/sin of the f32 angle, rounded to f32 and then to the type.
       for (auto [values, v] :
            {std::pair{&cosValues, std::cos(static_cast<double>(angle))},
@@ -250,9 +250,9 @@ Value embeddingLookup(TosaBuilder &tb, Value table, Value ids) {
   return tb.reshape(rows, {b, s, hidden});
 }
 
-Value leadingRows(TosaBuilder &tb, Value table, int64_t count) {
+Value tableRows(TosaBuilder &tb, Value table, int64_t first, int64_t count) {
   int64_t hidden = typeOf(table).getDimSize(1);
-  return tb.reshape(tb.slice(table, {0, 0}, {count, hidden}),
+  return tb.reshape(tb.slice(table, {first, 0}, {count, hidden}),
                     {1, count, hidden});
 }
 

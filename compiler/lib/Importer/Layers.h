@@ -63,16 +63,16 @@ mlir::FailureOr<mlir::Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb,
                                      mlir::Value x, llvm::StringRef name,
                                      double eps);
 
-/// The rotary position embedding's cos and sin for positions 0..S-1, each
-/// [1, 1, S, D] of the compute type: emb = cat(freqs, freqs) with
-/// freqs[p][i] = p * invFreq[i] (D = 2 * invFreq.size()), computed in f32
-/// and rounded, as transformers' LlamaRotaryEmbedding does. Positions are
-/// known when the model is compiled, so the tables are constants.
+/// The rotary position embedding's cos and sin for positions
+/// first..first+S-1, each [1, 1, S, D] of the compute type: emb = cat(freqs,
+/// freqs) with freqs[p][i] = p * invFreq[i] (D = 2 * invFreq.size()), computed
+/// in f32 and rounded, as transformers' LlamaRotaryEmbedding does. Positions
+/// are known when the model is compiled, so the tables are constants.
 struct RotaryTables {
   mlir::Value cos, sin;
 };
 RotaryTables rotaryTables(TosaBuilder &tb, llvm::ArrayRef<float> invFreq,
-                          int64_t seqLen, mlir::Type type);
+                          int64_t first, int64_t seqLen, mlir::Type type);
 
 /// apply_rotary_pos_emb on x [B, H, S, D]: x * cos + rotate_half(x) * sin,
 /// rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2]).
@@ -91,9 +91,10 @@ mlir::Value activation(TosaBuilder &tb, mlir::Value x, Activation act);
 mlir::Value embeddingLookup(TosaBuilder &tb, mlir::Value table,
                             mlir::Value ids);
 
-/// The first `count` rows of `table` [N, H] as [1, count, H] (embeddings of
-/// positions 0..count-1).
-mlir::Value leadingRows(TosaBuilder &tb, mlir::Value table, int64_t count);
+/// Rows first..first+count-1 of `table` [N, H] as [1, count, H] (the
+/// embeddings of those positions).
+mlir::Value tableRows(TosaBuilder &tb, mlir::Value table, int64_t first,
+                      int64_t count);
 
 /// [B, S, heads*dh] -> [B, heads, S, dh] (view + permute(0, 2, 1, 3)).
 mlir::Value splitHeads(TosaBuilder &tb, mlir::Value x, int64_t heads);

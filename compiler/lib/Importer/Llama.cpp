@@ -203,8 +203,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
     FailureOr<int64_t> window = r.config.positiveInt("sliding_window", r.error);
     if (failed(window))
       return failure();
-    if (*window < o.seqLen) {
-      r.error = ("--seq-len " + Twine(o.seqLen) + " exceeds sliding_window (" +
+    if (*window < o.pastLen + o.seqLen) {
+      r.error = (tokenCountText(o) + " exceeds sliding_window (" +
                  Twine(*window) + ") in " + r.config.path() +
                  ": sliding-window attention is not supported")
                     .str();
@@ -221,6 +221,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
                   r.error);
   TokenInputs tokens = addTokenInputs(mb, o);
   Value ids = tokens.ids, mask = tokens.mask;
+  KVCache cache(mb, o, cfg.layers, cfg.kvHeads, cfg.headDim);
 
   Value h;
   {
@@ -237,7 +238,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
   }();
   RotaryTables rope = [&] {
     TosaBuilder tb = mb.at("rotary_emb");
-    return rotaryTables(tb, cfg.invFreq, o.seqLen, mb.getComputeType());
+    return rotaryTables(tb, cfg.invFreq, o.pastLen, o.seqLen,
+                        mb.getComputeType());
   }();
   double scale = 1.0 / std::sqrt(static_cast<double>(cfg.headDim));
   int64_t qWidth = cfg.heads * cfg.headDim, kvWidth = cfg.kvHeads * cfg.headDim;
@@ -265,9 +267,11 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
         return failure();
       int64_t groups = cfg.heads / cfg.kvHeads;
       Value qh = applyRotary(tb, splitHeads(tb, *q, cfg.heads), rope);
-      Value kh = applyRotary(tb, splitHeads(tb, *k, cfg.kvHeads), rope);
+      auto [kh, vh] = cache.append(
+          tb, l, applyRotary(tb, splitHeads(tb, *k, cfg.kvHeads), rope),
+          splitHeads(tb, *v, cfg.kvHeads));
       Value kr = repeatKV(tb, kh, groups);
-      Value vr = repeatKV(tb, splitHeads(tb, *v, cfg.kvHeads), groups);
+      Value vr = repeatKV(tb, vh, groups);
       Value ctx = scaledDotProductAttention(tb, qh, kr, vr, extMask, scale,
                                             /*causal=*/true);
       FailureOr<Value> proj =
@@ -304,7 +308,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
   FailureOr<Value> out = rmsNorm(mb, tb, h, "norm", cfg.eps);
   if (failed(out))
     return failure();
-  return mb.finish({*out});
+  return cache.finish(mb, *out);
 }
 
 } // namespace tfc::importer

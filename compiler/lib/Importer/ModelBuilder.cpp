@@ -114,13 +114,16 @@ FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape) {
   return value;
 }
 
-FailureOr<OwningOpRef<ModuleOp>> ModelBuilder::finish(ArrayRef<Value> results) {
+FailureOr<OwningOpRef<ModuleOp>>
+ModelBuilder::finish(ArrayRef<Value> results, ArrayRef<std::string> names) {
   func::ReturnOp::create(builder, func.getLoc(), results);
   SmallVector<Type> resultTypes;
   for (Value r : results)
     resultTypes.push_back(r.getType());
   func.setType(builder.getFunctionType(body->getArgumentTypes(), resultTypes));
   func.setAllArgAttrs(argAttrs);
+  for (auto [i, name] : llvm::enumerate(names))
+    func.setResultAttr(i, "tfc.name", builder.getStringAttr(name));
 
   std::string diagnostics;
   {

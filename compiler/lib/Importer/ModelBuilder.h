@@ -55,10 +55,11 @@ public:
   /// Records `message` as the error and returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message);
 
-  /// Returns `results`, sets the function type and argument attributes and
-  /// verifies the module.
+  /// Returns `results` (named `names` in their `tfc.name`, when given), sets
+  /// the function type and argument attributes and verifies the module.
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-  finish(llvm::ArrayRef<mlir::Value> results);
+  finish(llvm::ArrayRef<mlir::Value> results,
+         llvm::ArrayRef<std::string> names = {});
 
 private:
   mlir::OpBuilder builder;

@@ -4,7 +4,8 @@
 //               [--gpu-arch=sm_90|sm_90a|sm_80] [--no-fusion]
 //               [--emit=mlir|llvm|obj|so|ptx] [--dump-ir-after=PASS]
 //               [--threads=N] [--entry=NAME]
-//   tfc-compile --hf DIR --batch B --seq-len S -o model.so [...]
+//   tfc-compile --hf DIR --batch B --seq-len S [--dtype=f16] [--kv-cache]
+//               [--past-len P] -o model.so [...]
 //
 // Parses, fuses (unless --no-fusion), lowers for the host CPU or for NVIDIA
 // GPUs (kernels as cubin made by ptxas, host code for the CPU) and links a
@@ -74,6 +75,20 @@ static cl::opt<std::string> dtype(
              "accumulating in f32, LayerNorm and activations computed in f32, "
              "as PyTorch runs a half-precision model)"),
     cl::init("f32"), cl::cat(category));
+
+static cl::opt<bool> kvCache(
+    "kv-cache",
+    cl::desc("With --hf: Decoders: also return every layer's keys and values "
+             "(present.L.key/value) after the hidden state"),
+    cl::init(false), cl::cat(category));
+static cl::opt<int64_t> pastLen(
+    "past-len",
+    cl::desc(
+        "With --hf: Decoders: take the keys and values of this many earlier "
+        "tokens as inputs (past_key_values.L.key/value; implies "
+        "--kv-cache): attention_mask covers past + new tokens, "
+        "positions start after the past"),
+    cl::init(0), cl::cat(category));
 
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::Required,
@@ -438,6 +453,11 @@ int main(int argc, char **argv) {
     return fail("give exactly one of <model.mlir> and --hf DIR");
   if (dtype.getNumOccurrences() && hfDir.empty())
     return fail("--dtype needs --hf (an MLIR graph carries its own types)");
+  if ((kvCache || pastLen.getNumOccurrences()) && hfDir.empty())
+    return fail("--kv-cache and --past-len need --hf (an MLIR graph has its "
+                "own inputs and results)");
+  if (pastLen < 0)
+    return fail("--past-len: expected a non-negative integer");
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
@@ -447,6 +467,8 @@ int main(int argc, char **argv) {
     tfc::ImportOptions importOptions;
     importOptions.batch = batch;
     importOptions.seqLen = seqLen;
+    importOptions.kvCache = kvCache || pastLen > 0;
+    importOptions.pastLen = pastLen;
     FailureOr<tfc::ComputeType> computeType =
         tfc::parseComputeType(dtype, "--dtype", error);
     if (failed(computeType))

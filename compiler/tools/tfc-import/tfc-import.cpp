@@ -1,6 +1,7 @@
 //===- tfc-import.cpp - Hugging Face model directory -> TOSA MLIR ---------===//
 //
-//   tfc-import --hf DIR --batch B --seq-len S [-o out.mlir]
+//   tfc-import --hf DIR --batch B --seq-len S [--kv-cache] [--past-len P]
+//              [--dtype=f16] [-o out.mlir]
 //
 // Prints the unfused graph of the model in DIR as MLIR text. Every bad input
 // is reported as one line `tfc-import: error: ...` and exit status 1.
@@ -57,6 +58,19 @@ static cl::opt<std::string> dtype(
              "as PyTorch runs a half-precision model)"),
     cl::init("f32"), cl::cat(category));
 
+static cl::opt<bool>
+    kvCache("kv-cache",
+            cl::desc("Decoders: also return every layer's keys and values "
+                     "(present.L.key/value) after the hidden state"),
+            cl::init(false), cl::cat(category));
+static cl::opt<int64_t>
+    pastLen("past-len",
+            cl::desc("Decoders: take the keys and values of this many earlier "
+                     "tokens as inputs (past_key_values.L.key/value; implies "
+                     "--kv-cache): attention_mask covers past + new tokens, "
+                     "positions start after the past"),
+            cl::init(0), cl::cat(category));
+
 static int fail(const Twine &message) {
   errs() << "tfc-import: error: " << message << "\n";
   return 1;
@@ -74,6 +88,8 @@ int main(int argc, char **argv) {
     return fail("--batch: expected a positive integer");
   if (seqLen <= 0)
     return fail("--seq-len: expected a positive integer");
+  if (pastLen < 0)
+    return fail("--past-len: expected a non-negative integer");
 
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, mlir::tosa::TosaDialect>();
@@ -90,6 +106,8 @@ int main(int argc, char **argv) {
   options.seqLen = seqLen;
   options.output = outputKind;
   options.tokenTypeIds = tokenTypeIds;
+  options.kvCache = kvCache || pastLen > 0;
+  options.pastLen = pastLen;
   auto module = tfc::importHuggingFace(context, hfDir, options, error);
   if (failed(module))
     return fail(error);

@@ -99,8 +99,10 @@ def activation(name, x):
     return np.maximum(x, 0)
 
 
-def reference(cfg, w, ids, mask):
-    """transformers' GPT2Model.forward, eager attention, in float64."""
+def reference(cfg, w, ids, mask, kv=None):
+    """transformers' GPT2Model.forward, eager attention, in float64; each
+    block's keys and values [B, heads, S, dh] are appended to `kv` when
+    given (its past_key_values)."""
     w = {k[len("transformer."):] if k.startswith("transformer.") else k:
          v.astype(np.float64) for k, v in w.items()}
     h, heads = cfg["n_embd"], cfg["n_head"]
@@ -117,6 +119,8 @@ def reference(cfg, w, ids, mask):
         qkv = a @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
         q, k, v = (qkv[..., i * h:(i + 1) * h].reshape(b, s, heads, dh)
                    .transpose(0, 2, 1, 3) for i in range(3))
+        if kv is not None:
+            kv.append((k, v))
         sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
         sc = np.where(causal, sc, fmin) + pad
         sc = np.exp(sc - sc.max(-1, keepdims=True))
@@ -184,6 +188,14 @@ def main():
     h = Harness(bindir, workdir, target, flags)
     # GPT2LMHeadModel's layout ("transformer." prefix, the tanh GELU), and
     # GPT2Model's (no prefix) with the erf GELU and an odd n_inner.
+    # The KV cache (prefill, a chunk after a past, one-token decode), f32.
+    model = h.path("gpt2_kv")
+    w = write_model(model, rng, CFG)
+    ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(np.int64)
+    mask = np.ones((BATCH, SEQ), dtype=np.int64)
+    mask[1, SEQ - 3:] = 0
+    h.check_kv_cache("gpt2", reference, CFG, CFG["n_layer"], model, w, ids,
+                     mask, "f32", 1e-4)
     cases = [("gpt2", CFG, "transformer."),
              ("gpt2_erf", dict(CFG, architectures=["GPT2Model"], n_layer=1,
                                n_inner=100, activation_function="gelu"), "")]

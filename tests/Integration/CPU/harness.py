@@ -72,18 +72,59 @@ class Harness:
                                  text=True).stderr.strip()
         return lib, summary
 
-    def run_hf(self, lib, model, inputs):
+    def run_hf(self, lib, model, inputs, num_outputs=1):
         """Runs a library built by build_hf on the model's
-        model.safetensors; returns its one output."""
+        model.safetensors; returns its output (a list of `num_outputs`
+        when more than one)."""
         args = [self.run_tool, lib, "--weights",
                 os.path.join(model, "model.safetensors")]
         for i, x in enumerate(inputs):
             p = self.path("in%d.npy" % i)
             np.save(p, x)
             args += ["--input", p]
-        out = self.path("out0.npy")
-        subprocess.run(args + ["--output", out], check=True)
-        return np.load(out)
+        outs = [self.path("out%d.npy" % i) for i in range(num_outputs)]
+        for p in outs:
+            args += ["--output", p]
+        subprocess.run(args, check=True)
+        got = [np.load(p) for p in outs]
+        return got[0] if num_outputs == 1 else got
+
+    def check_kv_cache(self, name, reference, cfg, layers, model, w, ids,
+                       mask, dtype, tol):
+        """The decoder in `model` compiled with its KV cache, against
+        `reference(cfg, w, ids, mask, kv)`, the float64 model of the whole
+        sequence (appending each layer's keys and values to kv): prefill
+        (--kv-cache: no past, the keys and values returned), a chunk after
+        a past and one-token decode (--past-len: the reference's keys and
+        values of the earlier tokens as inputs). The hidden states of the
+        new tokens and the keys and values of all tokens must match."""
+        kv = []
+        ref = reference(cfg, w, ids, mask, kv)
+        np_type = {"f32": np.float32, "f16": np.float16}[dtype]
+        seq = ids.shape[1]
+        for past in (0, seq - 4, seq - 1):
+            flags = ["--dtype=" + dtype,
+                     "--past-len=%d" % past if past else "--kv-cache"]
+            inputs = [ids[:, past:], mask]
+            for k, v in kv if past else ():
+                inputs += [k[:, :, :past].astype(np_type),
+                           v[:, :, :past].astype(np_type)]
+            for fused in (True, False):
+                lib, _ = self.build_hf("%s_kv%d_%s" % (name, past, dtype),
+                                       model, ids.shape[0], seq - past,
+                                       fused, flags)
+                out = self.run_hf(lib, model, inputs, 1 + 2 * layers)
+                label = "%s %s past %d, %d new %s" % (
+                    name, dtype, past, seq - past,
+                    "fused" if fused else "unfused")
+                self.expect_close(label + ": hidden states", out[0],
+                                  ref[:, past:], tol)
+                self.expect_close(
+                    label + ": keys and values",
+                    np.concatenate([o.astype(np.float64).ravel()
+                                    for o in out[1:]]),
+                    np.concatenate([t.ravel() for pair in kv for t in pair]),
+                    tol)
 
     def run(self, lib, inputs, num_outputs=1):
         args = [self.run_tool, lib]

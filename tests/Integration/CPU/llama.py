@@ -117,8 +117,10 @@ def silu(x):
     return x / (1 + np.exp(-x))
 
 
-def reference(cfg, w, ids, mask):
-    """transformers' LlamaModel.forward, eager attention, in float64."""
+def reference(cfg, w, ids, mask, kv=None):
+    """transformers' LlamaModel.forward, eager attention, in float64; each
+    layer's keys (after the rotary embedding) and values [B, kv heads, S, D]
+    are appended to `kv` when given (its past_key_values)."""
     w = {k[len("model."):] if k.startswith("model.") else k:
          v.astype(np.float64) for k, v in w.items()}
     hq, hkv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], \
@@ -154,6 +156,8 @@ def reference(cfg, w, ids, mask):
         q = rope(heads(lin(a, p + "self_attn.q_proj"), hq))
         k = rope(heads(lin(a, p + "self_attn.k_proj"), hkv))
         v = heads(lin(a, p + "self_attn.v_proj"), hkv)
+        if kv is not None:
+            kv.append((k, v))
         k, v = (np.repeat(t, hq // hkv, axis=1) for t in (k, v))
         sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + causal_mask
         sc = np.exp(sc - sc.max(-1, keepdims=True))
@@ -201,6 +205,17 @@ def main():
     rng = np.random.default_rng(seed)
     h = Harness(bindir, workdir, target, flags)
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL)]
+    if not only or "kv" in only[0]:
+        # The KV cache: the GQA layout, f32 and f16.
+        model = h.path("llama_kv")
+        w = write_model(model, rng, CFG)
+        ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(
+            np.int64)
+        mask = np.ones((BATCH, SEQ), dtype=np.int64)
+        mask[1, SEQ - 3:] = 0
+        for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11)):
+            h.check_kv_cache("llama", reference, CFG, CFG["num_hidden_layers"],
+                             model, w, ids, mask, dtype, tol)
     for name, cfg in cases:
         if only and name not in only[0]:
             continue

@@ -68,6 +68,16 @@ struct ImportOptions {
   /// false the token types are all zero, as transformers does by default.
   bool tokenTypeIds = false;
   ComputeType computeType = ComputeType::F32;
+  /// Decoders: return each layer's keys and values after the hidden state
+  /// (`present.L.key`, `present.L.value`, [B, kv heads, pastLen + seqLen,
+  /// head dim] of the compute type, keys after the rotary embedding), and
+  /// with pastLen > 0 take those of pastLen earlier tokens as inputs after
+  /// attention_mask (`past_key_values.L.key`, `.value`, [B, kv heads,
+  /// pastLen, head dim]). attention_mask then covers pastLen + seqLen
+  /// tokens and positions start at pastLen: one model prefills, another
+  /// (seqLen 1) decodes, as transformers does with past_key_values.
+  bool kvCache = false;
+  int64_t pastLen = 0;
 };
 
 /// Imports the model in `dir`. On failure returns failure() and sets `error`
