@@ -5,7 +5,7 @@ eager and ONNX Runtime, measured in one run.
   bash bench/minilm/setup_peers.sh          # once: bench/.venv
   bench/.venv/bin/python bench/decoders/run.py [--family gpt2|llama]
       [--threads 2] [--batch 1] [--seq-len 128] [--layers 12] [--rounds 5]
-      [--runs 10]
+      [--runs 10] [--past-len P]
 
 gpt2: GPT-2 small's shape (hidden 768, 12 heads, 12 blocks, vocabulary
 50257). llama: a LLaMA of the same width (hidden 768, 12 query heads of 64
@@ -13,7 +13,15 @@ on 4 K/V heads, SwiGLU of 2048, vocabulary 32000, 12 blocks). Weights come
 from transformers' own initialisation (seed 0): the arithmetic is the same
 as a released checkpoint's, which cannot be downloaded here. Every system
 computes the model's last hidden state (GPT2Model, LlamaModel) from int64
-ids and an all-ones attention mask, with the same thread count. Each round runs every
+ids and an all-ones attention mask, with the same thread count.
+
+--past-len P times one decode step instead: --seq-len new tokens (1 for
+decoding) after a KV cache of P tokens, which PyTorch computes once from P
+random tokens (its prefill) and every system then takes as input: tfc's
+build with --past-len P (its outputs include the keys and values of all
+P + S tokens) and PyTorch's model called with past_key_values (the legacy
+tuple, as generate() used to). ONNX Runtime is not run in this mode (its
+export with a cache is not set up here). Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -60,16 +68,35 @@ def peer(a):
     import torch
     torch.set_num_threads(a.threads)
     ids = np.load(a.ids)
-    mask = np.ones_like(ids)
-    if a.system == "torch":
+    past = [(torch.from_numpy(np.load(k)), torch.from_numpy(np.load(v)))
+            for k, v in zip(a.past[0::2], a.past[1::2])] if a.past else None
+    past_len = past[0][0].shape[2] if past else 0
+    mask = np.ones((ids.shape[0], past_len + ids.shape[1]), dtype=np.int64)
+    if a.system in ("torch", "prefill"):
         m = model_class(a.family).from_pretrained(
             a.model, attn_implementation="eager")
         m.eval()
         ti, tm = torch.from_numpy(ids), torch.from_numpy(mask)
+        if a.system == "prefill":
+            # The KV cache of these tokens, one .npy per layer's keys and
+            # values (the --out prefix).
+            with torch.inference_mode():
+                cache = m(input_ids=ti, attention_mask=tm,
+                          use_cache=True).past_key_values
+            if hasattr(cache, "to_legacy_cache"):
+                cache = cache.to_legacy_cache()
+            for l, (k, v) in enumerate(cache):
+                np.save("%s%d_k.npy" % (a.out, l), k.numpy())
+                np.save("%s%d_v.npy" % (a.out, l), v.numpy())
+            return
 
         def call():
             with torch.inference_mode():
-                return m(input_ids=ti, attention_mask=tm)[0].numpy()
+                if past is None:
+                    return m(input_ids=ti, attention_mask=tm)[0].numpy()
+                return m(input_ids=ti, attention_mask=tm,
+                         past_key_values=tuple(past),
+                         use_cache=True)[0].numpy()
     else:
         import onnxruntime as ort
         o = ort.SessionOptions()
@@ -127,6 +154,10 @@ def main():
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--past-len", type=int, default=0)
+    ap.add_argument("--past", nargs="*", default=[],
+                    help="(peer) the cache's .npy files, keys and values "
+                         "by layer")
     a = ap.parse_args()
     if a.mode == "peer":
         return peer(a)
@@ -135,31 +166,18 @@ def main():
     os.makedirs(work, exist_ok=True)
     model = os.path.join(work, "%s-random-%dl" % (a.family, a.layers))
     make_model(model, a.family, a.layers)
-    b, s = a.batch, a.seq_len
+    b, s, past_len = a.batch, a.seq_len, a.past_len
     with open(os.path.join(model, "config.json")) as f:
-        vocab = json.load(f)["vocab_size"]
-    ids = np.random.default_rng(1).integers(0, vocab, (b, s)).astype(np.int64)
+        config = json.load(f)
+    layers = config.get("num_hidden_layers", config.get("n_layer"))
+    ids = np.random.default_rng(1).integers(
+        0, config["vocab_size"], (b, past_len + s)).astype(np.int64)
     ids_p, mask_p = os.path.join(work, "ids.npy"), os.path.join(work, "mask.npy")
-    np.save(ids_p, ids)
+    np.save(ids_p, ids[:, past_len:])
     np.save(mask_p, np.ones_like(ids))
     tag = "%s_%dl_b%d_s%d" % (a.family, a.layers, b, s)
-    onnx = os.path.join(work, tag + ".onnx")
-    if not os.path.exists(onnx):
-        export(a.family, model, onnx, b, s)
-    bins = os.path.join(ROOT, "build", "bin")
-    libs = {}
-    for fused in (True, False):
-        lib = os.path.join(work, "%s.%s.so" % (
-            tag, "fused" if fused else "unfused"))
-        cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
-               str(b), "--seq-len", str(s), "-o", lib]
-        if not fused:
-            cmd.append("--no-fusion")
-        r = subprocess.run(cmd, check=True, capture_output=True, text=True)
-        if fused:
-            print(r.stderr.strip())
-        libs["tfc fused" if fused else "tfc unfused"] = lib
-    systems = ["tfc fused", "tfc unfused", "PyTorch eager", "ONNX Runtime"]
+    if past_len:
+        tag += "_past%d" % past_len
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME",
                         "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -175,25 +193,65 @@ def main():
     else:
         print("run.py: warning: %s missing; PyTorch runs on the pthread "
               "OpenBLAS" % openblas)
+    past = []
+    if past_len:
+        prefix = os.path.join(work, "past_")
+        prefill_p = os.path.join(work, "prefill_ids.npy")
+        np.save(prefill_p, ids[:, :past_len])
+        subprocess.run([sys.executable, __file__, "peer", "--system",
+                        "prefill", "--family", a.family, "--model", model,
+                        "--ids", prefill_p, "--out", prefix, "--threads",
+                        str(a.threads)], check=True, env=torch_env)
+        for l in range(layers):
+            past += [prefix + "%d_k.npy" % l, prefix + "%d_v.npy" % l]
+    onnx = os.path.join(work, tag + ".onnx")
+    if not past_len and not os.path.exists(onnx):
+        export(a.family, model, onnx, b, s)
+    bins = os.path.join(ROOT, "build", "bin")
+    libs = {}
+    for fused in (True, False):
+        lib = os.path.join(work, "%s.%s.so" % (
+            tag, "fused" if fused else "unfused"))
+        cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
+               str(b), "--seq-len", str(s), "-o", lib]
+        if past_len:
+            cmd.append("--past-len=%d" % past_len)
+        if not fused:
+            cmd.append("--no-fusion")
+        r = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        if fused:
+            print(r.stderr.strip())
+        libs["tfc fused" if fused else "tfc unfused"] = lib
+    systems = ["tfc fused", "tfc unfused", "PyTorch eager"]
+    if not past_len:
+        systems.append("ONNX Runtime")
     medians = {x: [] for x in systems}
     outs = {}
     for r in range(a.rounds):
-        order = systems[r % 4:] + systems[:r % 4]
+        order = systems[r % len(systems):] + systems[:r % len(systems)]
         for x in order:
             out = os.path.join(work, "out_%s.npy" % x.split()[0].lower() +
                                ("_u" if x == "tfc unfused" else ""))
             if x.startswith("tfc"):
                 cmd = [os.path.join(bins, "tfc-run"), libs[x], "--weights",
                        os.path.join(model, "model.safetensors"), "--input",
-                       ids_p, "--input", mask_p, "--output", out, "--repeat",
-                       str(a.runs), "--warmup", "2", "--threads",
-                       str(a.threads)]
+                       ids_p, "--input", mask_p]
+                for p in past:
+                    cmd += ["--input", p]
+                cmd += ["--output", out]
+                if past_len:  # the new cache, not compared
+                    for i in range(2 * layers):
+                        cmd += ["--output", os.path.join(
+                            work, "present_%d.npy" % i)]
+                cmd += ["--repeat", str(a.runs), "--warmup", "2",
+                        "--threads", str(a.threads)]
             else:
                 cmd = [sys.executable, __file__, "peer", "--system",
                        "torch" if x == "PyTorch eager" else "ort",
                        "--family", a.family, "--model",
                        model, "--onnx", onnx, "--ids", ids_p, "--out", out,
-                       "--threads", str(a.threads), "--runs", str(a.runs)]
+                       "--threads", str(a.threads), "--runs", str(a.runs),
+                       "--past"] + past
             text = subprocess.run(cmd, check=True, capture_output=True,
                                   text=True, env=torch_env
                                   if x == "PyTorch eager" else env)
@@ -206,8 +264,11 @@ def main():
                              "HEAD"], capture_output=True, text=True).stdout
     title = {"gpt2": "GPT-2 124M shape",
              "llama": "LLaMA, hidden 768, GQA 12 on 4"}[a.family]
-    print("\n### %s, %d blocks (random weights), batch %d, seq %d, %d "
-          "thread%s -- %s, tfc %s\n" % (title, a.layers, b, s, a.threads,
+    step = ("seq %d" % s if not past_len else
+            "%d new token%s after a cache of %d" % (s, "" if s == 1 else "s",
+                                                   past_len))
+    print("\n### %s, %d blocks (random weights), batch %d, %s, %d "
+          "thread%s -- %s, tfc %s\n" % (title, a.layers, b, step, a.threads,
                                          "" if a.threads == 1 else "s", when,
                                          commit.strip()))
     print("| system | median ms | round medians ms | tfc fused is | max abs "
