@@ -141,7 +141,8 @@ class TfcRun:
             cmd += ["--weights", weights]
         for p in inputs:
             cmd += ["--input", p]
-        cmd += ["--output", output]
+        for p in output if isinstance(output, (list, tuple)) else [output]:
+            cmd += ["--output", p]
         if repeat and not self.once:
             cmd += ["--repeat", str(repeat), "--warmup", str(warmup)]
         timeout *= self.timeout_scale
