@@ -156,3 +156,38 @@ for family in ("gpt2", "llama"):
                           np.linalg.norm(got - ref) / np.linalg.norm(ref),
                           family))
 PY
+echo "   ... and LLaMA decoding: the 13th token after a KV cache of 12 (--past-len 12)"
+"$BIN/tfc-compile" --hf "$WORK/llama" --batch 2 --seq-len 1 --past-len 12 \
+  -o "$WORK/llama_decode.so" 2>&1 | sed "s/^/   llama decode: /"
+python3 - "$ROOT" "$WORK" "$BIN" <<'PY'
+import os, subprocess, sys
+import numpy as np
+root, work, bindir = sys.argv[1:4]
+sys.path.append(os.path.join(root, "tests", "Integration", "CPU"))
+import gpt2, llama
+model = os.path.join(work, "llama")
+weights = gpt2.read_weights(model)
+ids = np.random.default_rng(0).integers(0, 101, (2, 13)).astype(np.int64)
+mask = np.ones_like(ids)
+mask[1, 9:] = 0
+kv = []
+ref = llama.reference(llama.CFG, weights, ids, mask, kv)
+inputs = [ids[:, 12:], mask]
+for k, v in kv:  # the cache of the first 12 tokens, from the reference
+    inputs += [k[:, :, :12].astype(np.float32), v[:, :, :12].astype(np.float32)]
+cmd = [os.path.join(bindir, "tfc-run"), os.path.join(work, "llama_decode.so"),
+       "--weights", os.path.join(model, "model.safetensors")]
+for i, x in enumerate(inputs):
+    np.save(os.path.join(work, "dec_in%d.npy" % i), x)
+    cmd += ["--input", os.path.join(work, "dec_in%d.npy" % i)]
+outs = [os.path.join(work, "dec_out%d.npy" % i) for i in range(1 + 2 * len(kv))]
+for p in outs:
+    cmd += ["--output", p]
+subprocess.run(cmd, check=True)
+got = np.load(outs[0]).astype(np.float64)
+print("   llama decode: hidden state %s, relative error %.1e; the returned "
+      "cache holds %d tokens" % (list(got.shape),
+                                 np.linalg.norm(got - ref[:, 12:]) /
+                                 np.linalg.norm(ref[:, 12:]),
+                                 np.load(outs[1]).shape[2]))
+PY
