@@ -75,10 +75,10 @@ public:
   /// after its past ones; recorded as that layer's outputs.
   std::pair<mlir::Value, mlir::Value> append(TosaBuilder &tb, int64_t layer,
                                              mlir::Value k, mlir::Value v);
-  /// Finishes the model: it returns `hidden` (last_hidden_state), then every
+  /// Finishes the model: it returns `first` (named `firstName`), then every
   /// layer's keys and values when it has a cache.
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-  finish(ModelBuilder &mb, mlir::Value hidden) const;
+  finish(ModelBuilder &mb, mlir::Value first, llvm::StringRef firstName) const;
 
 private:
   bool enabled;
@@ -88,6 +88,15 @@ private:
 /// "--seq-len S", or "--past-len P + --seq-len S" with a past: the token
 /// count a model is compiled for, in errors.
 std::string tokenCountText(const ImportOptions &options);
+
+/// A decoder's main result and its name: the last hidden state
+/// (last_hidden_state), or with --output=logits the language-model head's
+/// (logits; ImportOutput::Logits): lm_head.weight [vocab, hidden], or the
+/// token embedding table `embeddings` when config.json's
+/// tie_word_embeddings (default `tiedByDefault`) says they are tied.
+mlir::FailureOr<std::pair<mlir::Value, std::string>>
+decoderOutput(ImportRequest &request, ModelBuilder &mb, mlir::Value hidden,
+              mlir::Value embeddings, bool tiedByDefault);
 
 /// What a decoder family (`family`: "GPT-2", "LLaMA") cannot import: a
 /// sentence-embedding output, token_type_ids, a sequence longer than its

@@ -93,6 +93,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
     return failure();
   const BertConfig &cfg = *cfgOr;
   const ImportOptions &o = r.options;
+  if (o.output == ImportOutput::Logits) {
+    r.error = r.config.path() +
+              ": BERT is an encoder: --output=logits (a language-model "
+              "head) is for decoders";
+    return failure();
+  }
   if (o.kvCache) {
     r.error = r.config.path() +
               ": BERT is an encoder and has no KV cache (--kv-cache, "

@@ -167,7 +167,13 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   FailureOr<Value> out = layerNorm(mb, tb, h, "ln_f", cfg.eps);
   if (failed(out))
     return failure();
-  return cache.finish(mb, *out);
+  // GPT2LMHeadModel's head is tied to wte.
+  FailureOr<std::pair<Value, std::string>> result = decoderOutput(
+      r, mb, *out, *mb.weight("wte.weight", {cfg.vocab, cfg.hidden}),
+      /*tiedByDefault=*/true);
+  if (failed(result))
+    return failure();
+  return cache.finish(mb, result->first, result->second);
 }
 
 } // namespace tfc::importer

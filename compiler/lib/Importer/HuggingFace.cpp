@@ -98,10 +98,10 @@ std::pair<Value, Value> KVCache::append(TosaBuilder &tb, int64_t layer, Value k,
   return {k, v};
 }
 
-FailureOr<OwningOpRef<ModuleOp>> KVCache::finish(ModelBuilder &mb,
-                                                 Value hidden) const {
-  SmallVector<Value> results = {hidden};
-  SmallVector<std::string> names = {"last_hidden_state"};
+FailureOr<OwningOpRef<ModuleOp>> KVCache::finish(ModelBuilder &mb, Value first,
+                                                 StringRef firstName) const {
+  SmallVector<Value> results = {first};
+  SmallVector<std::string> names = {firstName.str()};
   for (auto [l, kv] : llvm::enumerate(present)) {
     std::string name = "present." + std::to_string(l);
     results.append({kv.first, kv.second});
@@ -116,13 +116,44 @@ std::string tokenCountText(const ImportOptions &o) {
                    : text;
 }
 
+FailureOr<std::pair<Value, std::string>>
+decoderOutput(ImportRequest &r, ModelBuilder &mb, Value hidden,
+              Value embeddings, bool tiedByDefault) {
+  if (r.options.output != ImportOutput::Logits)
+    return std::pair{hidden, std::string("last_hidden_state")};
+  FailureOr<bool> tied =
+      r.config.boolean("tie_word_embeddings", r.error, tiedByDefault);
+  if (failed(tied))
+    return failure();
+  auto table = cast<RankedTensorType>(embeddings.getType());
+  int64_t vocab = table.getDimSize(0), width = table.getDimSize(1);
+  Value w = embeddings;
+  if (!*tied) {
+    FailureOr<Value> head =
+        mb.weight("lm_head.weight", {vocab, width}, /*prefixed=*/false);
+    if (failed(head))
+      return failure();
+    w = *head;
+  }
+  TosaBuilder tb = mb.at("lm_head");
+  auto x = cast<RankedTensorType>(hidden.getType());
+  int64_t b = x.getDimSize(0), s = x.getDimSize(1);
+  Type f32 = tb.builder().getF32Type();
+  Value wt = tb.transpose(tb.reshape(w, {1, vocab, width}), {0, 2, 1});
+  Value y = tb.matmul(tb.reshape(hidden, {1, b * s, width}), wt, f32);
+  // The head's output in the compute type, as the framework rounds it.
+  y = tb.cast(tb.cast(y, x.getElementType()), f32);
+  return std::pair{tb.reshape(y, {b, s, vocab}), std::string("logits")};
+}
+
 LogicalResult checkDecoderRequest(ImportRequest &r, StringRef family,
                                   int64_t positions, StringRef positionsField) {
   const ImportOptions &o = r.options;
   if (o.output == ImportOutput::SentenceEmbedding)
     r.error = (r.config.path() + ": " + family +
                " is a decoder and has no sentence-embedding pooling; its "
-               "output is the last hidden state")
+               "output is the last hidden state or the logits "
+               "(--output=hidden|logits)")
                   .str();
   else if (o.tokenTypeIds)
     r.error =

@@ -308,7 +308,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
   FailureOr<Value> out = rmsNorm(mb, tb, h, "norm", cfg.eps);
   if (failed(out))
     return failure();
-  return cache.finish(mb, *out);
+  FailureOr<std::pair<Value, std::string>> result = decoderOutput(
+      r, mb, *out, *mb.weight("embed_tokens.weight", {cfg.vocab, cfg.hidden}),
+      /*tiedByDefault=*/false);
+  if (failed(result))
+    return failure();
+  return cache.finish(mb, result->first, result->second);
 }
 
 } // namespace tfc::importer

@@ -63,8 +63,9 @@ LogicalResult ModelBuilder::fail(const Twine &message) {
   return failure();
 }
 
-FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape) {
-  std::string full = prefix + name.str();
+FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
+                                      bool prefixed) {
+  std::string full = (prefixed ? prefix : "") + name.str();
   auto cached = weightValues.find(full);
   if (cached != weightValues.end())
     return cached->second;

@@ -44,13 +44,16 @@ public:
   /// Adds a model input (`tfc.role = "input"`).
   mlir::Value addInput(llvm::StringRef name, mlir::RankedTensorType type);
 
-  /// The weight `prefix + name` as a value of `shape` in the compute type;
+  /// The weight `prefix + name` (`name` alone when not `prefixed`: a task
+  /// head's, such as lm_head.weight) as a value of `shape` in the compute
+  /// type;
   /// it becomes a function argument (in its file dtype, cast where that
   /// differs) on first
   /// use. Fails with a message when the tensor is missing, has another shape
   /// or an unsupported dtype.
   mlir::FailureOr<mlir::Value> weight(llvm::StringRef name,
-                                      llvm::ArrayRef<int64_t> shape);
+                                      llvm::ArrayRef<int64_t> shape,
+                                      bool prefixed = true);
 
   /// Records `message` as the error and returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message);

@@ -17,6 +17,7 @@
 #include "tfc/Dialect/Transformer/IR/Transformer.h"
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
 #include "tfc/Importer/HuggingFace.h"
+#include "tfc/Importer/ImportFlags.h"
 #include "tfc/Pipelines/CPU.h"
 #include "tfc/Pipelines/GPU.h"
 #include "tfc/Target/Manifest.h"
@@ -62,33 +63,8 @@ static cl::opt<std::string>
           cl::desc("Import a Hugging Face model directory (config.json + "
                    "model.safetensors) instead of reading MLIR"),
           cl::value_desc("dir"), cl::cat(category));
-static cl::opt<int64_t> batch("batch", cl::desc("Batch size (with --hf)"),
-                              cl::init(1), cl::cat(category));
-static cl::opt<int64_t> seqLen("seq-len",
-                               cl::desc("Sequence length (with --hf)"),
-                               cl::init(128), cl::cat(category));
-static cl::opt<std::string> dtype(
-    "dtype",
-    cl::desc("With --hf: the element type the model computes in: f32 "
-             "(default), f16 or "
-             "bf16 (activations and weights in that type, matmuls "
-             "accumulating in f32, LayerNorm and activations computed in f32, "
-             "as PyTorch runs a half-precision model)"),
-    cl::init("f32"), cl::cat(category));
 
-static cl::opt<bool> kvCache(
-    "kv-cache",
-    cl::desc("With --hf: Decoders: also return every layer's keys and values "
-             "(present.L.key/value) after the hidden state"),
-    cl::init(false), cl::cat(category));
-static cl::opt<int64_t> pastLen(
-    "past-len",
-    cl::desc(
-        "With --hf: Decoders: take the keys and values of this many earlier "
-        "tokens as inputs (past_key_values.L.key/value; implies "
-        "--kv-cache): attention_mask covers past + new tokens, "
-        "positions start after the past"),
-    cl::init(0), cl::cat(category));
+static tfc::ImportFlags importFlags(category, "With --hf: ");
 
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("path"), cl::Required,
@@ -451,31 +427,22 @@ int main(int argc, char **argv) {
   std::string error;
   if (hfDir.empty() == inputFile.empty())
     return fail("give exactly one of <model.mlir> and --hf DIR");
-  if (dtype.getNumOccurrences() && hfDir.empty())
-    return fail("--dtype needs --hf (an MLIR graph carries its own types)");
-  if ((kvCache || pastLen.getNumOccurrences()) && hfDir.empty())
-    return fail("--kv-cache and --past-len need --hf (an MLIR graph has its "
-                "own inputs and results)");
-  if (pastLen < 0)
-    return fail("--past-len: expected a non-negative integer");
+  if (hfDir.empty())
+    if (std::vector<std::string> flags = importFlags.given(); !flags.empty())
+      return fail(flags.front() + " needs --hf (it sets up the Hugging Face "
+                                  "import; an MLIR graph has its own shapes, "
+                                  "types, inputs and results)");
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
   std::string inputName = inputFile;
   if (!hfDir.empty()) {
     inputName = hfDir;
-    tfc::ImportOptions importOptions;
-    importOptions.batch = batch;
-    importOptions.seqLen = seqLen;
-    importOptions.kvCache = kvCache || pastLen > 0;
-    importOptions.pastLen = pastLen;
-    FailureOr<tfc::ComputeType> computeType =
-        tfc::parseComputeType(dtype, "--dtype", error);
-    if (failed(computeType))
+    FailureOr<tfc::ImportOptions> importOptions = importFlags.options(error);
+    if (failed(importOptions))
       return fail(error);
-    importOptions.computeType = *computeType;
     auto imported =
-        tfc::importHuggingFace(context, hfDir, importOptions, error);
+        tfc::importHuggingFace(context, hfDir, *importOptions, error);
     if (failed(imported))
       return fail(error);
     module = std::move(*imported);

@@ -188,6 +188,18 @@ def main():
     h = Harness(bindir, workdir, target, flags)
     # GPT2LMHeadModel's layout ("transformer." prefix, the tanh GELU), and
     # GPT2Model's (no prefix) with the erf GELU and an odd n_inner.
+    # GPT2LMHeadModel's head (tied to wte): the logits.
+    model = h.path("gpt2_logits")
+    w = write_model(model, rng, CFG)
+    ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(np.int64)
+    mask = np.ones((BATCH, SEQ), dtype=np.int64)
+    mask[1, SEQ - 4:] = 0
+    ref = reference(CFG, w, ids, mask) @ \
+        w["transformer.wte.weight"].astype(np.float64).T
+    lib, _ = h.build_hf("gpt2_logits", model, BATCH, SEQ, True,
+                        ["--output=logits"])
+    h.expect_close("gpt2 logits", h.run_hf(lib, model, [ids, mask]), ref,
+                   1e-4)
     # The KV cache (prefill, a chunk after a past, one-token decode), f32.
     model = h.path("gpt2_kv")
     w = write_model(model, rng, CFG)

@@ -57,6 +57,8 @@ def weights(rng, cfg, prefix):
     hq, hkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     w = {prefix + "embed_tokens.weight": (cfg["vocab_size"], h),
          prefix + "norm.weight": (h,)}
+    if prefix and not cfg.get("tie_word_embeddings"):  # LlamaForCausalLM
+        w["lm_head.weight"] = (cfg["vocab_size"], h)
     for l in range(cfg["num_hidden_layers"]):
         p = prefix + "layers.%d." % l
         attn = {"q_proj": (hq * d, h), "k_proj": (hkv * d, h),
@@ -79,7 +81,7 @@ def weights(rng, cfg, prefix):
             x = 1.0 + 0.1 * rng.standard_normal(shape)
         elif len(shape) == 2:
             x = rng.standard_normal(shape) / math.sqrt(shape[1]) * 1.5
-            if "embed_tokens" in name:
+            if "embed_tokens" in name or "lm_head" in name:
                 x = rng.standard_normal(shape)
         else:
             x = 0.1 * rng.standard_normal(shape)
@@ -205,6 +207,24 @@ def main():
     rng = np.random.default_rng(seed)
     h = Harness(bindir, workdir, target, flags)
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL)]
+    if not only or "logits" in only[0]:
+        # LlamaForCausalLM's head (untied lm_head.weight): the logits.
+        model = h.path("llama_logits")
+        w = write_model(model, rng, CFG)
+        ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(
+            np.int64)
+        mask = np.ones((BATCH, SEQ), dtype=np.int64)
+        ref = reference(CFG, w, ids, mask) @ \
+            w["lm_head.weight"].astype(np.float64).T
+        for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11)):
+            lib, _ = h.build_hf("llama_logits_" + dtype, model, BATCH, SEQ,
+                                True, ["--dtype=" + dtype,
+                                       "--output=logits"])
+            out = h.run_hf(lib, model, [ids, mask])
+            h.expect("llama %s logits are f32 [B, S, vocab]" % dtype,
+                     out.dtype == np.float32 and
+                     out.shape == (BATCH, SEQ, CFG["vocab_size"]))
+            h.expect_close("llama %s logits" % dtype, out, ref, tol)
     if not only or "kv" in only[0]:
         # The KV cache: the GQA layout, f32 and f16.
         model = h.path("llama_kv")

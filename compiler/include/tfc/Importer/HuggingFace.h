@@ -43,6 +43,11 @@ enum class ImportOutput {
   SentenceEmbedding,
   /// The encoder's last hidden state: tensor<B x S x hidden x f32>.
   LastHiddenState,
+  /// Decoders: the language-model head's logits, tensor<B x S x vocab x
+  /// f32>: the last hidden state times lm_head.weight transposed (the token
+  /// embedding table when config.json ties them), rounded to the compute
+  /// type as the framework's head computes it, returned in f32.
+  Logits,
 };
 
 /// The element type a model computes in.

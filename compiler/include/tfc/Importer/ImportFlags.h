@@ -1,0 +1,46 @@
+//===- ImportFlags.h - The command-line flags of a model import -*- C++ -*-===//
+//
+// The flags tfc-import and tfc-compile take for a Hugging Face import
+// (--batch, --seq-len, --dtype, --output, --token-type-ids, --kv-cache,
+// --past-len), defined once: each tool holds one static ImportFlags.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_IMPORTER_IMPORTFLAGS_H
+#define TFC_IMPORTER_IMPORTFLAGS_H
+
+#include "tfc/Importer/HuggingFace.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+#include <vector>
+
+namespace tfc {
+
+class ImportFlags {
+public:
+  /// Registers the flags in `category`; `note` starts each description
+  /// ("With --hf: " where the import is optional).
+  ImportFlags(llvm::cl::OptionCategory &category, llvm::StringRef note = "");
+
+  /// The flags given on the command line, as "--NAME".
+  std::vector<std::string> given() const;
+
+  /// The import options the flags say; failure with `error` set to one
+  /// line naming the flag.
+  mlir::FailureOr<ImportOptions> options(std::string &error) const;
+
+private:
+  /// The descriptions, before the options: cl::desc keeps a reference.
+  std::string descriptions[7];
+  llvm::cl::opt<int64_t> batch, seqLen;
+  llvm::cl::opt<std::string> dtype;
+  llvm::cl::opt<ImportOutput> output;
+  llvm::cl::opt<bool> tokenTypeIds, kvCache;
+  llvm::cl::opt<int64_t> pastLen;
+};
+
+} // namespace tfc
+
+#endif // TFC_IMPORTER_IMPORTFLAGS_H

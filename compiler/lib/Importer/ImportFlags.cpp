@@ -1,0 +1,93 @@
+//===- ImportFlags.cpp - The command-line flags of a model import ---------===//
+
+#include "tfc/Importer/ImportFlags.h"
+
+using namespace llvm;
+
+namespace tfc {
+
+ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
+    : descriptions{(note + "Batch size").str(),
+                   (note + "Sequence length (new tokens)").str(),
+                   (note +
+                    "Element type the model computes in: f32 (default), f16 "
+                    "or bf16 (activations and weights in that type, matmuls "
+                    "accumulating in f32, norms and activations computed in "
+                    "f32, as PyTorch runs a half-precision model)")
+                       .str(),
+                   (note + "What the model returns").str(),
+                   (note +
+                    "Encoders: take token_type_ids as a third input (default: "
+                    "all zero)")
+                       .str(),
+                   (note +
+                    "Decoders: also return every layer's keys and values "
+                    "(present.L.key/value) after the first result")
+                       .str(),
+                   (note +
+                    "Decoders: take the keys and values of this many earlier "
+                    "tokens as inputs (past_key_values.L.key/value; implies "
+                    "--kv-cache): attention_mask covers past + new tokens, "
+                    "positions start after the past")
+                       .str()},
+      batch("batch", cl::desc(descriptions[0]), cl::init(1), cl::cat(category)),
+      seqLen("seq-len", cl::desc(descriptions[1]), cl::init(128),
+             cl::cat(category)),
+      dtype("dtype", cl::desc(descriptions[2]), cl::init("f32"),
+            cl::cat(category)),
+      output("output", cl::desc(descriptions[3]),
+             cl::values(
+                 clEnumValN(ImportOutput::SentenceEmbedding, "embedding",
+                            "pooled (and normalised) sentence embedding [B, "
+                            "hidden] (the default for encoders)"),
+                 clEnumValN(ImportOutput::LastHiddenState, "hidden",
+                            "last hidden state [B, S, hidden] (the default "
+                            "for decoders)"),
+                 clEnumValN(ImportOutput::Logits, "logits",
+                            "decoders: the language-model head's logits [B, "
+                            "S, vocab], f32")),
+             cl::init(ImportOutput::Default), cl::cat(category)),
+      tokenTypeIds("token-type-ids", cl::desc(descriptions[4]), cl::init(false),
+                   cl::cat(category)),
+      kvCache("kv-cache", cl::desc(descriptions[5]), cl::init(false),
+              cl::cat(category)),
+      pastLen("past-len", cl::desc(descriptions[6]), cl::init(0),
+              cl::cat(category)) {}
+
+std::vector<std::string> ImportFlags::given() const {
+  std::vector<std::string> out;
+  const cl::Option *flags[] = {&batch,        &seqLen,  &dtype,  &output,
+                               &tokenTypeIds, &kvCache, &pastLen};
+  for (const cl::Option *o : flags)
+    if (o->getNumOccurrences())
+      out.push_back(("--" + o->ArgStr).str());
+  return out;
+}
+
+FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
+  auto fail = [&](const Twine &message) {
+    error = message.str();
+    return failure();
+  };
+  if (batch <= 0)
+    return fail("--batch: expected a positive integer");
+  if (seqLen <= 0)
+    return fail("--seq-len: expected a positive integer");
+  if (pastLen < 0)
+    return fail("--past-len: expected a non-negative integer");
+  FailureOr<ComputeType> computeType =
+      parseComputeType(dtype, "--dtype", error);
+  if (failed(computeType))
+    return failure();
+  ImportOptions o;
+  o.batch = batch;
+  o.seqLen = seqLen;
+  o.computeType = *computeType;
+  o.output = output;
+  o.tokenTypeIds = tokenTypeIds;
+  o.kvCache = kvCache || pastLen > 0;
+  o.pastLen = pastLen;
+  return o;
+}
+
+} // namespace tfc
