@@ -136,9 +136,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
         return tb.slice(*qkv, {0, 0, i * cfg.hidden},
                         {o.batch, o.seqLen, cfg.hidden});
       };
+      // Named temporaries keep the op order independent of the compiler's
+      // argument evaluation order.
       Value qh = splitHeads(tb, part(0), cfg.heads);
-      auto [kh, vh] = cache.append(tb, l, splitHeads(tb, part(1), cfg.heads),
-                                   splitHeads(tb, part(2), cfg.heads));
+      Value kNew = splitHeads(tb, part(1), cfg.heads);
+      Value vNew = splitHeads(tb, part(2), cfg.heads);
+      auto [kh, vh] = cache.append(tb, l, kNew, vNew);
       Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale,
                                             /*causal=*/true);
       FailureOr<Value> proj =

@@ -160,8 +160,8 @@ FailureOr<Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
   Value invN = scalarLike(tb, 1.0 / static_cast<double>(n), x32);
   Value var = tb.mul(tb.reduceSum(tb.mul(x32, x32), t.getRank() - 1), invN);
   Value y = tb.mul(x32, tb.rsqrt(tb.add(var, scalarLike(tb, eps, x32))));
-  return tb.mul(tb.expandToRank(*gamma, t.getRank()),
-                tb.cast(y, t.getElementType()));
+  Value g = tb.expandToRank(*gamma, t.getRank());
+  return tb.mul(g, tb.cast(y, t.getElementType()));
 }
 
 RotaryTables rotaryTables(TosaBuilder &tb, ArrayRef<float> invFreq,
@@ -200,7 +200,8 @@ Value applyRotary(TosaBuilder &tb, Value x, const RotaryTables &tables) {
   Value x1 = tb.slice(x, {0, 0, 0, 0}, {s[0], s[1], s[2], half});
   Value x2 = tb.slice(x, {0, 0, 0, half}, {s[0], s[1], s[2], half});
   Value rotated = tb.concat({tb.mul(x2, scalarLike(tb, -1.0, x2)), x1}, 3);
-  return tb.add(tb.mul(x, tables.cos), tb.mul(rotated, tables.sin));
+  Value xCos = tb.mul(x, tables.cos);
+  return tb.add(xCos, tb.mul(rotated, tables.sin));
 }
 
 Value repeatKV(TosaBuilder &tb, Value x, int64_t groups) {

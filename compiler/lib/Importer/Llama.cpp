@@ -266,10 +266,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
       if (failed(v))
         return failure();
       int64_t groups = cfg.heads / cfg.kvHeads;
+      // Named temporaries keep the op order independent of the compiler's
+      // argument evaluation order.
       Value qh = applyRotary(tb, splitHeads(tb, *q, cfg.heads), rope);
-      auto [kh, vh] = cache.append(
-          tb, l, applyRotary(tb, splitHeads(tb, *k, cfg.kvHeads), rope),
-          splitHeads(tb, *v, cfg.kvHeads));
+      Value kNew = applyRotary(tb, splitHeads(tb, *k, cfg.kvHeads), rope);
+      Value vNew = splitHeads(tb, *v, cfg.kvHeads);
+      auto [kh, vh] = cache.append(tb, l, kNew, vNew);
       Value kr = repeatKV(tb, kh, groups);
       Value vr = repeatKV(tb, vh, groups);
       Value ctx = scaledDotProductAttention(tb, qh, kr, vr, extMask, scale,
