@@ -54,10 +54,11 @@ mlir::FailureOr<std::string> weightPrefix(ImportRequest &request,
                                           llvm::StringRef examplePrefix);
 
 /// The i64 inputs every family takes, added in this order: input_ids
-/// [batch, seq-len] and attention_mask [batch, past-len + seq-len] (1 =
-/// keep).
+/// [batch, seq-len], attention_mask [batch, past-len + seq-len] (1 =
+/// keep), and with ImportOptions::positionIds position_ids [batch,
+/// seq-len], clamped to [0, past-len + seq-len - 1].
 struct TokenInputs {
-  mlir::Value ids, mask;
+  mlir::Value ids, mask, positions; ///< positions: null without the input.
 };
 TokenInputs addTokenInputs(ModelBuilder &mb, const ImportOptions &options);
 

@@ -99,10 +99,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
               "head) is for decoders";
     return failure();
   }
-  if (o.kvCache) {
+  if (o.kvCache || o.positionIds) {
     r.error = r.config.path() +
               ": BERT is an encoder and has no KV cache (--kv-cache, "
-              "--past-len are for decoders)";
+              "--past-len, --position-ids are for decoders)";
     return failure();
   }
   if (o.seqLen > cfg.maxPositions) {

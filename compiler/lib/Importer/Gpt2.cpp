@@ -111,8 +111,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
     FailureOr<Value> wpe = mb.weight("wpe.weight", {cfg.positions, cfg.hidden});
     if (failed(wpe))
       return failure();
-    h = tb.add(embeddingLookup(tb, *wte, ids),
-               tableRows(tb, *wpe, o.pastLen, o.seqLen));
+    Value tokenEmbeddings = embeddingLookup(tb, *wte, ids);
+    h = tb.add(tokenEmbeddings,
+               tokens.positions ? embeddingLookup(tb, *wpe, tokens.positions)
+                                : tableRows(tb, *wpe, o.pastLen, o.seqLen));
   }
   Value extMask = [&] {
     TosaBuilder tb = mb.at("attention_mask");

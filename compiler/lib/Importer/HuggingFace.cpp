@@ -66,11 +66,18 @@ FailureOr<std::string> weightPrefix(ImportRequest &r, StringRef anchor,
 
 TokenInputs addTokenInputs(ModelBuilder &mb, const ImportOptions &o) {
   Type i64 = mb.getBuilder().getI64Type();
-  Value ids =
-      mb.addInput("input_ids", RankedTensorType::get({o.batch, o.seqLen}, i64));
-  return {ids, mb.addInput("attention_mask",
-                           RankedTensorType::get(
-                               {o.batch, o.pastLen + o.seqLen}, i64))};
+  auto tokens = RankedTensorType::get({o.batch, o.seqLen}, i64);
+  Value ids = mb.addInput("input_ids", tokens);
+  Value mask =
+      mb.addInput("attention_mask",
+                  RankedTensorType::get({o.batch, o.pastLen + o.seqLen}, i64));
+  Value positions;
+  if (o.positionIds) {
+    TosaBuilder tb = mb.at("position_ids");
+    positions = tb.clampInt(mb.addInput("position_ids", tokens), 0,
+                            o.pastLen + o.seqLen - 1);
+  }
+  return {ids, mask, positions};
 }
 
 KVCache::KVCache(ModelBuilder &mb, const ImportOptions &o, int64_t layers,

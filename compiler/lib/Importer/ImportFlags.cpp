@@ -29,6 +29,12 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                     "tokens as inputs (past_key_values.L.key/value; implies "
                     "--kv-cache): attention_mask covers past + new tokens, "
                     "positions start after the past")
+                       .str(),
+                   (note +
+                    "Decoders: take position_ids [B, S] after attention_mask "
+                    "(each new token's position, instead of past-len, "
+                    "past-len + 1, ...): with a cache whose unused slots the "
+                    "mask hides, one build serves every decode step")
                        .str()},
       batch("batch", cl::desc(descriptions[0]), cl::init(1), cl::cat(category)),
       seqLen("seq-len", cl::desc(descriptions[1]), cl::init(128),
@@ -52,12 +58,14 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
       kvCache("kv-cache", cl::desc(descriptions[5]), cl::init(false),
               cl::cat(category)),
       pastLen("past-len", cl::desc(descriptions[6]), cl::init(0),
-              cl::cat(category)) {}
+              cl::cat(category)),
+      positionIds("position-ids", cl::desc(descriptions[7]), cl::init(false),
+                  cl::cat(category)) {}
 
 std::vector<std::string> ImportFlags::given() const {
   std::vector<std::string> out;
-  const cl::Option *flags[] = {&batch,        &seqLen,  &dtype,  &output,
-                               &tokenTypeIds, &kvCache, &pastLen};
+  const cl::Option *flags[] = {&batch,        &seqLen,  &dtype,   &output,
+                               &tokenTypeIds, &kvCache, &pastLen, &positionIds};
   for (const cl::Option *o : flags)
     if (o->getNumOccurrences())
       out.push_back(("--" + o->ArgStr).str());
@@ -87,6 +95,7 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   o.tokenTypeIds = tokenTypeIds;
   o.kvCache = kvCache || pastLen > 0;
   o.pastLen = pastLen;
+  o.positionIds = positionIds;
   return o;
 }
 

@@ -194,6 +194,18 @@ RotaryTables rotaryTables(TosaBuilder &tb, ArrayRef<float> invFreq,
   return {table(cosValues), table(sinValues)};
 }
 
+RotaryTables gatherRotary(TosaBuilder &tb, const RotaryTables &tables,
+                          Value positions) {
+  ArrayRef<int64_t> t = typeOf(tables.cos).getShape(); // [1, 1, N, D]
+  ArrayRef<int64_t> p = typeOf(positions).getShape();  // [B, S]
+  auto rows = [&](Value table) {
+    Value g = embeddingLookup(tb, tb.reshape(table, {t[2], t[3]}), positions);
+    return tb.reshape(g, {p[0], 1, p[1], t[3]});
+  };
+  Value cos = rows(tables.cos);
+  return {cos, rows(tables.sin)};
+}
+
 Value applyRotary(TosaBuilder &tb, Value x, const RotaryTables &tables) {
   ArrayRef<int64_t> s = typeOf(x).getShape();
   int64_t half = s[3] / 2;

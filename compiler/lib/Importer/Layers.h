@@ -74,6 +74,11 @@ struct RotaryTables {
 RotaryTables rotaryTables(TosaBuilder &tb, llvm::ArrayRef<float> invFreq,
                           int64_t first, int64_t seqLen, mlir::Type type);
 
+/// The rows of `tables` ([1, 1, N, D]) at `positions` [B, S] (i32 or i64,
+/// within [0, N)): [B, 1, S, D] each.
+RotaryTables gatherRotary(TosaBuilder &tb, const RotaryTables &tables,
+                          mlir::Value positions);
+
 /// apply_rotary_pos_emb on x [B, H, S, D]: x * cos + rotate_half(x) * sin,
 /// rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2]).
 mlir::Value applyRotary(TosaBuilder &tb, mlir::Value x,

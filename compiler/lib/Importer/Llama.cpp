@@ -238,8 +238,14 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
   }();
   RotaryTables rope = [&] {
     TosaBuilder tb = mb.at("rotary_emb");
-    return rotaryTables(tb, cfg.invFreq, o.pastLen, o.seqLen,
-                        mb.getComputeType());
+    if (!tokens.positions)
+      return rotaryTables(tb, cfg.invFreq, o.pastLen, o.seqLen,
+                          mb.getComputeType());
+    // Every position the clamped inputs can name, gathered per token.
+    return gatherRotary(tb,
+                        rotaryTables(tb, cfg.invFreq, 0, o.pastLen + o.seqLen,
+                                     mb.getComputeType()),
+                        tokens.positions);
   }();
   double scale = 1.0 / std::sqrt(static_cast<double>(cfg.headDim));
   int64_t qWidth = cfg.heads * cfg.headDim, kvWidth = cfg.kvHeads * cfg.headDim;

@@ -208,6 +208,8 @@ def main():
     mask[1, SEQ - 3:] = 0
     h.check_kv_cache("gpt2", reference, CFG, CFG["n_layer"], model, w, ids,
                      mask, "f32", 1e-4)
+    h.check_fixed_cache("gpt2", reference, CFG, CFG["n_layer"], model, w, ids,
+                        mask, "f32", 1e-4)
     cases = [("gpt2", CFG, "transformer."),
              ("gpt2_erf", dict(CFG, architectures=["GPT2Model"], n_layer=1,
                                n_inner=100, activation_function="gelu"), "")]

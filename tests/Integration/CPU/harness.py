@@ -126,6 +126,48 @@ class Harness:
                     np.concatenate([t.ravel() for pair in kv for t in pair]),
                     tol)
 
+    def check_fixed_cache(self, name, reference, cfg, layers, model, w, ids,
+                          mask, dtype, tol):
+        """One build for every decode step (--past-len C --seq-len 1
+        --position-ids, C = S - 1): steps n = C - 3 .. C, each with the
+        reference's keys and values of the first n tokens in slots 0..n-1
+        of the cache, garbage in the others (hidden by attention_mask) and
+        position n. The step's hidden state and the new token's keys and
+        values (the last slot of what it returns) must match the float64
+        model of the whole sequence."""
+        kv = []
+        ref = reference(cfg, w, ids, mask, kv)
+        np_type = {"f32": np.float32, "f16": np.float16}[dtype]
+        b, cap = ids.shape[0], ids.shape[1] - 1
+        garbage = np.random.default_rng(0)
+        for fused in (True, False):
+            lib, _ = self.build_hf("%s_cache%d_%s" % (name, cap, dtype), model,
+                                   b, 1, fused,
+                                   ["--dtype=" + dtype, "--past-len=%d" % cap,
+                                    "--position-ids"])
+            for n in range(cap - 3, cap + 1):
+                step_mask = np.zeros((b, cap + 1), dtype=np.int64)
+                step_mask[:, :n] = mask[:, :n]
+                step_mask[:, cap] = mask[:, n]
+                inputs = [ids[:, n:n + 1], step_mask,
+                          np.full((b, 1), n, dtype=np.int64)]
+                for k, v in kv:
+                    for t in (k, v):
+                        slots = garbage.uniform(-3, 3, t[:, :, :cap].shape)
+                        slots[:, :, :n] = t[:, :, :n]
+                        inputs.append(slots.astype(np_type))
+                out = self.run_hf(lib, model, inputs, 1 + 2 * layers)
+                label = "%s %s one build, step %d of a %d-slot cache %s" % (
+                    name, dtype, n, cap, "fused" if fused else "unfused")
+                self.expect_close(label + ": hidden state", out[0],
+                                  ref[:, n:n + 1], tol)
+                self.expect_close(
+                    label + ": the new keys and values",
+                    np.concatenate([o[:, :, cap].astype(np.float64).ravel()
+                                    for o in out[1:]]),
+                    np.concatenate([t[:, :, n].ravel() for pair in kv
+                                    for t in pair]), tol)
+
     def run(self, lib, inputs, num_outputs=1):
         args = [self.run_tool, lib]
         for i, x in enumerate(inputs):

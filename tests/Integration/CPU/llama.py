@@ -236,6 +236,8 @@ def main():
         for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11)):
             h.check_kv_cache("llama", reference, CFG, CFG["num_hidden_layers"],
                              model, w, ids, mask, dtype, tol)
+        h.check_fixed_cache("llama", reference, CFG, CFG["num_hidden_layers"],
+                            model, w, ids, mask, "f32", 1e-4)
     for name, cfg in cases:
         if only and name not in only[0]:
             continue

@@ -83,6 +83,12 @@ struct ImportOptions {
   /// (seqLen 1) decodes, as transformers does with past_key_values.
   bool kvCache = false;
   int64_t pastLen = 0;
+  /// Decoders: take position_ids [B, S] (i64) after attention_mask, each
+  /// new token's position (its rotary angle, GPT-2's position embedding)
+  /// instead of pastLen, pastLen + 1, ...: with a cache of pastLen slots
+  /// whose unused ones attention_mask hides, one build serves every decode
+  /// step. Positions are clamped to [0, pastLen + seqLen - 1].
+  bool positionIds = false;
 };
 
 /// Imports the model in `dir`. On failure returns failure() and sets `error`

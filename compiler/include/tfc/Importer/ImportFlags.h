@@ -2,7 +2,8 @@
 //
 // The flags tfc-import and tfc-compile take for a Hugging Face import
 // (--batch, --seq-len, --dtype, --output, --token-type-ids, --kv-cache,
-// --past-len), defined once: each tool holds one static ImportFlags.
+// --past-len, --position-ids), defined once: each tool holds one static
+// ImportFlags.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,12 +34,13 @@ public:
 
 private:
   /// The descriptions, before the options: cl::desc keeps a reference.
-  std::string descriptions[7];
+  std::string descriptions[8];
   llvm::cl::opt<int64_t> batch, seqLen;
   llvm::cl::opt<std::string> dtype;
   llvm::cl::opt<ImportOutput> output;
   llvm::cl::opt<bool> tokenTypeIds, kvCache;
   llvm::cl::opt<int64_t> pastLen;
+  llvm::cl::opt<bool> positionIds;
 };
 
 } // namespace tfc

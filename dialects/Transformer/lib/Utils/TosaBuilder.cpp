@@ -131,6 +131,12 @@ Value TosaBuilder::sigmoid(Value v) {
   return tosa::SigmoidOp::create(b, loc, v.getType(), v);
 }
 
+Value TosaBuilder::clampInt(Value v, int64_t lo, int64_t hi) {
+  Type t = tensorType(v).getElementType();
+  return tosa::ClampOp::create(b, loc, v.getType(), v, b.getIntegerAttr(t, lo),
+                               b.getIntegerAttr(t, hi));
+}
+
 Value TosaBuilder::cast(Value v, Type elementType) {
   if (tensorType(v).getElementType() == elementType)
     return v;

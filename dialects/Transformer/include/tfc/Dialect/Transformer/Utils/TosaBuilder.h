@@ -52,6 +52,8 @@ public:
   mlir::Value erf(mlir::Value v);
   mlir::Value tanh(mlir::Value v);
   mlir::Value sigmoid(mlir::Value v);
+  /// tosa.clamp of an integer tensor to [lo, hi].
+  mlir::Value clampInt(mlir::Value v, int64_t lo, int64_t hi);
   /// `v` itself when it already has `elementType`, else a tosa.cast.
   mlir::Value cast(mlir::Value v, mlir::Type elementType);
 
