@@ -5,8 +5,9 @@
 // one Conv1D c_attn split into Q, K, V, c_proj, residual; ln_2, MLP c_fc,
 // activation, c_proj, residual), then ln_f. The causal mask is
 // where(tril, scores / sqrt(dh), finfo.min) and the padding mask is added
-// after it, as transformers does. The LM head (tied to wte) is not part of
-// the graph: the result is the last hidden state.
+// after it, as transformers does. The result is the last hidden state, or
+// with --output=logits the LM head's logits (tied to wte); with a KV cache
+// each block's keys and values follow (see KVCache).
 //
 //===----------------------------------------------------------------------===//
 

@@ -9,8 +9,10 @@
 // added after it: transformers builds one additive mask holding finfo.min
 // for future and padded keys, and the two agree except in rows whose every
 // visible key is padding (see scaledDotProductAttention). Mistral is the
-// same graph when its sliding window covers the sequence. The LM head is
-// not part of the graph: the result is the last hidden state.
+// same graph when its sliding window covers the sequence. The result is the
+// last hidden state, or with --output=logits the LM head's logits
+// (lm_head.weight, or the token embeddings when tied); with a KV cache each
+// layer's keys and values follow (see KVCache).
 //
 //===----------------------------------------------------------------------===//
 
