@@ -34,14 +34,14 @@ namespace tfc {
 /// What the emitted function returns.
 enum class ImportOutput {
   /// The family's usual output: the sentence embedding for encoders (BERT),
-  /// the last hidden state for decoders (GPT-2).
+  /// the last hidden state for decoders (GPT-2, LLaMA).
   Default,
   /// The sentence-transformers pipeline: pooling (mean over the attention mask
   /// or CLS, from 1_Pooling/config.json; mean when absent), then L2
   /// normalisation when modules.json lists a Normalize module (or has no
   /// modules.json). Result: tensor<B x hidden x f32>.
   SentenceEmbedding,
-  /// The encoder's last hidden state: tensor<B x S x hidden x f32>.
+  /// The last hidden state: tensor<B x S x hidden> of the compute type.
   LastHiddenState,
   /// Decoders: the language-model head's logits, tensor<B x S x vocab x
   /// f32>: the last hidden state times lm_head.weight transposed (the token
