@@ -16,6 +16,7 @@ mlp_bias; those follow its later modeling_llama.py.)
 """
 import os
 import sys
+import tempfile
 
 import numpy as np
 import torch
@@ -61,8 +62,8 @@ def main():
     for name, extra in cases:
         cfg = dict(llama.CFG, **extra)
         rng = np.random.default_rng(3)
-        w = llama.write_model(os.path.join("/tmp", "tfc-llama-ref-" + name),
-                              rng, cfg)
+        with tempfile.TemporaryDirectory(prefix="tfc-llama-ref-") as d:
+            w = llama.write_model(d, rng, cfg)
         conf = LlamaConfig(**{k: v for k, v in cfg.items()
                               if k != "architectures"})
         conf._attn_implementation = "eager"
