@@ -90,14 +90,15 @@ private:
 /// count a model is compiled for, in errors.
 std::string tokenCountText(const ImportOptions &options);
 
-/// A decoder's main result and its name: the last hidden state
+/// Finishes a decoder: it returns the last hidden state
 /// (last_hidden_state), or with --output=logits the language-model head's
-/// (logits; ImportOutput::Logits): lm_head.weight [vocab, hidden], or the
+/// logits (ImportOutput::Logits; lm_head.weight [vocab, hidden], or the
 /// token embedding table `embeddings` when config.json's
-/// tie_word_embeddings (default `tiedByDefault`) says they are tied.
-mlir::FailureOr<std::pair<mlir::Value, std::string>>
-decoderOutput(ImportRequest &request, ModelBuilder &mb, mlir::Value hidden,
-              mlir::Value embeddings, bool tiedByDefault);
+/// tie_word_embeddings, default `tiedByDefault`, says they are tied), then
+/// the cache's keys and values.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+finishDecoder(ImportRequest &request, ModelBuilder &mb, const KVCache &cache,
+              mlir::Value hidden, mlir::Value embeddings, bool tiedByDefault);
 
 /// What a decoder family (`family`: "GPT-2", "LLaMA") cannot import: a
 /// sentence-embedding output, token_type_ids, a sequence longer than its

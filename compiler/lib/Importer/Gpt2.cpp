@@ -103,12 +103,13 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   Value ids = tokens.ids, mask = tokens.mask;
   KVCache cache(mb, o, cfg.layers, cfg.heads, cfg.hidden / cfg.heads);
 
-  Value h;
+  Value h, wteValue;
   {
     TosaBuilder tb = mb.at("embeddings");
     FailureOr<Value> wte = mb.weight("wte.weight", {cfg.vocab, cfg.hidden});
     if (failed(wte))
       return failure();
+    wteValue = *wte;
     FailureOr<Value> wpe = mb.weight("wpe.weight", {cfg.positions, cfg.hidden});
     if (failed(wpe))
       return failure();
@@ -174,12 +175,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   if (failed(out))
     return failure();
   // GPT2LMHeadModel's head is tied to wte.
-  FailureOr<std::pair<Value, std::string>> result = decoderOutput(
-      r, mb, *out, *mb.weight("wte.weight", {cfg.vocab, cfg.hidden}),
-      /*tiedByDefault=*/true);
-  if (failed(result))
-    return failure();
-  return cache.finish(mb, result->first, result->second);
+  return finishDecoder(r, mb, cache, *out, wteValue, /*tiedByDefault=*/true);
 }
 
 } // namespace tfc::importer

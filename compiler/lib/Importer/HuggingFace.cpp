@@ -123,11 +123,11 @@ std::string tokenCountText(const ImportOptions &o) {
                    : text;
 }
 
-FailureOr<std::pair<Value, std::string>>
-decoderOutput(ImportRequest &r, ModelBuilder &mb, Value hidden,
-              Value embeddings, bool tiedByDefault) {
+FailureOr<OwningOpRef<ModuleOp>>
+finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
+              Value hidden, Value embeddings, bool tiedByDefault) {
   if (r.options.output != ImportOutput::Logits)
-    return std::pair{hidden, std::string("last_hidden_state")};
+    return cache.finish(mb, hidden, "last_hidden_state");
   FailureOr<bool> tied =
       r.config.boolean("tie_word_embeddings", r.error, tiedByDefault);
   if (failed(tied))
@@ -150,7 +150,7 @@ decoderOutput(ImportRequest &r, ModelBuilder &mb, Value hidden,
   Value y = tb.matmul(tb.reshape(hidden, {1, b * s, width}), wt, f32);
   // The head's output in the compute type, as the framework rounds it.
   y = tb.cast(tb.cast(y, x.getElementType()), f32);
-  return std::pair{tb.reshape(y, {b, s, vocab}), std::string("logits")};
+  return cache.finish(mb, tb.reshape(y, {b, s, vocab}), "logits");
 }
 
 LogicalResult checkDecoderRequest(ImportRequest &r, StringRef family,

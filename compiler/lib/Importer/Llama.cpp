@@ -225,15 +225,14 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
   Value ids = tokens.ids, mask = tokens.mask;
   KVCache cache(mb, o, cfg.layers, cfg.kvHeads, cfg.headDim);
 
-  Value h;
-  {
+  FailureOr<Value> embeddings =
+      mb.weight("embed_tokens.weight", {cfg.vocab, cfg.hidden});
+  if (failed(embeddings))
+    return failure();
+  Value h = [&] {
     TosaBuilder tb = mb.at("embed_tokens");
-    FailureOr<Value> table =
-        mb.weight("embed_tokens.weight", {cfg.vocab, cfg.hidden});
-    if (failed(table))
-      return failure();
-    h = embeddingLookup(tb, *table, ids);
-  }
+    return embeddingLookup(tb, *embeddings, ids);
+  }();
   Value extMask = [&] {
     TosaBuilder tb = mb.at("attention_mask");
     return extendedAttentionMask(tb, mask, mb.getComputeType());
@@ -318,12 +317,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
   FailureOr<Value> out = rmsNorm(mb, tb, h, "norm", cfg.eps);
   if (failed(out))
     return failure();
-  FailureOr<std::pair<Value, std::string>> result = decoderOutput(
-      r, mb, *out, *mb.weight("embed_tokens.weight", {cfg.vocab, cfg.hidden}),
-      /*tiedByDefault=*/false);
-  if (failed(result))
-    return failure();
-  return cache.finish(mb, result->first, result->second);
+  return finishDecoder(r, mb, cache, *out, *embeddings,
+                       /*tiedByDefault=*/false);
 }
 
 } // namespace tfc::importer

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from harness import Harness, bf16_to_f32, parse_args
+from harness import Harness, bf16_to_f32, parse_args, random_tokens
 
 CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
        "n_embd": 48, "n_layer": 2, "n_head": 3, "n_positions": 40,
@@ -191,9 +191,7 @@ def main():
     # GPT2LMHeadModel's head (tied to wte): the logits.
     model = h.path("gpt2_logits")
     w = write_model(model, rng, CFG)
-    ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(np.int64)
-    mask = np.ones((BATCH, SEQ), dtype=np.int64)
-    mask[1, SEQ - 4:] = 0
+    ids, mask = random_tokens(rng, CFG["vocab_size"], BATCH, SEQ, 4)
     ref = reference(CFG, w, ids, mask) @ \
         w["transformer.wte.weight"].astype(np.float64).T
     lib, _ = h.build_hf("gpt2_logits", model, BATCH, SEQ, True,
@@ -203,9 +201,7 @@ def main():
     # The KV cache (prefill, a chunk after a past, one-token decode), f32.
     model = h.path("gpt2_kv")
     w = write_model(model, rng, CFG)
-    ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(np.int64)
-    mask = np.ones((BATCH, SEQ), dtype=np.int64)
-    mask[1, SEQ - 3:] = 0
+    ids, mask = random_tokens(rng, CFG["vocab_size"], BATCH, SEQ, 3)
     h.check_kv_cache("gpt2", reference, CFG, CFG["n_layer"], model, w, ids,
                      mask, "f32", 1e-4)
     h.check_fixed_cache("gpt2", reference, CFG, CFG["n_layer"], model, w, ids,
@@ -216,10 +212,8 @@ def main():
     for name, cfg, prefix in cases:
         model = h.path(name)
         w = write_model(model, rng, cfg, prefix=prefix)
-        ids = rng.integers(0, cfg["vocab_size"], (BATCH, SEQ)).astype(
-            np.int64)
-        mask = np.ones((BATCH, SEQ), dtype=np.int64)
-        mask[1, SEQ - 4:] = 0  # right padding in the second row
+        # right padding in the second row
+        ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 4)
         ref = reference(cfg, w, ids, mask)
         for fused in (True, False):
             lib, summary = h.build_hf(name, model, BATCH, SEQ, fused)

@@ -203,6 +203,16 @@ class Harness:
         sys.exit(1 if self.failures else 0)
 
 
+def random_tokens(rng, vocab, batch, seq, padding=0):
+    """ids [batch, seq] (int64, below `vocab`) and an attention mask whose
+    second row has its last `padding` tokens padded."""
+    ids = rng.integers(0, vocab, (batch, seq)).astype(np.int64)
+    mask = np.ones((batch, seq), dtype=np.int64)
+    if padding:
+        mask[1, seq - padding:] = 0
+    return ids, mask
+
+
 def f32_to_bf16(x):
     """bf16 bits ('<u2', as tfc-run reads and writes bf16) of x's f32 values,
     rounded to nearest even."""

@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 import gpt2
-from harness import Harness, bf16_to_f32, parse_args
+from harness import Harness, bf16_to_f32, parse_args, random_tokens
 
 CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
        "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -211,9 +211,7 @@ def main():
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
         model = h.path("llama_logits")
         w = write_model(model, rng, CFG)
-        ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(
-            np.int64)
-        mask = np.ones((BATCH, SEQ), dtype=np.int64)
+        ids, mask = random_tokens(rng, CFG["vocab_size"], BATCH, SEQ)
         ref = reference(CFG, w, ids, mask) @ \
             w["lm_head.weight"].astype(np.float64).T
         for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11)):
@@ -229,10 +227,7 @@ def main():
         # The KV cache: the GQA layout, f32 and f16.
         model = h.path("llama_kv")
         w = write_model(model, rng, CFG)
-        ids = rng.integers(0, CFG["vocab_size"], (BATCH, SEQ)).astype(
-            np.int64)
-        mask = np.ones((BATCH, SEQ), dtype=np.int64)
-        mask[1, SEQ - 3:] = 0
+        ids, mask = random_tokens(rng, CFG["vocab_size"], BATCH, SEQ, 3)
         for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11)):
             h.check_kv_cache("llama", reference, CFG, CFG["num_hidden_layers"],
                              model, w, ids, mask, dtype, tol)
@@ -243,10 +238,8 @@ def main():
             continue
         model = h.path(name)
         w = write_model(model, rng, cfg)
-        ids = rng.integers(0, cfg["vocab_size"], (BATCH, SEQ)).astype(
-            np.int64)
-        mask = np.ones((BATCH, SEQ), dtype=np.int64)
-        mask[1, SEQ - 4:] = 0  # right padding in the second row
+        # right padding in the second row
+        ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 4)
         ref = reference(cfg, w, ids, mask)
         # f32: 1e-4; f16 and bf16 (--dtype: weights rounded to the type, f32
         # matmul sums, RMSNorm statistics and SiLU in f32): 10 units of the
