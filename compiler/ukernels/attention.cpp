@@ -38,13 +38,15 @@
 #include <type_traits>
 #include <vector>
 
-using tfc::uk::blockProduct;
-using tfc::uk::exp2;
-using tfc::uk::firstLanes;
 using tfc::uk::kLog2e;
 using tfc::uk::kNegInf;
 using tfc::uk::MemRef;
+#ifdef __AVX512F__
+using tfc::uk::blockProduct;
+using tfc::uk::exp2;
+using tfc::uk::firstLanes;
 using tfc::uk::packedTile;
+#endif
 
 namespace {
 
@@ -773,6 +775,196 @@ bool fastPathApplies(const Problem &p) {
 
 #endif // __AVX512F__
 
+#if defined(TFC_UK_VECTOR) && !defined(__AVX512F__)
+// Without AVX-512 (AVX2 and FMA): a flash attention on the shared
+// register-blocked kernel. K^T and V of every (batch, K/V head) are packed
+// into panels once per call, then a task owns a block of query rows of one
+// (batch, head) and walks the key blocks once: S = Q . K_blk^T and
+// O = O * alpha + P . V_blk are blockProduct calls on the panels, the online
+// softmax runs along the rows of S in between. Queries are rows here (not
+// lanes as in the AVX-512 kernel), so the rescale of O is a pass over the
+// block of O, 1/(2 Bc) of the products' work. Causal key blocks past the
+// diagonal are skipped; grouped-query heads share their packed K/V head.
+
+using namespace tfc::uk;
+
+constexpr int64_t kPanel = 2 * kLanes; // columns of a packed panel
+constexpr int64_t kMaxBr = 10 * kMR;   // most query rows per task
+constexpr int64_t kBc = 64;            // keys per block (whole panels)
+static_assert(kBc % kPanel == 0, "key blocks are whole panels");
+
+/// Rounds n up to whole panels.
+int64_t panelsOf(int64_t n) { return (n + kPanel - 1) / kPanel; }
+
+/// Packs K (Skv rows of D) transposed into panels of kPanel keys: panel t
+/// holds kt[d * kPanel + c] = K[t * kPanel + c][d], zero past Skv.
+void packKeys(const Problem &p, const float *k, float *kt) {
+  for (int64_t t = 0; t < panelsOf(p.Skv); ++t)
+    for (int64_t c = 0; c < kPanel; ++c) {
+      int64_t j = t * kPanel + c;
+      float *dst = kt + t * p.D * kPanel + c;
+      const float *src = k + j * p.ks[2];
+      for (int64_t d = 0; d < p.D; ++d)
+        dst[d * kPanel] = j < p.Skv ? src[d * p.ks[3]] : 0.0f;
+    }
+}
+
+/// Packs V (Skv rows of Dv) into panels of kPanel channels: panel t holds
+/// vp[j * kPanel + c] = V[j][t * kPanel + c], zero past Dv.
+void packValues(const Problem &p, const float *v, float *vp) {
+  for (int64_t t = 0; t < panelsOf(p.Dv); ++t)
+    for (int64_t j = 0; j < p.Skv; ++j) {
+      const float *src = v + j * p.vs[2];
+      float *dst = vp + (t * p.Skv + j) * kPanel;
+      for (int64_t c = 0; c < kPanel; ++c) {
+        int64_t ch = t * kPanel + c;
+        dst[c] = ch < p.Dv ? src[ch * p.vs[3]] : 0.0f;
+      }
+    }
+}
+
+/// 64-byte aligned float buffers carved from one vector.
+float *alignedFloats(std::vector<float> &storage, size_t n) {
+  if (storage.size() < n + 16)
+    storage.resize(n + 16);
+  return reinterpret_cast<float *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+}
+
+void attentionPanels(const Problem &p) {
+  int64_t group = p.Hq / p.Hkv;
+  int64_t vPanels = panelsOf(p.Dv), ldo = vPanels * kPanel;
+  size_t kHead = size_t(panelsOf(p.Skv) * kPanel * p.D);
+  size_t vHead = size_t(vPanels * kPanel * p.Skv);
+  size_t head = (kHead + vHead + 15) / 16 * 16;
+  static thread_local std::vector<float> packedStorage;
+  float *packed = alignedFloats(packedStorage, size_t(p.B * p.Hkv) * head);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t kh = 0; kh < p.Hkv; ++kh) {
+      float *kt = packed + size_t(b * p.Hkv + kh) * head;
+      packKeys(p, p.k + b * p.ks[0] + kh * p.ks[1], kt);
+      packValues(p, p.v + b * p.vs[0] + kh * p.vs[1], kt + kHead);
+    }
+  // Equal query blocks of whole register blocks, at most kMaxBr rows.
+  int64_t qBlocks = (p.Sq + kMaxBr - 1) / kMaxBr;
+  int64_t br = (p.Sq + qBlocks - 1) / qBlocks;
+  br = std::min(kMaxBr, (br + kMR - 1) / kMR * kMR);
+  qBlocks = (p.Sq + br - 1) / br;
+  const float log2e = kLog2e;
+#pragma omp parallel for collapse(3) schedule(dynamic)
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t h = 0; h < p.Hq; ++h)
+      for (int64_t qb = 0; qb < qBlocks; ++qb) {
+        // Per thread: S (br x kBc), O (br x ldo), the running max and sum.
+        static thread_local std::vector<float> scratch;
+        size_t sSize = size_t(kMaxBr * kBc), oSize = size_t(kMaxBr * ldo);
+        float *sBlk = alignedFloats(scratch, sSize + oSize + 2 * kMaxBr);
+        float *o = sBlk + sSize, *m = o + oSize, *l = m + kMaxBr;
+        int64_t i0 = qb * br, rows = std::min(br, p.Sq - i0);
+        const float *q = p.q + b * p.qs[0] + h * p.qs[1] + i0 * p.qs[2];
+        const float *kt = packed + size_t(b * p.Hkv + h / group) * head;
+        const float *vp = kt + kHead;
+        std::fill(o, o + rows * ldo, 0.0f);
+        std::fill(m, m + rows, kNegInf);
+        std::fill(l, l + rows, 0.0f);
+        // Keys past the last row's diagonal are hidden from the whole block.
+        int64_t keys = p.Skv;
+        if (p.causal)
+          keys = std::clamp<int64_t>(i0 + rows + p.causalOffset, 0, p.Skv);
+        for (int64_t j0 = 0; j0 < keys; j0 += kBc) {
+          int64_t kb = std::min(kBc, keys - j0);
+          // S = Q . K^T (unscaled), one panel of keys at a time.
+          for (int64_t t = 0; t < panelsOf(kb); ++t) {
+            Tile<2> tile{
+                q,
+                p.qs[2],
+                p.qs[3],
+                kt + (j0 / kPanel + t) * p.D * kPanel,
+                p.D,
+                sBlk + t * kPanel,
+                kBc,
+                {firstLanes(kb - t * kPanel), firstLanes(kb - t * kPanel - kLanes)},
+                false,
+                nullptr};
+            blockProduct<2>(tile, rows);
+          }
+          // The online softmax along each row, in base 2.
+          for (int64_t r = 0; r < rows; ++r) {
+            float *sr = sBlk + r * kBc;
+            int64_t i = i0 + r;
+            const float *mr =
+                p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] + i * p.ms[2]
+                       : nullptr;
+            int64_t visible =
+                p.causal
+                    ? std::clamp<int64_t>(i + p.causalOffset + 1 - j0, 0, kb)
+                    : kb;
+            // Scores in base 2: scale * log2(e) folded when there is no
+            // mask (dot products are finite), else (s * scale + mask) taken
+            // to base 2 kept finite where it is (a framework's finfo.min
+            // mask must not become -inf). Keys past `visible` are -inf;
+            // lanes up to the panel's end are read (S rows hold kBc).
+            VecF mxv = vset1(kNegInf), negInf = vset1(kNegInf);
+            for (int64_t j = 0; j < kb; j += kLanes) {
+              VecF x = vloadu(sr + j);
+              if (mr) {
+                float add[kLanes];
+                for (int64_t c = 0; c < kLanes; ++c)
+                  add[c] = j + c < kb ? mr[(j0 + j + c) * p.ms[3]] : 0.0f;
+                x = toLog2Domain(vfmadd(x, vset1(p.scale), vloadu(add)),
+                                 vset1(log2e));
+              } else {
+                x = vmul(x, vset1(p.scale * log2e));
+              }
+              x = vselect(firstLanes(visible - j), x, negInf);
+              vstoreu(sr + j, x);
+              mxv = vmax(mxv, x);
+            }
+            float mNew = std::max(m[r], vreduceMax(mxv));
+            if (mNew == kNegInf) { // nothing visible yet: P = 0
+              std::fill(sr, sr + kb, 0.0f);
+              continue;
+            }
+            float alpha = std::exp2(m[r] - mNew);
+            m[r] = mNew;
+            // P = 2^(S - m), hidden keys 0 (2^-inf); lanes past kb stay
+            // out of the sum.
+            VecF mv = vset1(mNew), sum = vzero();
+            for (int64_t j = 0; j < kb; j += kLanes) {
+              LaneMask lanes = firstLanes(kb - j);
+              VecF e = vexp2(vsub(vloadLanes(sr + j, lanes), mv));
+              vstoreLanes(sr + j, lanes, e);
+              sum = vadd(sum, vloadLanes(sr + j, lanes));
+            }
+            l[r] = l[r] * alpha + vreduceAdd(sum);
+            if (alpha != 1.0f) {
+              float *orow = o + r * ldo;
+              VecF av = vset1(alpha);
+              for (int64_t c = 0; c < ldo; c += kLanes)
+                vstoreu(orow + c, vmul(vloadu(orow + c), av));
+            }
+          }
+          // O += P . V, one panel of channels at a time.
+          for (int64_t t = 0; t < vPanels; ++t) {
+            Tile<2> tile{sBlk, kBc,
+                         1,    vp + (t * p.Skv + j0) * kPanel,
+                         kb,   o + t * kPanel,
+                         ldo,  {firstLanes(kLanes), firstLanes(kLanes)},
+                         true, nullptr};
+            blockProduct<2>(tile, rows);
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          float *out = p.out + b * p.os[0] + h * p.os[1] + (i0 + r) * p.os[2];
+          float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+          for (int64_t c = 0; c < p.Dv; ++c)
+            out[c * p.os[3]] = o[r * ldo + c] * inv;
+        }
+      }
+}
+#endif
+
 } // namespace
 
 extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
@@ -814,6 +1006,13 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
       attentionBlocked<1>(p);
     else
       attentionBlocked<2>(p);
+    return;
+  }
+#elif defined(TFC_UK_VECTOR)
+  // A few query rows (decode) are a matrix-vector product per head: the
+  // reference loops read K and V once per row, with no packing.
+  if (p.Sq > 4) {
+    attentionPanels(p);
     return;
   }
 #endif

@@ -1,8 +1,9 @@
 //===- matmul.cpp - Packed f32 matmul for the CPU -------------------------===//
 //
-// C[b] (+)= A[b] . B[b]. B is packed in KC-deep slices of 32-column panels
-// (zero-padded), which stay in L1 while blocks of A rows stream through the
-// shared register-blocked kernel (kMR rows x 32 columns of C in registers).
+// C[b] (+)= A[b] . B[b]. B is packed in KC-deep slices of two-vector panels
+// (32 columns with AVX-512, 16 with AVX2; zero-padded), which stay in L1
+// while blocks of A rows stream through the shared register-blocked kernel
+// (kMR rows x one panel of C in registers).
 // Blocks of rows x panels run in parallel. The packing buffer lives across
 // calls: after the first run, a model allocates nothing here.
 //
@@ -45,13 +46,13 @@ void matmulReference(const Matmul &p) {
       }
 }
 
-#ifdef __AVX512F__
+#ifdef TFC_UK_VECTOR
 
-constexpr int64_t kNR = 32;  // columns of a panel
-constexpr int64_t kKC = 256; // depth of a packed slice
-constexpr int64_t kMC = 96;  // rows of A per task (a multiple of kMR)
+constexpr int64_t kNR = 2 * tfc::uk::kLanes; // columns of a panel
+constexpr int64_t kKC = 256;                 // depth of a packed slice
+constexpr int64_t kMC = 96; // rows of A per task (a multiple of kMR)
 
-/// Packs B[k0 : k0 + kc, :] of batch `bt` into 32-column panels of row
+/// Packs B[k0 : k0 + kc, :] of batch `bt` into kNR-column panels of row
 /// stride kNR (columns past N are zero).
 void packSlice(const Matmul &p, const float *bb, int64_t k0, int64_t kc,
                int64_t panels, float *packed, bool parallel) {
@@ -170,7 +171,7 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
                   kc,
                   cb + i0 * p.cs[1] + pn * kNR,
                   p.cs[1],
-                  {firstLanes(cols), firstLanes(cols - 16)},
+                  {firstLanes(cols), firstLanes(cols - kLanes)},
                   /*accumulate=*/p.accumulate || k0 > 0,
                   nullptr};
         blockProduct<2>(t, rows);
@@ -193,12 +194,12 @@ void matmulPacked(const Matmul &p) {
     matmulOne(p, bt, false);
 }
 
-#endif // __AVX512F__
+#endif // TFC_UK_VECTOR
 
 void run(const Matmul &p) {
   if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0)
     return;
-#ifdef __AVX512F__
+#ifdef TFC_UK_VECTOR
   if (p.cs[2] == 1) {
     matmulPacked(p);
     return;
@@ -210,7 +211,7 @@ void run(const Matmul &p) {
 } // namespace
 
 extern "C" void tfc_uk_forget_packed_weights(void) {
-#ifdef __AVX512F__
+#ifdef TFC_UK_VECTOR
   packedWeights.clear();
 #endif
 }

@@ -1,11 +1,11 @@
 //===- microkernel.h - Register-blocked broadcast-FMA kernel ----*- C++ -*-===//
 //
 // The one inner product kernel of the CPU micro-kernels (attention's two
-// block products and the packed matmul): an MR x (NV*16) block of C held in
-// zmm registers, A read by scalar broadcast, B by vector loads from a packed
-// panel. The epilogue may hand the k loop independent vector work to run
-// between its FMAs (attention exponentiates the previous block's scores
-// there).
+// block products and the packed matmul): an MR x (NV*kLanes) block of C
+// held in vector registers, A read by scalar broadcast, B by vector loads
+// from a packed panel (simd.h: AVX-512 or AVX2). The epilogue may hand the k
+// loop independent vector work to run between its FMAs (attention exponentiates
+// the previous block's scores there).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,22 +16,24 @@
 
 #include <cstdint>
 
-#ifdef __AVX512F__
+#ifdef TFC_UK_VECTOR
 
 namespace tfc::uk {
 
-/// Rows of a register block. 12 x 2 accumulators would fit the 32 zmm
-/// registers, but 6 x 2 runs the packed GEMM 5-10% faster on this machine
+/// Rows of a register block. With AVX-512, 12 x 2 accumulators would fit the
+/// 32 zmm registers, but 6 x 2 runs the packed GEMM 5-10% faster on a Zen 5
 /// (one 512-bit FMA per cycle: 12 independent accumulators cover its latency;
 /// 1024^3 went from 23.7 to 21.3 ms, 12x2048x64x2048 from 89 to 85 ms), and
-/// the attention kernel's products run at the same rate either way.
+/// the attention kernel's products run at the same rate either way. With
+/// AVX2, 6 x 2 accumulators, two B vectors and a broadcast fill 15 of the 16
+/// ymm registers (the classic 6 x 16 sgemm kernel).
 constexpr int kMR = 6;
 
 /// One call of the kernel:
-///   C[r][0:NV*16] = (accumulate ? C[r] * alpha : 0)
-///                   + sum_t A[r * lda + t * astep] * B[t][0:NV*16]
-/// for r < MR rows and t < n. B has row stride NV*16 (a packed panel); C has
-/// row stride ldc and only the lanes in `cols` are loaded and stored.
+///   C[r][0:NV*kLanes] = (accumulate ? C[r] * alpha : 0)
+///                       + sum_t A[r * lda + t * astep] * B[t][0:NV*kLanes]
+/// for r < MR rows and t < n. B has row stride NV*kLanes (a packed panel); C
+/// has row stride ldc and only the lanes in `cols` are loaded and stored.
 template <int NV> struct Tile {
   const float *a;
   int64_t lda, astep;
@@ -39,9 +41,9 @@ template <int NV> struct Tile {
   int64_t n;
   float *c;
   int64_t ldc;
-  __mmask16 cols[NV];
+  LaneMask cols[NV];
   bool accumulate;
-  const __m512 *alpha; // per-lane scale of C, or null
+  const VecF *alpha; // per-lane scale of C, or null
 };
 
 /// Side work of an epilogue that has none.
@@ -53,50 +55,36 @@ struct NoSideWork {
 struct StoreC {
   NoSideWork sideWork() const { return {}; }
   template <int MR, int NV>
-  void operator()(__m512 (&acc)[MR][NV], const Tile<NV> &t,
-                  NoSideWork &) const {
+  void operator()(VecF (&acc)[MR][NV], const Tile<NV> &t, NoSideWork &) const {
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v)
-        _mm512_mask_storeu_ps(t.c + r * t.ldc + v * 16, t.cols[v], acc[r][v]);
+        vstoreLanes(t.c + r * t.ldc + v * kLanes, t.cols[v], acc[r][v]);
   }
 };
 
-/// acc + broadcast(*a) * b with the broadcast folded into the FMA's memory
-/// operand ({1to16}). A separate vbroadcastss takes a slot on the vector
-/// pipes beside the FMAs: on this machine a 6 x 2 block with separate
-/// broadcasts slows down with every other vector instruction added to it,
-/// while with folded ones 6-8 such instructions per 12 FMAs run for free.
-/// LLVM folds a broadcast only into its single use, hence the asm.
-inline __m512 fmaddBroadcast(const float *a, __m512 b, __m512 acc) {
-  asm("vfmadd231ps %[a]%{1to16%}, %[b], %[acc]"
-      : [acc] "+v"(acc)
-      : [a] "m"(*a), [b] "v"(b));
-  return acc;
-}
-
-/// One MR x NV*16 block; `epilogue(acc, t, side)` consumes the accumulators.
-/// `side = epilogue.sideWork()` is called as side(v) after every `Unroll`
-/// steps of the k loop, v cycling through 0..NV-1: work the out-of-order
-/// core runs in the FMAs' shadow. The epilogue finishes what the loop left.
-/// The k loop is unrolled `Unroll` times: worth it for short contractions
-/// (attention's D = 64: 1-2%), not for the GEMM's 256-deep slices.
+/// One MR x NV*kLanes block; `epilogue(acc, t, side)` consumes the
+/// accumulators. `side = epilogue.sideWork()` is called as side(v) after every
+/// `Unroll` steps of the k loop, v cycling through 0..NV-1: work the
+/// out-of-order core runs in the FMAs' shadow. The epilogue finishes what the
+/// loop left. The k loop is unrolled `Unroll` times: worth it for short
+/// contractions (attention's D = 64: 1-2%), not for the GEMM's 256-deep slices.
 template <int MR, int NV, int Unroll, typename Epilogue>
 inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
-  __m512 acc[MR][NV];
+  VecF acc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v) {
       if (t.accumulate) {
-        acc[r][v] = _mm512_maskz_loadu_ps(t.cols[v], t.c + r * t.ldc + v * 16);
+        acc[r][v] = vloadLanes(t.c + r * t.ldc + v * kLanes, t.cols[v]);
         if (t.alpha)
-          acc[r][v] = _mm512_mul_ps(acc[r][v], t.alpha[v]);
+          acc[r][v] = vmul(acc[r][v], t.alpha[v]);
       } else {
-        acc[r][v] = _mm512_setzero_ps();
+        acc[r][v] = vzero();
       }
     }
   auto step = [&](const float *a, int64_t k) {
-    __m512 bv[NV];
+    VecF bv[NV];
     for (int v = 0; v < NV; ++v)
-      bv[v] = _mm512_load_ps(t.b + k * NV * 16 + v * 16);
+      bv[v] = vload(t.b + k * NV * kLanes + v * kLanes);
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v)
         acc[r][v] = fmaddBroadcast(a + r * t.lda, bv[v], acc[r][v]);
@@ -163,19 +151,19 @@ inline void blockProduct(Tile<NV> t, int64_t rows, Epilogue &&epilogue = {}) {
   }
 }
 
-/// A dense tile (C row stride NV*16, all lanes) as attention uses it.
+/// A dense tile (C row stride NV*kLanes, all lanes) as attention uses it.
 template <int NV>
 inline Tile<NV> packedTile(const float *a, int64_t lda, int64_t astep,
                            const float *b, int64_t n, float *c, bool accumulate,
-                           const __m512 *alpha) {
-  Tile<NV> t{a, lda, astep, b, n, c, NV * 16, {}, accumulate, alpha};
+                           const VecF *alpha) {
+  Tile<NV> t{a, lda, astep, b, n, c, NV * kLanes, {}, accumulate, alpha};
   for (int v = 0; v < NV; ++v)
-    t.cols[v] = 0xffff;
+    t.cols[v] = firstLanes(kLanes);
   return t;
 }
 
 } // namespace tfc::uk
 
-#endif // __AVX512F__
+#endif // TFC_UK_VECTOR
 
 #endif // TFC_UKERNELS_MICROKERNEL_H

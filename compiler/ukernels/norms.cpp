@@ -29,17 +29,15 @@ inline void storeLanes(float *y, __mmask16 k, __m512 v, bool stream) {
   else
     _mm512_mask_storeu_ps(y, k, v);
 }
-#endif
 
 /// Prefetches line `j` (in floats) of the next row into L2: while the last
 /// sweeps over a row run from cache, memory would otherwise sit idle (a
 /// long row outruns the hardware prefetcher's lookahead).
 inline void prefetchNext(const float *next, int64_t j) {
-#ifdef __AVX512F__
   if (next)
     _mm_prefetch(reinterpret_cast<const char *>(next + j), _MM_HINT_T1);
-#endif
 }
+#endif
 
 void softmaxRow(const float *x, float *y, int64_t n, bool stream,
                 const float *next) {

@@ -5,9 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
-#ifdef __AVX512F__
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -15,6 +16,139 @@ namespace tfc::uk {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// The vector layer of the shared kernels (microkernel.h, the packed matmul):
+// one float vector type and the few operations they need, for AVX-512 (16
+// lanes, mask registers) or AVX2 with FMA (8 lanes, lane masks in a vector
+// register). TFC_UK_VECTOR is defined when either is there; without it the
+// kernels fall back to scalar reference loops.
+#if defined(__AVX512F__)
+#define TFC_UK_VECTOR 1
+constexpr int kLanes = 16;
+using VecF = __m512;
+using LaneMask = __mmask16;
+
+/// Lanes [0, n) (none for n <= 0, all for n >= kLanes).
+inline LaneMask firstLanes(int64_t n) {
+  if (n <= 0)
+    return 0;
+  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+}
+inline VecF vzero() { return _mm512_setzero_ps(); }
+/// 64-byte aligned.
+inline VecF vload(const float *p) { return _mm512_load_ps(p); }
+/// Zero in the lanes outside `m`, which are not read.
+inline VecF vloadLanes(const float *p, LaneMask m) {
+  return _mm512_maskz_loadu_ps(m, p);
+}
+inline void vstoreLanes(float *p, LaneMask m, VecF v) {
+  _mm512_mask_storeu_ps(p, m, v);
+}
+inline VecF vmul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
+inline VecF vset1(float x) { return _mm512_set1_ps(x); }
+inline VecF vloadu(const float *p) { return _mm512_loadu_ps(p); }
+inline void vstoreu(float *p, VecF v) { _mm512_storeu_ps(p, v); }
+inline VecF vadd(VecF a, VecF b) { return _mm512_add_ps(a, b); }
+inline VecF vsub(VecF a, VecF b) { return _mm512_sub_ps(a, b); }
+inline VecF vmax(VecF a, VecF b) { return _mm512_max_ps(a, b); }
+inline VecF vfmadd(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
+inline float vreduceAdd(VecF v) { return _mm512_reduce_add_ps(v); }
+inline float vreduceMax(VecF v) { return _mm512_reduce_max_ps(v); }
+/// a in the lanes of m, else b.
+inline VecF vselect(LaneMask m, VecF a, VecF b) {
+  return _mm512_mask_mov_ps(b, m, a);
+}
+
+/// acc + broadcast(*a) * b with the broadcast folded into the FMA's memory
+/// operand ({1to16}). A separate vbroadcastss takes a slot on the vector
+/// pipes beside the FMAs: on an AVX-512 Zen 5 a 6 x 2 block with separate
+/// broadcasts slows down with every other vector instruction added to it,
+/// while with folded ones 6-8 such instructions per 12 FMAs run for free.
+/// LLVM folds a broadcast only into its single use, hence the asm.
+inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
+  asm("vfmadd231ps %[a]%{1to16%}, %[b], %[acc]"
+      : [acc] "+v"(acc)
+      : [a] "m"(*a), [b] "v"(b));
+  return acc;
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+#define TFC_UK_VECTOR 1
+constexpr int kLanes = 8;
+using VecF = __m256;
+/// All-ones 32-bit lanes are selected (vmaskmovps reads their sign bits).
+using LaneMask = __m256i;
+
+inline LaneMask firstLanes(int64_t n) {
+  int32_t k = int32_t(std::clamp<int64_t>(n, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(k),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline VecF vzero() { return _mm256_setzero_ps(); }
+/// 32-byte aligned.
+inline VecF vload(const float *p) { return _mm256_load_ps(p); }
+/// Zero in the lanes outside `m`, which are not read (no fault past an
+/// array's end).
+inline VecF vloadLanes(const float *p, LaneMask m) {
+  return _mm256_maskload_ps(p, m);
+}
+inline void vstoreLanes(float *p, LaneMask m, VecF v) {
+  _mm256_maskstore_ps(p, m, v);
+}
+inline VecF vmul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
+inline VecF vset1(float x) { return _mm256_set1_ps(x); }
+inline VecF vloadu(const float *p) { return _mm256_loadu_ps(p); }
+inline void vstoreu(float *p, VecF v) { _mm256_storeu_ps(p, v); }
+inline VecF vadd(VecF a, VecF b) { return _mm256_add_ps(a, b); }
+inline VecF vsub(VecF a, VecF b) { return _mm256_sub_ps(a, b); }
+inline VecF vmax(VecF a, VecF b) { return _mm256_max_ps(a, b); }
+inline VecF vfmadd(VecF a, VecF b, VecF c) { return _mm256_fmadd_ps(a, b, c); }
+inline float vreduceAdd(VecF v) {
+  __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+  return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+inline float vreduceMax(VecF v) {
+  __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+  return _mm_cvtss_f32(_mm_max_ss(x, _mm_movehdup_ps(x)));
+}
+/// a in the lanes of m, else b.
+inline VecF vselect(LaneMask m, VecF a, VecF b) {
+  return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m));
+}
+/// x * log2(e), kept finite where x is (as the AVX-512 toLog2Domain).
+inline VecF toLog2Domain(VecF x, VecF log2e) {
+  const VecF big = _mm256_set1_ps(std::numeric_limits<float>::max());
+  VecF y = _mm256_mul_ps(x, log2e);
+  VecF absX = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  VecF inf = _mm256_cmp_ps(absX, _mm256_set1_ps(-kNegInf), _CMP_EQ_OQ);
+  VecF clamped = _mm256_max_ps(_mm256_min_ps(y, big),
+                               _mm256_sub_ps(_mm256_setzero_ps(), big));
+  return _mm256_blendv_ps(clamped, y, inf);
+}
+/// 2^x for x <= 127 (exp2's polynomial; the power of two is built in the
+/// exponent bits); anything below -126 gives 0, -inf included.
+inline VecF vexp2(VecF x) {
+  __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
+  x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
+  __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 f = _mm256_sub_ps(x, n);
+  __m256 r = _mm256_set1_ps(1.3276458e-3f);
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(9.6755419e-3f));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(5.5507135e-2f));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(2.4022120e-1f));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(6.9314694e-1f));
+  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(1.0000001f));
+  __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(tiny, _mm256_mul_ps(r, _mm256_castsi256_ps(bits)));
+}
+/// acc + broadcast(*a) * b: vbroadcastss from memory is a load-port uop,
+/// not a shuffle, so it does not compete with the FMAs.
+inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
+  return _mm256_fmadd_ps(_mm256_broadcast_ss(a), b, acc);
+}
+#endif
 
 #ifdef __AVX512F__
 /// 2^x for x <= 128 (degree-5 minimax polynomial on [-0.5, 0.5], relative
@@ -32,6 +166,7 @@ inline __m512 exp2(__m512 x) {
   r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(1.0000001f));
   return _mm512_scalef_ps(r, n);
 }
+inline VecF vexp2(VecF x) { return exp2(x); }
 
 /// 2^(i/16) for i = 0..15.
 constexpr double kExp2Sixteenths[16] = {1.0,
@@ -177,13 +312,6 @@ inline float toLog2Domain(float x) {
     return y;
   return std::max(std::min(y, std::numeric_limits<float>::max()),
                   -std::numeric_limits<float>::max());
-}
-
-/// Lanes [0, n) of a 16-lane vector (none for n <= 0, all for n >= 16).
-inline __mmask16 firstLanes(int64_t n) {
-  if (n <= 0)
-    return 0;
-  return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
 }
 #endif
 

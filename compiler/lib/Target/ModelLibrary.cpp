@@ -256,8 +256,11 @@ bool link(llvm::StringRef object, const LibraryOptions &options,
   llvm::SmallVector<llvm::StringRef> args = {
       *linker, "-shared", "-fuse-ld=lld", "-o", options.outputPath, object};
   if (options.linkMicroKernels)
-    args.append(
-        {"-fopenmp", options.ukernelArchive, rpath, "-Wl,--exclude-libs,ALL"});
+    // compiler-rt's builtins: where the CPU has no instruction for an
+    // operation (f32 -> bf16 without AVX512-BF16), LLVM calls a builtin
+    // (__truncsfbf2) that GCC 12's libgcc lacks; linked in statically.
+    args.append({"-fopenmp", options.ukernelArchive, rpath,
+                 "-rtlib=compiler-rt", "-Wl,--exclude-libs,ALL"});
   else
     // The mgpu* functions come from the runtime that loads the model; the
     // library needs nothing else but libc (--as-needed drops the C++
