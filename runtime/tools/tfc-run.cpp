@@ -141,7 +141,11 @@ std::string describe(const tfc_tensor_desc *desc) {
   std::string text = std::string(tfc_dtype_name(desc->dtype)) + " [";
   for (int32_t i = 0; i < desc->rank; ++i)
     text += (i ? ", " : "") + std::to_string(desc->shape[i]);
-  return text + "]";
+  text += "]";
+  if (desc->bounds)
+    text += " in [" + std::to_string(desc->bounds[0]) + ", " +
+            std::to_string(desc->bounds[1]) + ")";
+  return text;
 }
 
 std::string nameList(tfc_model *model, bool inputs) {

@@ -4,7 +4,10 @@
 #include "tfc/runtime/abi.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 
@@ -70,6 +73,43 @@ static FailureOr<TensorSpec> specOf(func::FuncOp fn, Type type,
   return spec;
 }
 
+/// The range [0, rows) that every element of the integer argument `arg` must
+/// lie in because it reaches a tosa.gather as an index into a table of
+/// `rows` rows, through ops that keep every element's value (reshape,
+/// transpose, integer casts: a value in range survives a narrowing cast).
+/// std::nullopt when no gather indexes with it.
+static std::optional<std::pair<int64_t, int64_t>>
+gatherBounds(BlockArgument arg) {
+  if (!isa<IntegerType>(getElementTypeOrSelf(arg.getType())))
+    return std::nullopt;
+  std::optional<int64_t> rows;
+  SmallVector<Value> worklist{arg};
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (!seen.insert(user).second)
+        continue;
+      if (auto gather = dyn_cast<tosa::GatherOp>(user)) {
+        int64_t n = gather.getValues().getType().getDimSize(1);
+        if (use.get() == gather.getIndices() && !ShapedType::isDynamic(n))
+          rows = std::min(rows.value_or(n), n);
+        continue;
+      }
+      bool keepsValues =
+          isa<tosa::ReshapeOp, tosa::TransposeOp>(user) ||
+          (isa<tosa::CastOp>(user) &&
+           isa<IntegerType>(getElementTypeOrSelf(user->getResult(0))));
+      if (keepsValues && use.getOperandNumber() == 0)
+        worklist.push_back(user->getResult(0));
+    }
+  }
+  if (!rows)
+    return std::nullopt;
+  return std::make_pair(int64_t(0), *rows);
+}
+
 FailureOr<Manifest> extractManifest(ModuleOp module, StringRef entry) {
   func::FuncOp fn;
   if (!entry.empty()) {
@@ -105,6 +145,8 @@ FailureOr<Manifest> extractManifest(ModuleOp module, StringRef entry) {
                /*isResult=*/false);
     if (failed(s))
       return failure();
+    if (s->role == TFC_ROLE_INPUT)
+      s->bounds = gatherBounds(fn.getArgument(i));
     m.args.push_back(*s);
   }
   for (unsigned i = 0; i < type.getNumResults(); ++i) {

@@ -123,8 +123,7 @@ void addManifest(llvm::Module &mod, const Manifest &m) {
   llvm::LLVMContext &ctx = mod.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
   llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
-  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
-  auto *descType = llvm::StructType::create(ctx, {ptr, i32, i32, i32, ptr},
+  auto *descType = llvm::StructType::create(ctx, {ptr, i32, i32, i32, ptr, ptr},
                                             "tfc_tensor_desc");
   auto descs = [&](const std::vector<TensorSpec> &specs) -> llvm::Constant * {
     std::vector<llvm::Constant *> elems;
@@ -133,12 +132,20 @@ void addManifest(llvm::Module &mod, const Manifest &m) {
       auto *shape = new llvm::GlobalVariable(mod, shapeInit->getType(), true,
                                              llvm::GlobalValue::PrivateLinkage,
                                              shapeInit, ".tfc.shape");
-      (void)i64;
+      llvm::Constant *bounds =
+          llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(ctx));
+      if (s.bounds) {
+        auto *boundsInit = llvm::ConstantDataArray::get(
+            ctx, llvm::ArrayRef<int64_t>{s.bounds->first, s.bounds->second});
+        bounds = new llvm::GlobalVariable(mod, boundsInit->getType(), true,
+                                          llvm::GlobalValue::PrivateLinkage,
+                                          boundsInit, ".tfc.bounds");
+      }
       elems.push_back(llvm::ConstantStruct::get(
-          descType,
-          {cString(mod, s.name), llvm::ConstantInt::get(i32, s.dtype),
-           llvm::ConstantInt::get(i32, s.role),
-           llvm::ConstantInt::get(i32, int32_t(s.shape.size())), shape}));
+          descType, {cString(mod, s.name), llvm::ConstantInt::get(i32, s.dtype),
+                     llvm::ConstantInt::get(i32, s.role),
+                     llvm::ConstantInt::get(i32, int32_t(s.shape.size())),
+                     shape, bounds}));
     }
     auto *arrType = llvm::ArrayType::get(descType, elems.size());
     return new llvm::GlobalVariable(

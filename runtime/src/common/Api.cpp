@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -139,6 +140,14 @@ tfc_status checkDescriptor(const std::string &path, const char *what,
   if (!tfc::tensorBytes(shape, tfc::dtypeSize(DType(desc.dtype))))
     return makeStatus(TFC_BAD_FORMAT,
                       where + ": invalid shape " + tfc::shapeString(shape));
+  if (desc.bounds) {
+    bool integer = desc.dtype == TFC_DTYPE_I32 || desc.dtype == TFC_DTYPE_I64;
+    if (!integer || desc.role != TFC_ROLE_INPUT ||
+        desc.bounds[0] >= desc.bounds[1])
+      return makeStatus(TFC_BAD_FORMAT,
+                        where + ": invalid bounds (only an i32 or i64 input "
+                                "has them, and lo < hi)");
+  }
   return nullptr;
 }
 
@@ -219,6 +228,53 @@ tfc_status checkBound(const tfc_model *model) {
                         model->path + ": " +
                             roleName(model, TFC_ROLE_OUTPUT, i) +
                             " is not bound");
+  return nullptr;
+}
+
+template <typename T>
+std::optional<size_t> firstOutside(const void *data, size_t count, int64_t lo,
+                                   int64_t hi) {
+  const T *values = static_cast<const T *>(data);
+  for (size_t i = 0; i < count; ++i)
+    if (int64_t(values[i]) < lo || int64_t(values[i]) >= hi)
+      return i;
+  return std::nullopt;
+}
+
+/// Checks every input the manifest bounds (token ids that index a table):
+/// the first element outside [lo, hi) is an error naming the input, the
+/// element and the range.
+tfc_status checkInputBounds(const tfc_model *model) {
+  for (size_t i = 0; i < model->inputArgs.size(); ++i) {
+    const tfc_tensor_desc &desc = model->manifest->args[model->inputArgs[i]];
+    if (!desc.bounds)
+      continue;
+    const void *data = model->buffers[model->inputArgs[i]];
+    std::vector<int64_t> shape(desc.shape, desc.shape + desc.rank);
+    size_t count = 1;
+    for (int64_t d : shape)
+      count *= size_t(d);
+    int64_t lo = desc.bounds[0], hi = desc.bounds[1];
+    bool wide = desc.dtype == TFC_DTYPE_I64;
+    std::optional<size_t> at = wide
+                                   ? firstOutside<int64_t>(data, count, lo, hi)
+                                   : firstOutside<int32_t>(data, count, lo, hi);
+    if (!at)
+      continue;
+    int64_t value = wide ? static_cast<const int64_t *>(data)[*at]
+                         : static_cast<const int32_t *>(data)[*at];
+    std::vector<int64_t> index(shape.size());
+    for (size_t d = shape.size(), rest = *at; d-- > 0;) {
+      index[d] = int64_t(rest % size_t(shape[d]));
+      rest /= size_t(shape[d]);
+    }
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      model->path + ": " +
+                          roleName(model, TFC_ROLE_INPUT, int32_t(i)) +
+                          " holds " + std::to_string(value) + " at " +
+                          tfc::shapeString(index) + ", outside [" +
+                          std::to_string(lo) + ", " + std::to_string(hi) + ")");
+  }
   return nullptr;
 }
 
@@ -669,6 +725,8 @@ tfc_status tfc_model_invoke(tfc_model *model) {
   return guard([&]() -> tfc_status {
     if (tfc_status s = checkBound(model))
       return s;
+    if (tfc_status s = checkInputBounds(model))
+      return s;
     if (model->gpu)
       return fromGpu(model->gpu->invoke(model->run, model->buffers.data()));
     model->run(model->buffers.data());
@@ -684,6 +742,8 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
                       "and room for the times");
   return guard([&]() -> tfc_status {
     if (tfc_status s = checkBound(model))
+      return s;
+    if (tfc_status s = checkInputBounds(model))
       return s;
     if (model->gpu)
       return fromGpu(model->gpu->time(model->run, model->buffers.data(), warmup,

@@ -198,6 +198,7 @@ def main():
                         ["--output=logits"])
     h.expect_close("gpt2 logits", h.run_hf(lib, model, [ids, mask]), ref,
                    1e-4)
+    h.expect_token_refused("gpt2", lib, model, ids, mask, CFG["vocab_size"])
     # The KV cache (prefill, a chunk after a past, one-token decode), f32.
     model = h.path("gpt2_kv")
     w = write_model(model, rng, CFG)

@@ -72,12 +72,13 @@ class Harness:
                                  text=True).stderr.strip()
         return lib, summary
 
-    def run_hf(self, lib, model, inputs, num_outputs=1):
-        """Runs a library built by build_hf on the model's
-        model.safetensors; returns its output (a list of `num_outputs`
-        when more than one)."""
-        args = [self.run_tool, lib, "--weights",
-                os.path.join(model, "model.safetensors")]
+    def run_args(self, lib, model, inputs, num_outputs):
+        """The tfc-run command for `lib` on `inputs` (written as .npy),
+        with the model's model.safetensors when `model` is given, and the
+        paths of its outputs."""
+        args = [self.run_tool, lib]
+        if model:
+            args += ["--weights", os.path.join(model, "model.safetensors")]
         for i, x in enumerate(inputs):
             p = self.path("in%d.npy" % i)
             np.save(p, x)
@@ -85,9 +86,32 @@ class Harness:
         outs = [self.path("out%d.npy" % i) for i in range(num_outputs)]
         for p in outs:
             args += ["--output", p]
+        return args, outs
+
+    def run_hf(self, lib, model, inputs, num_outputs=1):
+        """Runs a library built by build_hf on the model's
+        model.safetensors; returns its output (a list of `num_outputs`
+        when more than one)."""
+        args, outs = self.run_args(lib, model, inputs, num_outputs)
         subprocess.run(args, check=True)
         got = [np.load(p) for p in outs]
         return got[0] if num_outputs == 1 else got
+
+    def expect_token_refused(self, label, lib, model, ids, mask, vocab):
+        """A token id one past the vocabulary in the last position: tfc-run
+        exits 1 with the runtime's one-line error naming input_ids, the
+        element and the range, instead of reading outside the embedding
+        table."""
+        bad = ids.copy()
+        bad[-1, -1] = vocab
+        args, _ = self.run_args(lib, model, [bad, mask], 1)
+        proc = subprocess.run(args, capture_output=True, text=True)
+        where = "[%d, %d]" % (ids.shape[0] - 1, ids.shape[1] - 1)
+        message = "input 0 'input_ids' holds %d at %s, outside [0, %d)" % (
+            vocab, where, vocab)
+        self.expect("%s: an id past the vocabulary is refused" % label,
+                    proc.returncode == 1 and message in proc.stderr and
+                    len(proc.stderr.strip().splitlines()) == 1)
 
     def check_kv_cache(self, name, reference, cfg, layers, model, w, ids,
                        mask, dtype, tol):
@@ -169,14 +193,7 @@ class Harness:
                                     for t in pair]), tol)
 
     def run(self, lib, inputs, num_outputs=1):
-        args = [self.run_tool, lib]
-        for i, x in enumerate(inputs):
-            p = self.path("in%d.npy" % i)
-            np.save(p, x)
-            args += ["--input", p]
-        outs = [self.path("out%d.npy" % i) for i in range(num_outputs)]
-        for p in outs:
-            args += ["--output", p]
+        args, outs = self.run_args(lib, None, inputs, num_outputs)
         subprocess.run(args, check=True)
         return [np.load(p) for p in outs]
 

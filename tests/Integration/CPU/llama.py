@@ -223,6 +223,8 @@ def main():
                      out.dtype == np.float32 and
                      out.shape == (BATCH, SEQ, CFG["vocab_size"]))
             h.expect_close("llama %s logits" % dtype, out, ref, tol)
+        h.expect_token_refused("llama", lib, model, ids, mask,
+                               CFG["vocab_size"])
     if not only or "kv" in only[0]:
         # The KV cache: the GQA layout, f32 and f16.
         model = h.path("llama_kv")

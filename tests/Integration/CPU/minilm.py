@@ -1,11 +1,13 @@
 """all-MiniLM-L6-v2 compiled from its config.json and model.safetensors, fused
 and unfused, against the PyTorch reference embeddings of tests/fixtures/minilm:
-cosine similarity above 0.9999 per sentence and max abs error under 1e-4;
+cosine similarity above 0.9999 per sentence and max abs error under 1e-4,
+and a token id past the vocabulary refused;
 computing in f16 and bf16 (--dtype), within 10 units of the type's roundoff.
 
 usage: minilm.py BINDIR WORKDIR MODEL_DIR FIXTURES_DIR
 """
 
+import json
 import os
 import sys
 
@@ -33,6 +35,9 @@ def main():
                  cos.min() > 0.9999)
         err = np.abs(emb - ref).max()
         h.expect("%s: max abs error %.2e < 1e-4" % (label, err), err < 1e-4)
+        with open(os.path.join(model, "config.json")) as f:
+            vocab = json.load(f)["vocab_size"]
+        h.expect_token_refused(label, lib, model, ids, mask, vocab)
     # Computing in f16 and bf16 (--dtype; the model's f32 weights are cast
     # to the type once per run): the embeddings within 10 units of the
     # type's roundoff (2^-11, 2^-8) of PyTorch's f32 ones, norm-wise, every

@@ -12,7 +12,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tfc {
@@ -22,6 +24,8 @@ struct TensorSpec {
   int32_t dtype; // tfc_dtype
   int32_t role;  // tfc_tensor_role
   std::vector<int64_t> shape;
+  /// [lo, hi) for integer inputs that index a table (tfc_tensor_desc.bounds).
+  std::optional<std::pair<int64_t, int64_t>> bounds;
 };
 
 struct Manifest {
@@ -35,6 +39,8 @@ struct Manifest {
 /// public function. Arguments and results must be statically shaped tensors
 /// of a supported dtype; names come from `tfc.name` attributes (else
 /// `input<i>` / `output<i>`), roles from `tfc.role` ("input" or "weight").
+/// An integer input that indexes a tosa.gather gets the bounds [0, rows of
+/// the table), which the runtime checks on every run.
 /// Emits an error naming the function and argument otherwise.
 mlir::FailureOr<Manifest> extractManifest(mlir::ModuleOp module,
                                           llvm::StringRef entry);

@@ -48,7 +48,7 @@
 extern "C" {
 #endif
 
-#define TFC_ABI_VERSION 1u
+#define TFC_ABI_VERSION 2u
 /* "TFCM" */
 #define TFC_MANIFEST_MAGIC 0x4d434654u
 
@@ -73,6 +73,11 @@ typedef struct tfc_tensor_desc {
   int32_t role;  /* tfc_tensor_role */
   int32_t rank;
   const int64_t *shape; /* rank entries, all static */
+  /* NULL, or {lo, hi}: every element of this integer input (i32 or i64)
+   * must lie in [lo, hi), e.g. token ids that index an embedding table of
+   * hi rows. tfc_model_invoke and tfc_model_time check it before running, so
+   * that an out-of-range value is an error, not a read out of bounds. */
+  const int64_t *bounds;
 } tfc_tensor_desc;
 
 typedef struct tfc_manifest {
