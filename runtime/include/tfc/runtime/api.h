@@ -163,14 +163,16 @@ TFC_API tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
                                          const int64_t *shape);
 
 /* Runs the model once. FAILED_PRECONDITION when an argument or result is not
- * bound. (Named invoke rather than run: `tfc_model_run` is the symbol every
- * compiled model exports, see abi.h.) An nvptx model's inputs are copied to
- * the device, its outputs' device buffers filled with 0xFF bytes (NaN, -1:
- * an element the model does not write shows), the model run and waited for,
- * and its outputs copied back; a failed CUDA call gives INTERNAL (or
- * OUT_OF_MEMORY) naming the model and the call ("model m.so: cuLaunchKernel
- * failed for kernel 'k': CUDA_ERROR_LAUNCH_FAILED (unspecified launch
- * failure)"). */
+ * bound; INVALID_ARGUMENT, before anything runs, when an input with bounds
+ * (tfc_tensor_desc.bounds: token ids) holds a value outside them ("m.so:
+ * input 0 'input_ids' holds 50300 at [0, 5], outside [0, 50257)"). (Named
+ * invoke rather than run: `tfc_model_run` is the symbol every compiled model
+ * exports, see abi.h.) An nvptx model's inputs are copied to the device, its
+ * outputs' device buffers filled with 0xFF bytes (NaN, -1: an element the model
+ * does not write shows), the model run and waited for, and its outputs copied
+ * back; a failed CUDA call gives INTERNAL (or OUT_OF_MEMORY) naming the model
+ * and the call ("model m.so: cuLaunchKernel failed for kernel 'k':
+ * CUDA_ERROR_LAUNCH_FAILED (unspecified launch failure)"). */
 TFC_API tfc_status tfc_model_invoke(tfc_model *model);
 
 /* Runs the model `warmup` untimed times, then `runs` times, and stores the
