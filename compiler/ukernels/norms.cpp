@@ -22,12 +22,17 @@ namespace {
 /// writing it (as memcpy does), a third of the memory traffic.
 constexpr int64_t kStreamBytes = 4 << 20;
 
-#ifdef __AVX512F__
-inline void storeLanes(float *y, __mmask16 k, __m512 v, bool stream) {
-  if (stream && k == 0xffff && reinterpret_cast<uintptr_t>(y) % 64 == 0)
-    _mm512_stream_ps(y, v);
+#ifdef TFC_UK_VECTOR
+using namespace tfc::uk;
+
+/// Stores the lanes `k` of v at y; a whole aligned vector is streamed when
+/// `stream` is set.
+inline void storeLanes(float *y, LaneMask k, bool whole, VecF v, bool stream) {
+  if (stream && whole &&
+      reinterpret_cast<uintptr_t>(y) % (sizeof(float) * kLanes) == 0)
+    vstream(y, v);
   else
-    _mm512_mask_storeu_ps(y, k, v);
+    vstoreLanes(y, k, v);
 }
 
 /// Prefetches line `j` (in floats) of the next row into L2: while the last
@@ -37,32 +42,35 @@ inline void prefetchNext(const float *next, int64_t j) {
   if (next)
     _mm_prefetch(reinterpret_cast<const char *>(next + j), _MM_HINT_T1);
 }
+
+/// The sum of the lanes of four accumulators.
+inline float total(const VecF *acc) {
+  return vreduceAdd(vadd(vadd(acc[0], acc[1]), vadd(acc[2], acc[3])));
+}
 #endif
 
 void softmaxRow(const float *x, float *y, int64_t n, bool stream,
                 const float *next) {
-#ifdef __AVX512F__
-  using namespace tfc::uk;
+#ifdef TFC_UK_VECTOR
   // Independent accumulators keep the max and sum chains off the critical
   // path; the row stays in L1 between the three sweeps.
-  __m512 mx[4];
+  VecF mx[4];
   for (auto &m : mx)
-    m = _mm512_set1_ps(kNegInf);
+    m = vset1(kNegInf);
   // Whole groups of four vectors (the accumulators stay in registers), then
   // the masked tail.
   int64_t j0 = 0;
-  for (; j0 + 64 <= n; j0 += 64)
+  for (; j0 + 4 * kLanes <= n; j0 += 4 * kLanes)
     for (int v = 0; v < 4; ++v)
-      mx[v] = _mm512_max_ps(mx[v], _mm512_loadu_ps(x + j0 + 16 * v));
-  for (int64_t j = j0; j < n; j += 16)
-    mx[0] = _mm512_mask_max_ps(mx[0], firstLanes(n - j), mx[0],
-                               _mm512_maskz_loadu_ps(firstLanes(n - j), x + j));
-  __m512 m = _mm512_set1_ps(
-      _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(mx[0], mx[1]),
-                                         _mm512_max_ps(mx[2], mx[3]))) *
-      kLog2e);
-  __m512 log2e = _mm512_set1_ps(kLog2e);
-  __m512 sum[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+      mx[v] = vmax(mx[v], vloadu(x + j0 + kLanes * v));
+  for (int64_t j = j0; j < n; j += kLanes) {
+    LaneMask k = firstLanes(n - j);
+    mx[0] = vselect(k, vmax(mx[0], vloadLanes(x + j, k)), mx[0]);
+  }
+  VecF negM = vset1(
+      -(vreduceMax(vmax(vmax(mx[0], mx[1]), vmax(mx[2], mx[3]))) * kLog2e));
+  VecF log2e = vset1(kLog2e);
+  VecF sum[2] = {vzero(), vzero()};
   // Streaming: the exponentials wait in a row of scratch, not in y.
   static thread_local std::vector<float> scratch;
   float *e = y;
@@ -77,21 +85,20 @@ void softmaxRow(const float *x, float *y, int64_t n, bool stream,
                     4096;
     e = scratch.data() + gap / sizeof(float);
   }
-  for (int64_t j = 0; j < n; j += 32)
+  for (int64_t j = 0; j < n; j += 2 * kLanes)
     for (int v = 0; v < 2; ++v) {
-      prefetchNext(next, j + 16 * v);
-      __mmask16 k = firstLanes(n - j - 16 * v);
-      __m512 ej = tfc::uk::exp2(
-          _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, x + j + 16 * v), log2e, m));
-      ej = _mm512_maskz_mov_ps(k, ej);
-      _mm512_mask_storeu_ps(e + j + 16 * v, k, ej);
-      sum[v] = _mm512_add_ps(sum[v], ej);
+      int64_t at = j + kLanes * v;
+      prefetchNext(next, at);
+      LaneMask k = firstLanes(n - at);
+      VecF ej = vexp2(vfmadd(vloadLanes(x + at, k), log2e, negM));
+      ej = vselect(k, ej, vzero());
+      vstoreLanes(e + at, k, ej);
+      sum[v] = vadd(sum[v], ej);
     }
-  __m512 inv = _mm512_set1_ps(
-      1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum[0], sum[1])));
-  for (int64_t j = 0; j < n; j += 16) {
-    __mmask16 k = firstLanes(n - j);
-    storeLanes(y + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, e + j), inv),
+  VecF inv = vset1(1.0f / vreduceAdd(vadd(sum[0], sum[1])));
+  for (int64_t j = 0; j < n; j += kLanes) {
+    LaneMask k = firstLanes(n - j);
+    storeLanes(y + j, k, n - j >= kLanes, vmul(vloadLanes(e + j, k), inv),
                stream);
   }
 #else
@@ -109,50 +116,44 @@ void softmaxRow(const float *x, float *y, int64_t n, bool stream,
 void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
                   int64_t bs, float *y, int64_t n, float eps, bool stream,
                   const float *next) {
-#ifdef __AVX512F__
-  using namespace tfc::uk;
+#ifdef TFC_UK_VECTOR
   if (gs == 1 && bs == 1) {
     // One pass for the statistics: sums of (x - x[0]) and of its square,
     // shifted by the first element so that a large mean does not cancel the
     // variance away, in four independent vector accumulators each. A
     // second pass normalises: x is read twice, gamma, beta and y once.
-    __m512 shift = _mm512_set1_ps(x[0]);
-    __m512 s1[4], s2[4];
+    VecF shift = vset1(x[0]);
+    VecF s1[4], s2[4];
     for (int v = 0; v < 4; ++v)
-      s1[v] = s2[v] = _mm512_setzero_ps();
+      s1[v] = s2[v] = vzero();
     // Whole groups of four vectors (the accumulators stay in registers),
     // then the masked tail.
     int64_t j0 = 0;
-    for (; j0 + 64 <= n; j0 += 64)
+    for (; j0 + 4 * kLanes <= n; j0 += 4 * kLanes)
       for (int v = 0; v < 4; ++v) {
-        __m512 d = _mm512_sub_ps(_mm512_loadu_ps(x + j0 + 16 * v), shift);
-        s1[v] = _mm512_add_ps(s1[v], d);
-        s2[v] = _mm512_fmadd_ps(d, d, s2[v]);
+        VecF d = vsub(vloadu(x + j0 + kLanes * v), shift);
+        s1[v] = vadd(s1[v], d);
+        s2[v] = vfmadd(d, d, s2[v]);
       }
-    for (int64_t j = j0; j < n; j += 16) {
-      __mmask16 k = firstLanes(n - j);
-      __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + j), shift);
-      s1[0] = _mm512_add_ps(s1[0], d);
-      s2[0] = _mm512_fmadd_ps(d, d, s2[0]);
+    for (int64_t j = j0; j < n; j += kLanes) {
+      LaneMask k = firstLanes(n - j);
+      VecF d = vselect(k, vsub(vloadLanes(x + j, k), shift), vzero());
+      s1[0] = vadd(s1[0], d);
+      s2[0] = vfmadd(d, d, s2[0]);
     }
-    auto total = [](const __m512 *acc) {
-      return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]),
-                                                _mm512_add_ps(acc[2], acc[3])));
-    };
     float meanShifted = total(s1) / float(n);
     float mean = x[0] + meanShifted;
     float var =
         std::max(total(s2) / float(n) - meanShifted * meanShifted, 0.0f);
-    __m512 m = _mm512_set1_ps(mean);
-    __m512 rstd = _mm512_set1_ps(1.0f / std::sqrt(var + eps));
-    for (int64_t j = 0; j < n; j += 16) {
+    VecF m = vset1(mean);
+    VecF rstd = vset1(1.0f / std::sqrt(var + eps));
+    for (int64_t j = 0; j < n; j += kLanes) {
       prefetchNext(next, j);
-      __mmask16 k = firstLanes(n - j);
-      __m512 c = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), m);
-      __m512 r = _mm512_fmadd_ps(_mm512_mul_ps(c, rstd),
-                                 _mm512_maskz_loadu_ps(k, g + j),
-                                 _mm512_maskz_loadu_ps(k, b + j));
-      storeLanes(y + j, k, r, stream);
+      LaneMask k = firstLanes(n - j);
+      VecF c = vsub(vloadLanes(x + j, k), m);
+      VecF r =
+          vfmadd(vmul(c, rstd), vloadLanes(g + j, k), vloadLanes(b + j, k));
+      storeLanes(y + j, k, n - j >= kLanes, r, stream);
     }
     return;
   }
@@ -173,32 +174,29 @@ void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
 
 void rmsNormRow(const float *x, const float *g, int64_t gs, float *y, int64_t n,
                 float eps, bool stream, const float *next) {
-#ifdef __AVX512F__
-  using namespace tfc::uk;
+#ifdef TFC_UK_VECTOR
   if (gs == 1) {
     // Sum of squares in four independent vector accumulators, then
     // y = (x * rms) * gamma in the reference's order.
-    __m512 acc[4];
+    VecF acc[4];
     for (int v = 0; v < 4; ++v)
-      acc[v] = _mm512_setzero_ps();
+      acc[v] = vzero();
     int64_t j0 = 0;
-    for (; j0 + 64 <= n; j0 += 64)
+    for (; j0 + 4 * kLanes <= n; j0 += 4 * kLanes)
       for (int v = 0; v < 4; ++v) {
-        __m512 a = _mm512_loadu_ps(x + j0 + 16 * v);
-        acc[v] = _mm512_fmadd_ps(a, a, acc[v]);
+        VecF a = vloadu(x + j0 + kLanes * v);
+        acc[v] = vfmadd(a, a, acc[v]);
       }
-    for (int64_t j = j0; j < n; j += 16) {
-      __m512 a = _mm512_maskz_loadu_ps(firstLanes(n - j), x + j);
-      acc[0] = _mm512_fmadd_ps(a, a, acc[0]);
+    for (int64_t j = j0; j < n; j += kLanes) {
+      VecF a = vloadLanes(x + j, firstLanes(n - j));
+      acc[0] = vfmadd(a, a, acc[0]);
     }
-    float sum = _mm512_reduce_add_ps(_mm512_add_ps(
-        _mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-    __m512 r = _mm512_set1_ps(1.0f / std::sqrt(sum / float(n) + eps));
-    for (int64_t j = 0; j < n; j += 16) {
+    VecF r = vset1(1.0f / std::sqrt(total(acc) / float(n) + eps));
+    for (int64_t j = 0; j < n; j += kLanes) {
       prefetchNext(next, j);
-      __mmask16 k = firstLanes(n - j);
-      __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + j), r);
-      storeLanes(y + j, k, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, g + j)),
+      LaneMask k = firstLanes(n - j);
+      VecF v = vmul(vloadLanes(x + j, k), r);
+      storeLanes(y + j, k, n - j >= kLanes, vmul(v, vloadLanes(g + j, k)),
                  stream);
     }
     return;
@@ -237,7 +235,7 @@ void forEachRow(MemRef<2> *in, MemRef<2> *out, RowFn row) {
   for (int64_t r = 0; r < rows; ++r)
     row(in->data() + r * in->strides[0], out->data() + r * out->strides[0],
         stream, r + 1 < rows ? in->data() + (r + 1) * in->strides[0] : nullptr);
-#ifdef __AVX512F__
+#ifdef TFC_UK_VECTOR
   if (stream)
     _mm_sfence(); // order the streamed stores before the next kernel's reads
 #endif
@@ -268,7 +266,7 @@ extern "C" void _mlir_ciface_tfc_uk_softmax_f32(MemRef<2> *in, MemRef<2> *out) {
     for (int64_t j = 0; j < n; ++j)
       y[j * out->strides[1]] /= sum;
   }
-#ifdef __AVX512F__
+#ifdef TFC_UK_VECTOR
   if (stream)
     _mm_sfence(); // order the streamed stores before the next kernel's reads
 #endif

@@ -48,6 +48,8 @@ inline VecF vmul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
 inline VecF vset1(float x) { return _mm512_set1_ps(x); }
 inline VecF vloadu(const float *p) { return _mm512_loadu_ps(p); }
 inline void vstoreu(float *p, VecF v) { _mm512_storeu_ps(p, v); }
+/// A non-temporal store of a whole, 64-byte aligned vector.
+inline void vstream(float *p, VecF v) { _mm512_stream_ps(p, v); }
 inline VecF vadd(VecF a, VecF b) { return _mm512_add_ps(a, b); }
 inline VecF vsub(VecF a, VecF b) { return _mm512_sub_ps(a, b); }
 inline VecF vmax(VecF a, VecF b) { return _mm512_max_ps(a, b); }
@@ -98,6 +100,8 @@ inline VecF vmul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
 inline VecF vset1(float x) { return _mm256_set1_ps(x); }
 inline VecF vloadu(const float *p) { return _mm256_loadu_ps(p); }
 inline void vstoreu(float *p, VecF v) { _mm256_storeu_ps(p, v); }
+/// A non-temporal store of a whole, 32-byte aligned vector.
+inline void vstream(float *p, VecF v) { _mm256_stream_ps(p, v); }
 inline VecF vadd(VecF a, VecF b) { return _mm256_add_ps(a, b); }
 inline VecF vsub(VecF a, VecF b) { return _mm256_sub_ps(a, b); }
 inline VecF vmax(VecF a, VecF b) { return _mm256_max_ps(a, b); }
