@@ -104,11 +104,32 @@ void attentionReference(const Problem &p) {
     }
 }
 
+#ifdef TFC_UK_VECTOR
+constexpr int64_t kMaxDim = 256; // largest D and Dv of attendRowsAnyDim
+
+/// One query row: query head h, row i.
+struct QueryRow {
+  int64_t h, i;
+};
+
+/// Most query rows one call of attendRowsAnyDim takes: the query heads of
+/// a grouped-query group times the rows of a short query block.
+constexpr int kMaxRows = 8;
+
+/// Attention of up to kMaxRows query rows that share the K/V head kh of
+/// batch b, to keys [kvBegin, kvEnd): per row, the max m of its scores (base
+/// 2; -inf when no key is visible), the sum l of 2^(s - m) and the
+/// unnormalised output o[r * Dv + 0 : Dv]. Each ISA defines it below; the
+/// split-KV driver attentionFewRows is shared.
+void attendRowsAnyDim(const Problem &p, int64_t b, int64_t kh,
+                      const QueryRow *rows, int nrows, int64_t kvBegin,
+                      int64_t kvEnd, float *m, float *l, float *o);
+#endif
+
 #ifdef __AVX512F__
 
-constexpr int64_t kBc = 128;     // keys per block
-constexpr int kUnroll = 4;       // of the products' k loops
-constexpr int64_t kMaxDim = 256; // largest D and Dv on the fast path
+constexpr int64_t kBc = 128; // keys per block
+constexpr int kUnroll = 4;   // of the products' k loops
 
 /// Online-softmax state of one query block, unnormalised.
 template <int NV> struct BlockState {
@@ -446,18 +467,7 @@ template <int NV> void attentionBlocked(const Problem &p) {
   }
 }
 
-/// One query row: query head h, row i.
-struct QueryRow {
-  int64_t h, i;
-};
-
-/// Most query rows one task of attendRows takes: the query heads of a
-/// grouped-query group times the rows of a short query block.
-constexpr int kMaxRows = 8;
-
-/// Attention of up to kMaxRows query rows that share the K/V head kh of
-/// batch b, to keys [kvBegin, kvEnd): per row, the max m of its scores (base
-/// 2), the sum l of 2^(s - m) and the unnormalised output o[r][0:Dv]. The
+/// attendRowsAnyDim's contract for ND head-dimension vectors. The
 /// head dimension runs along the lanes (ND vectors cover D and Dv): a key's
 /// score is a dot product of ND vectors, 16 keys' scores are reduced into
 /// one vector at once, and each value row is added with its weight
@@ -690,89 +700,6 @@ void attendRowsAnyDim(const Problem &p, int64_t b, int64_t kh,
 }
 static_assert(kMaxDim == 16 * 16, "attendRowsAnyDim covers D <= 256");
 
-/// Query blocks of at most this many rows take attentionFewRows (one
-/// thread, Skv = 4096: 10 rows 2.6 against 3.2 ms for the block kernel, 12
-/// rows 3.1 against 3.4, 16 rows 4.0 against 3.4).
-constexpr int64_t kFewRows = 12;
-
-/// Few query rows per head (decode, short query blocks): the rows that
-/// share a K/V head (its grouped-query heads times the query rows) go
-/// through attendRows together, kMaxRows at a time, and the keys are split
-/// into chunks attended in parallel; the partial results are then merged
-/// per row.
-void attentionFewRows(const Problem &p) {
-  constexpr int64_t kChunk = 512;
-  int64_t chunks = (p.Skv + kChunk - 1) / kChunk;
-  int64_t group = p.Hq / p.Hkv;
-  int64_t perHead = group * p.Sq; // rows sharing one K/V head
-  int64_t sets = (perHead + kMaxRows - 1) / kMaxRows;
-  int64_t rowsTotal = p.B * p.Hq * p.Sq;
-  // Partial results of row (b, h, i) for chunk c at ((b*Hq + h)*Sq + i)*chunks
-  // + c.
-  // Kept across calls (per calling thread) and only grown: fresh pages are
-  // slow to touch, and a decoder calls this once per step and layer.
-  static thread_local std::vector<float> partials;
-  size_t parts = size_t(rowsTotal * chunks);
-  if (partials.size() < parts * (p.Dv + 2))
-    partials.resize(parts * (p.Dv + 2));
-  float *partO = partials.data(), *partM = partO + parts * p.Dv,
-        *partL = partM + parts;
-  int64_t tasks = p.B * p.Hkv * sets * chunks;
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t t = 0; t < tasks; ++t) {
-    int64_t c = t % chunks, rest = t / chunks;
-    int64_t set = rest % sets, bkh = rest / sets;
-    int64_t b = bkh / p.Hkv, kh = bkh % p.Hkv;
-    QueryRow rows[kMaxRows];
-    int nrows = 0;
-    for (int64_t x = set * kMaxRows;
-         x < std::min(perHead, (set + 1) * kMaxRows); ++x)
-      rows[nrows++] = {kh * group + x / p.Sq, x % p.Sq};
-    float m[kMaxRows], l[kMaxRows];
-    alignas(64) float o[kMaxRows * kMaxDim];
-    attendRowsAnyDim(p, b, kh, rows, nrows, c * kChunk,
-                     std::min(p.Skv, (c + 1) * kChunk), m, l, o);
-    for (int r = 0; r < nrows; ++r) {
-      int64_t at = ((b * p.Hq + rows[r].h) * p.Sq + rows[r].i) * chunks + c;
-      partM[at] = m[r];
-      partL[at] = l[r];
-      std::memcpy(partO + at * p.Dv, o + r * p.Dv, sizeof(float) * p.Dv);
-    }
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t row = 0; row < rowsTotal; ++row) {
-    float mx = kNegInf;
-    for (int64_t c = 0; c < chunks; ++c)
-      mx = std::max(mx, partM[row * chunks + c]);
-    float l = 0;
-    float acc[kMaxDim] = {};
-    if (mx != kNegInf)
-      for (int64_t c = 0; c < chunks; ++c) {
-        int64_t t = row * chunks + c;
-        if (partM[t] == kNegInf)
-          continue;
-        float w = std::exp2(partM[t] - mx);
-        l += partL[t] * w;
-        for (int64_t d = 0; d < p.Dv; ++d)
-          acc[d] += partO[t * p.Dv + d] * w;
-      }
-    int64_t i = row % p.Sq, bh = row / p.Sq;
-    float *o =
-        p.out + (bh / p.Hq) * p.os[0] + (bh % p.Hq) * p.os[1] + i * p.os[2];
-    for (int64_t d = 0; d < p.Dv; ++d)
-      o[d] = l > 0 ? acc[d] / l : 0.0f;
-  }
-}
-
-bool fastPathApplies(const Problem &p) {
-  auto fits32 = [](int64_t x) {
-    return x >= 0 && x < std::numeric_limits<int32_t>::max() / 2;
-  };
-  return p.qs[3] == 1 && p.ks[3] == 1 && p.vs[3] == 1 && p.os[3] == 1 &&
-         p.D <= kMaxDim && p.Dv <= kMaxDim && fits32(p.Sq) && fits32(p.Skv) &&
-         (!p.mask || fits32(p.ms[2] * (p.Sq + 32)));
-}
-
 #endif // __AVX512F__
 
 #if defined(TFC_UK_VECTOR) && !defined(__AVX512F__)
@@ -963,6 +890,253 @@ void attentionPanels(const Problem &p) {
         }
       }
 }
+
+/// attendRowsAnyDim without AVX-512 for R rows: the head dimension along
+/// the lanes. For a block of keys, each key row is loaded once per kLanes
+/// channels and multiplied into every row's dot product; the online softmax
+/// runs along each row's block of scores; then kLanes channels of the rows'
+/// accumulators stay in registers while the value rows stream past with the
+/// rows' weights broadcast. With fewer than 4 rows, G keys (and CV channel
+/// vectors) go together so that at least 4 independent FMA chains hide the
+/// FMA latency.
+template <int R>
+void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
+                     const QueryRow *rows, int64_t kvBegin, int64_t kvEnd,
+                     float *mOut, float *lOut, float *o) {
+  constexpr int G = R >= 4 ? 1 : 4 / R, CV = G;
+  constexpr int64_t kKeys = 4 * kLanes; // keys per block, a multiple of G
+  constexpr int64_t kVecs = kMaxDim / kLanes;
+  const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
+  const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
+  int64_t nd = (p.D + kLanes - 1) / kLanes, nv = (p.Dv + kLanes - 1) / kLanes;
+  LaneMask dl[kVecs], vl[kVecs + CV];
+  for (int64_t c = 0; c < kVecs + CV; ++c) {
+    if (c < kVecs)
+      dl[c] = firstLanes(p.D - kLanes * c);
+    vl[c] = firstLanes(p.Dv - kLanes * c); // none past Dv
+  }
+  alignas(64) float q[R][kMaxDim], acc[R][kMaxDim + CV * kLanes];
+  alignas(64) float w[R][kKeys];
+  float m[R], l[R];
+  int64_t end[R];
+  const float *maskRow[R];
+  // Queries scaled into base 2, zero past D.
+  VecF qScale = vset1(p.scale * kLog2e);
+  for (int r = 0; r < R; ++r) {
+    const float *qr =
+        p.q + b * p.qs[0] + rows[r].h * p.qs[1] + rows[r].i * p.qs[2];
+    for (int64_t c = 0; c < nd; ++c)
+      vstoreu(q[r] + kLanes * c,
+              vmul(vloadLanes(qr + kLanes * c, dl[c]), qScale));
+    std::fill(acc[r], acc[r] + (nv + CV) * kLanes, 0.0f);
+    m[r] = kNegInf;
+    l[r] = 0;
+    // Causal: row i sees keys j <= i + offset.
+    end[r] = p.causal ? std::min(kvEnd, rows[r].i + p.causalOffset + 1) : kvEnd;
+    maskRow[r] = p.mask ? p.mask + b * p.ms[0] + rows[r].h * p.ms[1] +
+                              rows[r].i * p.ms[2]
+                        : nullptr;
+  }
+  VecF log2e = vset1(kLog2e), negInf = vset1(kNegInf);
+  for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += kKeys) {
+    int64_t n = std::min(kKeys, kvEnd - j0);
+    // Scores of the block, base 2; keys past n repeat the last one (their
+    // scores are hidden below).
+    for (int64_t j = 0; j < n; j += G) {
+      const float *kr[G];
+      for (int g = 0; g < G; ++g)
+        kr[g] = kb + (j0 + std::min<int64_t>(j + g, n - 1)) * p.ks[2];
+      VecF dot[R][G];
+      for (int r = 0; r < R; ++r)
+        for (int g = 0; g < G; ++g)
+          dot[r][g] = vzero();
+      for (int64_t c = 0; c < nd; ++c) {
+        VecF kc[G];
+        for (int g = 0; g < G; ++g)
+          kc[g] = vloadLanes(kr[g] + kLanes * c, dl[c]);
+        for (int r = 0; r < R; ++r) {
+          VecF qc = vloadu(q[r] + kLanes * c);
+          for (int g = 0; g < G; ++g)
+            dot[r][g] = vfmadd(qc, kc[g], dot[r][g]);
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        for (int g = 0; g < G; ++g)
+          w[r][j + g] = vreduceAdd(dot[r][g]);
+    }
+    // The online softmax along each row: the mask added, keys past the
+    // row's end hidden, the accumulator rescaled when the max moves.
+    for (int r = 0; r < R; ++r) {
+      int64_t visible = std::clamp<int64_t>(end[r] - j0, 0, n);
+      VecF top = negInf;
+      for (int64_t j = 0; j < kKeys; j += kLanes) {
+        VecF x = vloadu(w[r] + j);
+        if (maskRow[r]) {
+          float bias[kLanes];
+          for (int64_t c = 0; c < kLanes; ++c)
+            bias[c] =
+                j + c < visible ? maskRow[r][(j0 + j + c) * p.ms[3]] : 0.0f;
+          x = vadd(x, toLog2Domain(vloadu(bias), log2e));
+        }
+        x = vselect(firstLanes(visible - j), x, negInf);
+        vstoreu(w[r] + j, x);
+        top = vmax(top, x);
+      }
+      float mx = vreduceMax(top);
+      if (mx == kNegInf) { // no visible key here
+        std::fill(w[r], w[r] + kKeys, 0.0f);
+        continue;
+      }
+      if (mx > m[r]) {
+        float alpha = std::exp2(m[r] - mx); // 0 while m is -inf
+        l[r] *= alpha;
+        m[r] = mx;
+        for (int64_t c = 0; c < nv; ++c)
+          vstoreu(acc[r] + kLanes * c,
+                  vmul(vloadu(acc[r] + kLanes * c), vset1(alpha)));
+      }
+      VecF sum = vzero(), mv = vset1(m[r]);
+      for (int64_t j = 0; j < kKeys; j += kLanes) {
+        VecF e = vexp2(vsub(vloadu(w[r] + j), mv));
+        vstoreu(w[r] + j, e);
+        sum = vadd(sum, e);
+      }
+      l[r] += vreduceAdd(sum);
+    }
+    // acc += weights . V, CV x kLanes channels of every row in registers
+    // (channels past Dv load nothing and land in acc's padding).
+    for (int64_t c0 = 0; c0 < nv; c0 += CV) {
+      VecF a[R][CV];
+      for (int r = 0; r < R; ++r)
+        for (int x = 0; x < CV; ++x)
+          a[r][x] = vloadu(acc[r] + kLanes * (c0 + x));
+      for (int64_t j = 0; j < n; ++j) {
+        const float *vr = vb + (j0 + j) * p.vs[2];
+        for (int x = 0; x < CV; ++x) {
+          VecF vc = vloadLanes(vr + kLanes * (c0 + x), vl[c0 + x]);
+          for (int r = 0; r < R; ++r)
+            a[r][x] = fmaddBroadcast(w[r] + j, vc, a[r][x]);
+        }
+      }
+      for (int r = 0; r < R; ++r)
+        for (int x = 0; x < CV; ++x)
+          vstoreu(acc[r] + kLanes * (c0 + x), a[r][x]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    mOut[r] = m[r];
+    lOut[r] = l[r];
+    std::memcpy(o + r * p.Dv, acc[r], sizeof(float) * p.Dv);
+  }
+}
+
+void attendRowsAnyDim(const Problem &p, int64_t b, int64_t kh,
+                      const QueryRow *rows, int nrows, int64_t kvBegin,
+                      int64_t kvEnd, float *m, float *l, float *o) {
+  switch (nrows) {
+#define TFC_ROWS(N)                                                            \
+  case N:                                                                      \
+    return attendRowsFixed<N>(p, b, kh, rows, kvBegin, kvEnd, m, l, o);
+    TFC_ROWS(1)
+    TFC_ROWS(2)
+    TFC_ROWS(3)
+    TFC_ROWS(4)
+    TFC_ROWS(5)
+    TFC_ROWS(6)
+    TFC_ROWS(7)
+    TFC_ROWS(8)
+#undef TFC_ROWS
+  default:
+    break;
+  }
+}
+static_assert(kMaxRows == 8, "attendRowsAnyDim covers up to 8 rows");
+#endif
+
+#ifdef TFC_UK_VECTOR
+/// Query blocks of at most this many rows take attentionFewRows (one
+/// thread, Skv = 4096: 10 rows 2.6 against 3.2 ms for the block kernel, 12
+/// rows 3.1 against 3.4, 16 rows 4.0 against 3.4).
+constexpr int64_t kFewRows = 12;
+
+/// Few query rows per head (decode, short query blocks): the rows that
+/// share a K/V head (its grouped-query heads times the query rows) go
+/// through attendRows together, kMaxRows at a time, and the keys are split
+/// into chunks attended in parallel; the partial results are then merged
+/// per row.
+void attentionFewRows(const Problem &p) {
+  constexpr int64_t kChunk = 512;
+  int64_t chunks = (p.Skv + kChunk - 1) / kChunk;
+  int64_t group = p.Hq / p.Hkv;
+  int64_t perHead = group * p.Sq; // rows sharing one K/V head
+  int64_t sets = (perHead + kMaxRows - 1) / kMaxRows;
+  int64_t rowsTotal = p.B * p.Hq * p.Sq;
+  // Partial results of row (b, h, i) for chunk c at ((b*Hq + h)*Sq + i)*chunks
+  // + c.
+  // Kept across calls (per calling thread) and only grown: fresh pages are
+  // slow to touch, and a decoder calls this once per step and layer.
+  static thread_local std::vector<float> partials;
+  size_t parts = size_t(rowsTotal * chunks);
+  if (partials.size() < parts * (p.Dv + 2))
+    partials.resize(parts * (p.Dv + 2));
+  float *partO = partials.data(), *partM = partO + parts * p.Dv,
+        *partL = partM + parts;
+  int64_t tasks = p.B * p.Hkv * sets * chunks;
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t t = 0; t < tasks; ++t) {
+    int64_t c = t % chunks, rest = t / chunks;
+    int64_t set = rest % sets, bkh = rest / sets;
+    int64_t b = bkh / p.Hkv, kh = bkh % p.Hkv;
+    QueryRow rows[kMaxRows];
+    int nrows = 0;
+    for (int64_t x = set * kMaxRows;
+         x < std::min(perHead, (set + 1) * kMaxRows); ++x)
+      rows[nrows++] = {kh * group + x / p.Sq, x % p.Sq};
+    float m[kMaxRows], l[kMaxRows];
+    alignas(64) float o[kMaxRows * kMaxDim];
+    attendRowsAnyDim(p, b, kh, rows, nrows, c * kChunk,
+                     std::min(p.Skv, (c + 1) * kChunk), m, l, o);
+    for (int r = 0; r < nrows; ++r) {
+      int64_t at = ((b * p.Hq + rows[r].h) * p.Sq + rows[r].i) * chunks + c;
+      partM[at] = m[r];
+      partL[at] = l[r];
+      std::memcpy(partO + at * p.Dv, o + r * p.Dv, sizeof(float) * p.Dv);
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < rowsTotal; ++row) {
+    float mx = kNegInf;
+    for (int64_t c = 0; c < chunks; ++c)
+      mx = std::max(mx, partM[row * chunks + c]);
+    float l = 0;
+    float acc[kMaxDim] = {};
+    if (mx != kNegInf)
+      for (int64_t c = 0; c < chunks; ++c) {
+        int64_t t = row * chunks + c;
+        if (partM[t] == kNegInf)
+          continue;
+        float w = std::exp2(partM[t] - mx);
+        l += partL[t] * w;
+        for (int64_t d = 0; d < p.Dv; ++d)
+          acc[d] += partO[t * p.Dv + d] * w;
+      }
+    int64_t i = row % p.Sq, bh = row / p.Sq;
+    float *o =
+        p.out + (bh / p.Hq) * p.os[0] + (bh % p.Hq) * p.os[1] + i * p.os[2];
+    for (int64_t d = 0; d < p.Dv; ++d)
+      o[d] = l > 0 ? acc[d] / l : 0.0f;
+  }
+}
+
+bool fastPathApplies(const Problem &p) {
+  auto fits32 = [](int64_t x) {
+    return x >= 0 && x < std::numeric_limits<int32_t>::max() / 2;
+  };
+  return p.qs[3] == 1 && p.ks[3] == 1 && p.vs[3] == 1 && p.os[3] == 1 &&
+         p.D <= kMaxDim && p.Dv <= kMaxDim && fits32(p.Sq) && fits32(p.Skv) &&
+         (!p.mask || fits32(p.ms[2] * (p.Sq + 32)));
+}
+
 #endif
 
 } // namespace
@@ -1009,12 +1183,12 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
     return;
   }
 #elif defined(TFC_UK_VECTOR)
-  // A few query rows (decode) are a matrix-vector product per head: the
-  // reference loops read K and V once per row, with no packing.
-  if (p.Sq > 4) {
-    attentionPanels(p);
+  if (p.Sq <= kFewRows && fastPathApplies(p)) {
+    attentionFewRows(p);
     return;
   }
+  attentionPanels(p);
+  return;
 #endif
   attentionReference(p);
 }
