@@ -25,12 +25,20 @@ constexpr int64_t kStreamBytes = 4 << 20;
 #ifdef TFC_UK_VECTOR
 using namespace tfc::uk;
 
+/// The lanes `k` of a vector at x; `whole` (all lanes) takes a plain load:
+/// AVX2's masked loads and stores (vmaskmovps) are slow on AMD cores.
+inline VecF loadLanes(const float *x, LaneMask k, bool whole) {
+  return whole ? vloadu(x) : vloadLanes(x, k);
+}
+
 /// Stores the lanes `k` of v at y; a whole aligned vector is streamed when
 /// `stream` is set.
 inline void storeLanes(float *y, LaneMask k, bool whole, VecF v, bool stream) {
   if (stream && whole &&
       reinterpret_cast<uintptr_t>(y) % (sizeof(float) * kLanes) == 0)
     vstream(y, v);
+  else if (whole)
+    vstoreu(y, v);
   else
     vstoreLanes(y, k, v);
 }
@@ -90,16 +98,18 @@ void softmaxRow(const float *x, float *y, int64_t n, bool stream,
       int64_t at = j + kLanes * v;
       prefetchNext(next, at);
       LaneMask k = firstLanes(n - at);
-      VecF ej = vexp2(vfmadd(vloadLanes(x + at, k), log2e, negM));
-      ej = vselect(k, ej, vzero());
-      vstoreLanes(e + at, k, ej);
+      bool whole = n - at >= kLanes;
+      VecF ej = vexp2(vfmadd(loadLanes(x + at, k, whole), log2e, negM));
+      if (!whole)
+        ej = vselect(k, ej, vzero());
+      storeLanes(e + at, k, whole, ej, /*stream=*/false);
       sum[v] = vadd(sum[v], ej);
     }
   VecF inv = vset1(1.0f / vreduceAdd(vadd(sum[0], sum[1])));
   for (int64_t j = 0; j < n; j += kLanes) {
     LaneMask k = firstLanes(n - j);
-    storeLanes(y + j, k, n - j >= kLanes, vmul(vloadLanes(e + j, k), inv),
-               stream);
+    bool whole = n - j >= kLanes;
+    storeLanes(y + j, k, whole, vmul(loadLanes(e + j, k, whole), inv), stream);
   }
 #else
   float mx = -INFINITY;
@@ -150,10 +160,11 @@ void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
     for (int64_t j = 0; j < n; j += kLanes) {
       prefetchNext(next, j);
       LaneMask k = firstLanes(n - j);
-      VecF c = vsub(vloadLanes(x + j, k), m);
-      VecF r =
-          vfmadd(vmul(c, rstd), vloadLanes(g + j, k), vloadLanes(b + j, k));
-      storeLanes(y + j, k, n - j >= kLanes, r, stream);
+      bool whole = n - j >= kLanes;
+      VecF c = vsub(loadLanes(x + j, k, whole), m);
+      VecF r = vfmadd(vmul(c, rstd), loadLanes(g + j, k, whole),
+                      loadLanes(b + j, k, whole));
+      storeLanes(y + j, k, whole, r, stream);
     }
     return;
   }
@@ -195,9 +206,9 @@ void rmsNormRow(const float *x, const float *g, int64_t gs, float *y, int64_t n,
     for (int64_t j = 0; j < n; j += kLanes) {
       prefetchNext(next, j);
       LaneMask k = firstLanes(n - j);
-      VecF v = vmul(vloadLanes(x + j, k), r);
-      storeLanes(y + j, k, n - j >= kLanes, vmul(v, vloadLanes(g + j, k)),
-                 stream);
+      bool whole = n - j >= kLanes;
+      VecF v = vmul(loadLanes(x + j, k, whole), r);
+      storeLanes(y + j, k, whole, vmul(v, loadLanes(g + j, k, whole)), stream);
     }
     return;
   }
