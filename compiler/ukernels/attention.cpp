@@ -855,14 +855,13 @@ void attentionPanels(const Problem &p) {
             }
             float alpha = std::exp2(m[r] - mNew);
             m[r] = mNew;
-            // P = 2^(S - m), hidden keys 0 (2^-inf); lanes past kb stay
-            // out of the sum.
+            // P = 2^(S - m): hidden keys, and the lanes past kb (-inf
+            // above), are 0.
             VecF mv = vset1(mNew), sum = vzero();
             for (int64_t j = 0; j < kb; j += kLanes) {
-              LaneMask lanes = firstLanes(kb - j);
-              VecF e = vexp2(vsub(vloadLanes(sr + j, lanes), mv));
-              vstoreLanes(sr + j, lanes, e);
-              sum = vadd(sum, vloadLanes(sr + j, lanes));
+              VecF e = vexp2(vsub(vloadu(sr + j), mv));
+              vstoreu(sr + j, e);
+              sum = vadd(sum, e);
             }
             l[r] = l[r] * alpha + vreduceAdd(sum);
             if (alpha != 1.0f) {
