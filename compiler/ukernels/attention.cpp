@@ -908,6 +908,9 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
   const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
   const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
   int64_t nd = (p.D + kLanes - 1) / kLanes, nv = (p.Dv + kLanes - 1) / kLanes;
+  // Vectors of all lanes take plain loads (AVX2's masked ones are slow on
+  // AMD cores), only a last partial one is masked.
+  int64_t dWhole = p.D / kLanes, vWhole = p.Dv / kLanes;
   LaneMask dl[kVecs], vl[kVecs + CV];
   for (int64_t c = 0; c < kVecs + CV; ++c) {
     if (c < kVecs)
@@ -952,7 +955,8 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
       for (int64_t c = 0; c < nd; ++c) {
         VecF kc[G];
         for (int g = 0; g < G; ++g)
-          kc[g] = vloadLanes(kr[g] + kLanes * c, dl[c]);
+          kc[g] = c < dWhole ? vloadu(kr[g] + kLanes * c)
+                             : vloadLanes(kr[g] + kLanes * c, dl[c]);
         for (int r = 0; r < R; ++r) {
           VecF qc = vloadu(q[r] + kLanes * c);
           for (int g = 0; g < G; ++g)
@@ -1012,7 +1016,9 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
       for (int64_t j = 0; j < n; ++j) {
         const float *vr = vb + (j0 + j) * p.vs[2];
         for (int x = 0; x < CV; ++x) {
-          VecF vc = vloadLanes(vr + kLanes * (c0 + x), vl[c0 + x]);
+          VecF vc = c0 + x < vWhole
+                        ? vloadu(vr + kLanes * (c0 + x))
+                        : vloadLanes(vr + kLanes * (c0 + x), vl[c0 + x]);
           for (int r = 0; r < R; ++r)
             a[r][x] = fmaddBroadcast(w[r] + j, vc, a[r][x]);
         }
