@@ -76,7 +76,7 @@ static FailureOr<TensorSpec> specOf(func::FuncOp fn, Type type,
 /// The range [0, rows) that every element of the integer argument `arg` must
 /// lie in because it reaches a tosa.gather as an index into a table of
 /// `rows` rows, through ops that keep every element's value (reshape,
-/// transpose, integer casts: a value in range survives a narrowing cast).
+/// transpose, casts to i32 or i64: a value in range survives them).
 /// std::nullopt when no gather indexes with it.
 static std::optional<std::pair<int64_t, int64_t>>
 gatherBounds(BlockArgument arg) {
@@ -97,10 +97,14 @@ gatherBounds(BlockArgument arg) {
           rows = std::min(rows.value_or(n), n);
         continue;
       }
-      bool keepsValues =
-          isa<tosa::ReshapeOp, tosa::TransposeOp>(user) ||
-          (isa<tosa::CastOp>(user) &&
-           isa<IntegerType>(getElementTypeOrSelf(user->getResult(0))));
+      // A cast to i32 or i64 keeps every index a table can have; a
+      // narrower one wraps them, and the bounds of its result are not
+      // those of its operand.
+      bool keepsValues = isa<tosa::ReshapeOp, tosa::TransposeOp>(user);
+      if (auto cast = dyn_cast<tosa::CastOp>(user)) {
+        auto to = dyn_cast<IntegerType>(getElementTypeOrSelf(cast.getType()));
+        keepsValues = to && to.getWidth() >= 32;
+      }
       if (keepsValues && use.getOperandNumber() == 0)
         worklist.push_back(user->getResult(0));
     }
