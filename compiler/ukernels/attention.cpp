@@ -778,7 +778,6 @@ void attentionPanels(const Problem &p) {
   int64_t br = (p.Sq + qBlocks - 1) / qBlocks;
   br = std::min(kMaxBr, (br + kMR - 1) / kMR * kMR);
   qBlocks = (p.Sq + br - 1) / br;
-  const float log2e = kLog2e;
 #pragma omp parallel for collapse(3) schedule(dynamic)
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.Hq; ++h)
@@ -840,9 +839,9 @@ void attentionPanels(const Problem &p) {
                 for (int64_t c = 0; c < kLanes; ++c)
                   add[c] = j + c < kb ? mr[(j0 + j + c) * p.ms[3]] : 0.0f;
                 x = toLog2Domain(vfmadd(x, vset1(p.scale), vloadu(add)),
-                                 vset1(log2e));
+                                 vset1(kLog2e));
               } else {
-                x = vmul(x, vset1(p.scale * log2e));
+                x = vmul(x, vset1(p.scale * kLog2e));
               }
               x = vselect(firstLanes(visible - j), x, negInf);
               vstoreu(sr + j, x);

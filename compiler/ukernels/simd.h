@@ -130,23 +130,6 @@ inline VecF toLog2Domain(VecF x, VecF log2e) {
                                _mm256_sub_ps(_mm256_setzero_ps(), big));
   return _mm256_blendv_ps(clamped, y, inf);
 }
-/// 2^x for x <= 127 (exp2's polynomial; the power of two is built in the
-/// exponent bits); anything below -126 gives 0, -inf included.
-inline VecF vexp2(VecF x) {
-  __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
-  x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
-  __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 f = _mm256_sub_ps(x, n);
-  __m256 r = _mm256_set1_ps(1.3276458e-3f);
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(9.6755419e-3f));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(5.5507135e-2f));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(2.4022120e-1f));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(6.9314694e-1f));
-  r = _mm256_fmadd_ps(r, f, _mm256_set1_ps(1.0000001f));
-  __m256i bits = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_andnot_ps(tiny, _mm256_mul_ps(r, _mm256_castsi256_ps(bits)));
-}
 /// acc + broadcast(*a) * b: vbroadcastss from memory is a load-port uop,
 /// not a shuffle, so it does not compete with the FMAs.
 inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
@@ -154,21 +137,41 @@ inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
 }
 #endif
 
+#ifdef TFC_UK_VECTOR
+/// 2^f for |f| <= 0.5: the degree-5 minimax polynomial both ISAs' exp2
+/// use (relative error 2.4e-7 in float arithmetic).
+inline VecF exp2Fraction(VecF f) {
+  VecF r = vset1(1.3276458e-3f);
+  r = vfmadd(r, f, vset1(9.6755419e-3f));
+  r = vfmadd(r, f, vset1(5.5507135e-2f));
+  r = vfmadd(r, f, vset1(2.4022120e-1f));
+  r = vfmadd(r, f, vset1(6.9314694e-1f));
+  return vfmadd(r, f, vset1(1.0000001f));
+}
+#endif
+
+#if defined(__AVX2__) && !defined(__AVX512F__) && defined(__FMA__)
+/// 2^x for x <= 127 (exp2Fraction times 2^n built in the exponent bits);
+/// anything below -126 gives 0, -inf included.
+inline VecF vexp2(VecF x) {
+  __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_LT_OQ);
+  x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));
+  __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = exp2Fraction(_mm256_sub_ps(x, n));
+  __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(tiny, _mm256_mul_ps(r, _mm256_castsi256_ps(bits)));
+}
+#endif
+
 #ifdef __AVX512F__
-/// 2^x for x <= 128 (degree-5 minimax polynomial on [-0.5, 0.5], relative
-/// error 2.4e-7 in float arithmetic); -inf and anything below -200 give 0.
+/// 2^x for x <= 128 (exp2Fraction times 2^n by vscalefps); -inf and
+/// anything below -200 give 0.
 inline __m512 exp2(__m512 x) {
   x = _mm512_max_ps(x, _mm512_set1_ps(-200.0f));
   __m512 n =
       _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 f = _mm512_sub_ps(x, n);
-  __m512 r = _mm512_set1_ps(1.3276458e-3f);
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(9.6755419e-3f));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(5.5507135e-2f));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(2.4022120e-1f));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(6.9314694e-1f));
-  r = _mm512_fmadd_ps(r, f, _mm512_set1_ps(1.0000001f));
-  return _mm512_scalef_ps(r, n);
+  return _mm512_scalef_ps(exp2Fraction(_mm512_sub_ps(x, n)), n);
 }
 inline VecF vexp2(VecF x) { return exp2(x); }
 
