@@ -250,10 +250,7 @@ tfc_status checkInputBounds(const tfc_model *model) {
     if (!desc.bounds)
       continue;
     const void *data = model->buffers[model->inputArgs[i]];
-    std::vector<int64_t> shape(desc.shape, desc.shape + desc.rank);
-    size_t count = 1;
-    for (int64_t d : shape)
-      count *= size_t(d);
+    size_t count = tfc_tensor_desc_nbytes(&desc) / tfc_dtype_size(desc.dtype);
     int64_t lo = desc.bounds[0], hi = desc.bounds[1];
     bool wide = desc.dtype == TFC_DTYPE_I64;
     std::optional<size_t> at = wide
@@ -263,10 +260,10 @@ tfc_status checkInputBounds(const tfc_model *model) {
       continue;
     int64_t value = wide ? static_cast<const int64_t *>(data)[*at]
                          : static_cast<const int32_t *>(data)[*at];
-    std::vector<int64_t> index(shape.size());
-    for (size_t d = shape.size(), rest = *at; d-- > 0;) {
-      index[d] = int64_t(rest % size_t(shape[d]));
-      rest /= size_t(shape[d]);
+    std::vector<int64_t> index(size_t(desc.rank));
+    for (size_t d = index.size(), rest = *at; d-- > 0;) {
+      index[d] = int64_t(rest % size_t(desc.shape[d]));
+      rest /= size_t(desc.shape[d]);
     }
     return makeStatus(TFC_INVALID_ARGUMENT,
                       model->path + ": " +
