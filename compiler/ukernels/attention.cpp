@@ -802,17 +802,18 @@ void attentionPanels(const Problem &p) {
           int64_t kb = std::min(kBc, keys - j0);
           // S = Q . K^T (unscaled), one panel of keys at a time.
           for (int64_t t = 0; t < panelsOf(kb); ++t) {
-            Tile<2> tile{
-                q,
-                p.qs[2],
-                p.qs[3],
-                kt + (j0 / kPanel + t) * p.D * kPanel,
-                p.D,
-                sBlk + t * kPanel,
-                kBc,
-                {firstLanes(kb - t * kPanel), firstLanes(kb - t * kPanel - kLanes)},
-                false,
-                nullptr};
+            Tile<2> tile{q,
+                         p.qs[2],
+                         p.qs[3],
+                         kt + (j0 / kPanel + t) * p.D * kPanel,
+                         p.D,
+                         sBlk + t * kPanel,
+                         kBc,
+                         {firstLanes(kb - t * kPanel),
+                          firstLanes(kb - t * kPanel - kLanes)},
+                         /*allCols=*/kb - t * kPanel >= kPanel,
+                         false,
+                         nullptr};
             blockProduct<2>(tile, rows);
           }
           // The online softmax along each row, in base 2.
@@ -872,11 +873,17 @@ void attentionPanels(const Problem &p) {
           }
           // O += P . V, one panel of channels at a time.
           for (int64_t t = 0; t < vPanels; ++t) {
-            Tile<2> tile{sBlk, kBc,
-                         1,    vp + (t * p.Skv + j0) * kPanel,
-                         kb,   o + t * kPanel,
-                         ldo,  {firstLanes(kLanes), firstLanes(kLanes)},
-                         true, nullptr};
+            Tile<2> tile{sBlk,
+                         kBc,
+                         1,
+                         vp + (t * p.Skv + j0) * kPanel,
+                         kb,
+                         o + t * kPanel,
+                         ldo,
+                         {firstLanes(kLanes), firstLanes(kLanes)},
+                         /*allCols=*/true,
+                         true,
+                         nullptr};
             blockProduct<2>(tile, rows);
           }
         }

@@ -172,6 +172,7 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
                   cb + i0 * p.cs[1] + pn * kNR,
                   p.cs[1],
                   {firstLanes(cols), firstLanes(cols - kLanes)},
+                  /*allCols=*/cols == kNR,
                   /*accumulate=*/p.accumulate || k0 > 0,
                   nullptr};
         blockProduct<2>(t, rows);
