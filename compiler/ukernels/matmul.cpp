@@ -1,21 +1,26 @@
 //===- matmul.cpp - Packed f32 matmul for the CPU -------------------------===//
 //
-// C[b] (+)= A[b] . B[b]. B is packed in KC-deep slices of two-vector panels
-// (32 columns with AVX-512, 16 with AVX2; zero-padded), which stay in L1
-// while blocks of A rows stream through the shared register-blocked kernel
-// (kMR rows x one panel of C in registers).
-// Blocks of rows x panels run in parallel. The packing buffer lives across
-// calls: after the first run, a model allocates nothing here.
+// C[b] (+)= A[b] . B[b]. B is packed into two-vector panels (32 columns with
+// AVX-512, 16 with AVX2; zero-padded); a KC-deep slice of a panel stays in
+// L1 while the blocks of A rows stream through the shared register-blocked
+// kernel (kMR rows x one panel of C in registers). The threads split the
+// rows; each packs the A of its rows so that a block of kMR rows is one
+// sequential stream (ARows::Packed). Products of few rows split the panels
+// instead and read A in place. The packing buffers live across calls:
+// after the first run, a model allocates nothing here.
 //
 //===----------------------------------------------------------------------===//
 
 #include "microkernel.h"
 #include "ukernels.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -50,29 +55,29 @@ void matmulReference(const Matmul &p) {
 
 constexpr int64_t kNR = 2 * tfc::uk::kLanes; // columns of a panel
 constexpr int64_t kKC = 256;                 // depth of a packed slice
-constexpr int64_t kMC = 96; // rows of A per task (a multiple of kMR)
+constexpr int64_t kMC = 96; // at most this many rows of A per task
 
-/// Packs B[k0 : k0 + kc, :] of batch `bt` into kNR-column panels of row
-/// stride kNR (columns past N are zero).
-void packSlice(const Matmul &p, const float *bb, int64_t k0, int64_t kc,
-               int64_t panels, float *packed, bool parallel) {
+/// Packs B of one batch element (bb) into kNR-column panels, each holding
+/// all of K with row stride kNR (columns past N are zero): a block of C
+/// reads its panel from start to end.
+void packB(const Matmul &p, const float *bb, int64_t panels, float *packed,
+           bool parallel) {
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t pn = 0; pn < panels; ++pn) {
-    float *dst = packed + pn * kNR * kc;
+    float *dst = packed + pn * kNR * p.k;
     int64_t cols = std::min(kNR, p.n - pn * kNR);
     if (p.bs[1] == 1) {
       // B is a transposed view (a weight stored [N, K]): read along K.
       for (int64_t j = 0; j < kNR; ++j) {
-        const float *src = bb + (pn * kNR + j) * p.bs[2] + k0;
-        for (int64_t l = 0; l < kc; ++l)
+        const float *src = bb + (pn * kNR + j) * p.bs[2];
+        for (int64_t l = 0; l < p.k; ++l)
           dst[l * kNR + j] = j < cols ? src[l] : 0.0f;
       }
     } else {
-      for (int64_t l = 0; l < kc; ++l)
+      for (int64_t l = 0; l < p.k; ++l)
         for (int64_t j = 0; j < kNR; ++j)
           dst[l * kNR + j] =
-              j < cols ? bb[(k0 + l) * p.bs[1] + (pn * kNR + j) * p.bs[2]]
-                       : 0.0f;
+              j < cols ? bb[l * p.bs[1] + (pn * kNR + j) * p.bs[2]] : 0.0f;
     }
   }
 }
@@ -91,9 +96,7 @@ public:
     size_t floats = size_t(panels * kNR * p.k);
     std::unique_ptr<float[], Free> buffer(static_cast<float *>(
         std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64)));
-    for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
-      packSlice(p, bb, k0, std::min(kKC, p.k - k0), panels,
-                buffer.get() + panels * kNR * k0, /*parallel=*/true);
+    packB(p, bb, panels, buffer.get(), /*parallel=*/true);
     return cache.emplace(key, std::move(buffer)).first->second.get();
   }
 
@@ -130,54 +133,87 @@ PackedWeights packedWeights;
 /// takes tens of microseconds; one query row's products are ~0.5 MFLOP).
 constexpr double kParallelFlops = 4e6;
 
+/// A 64-byte aligned buffer of at least `floats` floats in `storage`.
+float *alignedScratch(std::vector<float> &storage, size_t floats) {
+  if (storage.size() < floats + 16)
+    storage.resize(floats + 16);
+  return reinterpret_cast<float *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+}
+
 /// Batch element `bt` of the product, on the threads if `parallel`.
 void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   using namespace tfc::uk;
   int64_t panels = (p.n + kNR - 1) / kNR;
-  int64_t rowBlocks = (p.m + kMC - 1) / kMC;
-  static thread_local std::vector<float> storage;
-  size_t need = size_t(panels * kNR * p.k) + 16;
-  if (!p.constantB && storage.size() < need)
-    storage.resize(need);
-  // 64-byte align the panels.
-  float *scratch = reinterpret_cast<float *>(
-      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
-
   const float *ab = p.a + bt * p.as[0];
   const float *bb = p.b + bt * p.bs[0];
   float *cb = p.c + bt * p.cs[0];
-  const float *packed = scratch;
+
+  // The packing buffers live across calls (thread_local: a batch of small
+  // products runs on several threads at once).
+  static thread_local std::vector<float> bStorage;
+  const float *packed;
   if (p.constantB) {
     packed = packedWeights.get(p, bb, panels);
   } else {
-    for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
-      packSlice(p, bb, k0, std::min(kKC, p.k - k0), panels,
-                scratch + panels * kNR * k0, parallel);
+    float *scratch = alignedScratch(bStorage, size_t(panels * kNR * p.k));
+    packB(p, bb, panels, scratch, parallel);
+    packed = scratch;
   }
-  // One parallel region per matmul: each task owns a block of C and walks
-  // every K slice of it. Equal tasks, so a static schedule (a dynamic one
-  // costs a dispatch call per task).
-#pragma omp parallel for collapse(2) schedule(static) if (parallel)
-  for (int64_t pn = 0; pn < panels; ++pn)
-    for (int64_t rb = 0; rb < rowBlocks; ++rb) {
-      int64_t i0 = rb * kMC, rows = std::min(kMC, p.m - i0);
-      int64_t cols = std::min(kNR, p.n - pn * kNR);
-      for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
-        int64_t kc = std::min(kKC, p.k - k0);
-        Tile<2> t{ab + i0 * p.as[1] + k0 * p.as[2],
-                  p.as[1],
-                  p.as[2],
-                  packed + panels * kNR * k0 + pn * kNR * kc,
-                  kc,
-                  cb + i0 * p.cs[1] + pn * kNR,
-                  p.cs[1],
-                  {firstLanes(cols), firstLanes(cols - kLanes)},
-                  /*allCols=*/cols == kNR,
-                  /*accumulate=*/p.accumulate || k0 > 0,
-                  nullptr};
-        blockProduct<2>(t, rows);
-      }
+  // The kernel on rows [i0, i0 + rows) of C, panel pn, every K slice; A of
+  // those rows at `a` (strided) or packed by packRows slice by slice at
+  // `a + k0 * rows`.
+  auto panel = [&](auto layout, const float *a, int64_t i0, int64_t rows,
+                   int64_t pn) {
+    constexpr ARows A = decltype(layout)::value;
+    int64_t cols = std::min(kNR, p.n - pn * kNR);
+    for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
+      int64_t kc = std::min(kKC, p.k - k0);
+      Tile<2> t{A == ARows::Packed ? a + k0 * rows : a + k0 * p.as[2],
+                p.as[1],
+                p.as[2],
+                packed + (pn * p.k + k0) * kNR,
+                kc,
+                cb + i0 * p.cs[1] + pn * kNR,
+                p.cs[1],
+                {firstLanes(cols), firstLanes(cols - kLanes)},
+                /*allCols=*/cols == kNR,
+                /*accumulate=*/p.accumulate || k0 > 0,
+                nullptr};
+      blockProduct<2, 1, A>(t, rows);
     }
+  };
+  using Strided = std::integral_constant<ARows, ARows::Strided>;
+  using Packed = std::integral_constant<ARows, ARows::Packed>;
+
+  int64_t threads = parallel ? omp_get_max_threads() : 1;
+  if (p.m < 2 * kMR * threads) {
+    // Few rows: the threads split the panels, and A is read in place.
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t pn = 0; pn < panels; ++pn)
+      panel(Strided(), ab, 0, p.m, pn);
+    return;
+  }
+  // The threads split the rows, in blocks of whole kernel blocks, at most
+  // kMC rows, as many as a multiple of the threads. Each packs the A of its
+  // block into its own buffer and runs it against every panel: no thread
+  // reads what another wrote (a transfer between cores costs more than the
+  // packing), and B panels stay shared, read-only.
+  int64_t blocks = std::max(threads, (p.m + kMC - 1) / kMC);
+  blocks = (blocks + threads - 1) / threads * threads;
+  int64_t mc = ((p.m + blocks - 1) / blocks + kMR - 1) / kMR * kMR;
+  blocks = (p.m + mc - 1) / mc;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t rb = 0; rb < blocks; ++rb) {
+    int64_t i0 = rb * mc, rows = std::min(mc, p.m - i0);
+    static thread_local std::vector<float> aStorage;
+    float *pa = alignedScratch(aStorage, size_t(rows * p.k));
+    for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
+      packRows(ab + i0 * p.as[1] + k0 * p.as[2], p.as[1], p.as[2], rows,
+               std::min(kKC, p.k - k0), pa + k0 * rows);
+    for (int64_t pn = 0; pn < panels; ++pn)
+      panel(Packed(), pa, i0, rows, pn);
+  }
 }
 
 void matmulPacked(const Matmul &p) {

@@ -15,6 +15,7 @@
 #include "simd.h"
 
 #include <cstdint>
+#include <type_traits>
 
 #ifdef TFC_UK_VECTOR
 
@@ -72,13 +73,23 @@ struct StoreC {
   }
 };
 
+/// How the kernel reads the rows of A.
+enum class ARows {
+  /// A[r * lda + t * astep] (Tile's comment).
+  Strided,
+  /// Packed by packRows: a block of h rows holds A[r][t] at a[t * h + r],
+  /// and the blocks of a row range follow one another (lda, astep unused).
+  /// One sequential stream per block instead of h strided ones.
+  Packed,
+};
+
 /// One MR x NV*kLanes block; `epilogue(acc, t, side)` consumes the
 /// accumulators. `side = epilogue.sideWork()` is called as side(v) after every
 /// `Unroll` steps of the k loop, v cycling through 0..NV-1: work the
 /// out-of-order core runs in the FMAs' shadow. The epilogue finishes what the
 /// loop left. The k loop is unrolled `Unroll` times: worth it for short
 /// contractions (attention's D = 64: 1-2%), not for the GEMM's 256-deep slices.
-template <int MR, int NV, int Unroll, typename Epilogue>
+template <int MR, int NV, int Unroll, ARows A, typename Epilogue>
 inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
   VecF acc[MR][NV];
   for (int r = 0; r < MR; ++r)
@@ -93,69 +104,96 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
         acc[r][v] = vzero();
       }
     }
+  auto side = epilogue.sideWork();
 #ifdef __AVX512F__
-  auto step = [&](const float *a, int64_t k) {
-    VecF bv[NV];
-    for (int v = 0; v < NV; ++v)
-      bv[v] = vload(t.b + k * NV * kLanes + v * kLanes);
-    for (int r = 0; r < MR; ++r)
-      for (int v = 0; v < NV; ++v)
-        acc[r][v] = fmaddBroadcast(a + r * t.lda, bv[v], acc[r][v]);
-  };
-  auto side = epilogue.sideWork();
-  const float *a = t.a;
-  int64_t k = 0;
-  for (; k + NV * Unroll <= t.n;)
-#pragma clang loop unroll(full)
-    for (int v = 0; v < NV; ++v) {
-      for (int u = 0; u < Unroll; ++u, ++k, a += t.astep)
-        step(a, k);
-      side(v);
-    }
-  for (; k < t.n; ++k, a += t.astep)
-    step(a, k);
+  constexpr bool onePointer = true;
 #else
-  // With AVX2, one pointer per row of A, each advanced on its own; the asm
-  // keeps LLVM from deriving them from one another, as it does above (a
-  // chain of MR dependent adds per step, as long as the step's 6 x 2 FMAs
-  // take at two a cycle): 128x768x2048 went from 3.4-3.8 to 2.7-3.3 ms on
-  // 2 threads. The AVX-512 step takes twice as long and hides the chain.
-  const float *a[MR];
-  for (int r = 0; r < MR; ++r)
-    a[r] = t.a + r * t.lda;
-  auto step = [&](int64_t k) {
-    VecF bv[NV];
-    for (int v = 0; v < NV; ++v)
-      bv[v] = vload(t.b + k * NV * kLanes + v * kLanes);
-    for (int r = 0; r < MR; ++r) {
-      for (int v = 0; v < NV; ++v)
-        acc[r][v] = fmaddBroadcast(a[r], bv[v], acc[r][v]);
-      a[r] += t.astep;
-      asm("" : "+r"(a[r]));
-    }
-  };
-  auto side = epilogue.sideWork();
-  int64_t k = 0;
-  for (; k + NV * Unroll <= t.n;)
-#pragma clang loop unroll(full)
-    for (int v = 0; v < NV; ++v) {
-      for (int u = 0; u < Unroll; ++u, ++k)
-        step(k);
-      side(v);
-    }
-  for (; k < t.n; ++k)
-    step(k);
+  // With AVX2, strided rows take one pointer each (below).
+  constexpr bool onePointer = A == ARows::Packed;
 #endif
+  if constexpr (onePointer) {
+    constexpr bool packed = A == ARows::Packed;
+    const int64_t lda = packed ? 1 : t.lda, astep = packed ? MR : t.astep;
+    auto step = [&](const float *a, int64_t k) {
+      VecF bv[NV];
+      for (int v = 0; v < NV; ++v)
+        bv[v] = vload(t.b + k * NV * kLanes + v * kLanes);
+      for (int r = 0; r < MR; ++r)
+        for (int v = 0; v < NV; ++v)
+          acc[r][v] = fmaddBroadcast(a + r * lda, bv[v], acc[r][v]);
+    };
+    const float *a = t.a;
+    int64_t k = 0;
+    for (; k + NV * Unroll <= t.n;)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < NV; ++v) {
+        for (int u = 0; u < Unroll; ++u, ++k, a += astep)
+          step(a, k);
+        side(v);
+      }
+    for (; k < t.n; ++k, a += astep)
+      step(a, k);
+  } else {
+    // With AVX2, one pointer per row of A, each advanced on its own; the
+    // asm keeps LLVM from deriving them from one another, as it does above
+    // (a chain of MR dependent adds per step, as long as the step's 6 x 2
+    // FMAs take at two a cycle): 128x768x2048 went from 3.4-3.8 to 2.7-3.3
+    // ms on 2 threads. The AVX-512 step takes twice as long and hides the
+    // chain.
+    const float *a[MR];
+    for (int r = 0; r < MR; ++r)
+      a[r] = t.a + r * t.lda;
+    auto step = [&](int64_t k) {
+      VecF bv[NV];
+      for (int v = 0; v < NV; ++v)
+        bv[v] = vload(t.b + k * NV * kLanes + v * kLanes);
+      for (int r = 0; r < MR; ++r) {
+        for (int v = 0; v < NV; ++v)
+          acc[r][v] = fmaddBroadcast(a[r], bv[v], acc[r][v]);
+        a[r] += t.astep;
+        asm("" : "+r"(a[r]));
+      }
+    };
+    int64_t k = 0;
+    for (; k + NV * Unroll <= t.n;)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < NV; ++v) {
+        for (int u = 0; u < Unroll; ++u, ++k)
+          step(k);
+        side(v);
+      }
+    for (; k < t.n; ++k)
+      step(k);
+  }
   epilogue(acc, t, side);
 }
 
-/// Runs the kernel on the next `rows` (< 2 kMR) rows of `t` and advances it.
-template <int NV, int Unroll, typename Epilogue>
-inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
-  switch (rows) {
-#define TFC_ROWS(M)                                                            \
-  case M:                                                                      \
-    microKernel<M, NV, Unroll>(t, epilogue);                                   \
+/// Calls f(first, height) for the blocks `rows` rows are computed in: blocks
+/// of kMR, and a short remainder (at most kMR / 2 rows) merged with the last
+/// full block into two blocks of about equal height (a block of few rows has
+/// too few independent accumulators to keep the FMA units busy).
+template <typename F> inline void forEachRowBlock(int64_t rows, F &&f) {
+  int64_t rest = rows % kMR, full = rows / kMR, i = 0;
+  bool merge = full > 0 && rest > 0 && rest <= kMR / 2;
+  for (int64_t b = 0; b < full - (merge ? 1 : 0); ++b, i += kMR)
+    f(i, int64_t(kMR));
+  if (merge) {
+    int64_t first = (kMR + rest + 1) / 2;
+    f(i, first);
+    f(i + first, kMR + rest - first);
+  } else if (rest > 0) {
+    f(i, rest);
+  }
+}
+
+/// Calls f(std::integral_constant<int, H>()) for the run-time row count
+/// h in [1, 2 kMR): the kernels take their row counts as template
+/// parameters.
+template <typename F> inline void withRows(int64_t h, F &&f) {
+  switch (h) {
+#define TFC_ROWS(H)                                                            \
+  case H:                                                                      \
+    f(std::integral_constant<int, H>());                                       \
     break;
     TFC_ROWS(1)
     TFC_ROWS(2)
@@ -168,32 +206,48 @@ inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
     TFC_ROWS(9)
     TFC_ROWS(10)
     TFC_ROWS(11)
-    TFC_ROWS(12)
 #undef TFC_ROWS
   default:
     break;
   }
-  t.a += rows * t.lda;
+}
+static_assert(2 * kMR - 1 <= 11, "withRows covers every block height");
+
+/// Packs `rows` rows of A (element [r][t] at a[r * lda + t * astep], t <
+/// depth) for ARows::Packed, in the blocks forEachRowBlock makes: the block
+/// at row i starts at dst + i * depth.
+inline void packRows(const float *a, int64_t lda, int64_t astep, int64_t rows,
+                     int64_t depth, float *dst) {
+  forEachRowBlock(rows, [&](int64_t i, int64_t h) {
+    withRows(h, [&](auto height) {
+      constexpr int H = decltype(height)::value;
+      const float *src = a + i * lda;
+      float *block = dst + i * depth;
+      for (int64_t t = 0; t < depth; ++t)
+        for (int r = 0; r < H; ++r)
+          block[t * H + r] = src[r * lda + t * astep];
+    });
+  });
+}
+
+/// Runs the kernel on the next `rows` (< 2 kMR) rows of `t` and advances it.
+template <int NV, int Unroll, ARows A, typename Epilogue>
+inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
+  withRows(rows, [&](auto height) {
+    microKernel<decltype(height)::value, NV, Unroll, A>(t, epilogue);
+  });
+  t.a += A == ARows::Packed ? rows * t.n : rows * t.lda;
   t.c += rows * t.ldc;
 }
 
-/// Runs the kernel over `rows` rows of A and C in blocks of kMR. A short
-/// remainder (at most kMR / 2 rows) is merged with the last full block into
-/// two blocks of about equal height: a block of few rows has too few
-/// independent accumulators to keep the FMA units busy.
-template <int NV, int Unroll = 1, typename Epilogue = StoreC>
+/// Runs the kernel over `rows` rows of A and C in the blocks of
+/// forEachRowBlock.
+template <int NV, int Unroll = 1, ARows A = ARows::Strided,
+          typename Epilogue = StoreC>
 inline void blockProduct(Tile<NV> t, int64_t rows, Epilogue &&epilogue = {}) {
-  int64_t rest = rows % kMR, full = rows / kMR;
-  bool merge = full > 0 && rest > 0 && rest <= kMR / 2;
-  for (int64_t b = 0; b < full - (merge ? 1 : 0); ++b)
-    rowBlock<NV, Unroll>(t, kMR, epilogue);
-  if (merge) {
-    int64_t first = (kMR + rest + 1) / 2;
-    rowBlock<NV, Unroll>(t, first, epilogue);
-    rowBlock<NV, Unroll>(t, kMR + rest - first, epilogue);
-  } else if (rest > 0) {
-    rowBlock<NV, Unroll>(t, rest, epilogue);
-  }
+  forEachRowBlock(rows, [&](int64_t, int64_t h) {
+    rowBlock<NV, Unroll, A>(t, h, epilogue);
+  });
 }
 
 /// A dense tile (C row stride NV*kLanes, all lanes) as attention uses it.

@@ -1,0 +1,130 @@
+//===- MatmulTest.cpp - The packed f32 matmul micro-kernel ----------------===//
+//
+// tfc_uk_matmul_f32 and tfc_uk_batch_matmul_f32 against a double-precision
+// reference, element by element within the error bound of an f32 dot
+// product of length K (|C - ref| <= K u |A| |B|, u = 2^-24). The shapes
+// cover both ways the threads split a product (few rows: the panels; else
+// the rows, each thread packing its A), odd panels and K slices, and the
+// operand layouts a model hands over: a weight stored [N, K] (B transposed,
+// constant), a transposed A, C accumulated into, a batch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ukernels.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <ostream>
+#include <random>
+#include <vector>
+
+namespace {
+
+using tfc::uk::MemRef;
+
+struct Case {
+  int64_t batch, m, k, n;
+  bool transposeA, weightB, accumulate;
+  int threads;
+};
+
+void PrintTo(const Case &c, std::ostream *os) {
+  *os << c.batch << "x" << c.m << "x" << c.k << "x" << c.n
+      << (c.transposeA ? " A^T" : "") << (c.weightB ? " weight B" : "")
+      << (c.accumulate ? " C +=" : "") << " on " << c.threads << " threads";
+}
+
+std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+/// Runs one case through the batch entry point (or the 2-D one for a batch
+/// of 1) and returns the largest |C - ref| / (K u |A| |B|).
+double run(const Case &c, unsigned seed) {
+  std::mt19937 rng(seed);
+  int64_t B = c.batch, M = c.m, K = c.k, N = c.n;
+  std::vector<float> a = randomVector(B * M * K, rng);
+  std::vector<float> b = randomVector(B * K * N, rng);
+  std::vector<float> c0 = randomVector(B * M * N, rng);
+  std::vector<float> out = c0;
+  // Element (i, l) of A[bt] and (l, j) of B[bt], by layout.
+  int64_t as[3] = {M * K, K, 1}, bs[3] = {K * N, N, 1};
+  if (c.transposeA) // stored [K, M]
+    as[1] = 1, as[2] = M;
+  if (c.weightB) // stored [N, K]
+    bs[1] = 1, bs[2] = K;
+  int32_t flags = (c.accumulate ? TFC_UK_ACCUMULATE : 0) |
+                  (c.weightB ? TFC_UK_CONSTANT_B : 0);
+  omp_set_num_threads(c.threads);
+  // Twice: a constant B is packed on the first call and reused after.
+  for (int call = 0; call < 2; ++call) {
+    out = c0;
+    if (B == 1) {
+      MemRef<2> ma{a.data(), a.data(), 0, {M, K}, {as[1], as[2]}};
+      MemRef<2> mb{b.data(), b.data(), 0, {K, N}, {bs[1], bs[2]}};
+      MemRef<2> mc{out.data(), out.data(), 0, {M, N}, {N, 1}};
+      _mlir_ciface_tfc_uk_matmul_f32(&ma, &mb, &mc, flags);
+    } else {
+      MemRef<3> ma{a.data(), a.data(), 0, {B, M, K}, {as[0], as[1], as[2]}};
+      MemRef<3> mb{b.data(), b.data(), 0, {B, K, N}, {bs[0], bs[1], bs[2]}};
+      MemRef<3> mc{out.data(), out.data(), 0, {B, M, N}, {M * N, N, 1}};
+      _mlir_ciface_tfc_uk_batch_matmul_f32(&ma, &mb, &mc, flags);
+    }
+  }
+  tfc_uk_forget_packed_weights();
+  double worst = 0;
+  for (int64_t bt = 0; bt < B; ++bt)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double ref = 0, scale = 0;
+        for (int64_t l = 0; l < K; ++l) {
+          double x = a[bt * as[0] + i * as[1] + l * as[2]];
+          double y = b[bt * bs[0] + l * bs[1] + j * bs[2]];
+          ref += x * y;
+          scale += std::fabs(x * y);
+        }
+        double c0v = c0[(bt * M + i) * N + j];
+        if (c.accumulate) {
+          ref += c0v;
+          scale += std::fabs(c0v);
+        }
+        double err = std::fabs(out[(bt * M + i) * N + j] - ref);
+        worst = std::max(worst, err / (double(K + 1) * std::ldexp(1.0, -24) *
+                                       std::max(scale, 1e-30)));
+      }
+  return worst;
+}
+
+class MatmulTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(MatmulTest, WithinDotProductBound) {
+  const Case &c = GetParam();
+  double w = run(c, unsigned(c.m * 131 + c.n * 7 + c.k));
+  EXPECT_LE(w, 1.0) << ::testing::PrintToString(c);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MatmulTest,
+    ::testing::Values(
+        // Few rows (panels split): one row, a decode step's GEMV.
+        Case{1, 1, 300, 70, false, true, false, 2},
+        Case{1, 11, 64, 33, false, false, true, 2},
+        // Rows split, one block per thread, odd heights and N.
+        Case{1, 128, 768, 65, false, true, false, 2},
+        Case{1, 25, 260, 17, true, false, false, 2},
+        Case{1, 131, 513, 40, false, true, true, 3},
+        // More blocks than threads (kMC = 96 rows at most each).
+        Case{1, 301, 129, 48, false, true, false, 2},
+        Case{1, 200, 40, 31, true, true, true, 1},
+        // Batches: small products spread over the threads, large ones
+        // each on all of them.
+        Case{5, 13, 37, 21, false, false, false, 2},
+        Case{3, 70, 300, 50, true, false, true, 2}));
+
+} // namespace
