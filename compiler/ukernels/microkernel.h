@@ -73,6 +73,32 @@ struct StoreC {
   }
 };
 
+/// StoreC that also prefetches a run of cache lines into L2 in the k loop's
+/// shadow, one line per step; what is left of the run passes from one block
+/// to the next. The packed GEMM fetches the B slice it runs next while it
+/// runs this one when B does not stay in L2.
+struct StoreCPrefetching {
+  struct Run {
+    const char *next;
+    int64_t lines;
+    void operator()(int) {
+      if (lines > 0) {
+        prefetchL2(next);
+        next += 64;
+        --lines;
+      }
+    }
+  };
+  Run *run;
+  Run sideWork() const { return *run; }
+  template <int MR, int NV>
+  void operator()(VecF (&acc)[MR][NV], const Tile<NV> &t, Run &side) const {
+    *run = side;
+    NoSideWork none;
+    StoreC()(acc, t, none);
+  }
+};
+
 /// How the kernel reads the rows of A.
 enum class ARows {
   /// A[r * lda + t * astep] (Tile's comment).

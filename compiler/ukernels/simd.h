@@ -138,6 +138,11 @@ inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
 #endif
 
 #ifdef TFC_UK_VECTOR
+/// Asks for the cache line at p to be brought into L2 (prefetcht1).
+inline void prefetchL2(const void *p) {
+  _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T1);
+}
+
 /// 2^f for |f| <= 0.5: the degree-5 minimax polynomial both ISAs' exp2
 /// use (relative error 2.4e-7 in float arithmetic).
 inline VecF exp2Fraction(VecF f) {

@@ -4,9 +4,10 @@
 // reference, element by element within the error bound of an f32 dot
 // product of length K (|C - ref| <= K u |A| |B|, u = 2^-24). The shapes
 // cover both ways the threads split a product (few rows: the panels; else
-// the rows, each thread packing its A), odd panels and K slices, and the
-// operand layouts a model hands over: a weight stored [N, K] (B transposed,
-// constant), a transposed A, C accumulated into, a batch.
+// the rows, each thread packing its A), odd panels and K slices, a B that
+// does not fit L2 (prefetched slice by slice), and the operand layouts a
+// model hands over: a weight stored [N, K] (B transposed, constant), a
+// transposed A, C accumulated into, a batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,6 +120,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 128, 768, 65, false, true, false, 2},
         Case{1, 25, 260, 17, true, false, false, 2},
         Case{1, 131, 513, 40, false, true, true, 3},
+        // B past L2 (1.3 MiB packed): the rows prefetch its next slice,
+        // a short last one included.
+        Case{1, 64, 1100, 300, false, true, false, 2},
         // More blocks than threads (kMC = 96 rows at most each).
         Case{1, 301, 129, 48, false, true, false, 2},
         Case{1, 200, 40, 31, true, true, true, 1},
