@@ -81,16 +81,10 @@ FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
                shapeText(shape) + ", got " + shapeText(info->shape));
     return failure();
   }
-  Type elementType;
   switch (info->dtype) {
   case DType::F32:
-    elementType = builder.getF32Type();
-    break;
   case DType::F16:
-    elementType = builder.getF16Type();
-    break;
   case DType::BF16:
-    elementType = builder.getBF16Type();
     break;
   default:
     (void)fail(info->file + ": tensor \"" + full + "\": dtype " +
@@ -99,18 +93,16 @@ FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
     return failure();
   }
 
+  // The weight is an argument of the type the model computes in, whatever
+  // the checkpoint holds: the runtime converts it once when it binds the
+  // file (an f32 checkpoint for --dtype=bf16, say), where a cast in the
+  // graph would convert every weight on every run.
   Location loc = NameLoc::get(builder.getStringAttr(full));
-  Value arg = body->addArgument(RankedTensorType::get(shape, elementType), loc);
+  Value value =
+      body->addArgument(RankedTensorType::get(shape, computeType), loc);
   argAttrs.push_back(builder.getDictionaryAttr(
       {builder.getNamedAttr("tfc.name", builder.getStringAttr(full)),
        builder.getNamedAttr("tfc.role", builder.getStringAttr("weight"))}));
-  // Casts of a weight sit at the top of the function, before their users.
-  Value value = arg;
-  if (elementType != computeType) {
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPointToStart(body);
-    value = TosaBuilder(builder, loc).cast(arg, computeType);
-  }
   weightValues[full] = value;
   return value;
 }

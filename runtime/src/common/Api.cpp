@@ -576,7 +576,13 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
       bool sameShape =
           tensor->shape.size() == size_t(desc.rank) &&
           std::equal(tensor->shape.begin(), tensor->shape.end(), desc.shape);
-      if (int32_t(tensor->dtype) != desc.dtype || !sameShape)
+      // A float tensor binds to a weight of another float type through a
+      // converted copy (an f32 checkpoint for a model compiled with
+      // --dtype bf16, or the other way), once, here.
+      tfc::DType want = static_cast<tfc::DType>(desc.dtype);
+      bool convert = int32_t(tensor->dtype) != desc.dtype &&
+                     tfc::isFloatConvertible(tensor->dtype, want);
+      if ((int32_t(tensor->dtype) != desc.dtype && !convert) || !sameShape)
         return makeStatus(TFC_MISMATCH,
                           "weights file " + path + ": tensor " +
                               quote(desc.name) + ": model " + model->path +
@@ -591,17 +597,21 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
       size_t elementAlignment = std::max<size_t>(tfc_dtype_size(desc.dtype), 1);
       bool aligned =
           reinterpret_cast<uintptr_t>(tensor->data) % elementAlignment == 0;
-      if ((aligned || model->gpu) && tensor->nbytes > 0) {
+      if ((aligned || model->gpu) && tensor->nbytes > 0 && !convert) {
         pointers.push_back(tensor->data);
         continue;
       }
+      size_t nbytes = tfc_tensor_desc_nbytes(&desc);
       tfc::AlignedBuffer copy;
-      if (!copy.allocate(tensor->nbytes))
+      if (!copy.allocate(nbytes))
         return makeStatus(TFC_OUT_OF_MEMORY,
                           "weights file " + path + ": tensor " +
                               quote(desc.name) + ": out of memory");
-      if (tensor->nbytes)
-        std::memcpy(copy.data(), tensor->data, tensor->nbytes);
+      if (convert)
+        tfc::convertFloats(tensor->data, tensor->dtype, copy.data(), want,
+                           nbytes / tfc_dtype_size(desc.dtype));
+      else if (nbytes)
+        std::memcpy(copy.data(), tensor->data, nbytes);
       pointers.push_back(copy.data());
       copies.push_back(std::move(copy));
     }

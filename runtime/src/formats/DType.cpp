@@ -2,6 +2,8 @@
 
 #include "tfc/runtime/dtype.h"
 
+#include <cstring>
+
 namespace tfc {
 
 size_t dtypeSize(DType dtype) {
@@ -79,6 +81,98 @@ std::optional<size_t> tensorBytes(const std::vector<int64_t> &shape,
     total = result;
   }
   return total;
+}
+
+namespace {
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  if (exponent == 0x1f) // infinity or NaN
+    return floatOf(sign | 0x7f800000 | (mantissa << 13));
+  if (exponent == 0) // zero or subnormal: mantissa * 2^-24, exact in f32
+    return floatOf(sign | bitsOf(float(mantissa) * 0x1p-24f));
+  return floatOf(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x = bitsOf(f);
+  uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  x &= 0x7fffffff;
+  if (x > 0x7f800000) // NaN: quiet, with the top of its payload
+    return sign | 0x7e00 | uint16_t((x >> 13) & 0x3ff);
+  if (x >= 0x477ff000) // 65520 and up round to infinity
+    return sign | 0x7c00;
+  if (x < 0x38800000) { // below 2^-14: an f16 subnormal (or zero)
+    // Adding 0.5 places the value's 2^-24 units in the low mantissa bits of
+    // an f32 in [0.5, 1), rounded to nearest even by the addition itself.
+    float shifted = floatOf(x) + 0.5f;
+    return sign | uint16_t(bitsOf(shifted) - bitsOf(0.5f));
+  }
+  // Normal: rebias the exponent, round the 13 dropped bits to nearest even
+  // (a carry out of the mantissa moves into the exponent, as it should).
+  uint32_t odd = (x >> 13) & 1;
+  x += 0xc8000fffu + odd; // (15 - 127) << 23, plus half an ulp minus one
+  return sign | uint16_t(x >> 13);
+}
+
+float bfloatToFloat(uint16_t b) { return floatOf(uint32_t(b) << 16); }
+
+uint16_t floatToBfloat(float f) {
+  uint32_t x = bitsOf(f);
+  if ((x & 0x7fffffff) > 0x7f800000) // NaN: quiet
+    return uint16_t((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return uint16_t(x >> 16);
+}
+
+float loadFloat(const void *src, DType type, size_t i) {
+  if (type == DType::F32) {
+    float f;
+    std::memcpy(&f, static_cast<const char *>(src) + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, static_cast<const char *>(src) + 2 * i, 2);
+  return type == DType::F16 ? halfToFloat(h) : bfloatToFloat(h);
+}
+
+void storeFloat(void *dst, DType type, size_t i, float f) {
+  if (type == DType::F32) {
+    std::memcpy(static_cast<char *>(dst) + 4 * i, &f, 4);
+    return;
+  }
+  uint16_t h = type == DType::F16 ? floatToHalf(f) : floatToBfloat(f);
+  std::memcpy(static_cast<char *>(dst) + 2 * i, &h, 2);
+}
+
+bool isComputeFloat(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+} // namespace
+
+bool isFloatConvertible(DType from, DType to) {
+  return isComputeFloat(from) && isComputeFloat(to);
+}
+
+void convertFloats(const void *src, DType from, void *dst, DType to,
+                   size_t count) {
+  // Every f16 and bf16 value is exact in f32, so one rounding at most.
+  for (size_t i = 0; i < count; ++i)
+    storeFloat(dst, to, i, loadFloat(src, from, i));
 }
 
 std::string shapeString(const int64_t *shape, size_t rank) {

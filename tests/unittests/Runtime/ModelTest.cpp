@@ -98,17 +98,53 @@ TEST_F(AddModel, RunsWithAlignedAndUnalignedWeights) {
   }
 }
 
+TEST_F(AddModel, BindsWeightsOfAnotherFloatType) {
+  // f16 and bf16 files bind to the f32 weight through a widened copy: y = a
+  // + b * w with w exactly the 16-bit values.
+  TempDir dir;
+  const uint16_t f16[6] = {0x3c00, 0xc000, 0x3555, 0x0001, 0x7bff, 0x8400};
+  const float f16Values[6] = {1.0f,     -2.0f,    0.333251953125f,
+                              0x1p-24f, 65504.0f, -0x1p-14f};
+  const uint16_t bf16[6] = {0x3f80, 0xc000, 0x3eab, 0x0001, 0x7f7f, 0x8080};
+  const float bf16Values[6] = {1.0f,      -2.0f,       0.333984375f,
+                               0x1p-133f, 0x1.fep127f, -0x1p-126f};
+  alignas(64) float a[6] = {0, 1, 2, 3, 4, 5};
+  alignas(64) float b[6] = {1, 1, 1, 1, 1, 1};
+  alignas(64) float y[6];
+  EXPECT_OK(tfc_model_bind_input(model, 0, a));
+  EXPECT_OK(tfc_model_bind_input(model, 1, b));
+  EXPECT_OK(tfc_model_bind_output(model, 0, y));
+  std::string error;
+  for (bool isBf16 : {false, true}) {
+    std::string file =
+        dir.path(isBf16 ? "bf16.safetensors" : "f16.safetensors");
+    ASSERT_TRUE(
+        tfc::writeSafetensors(file,
+                              {{"w",
+                                isBf16 ? tfc::DType::BF16 : tfc::DType::F16,
+                                {2, 3},
+                                isBf16 ? bf16 : f16}},
+                              error))
+        << error;
+    EXPECT_OK(tfc_model_bind_weights(model, file.c_str()));
+    EXPECT_OK(tfc_model_invoke(model));
+    const float *want = isBf16 ? bf16Values : f16Values;
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(y[i], a[i] + want[i]) << (isBf16 ? "bf16 " : "f16 ") << i;
+  }
+}
+
 TEST_F(AddModel, RefusesBadWeights) {
   TempDir dir;
   float w[6] = {};
   std::string error;
-  std::string f16 = dir.path("f16.safetensors");
+  std::string ints = dir.path("i32.safetensors");
   ASSERT_TRUE(
-      tfc::writeSafetensors(f16, {{"w", tfc::DType::F16, {2, 3}, w}}, error));
-  Outcome o = outcome(tfc_model_bind_weights(model, f16.c_str()));
+      tfc::writeSafetensors(ints, {{"w", tfc::DType::I32, {2, 3}, w}}, error));
+  Outcome o = outcome(tfc_model_bind_weights(model, ints.c_str()));
   EXPECT_EQ(o.code, TFC_MISMATCH);
   EXPECT_NE(o.message.find("tensor 'w'"), std::string::npos) << o.message;
-  EXPECT_NE(o.message.find("expects f32 [2, 3], the file has f16 [2, 3]"),
+  EXPECT_NE(o.message.find("expects f32 [2, 3], the file has i32 [2, 3]"),
             std::string::npos)
       << o.message;
 

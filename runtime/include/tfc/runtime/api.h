@@ -133,10 +133,12 @@ TFC_API int32_t tfc_model_find_weight(const tfc_model *model, const char *name);
 
 /* Memory-maps a safetensors file and binds every weight by name, checking its
  * dtype and shape (MISMATCH names the tensor; NOT_FOUND for a weight the file
- * lacks). Tensors whose data is 64-byte aligned in the file are used in
- * place; others are copied once into an aligned buffer. The mapping lives
- * until the model is destroyed or weights are bound again. Extra tensors in
- * the file are ignored. */
+ * lacks). An f32, f16 or bf16 tensor binds to a weight of another of these
+ * types through a copy converted once here (narrowing rounds to nearest
+ * even). Tensors of the weight's dtype aligned to their element size in the
+ * file are used in place; others are copied once into an aligned buffer. The
+ * mapping lives until the model is destroyed or weights are bound again. Extra
+ * tensors in the file are ignored. */
 TFC_API tfc_status tfc_model_bind_weights(tfc_model *model,
                                           const char *safetensors_path);
 /* Binds one weight to a caller buffer (64-byte aligned, the manifest's dtype

@@ -52,6 +52,17 @@ bool isValidDType(int64_t value);
 std::optional<size_t> tensorBytes(const std::vector<int64_t> &shape,
                                   size_t elementSize);
 
+/// Whether elements of `from` convert to `to` when a weight is bound: the
+/// floating-point types a model computes in (f32, f16, bf16), either way.
+bool isFloatConvertible(DType from, DType to);
+
+/// Converts `count` elements of `src` (`from`) into `dst` (`to`), both
+/// isFloatConvertible types: widening is exact; narrowing rounds to nearest,
+/// ties to even (as PyTorch's `tensor.to(dtype)`), keeps NaN a NaN and
+/// takes values past the largest finite one to infinity.
+void convertFloats(const void *src, DType from, void *dst, DType to,
+                   size_t count);
+
 /// "[2, 3]"
 std::string shapeString(const int64_t *shape, size_t rank);
 inline std::string shapeString(const std::vector<int64_t> &shape) {
