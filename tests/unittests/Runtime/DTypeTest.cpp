@@ -29,29 +29,10 @@ template <typename To, typename From> To bitCast(From x) {
   return y;
 }
 
-uint16_t bits16(_Float16 h) {
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-
-uint16_t bits16(__bf16 h) {
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-
-uint32_t bits32(float f) {
-  uint32_t b;
-  std::memcpy(&b, &f, 4);
-  return b;
-}
-
-float fromBits(uint32_t b) {
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
+uint16_t bits16(_Float16 h) { return bitCast<uint16_t>(h); }
+uint16_t bits16(__bf16 h) { return bitCast<uint16_t>(h); }
+uint32_t bits32(float f) { return bitCast<uint32_t>(f); }
+float fromBits(uint32_t b) { return bitCast<float>(b); }
 
 /// f32 values that probe every rounding case of both 16-bit formats.
 std::vector<float> probes() {

@@ -27,6 +27,13 @@ protected:
   }
   void TearDown() override { tfc_model_destroy(model); }
 
+  /// Binds y = a + b * w's inputs and output.
+  void bindInputsAndOutput(float *a, float *b, float *y) {
+    EXPECT_OK(tfc_model_bind_input(model, 0, a));
+    EXPECT_OK(tfc_model_bind_input(model, 1, b));
+    EXPECT_OK(tfc_model_bind_output(model, 0, y));
+  }
+
   /// w.safetensors with the weight `w` starting `start` bytes into the file.
   std::string writeWeights(TempDir &dir, size_t start, const float *w) {
     std::string header =
@@ -77,9 +84,7 @@ TEST_F(AddModel, RunsWithAlignedAndUnalignedWeights) {
   alignas(64) float a[6] = {10, 20, 30, 40, 50, 60};
   alignas(64) float b[6] = {1, 1, 1, 2, 2, 2};
   alignas(64) float y[6];
-  EXPECT_OK(tfc_model_bind_input(model, 0, a));
-  EXPECT_OK(tfc_model_bind_input(model, 1, b));
-  EXPECT_OK(tfc_model_bind_output(model, 0, y));
+  bindInputsAndOutput(a, b, y);
   // 128 and 136 are float-aligned: used in place in the page-aligned
   // mapping. 130 is not: copied into a 64-byte aligned buffer.
   for (size_t start : {128u, 136u, 130u}) {
@@ -111,9 +116,7 @@ TEST_F(AddModel, BindsWeightsOfAnotherFloatType) {
   alignas(64) float a[6] = {0, 1, 2, 3, 4, 5};
   alignas(64) float b[6] = {1, 1, 1, 1, 1, 1};
   alignas(64) float y[6];
-  EXPECT_OK(tfc_model_bind_input(model, 0, a));
-  EXPECT_OK(tfc_model_bind_input(model, 1, b));
-  EXPECT_OK(tfc_model_bind_output(model, 0, y));
+  bindInputsAndOutput(a, b, y);
   std::string error;
   for (bool isBf16 : {false, true}) {
     std::string file =
