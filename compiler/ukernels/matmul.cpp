@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -28,27 +29,69 @@ using tfc::uk::MemRef;
 
 namespace {
 
+/// The element type of B.
+enum class BType { F32, F16, BF16 };
+
+/// Element i of a B of type T, as f32 (exact).
+template <BType T> inline float loadB(const void *b, int64_t i) {
+  if constexpr (T == BType::F32) {
+    return static_cast<const float *>(b)[i];
+  } else {
+    uint16_t bits = static_cast<const uint16_t *>(b)[i];
+    if constexpr (T == BType::F16) {
+      _Float16 h;
+      std::memcpy(&h, &bits, 2);
+      return float(h);
+    } else {
+      uint32_t wide = uint32_t(bits) << 16;
+      float f;
+      std::memcpy(&f, &wide, 4);
+      return f;
+    }
+  }
+}
+
+/// Calls f(std::integral_constant<BType, T>()) for the run-time type t.
+template <typename F> inline void withBType(BType t, F &&f) {
+  switch (t) {
+  case BType::F32:
+    return f(std::integral_constant<BType, BType::F32>());
+  case BType::F16:
+    return f(std::integral_constant<BType, BType::F16>());
+  case BType::BF16:
+    return f(std::integral_constant<BType, BType::BF16>());
+  }
+}
+
 struct Matmul {
   bool accumulate; // C += A . B, else C = A . B
   bool constantB;  // B holds the same values on every call (a weight)
+  BType btype;
   int64_t batch, m, n, k;
-  const float *a, *b;
+  const float *a;
+  const void *b; // btype elements
   float *c;
-  int64_t as[3], bs[3], cs[3]; // strides, batch first
+  int64_t as[3], bs[3], cs[3]; // strides in elements, batch first
+
+  /// Batch element bt of B, as an element offset from b.
+  int64_t bOffset(int64_t bt) const { return bt * bs[0]; }
 };
 
 void matmulReference(const Matmul &p) {
+  withBType(p.btype, [&](auto type) {
+    constexpr BType T = decltype(type)::value;
 #pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t bt = 0; bt < p.batch; ++bt)
-    for (int64_t i = 0; i < p.m; ++i)
-      for (int64_t j = 0; j < p.n; ++j) {
-        float acc = 0;
-        for (int64_t l = 0; l < p.k; ++l)
-          acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
-                 p.b[bt * p.bs[0] + l * p.bs[1] + j * p.bs[2]];
-        float &c = p.c[bt * p.cs[0] + i * p.cs[1] + j * p.cs[2]];
-        c = p.accumulate ? c + acc : acc;
-      }
+    for (int64_t bt = 0; bt < p.batch; ++bt)
+      for (int64_t i = 0; i < p.m; ++i)
+        for (int64_t j = 0; j < p.n; ++j) {
+          float acc = 0;
+          for (int64_t l = 0; l < p.k; ++l)
+            acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
+                   loadB<T>(p.b, bt * p.bs[0] + l * p.bs[1] + j * p.bs[2]);
+          float &c = p.c[bt * p.cs[0] + i * p.cs[1] + j * p.cs[2]];
+          c = p.accumulate ? c + acc : acc;
+        }
+  });
 }
 
 #ifdef TFC_UK_VECTOR
@@ -58,29 +101,35 @@ constexpr int64_t kKC = 256;                 // depth of a packed slice
 constexpr int64_t kMC = 96; // at most this many rows of A per task
 constexpr size_t kL2Bytes = size_t(1) << 20; // L2 of one core
 
-/// Packs B of one batch element (bb) into kNR-column panels, each holding
-/// all of K with row stride kNR (columns past N are zero): a block of C
-/// reads its panel from start to end.
-void packB(const Matmul &p, const float *bb, int64_t panels, float *packed,
+/// Packs B of batch element bt into kNR-column panels, each holding all of
+/// K with row stride kNR (columns past N are zero), widened to f32: a block
+/// of C reads its panel from start to end.
+void packB(const Matmul &p, int64_t bt, int64_t panels, float *packed,
            bool parallel) {
+  withBType(p.btype, [&](auto type) {
+    constexpr BType T = decltype(type)::value;
+    int64_t base = p.bOffset(bt);
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t pn = 0; pn < panels; ++pn) {
-    float *dst = packed + pn * kNR * p.k;
-    int64_t cols = std::min(kNR, p.n - pn * kNR);
-    if (p.bs[1] == 1) {
-      // B is a transposed view (a weight stored [N, K]): read along K.
-      for (int64_t j = 0; j < kNR; ++j) {
-        const float *src = bb + (pn * kNR + j) * p.bs[2];
+    for (int64_t pn = 0; pn < panels; ++pn) {
+      float *dst = packed + pn * kNR * p.k;
+      int64_t cols = std::min(kNR, p.n - pn * kNR);
+      if (p.bs[1] == 1) {
+        // B is a transposed view (a weight stored [N, K]): read along K.
+        for (int64_t j = 0; j < kNR; ++j) {
+          int64_t src = base + (pn * kNR + j) * p.bs[2];
+          for (int64_t l = 0; l < p.k; ++l)
+            dst[l * kNR + j] = j < cols ? loadB<T>(p.b, src + l) : 0.0f;
+        }
+      } else {
         for (int64_t l = 0; l < p.k; ++l)
-          dst[l * kNR + j] = j < cols ? src[l] : 0.0f;
+          for (int64_t j = 0; j < kNR; ++j)
+            dst[l * kNR + j] = j < cols
+                                   ? loadB<T>(p.b, base + l * p.bs[1] +
+                                                       (pn * kNR + j) * p.bs[2])
+                                   : 0.0f;
       }
-    } else {
-      for (int64_t l = 0; l < p.k; ++l)
-        for (int64_t j = 0; j < kNR; ++j)
-          dst[l * kNR + j] =
-              j < cols ? bb[l * p.bs[1] + (pn * kNR + j) * p.bs[2]] : 0.0f;
     }
-  }
+  });
 }
 
 /// Packed copies of constant B operands (weights), made on first use and
@@ -88,8 +137,14 @@ void packB(const Matmul &p, const float *bb, int64_t panels, float *packed,
 /// bound, so each is packed once, never per call.
 class PackedWeights {
 public:
-  const float *get(const Matmul &p, const float *bb, int64_t panels) {
-    Key key{bb, p.k, p.n, p.bs[1], p.bs[2]};
+  const float *get(const Matmul &p, int64_t bt, int64_t panels) {
+    size_t elementSize = p.btype == BType::F32 ? 4 : 2;
+    Key key{static_cast<const char *>(p.b) + p.bOffset(bt) * elementSize,
+            p.btype,
+            p.k,
+            p.n,
+            p.bs[1],
+            p.bs[2]};
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end())
@@ -97,16 +152,18 @@ public:
     size_t floats = size_t(panels * kNR * p.k);
     std::unique_ptr<float[], Free> buffer(static_cast<float *>(
         std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64)));
-    packB(p, bb, panels, buffer.get(), /*parallel=*/true);
+    packB(p, bt, panels, buffer.get(), /*parallel=*/true);
     return cache.emplace(key, std::move(buffer)).first->second.get();
   }
 
 private:
   struct Key {
-    const float *b;
+    const void *b;
+    BType type;
     int64_t k, n, s1, s2;
     bool operator==(const Key &o) const {
-      return b == o.b && k == o.k && n == o.n && s1 == o.s1 && s2 == o.s2;
+      return b == o.b && type == o.type && k == o.k && n == o.n && s1 == o.s1 &&
+             s2 == o.s2;
     }
   };
   struct Hash {
@@ -147,7 +204,6 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   using namespace tfc::uk;
   int64_t panels = (p.n + kNR - 1) / kNR;
   const float *ab = p.a + bt * p.as[0];
-  const float *bb = p.b + bt * p.bs[0];
   float *cb = p.c + bt * p.cs[0];
 
   // The packing buffers live across calls (thread_local: a batch of small
@@ -155,10 +211,10 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   static thread_local std::vector<float> bStorage;
   const float *packed;
   if (p.constantB) {
-    packed = packedWeights.get(p, bb, panels);
+    packed = packedWeights.get(p, bt, panels);
   } else {
     float *scratch = alignedScratch(bStorage, size_t(panels * kNR * p.k));
-    packB(p, bb, panels, scratch, parallel);
+    packB(p, bt, panels, scratch, parallel);
     packed = scratch;
   }
   // The kernel on rows [i0, i0 + rows) of C, panel pn, every K slice; A of
@@ -272,42 +328,45 @@ extern "C" void tfc_uk_forget_packed_weights(void) {
 #endif
 }
 
-extern "C" void _mlir_ciface_tfc_uk_batch_matmul_f32(MemRef<3> *a, MemRef<3> *b,
-                                                     MemRef<3> *c,
-                                                     int32_t flags) {
+/// The product of memref descriptors a, b, c (rank 2 or 3; rank 2 is a
+/// batch of one) with B's elements of type `btype`.
+template <int Rank, typename BElement>
+void runDescriptors(MemRef<Rank> *a, MemRef<Rank, BElement> *b, MemRef<Rank> *c,
+                    int32_t flags, BType btype) {
+  constexpr int d = Rank - 2; // the first matrix dimension
   Matmul p{(flags & TFC_UK_ACCUMULATE) != 0,
            (flags & TFC_UK_CONSTANT_B) != 0,
-           c->sizes[0],
-           c->sizes[1],
-           c->sizes[2],
-           a->sizes[2],
+           btype,
+           Rank == 3 ? c->sizes[0] : 1,
+           c->sizes[d],
+           c->sizes[d + 1],
+           a->sizes[d + 1],
            a->data(),
            b->data(),
            c->data(),
            {},
            {},
            {}};
-  for (int d = 0; d < 3; ++d) {
-    p.as[d] = a->strides[d];
-    p.bs[d] = b->strides[d];
-    p.cs[d] = c->strides[d];
+  for (int i = 0; i < Rank; ++i) {
+    p.as[3 - Rank + i] = a->strides[i];
+    p.bs[3 - Rank + i] = b->strides[i];
+    p.cs[3 - Rank + i] = c->strides[i];
   }
   run(p);
 }
 
-extern "C" void _mlir_ciface_tfc_uk_matmul_f32(MemRef<2> *a, MemRef<2> *b,
-                                               MemRef<2> *c, int32_t flags) {
-  Matmul p{(flags & TFC_UK_ACCUMULATE) != 0,
-           (flags & TFC_UK_CONSTANT_B) != 0,
-           1,
-           c->sizes[0],
-           c->sizes[1],
-           a->sizes[1],
-           a->data(),
-           b->data(),
-           c->data(),
-           {0, a->strides[0], a->strides[1]},
-           {0, b->strides[0], b->strides[1]},
-           {0, c->strides[0], c->strides[1]}};
-  run(p);
-}
+// The entry points of ukernels.h: rank 3 (a batch) or 2, B of f32, f16 or
+// bf16 (its bits as uint16_t).
+#define TFC_MATMUL_ENTRY(NAME, RANK, ELEMENT, TYPE)                            \
+  extern "C" void _mlir_ciface_##NAME(MemRef<RANK> *a,                         \
+                                      MemRef<RANK, ELEMENT> *b,                \
+                                      MemRef<RANK> *c, int32_t flags) {        \
+    runDescriptors(a, b, c, flags, BType::TYPE);                               \
+  }
+TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32, 3, float, F32)
+TFC_MATMUL_ENTRY(tfc_uk_matmul_f32, 2, float, F32)
+TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32_f16, 3, uint16_t, F16)
+TFC_MATMUL_ENTRY(tfc_uk_matmul_f32_f16, 2, uint16_t, F16)
+TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32_bf16, 3, uint16_t, BF16)
+TFC_MATMUL_ENTRY(tfc_uk_matmul_f32_bf16, 2, uint16_t, BF16)
+#undef TFC_MATMUL_ENTRY

@@ -18,15 +18,16 @@
 
 namespace tfc::uk {
 
-/// The layout of a ranked MLIR memref descriptor.
-template <int Rank> struct MemRef {
-  float *allocated;
-  float *aligned;
+/// The layout of a ranked MLIR memref descriptor (f16 and bf16 elements
+/// as their uint16_t bits).
+template <int Rank, typename T = float> struct MemRef {
+  T *allocated;
+  T *aligned;
   int64_t offset;
   int64_t sizes[Rank];
   int64_t strides[Rank];
 
-  float *data() const { return aligned + offset; }
+  T *data() const { return aligned + offset; }
 };
 
 /// Parameters of one attention call.
@@ -63,6 +64,24 @@ void _mlir_ciface_tfc_uk_batch_matmul_f32(tfc::uk::MemRef<3> *a,
 void _mlir_ciface_tfc_uk_matmul_f32(tfc::uk::MemRef<2> *a,
                                     tfc::uk::MemRef<2> *b,
                                     tfc::uk::MemRef<2> *c, int32_t flags);
+
+/// The same products with b in f16 or bf16 (a weight of a model computing
+/// in that type): widened to f32 as it is packed, once for a constant b;
+/// the sums are f32, as with an f32 b holding the same values.
+void _mlir_ciface_tfc_uk_batch_matmul_f32_f16(tfc::uk::MemRef<3> *a,
+                                              tfc::uk::MemRef<3, uint16_t> *b,
+                                              tfc::uk::MemRef<3> *c,
+                                              int32_t flags);
+void _mlir_ciface_tfc_uk_batch_matmul_f32_bf16(tfc::uk::MemRef<3> *a,
+                                               tfc::uk::MemRef<3, uint16_t> *b,
+                                               tfc::uk::MemRef<3> *c,
+                                               int32_t flags);
+void _mlir_ciface_tfc_uk_matmul_f32_f16(tfc::uk::MemRef<2> *a,
+                                        tfc::uk::MemRef<2, uint16_t> *b,
+                                        tfc::uk::MemRef<2> *c, int32_t flags);
+void _mlir_ciface_tfc_uk_matmul_f32_bf16(tfc::uk::MemRef<2> *a,
+                                         tfc::uk::MemRef<2, uint16_t> *b,
+                                         tfc::uk::MemRef<2> *c, int32_t flags);
 
 /// Drops the packed copies of constant B operands; the model's
 /// tfc_model_weights_changed calls it when the runtime binds new weights.

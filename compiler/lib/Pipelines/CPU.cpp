@@ -34,7 +34,10 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
        "affine-loop-normalize{promote-single-iter=true},"
        "affine-parallelize{max-nested=1}),"
        "lower-affine,convert-scf-to-openmp,tfc-inline-alloca-scopes,"
-       "tfc-math-approximation,convert-scf-to-cf,expand-strided-metadata,"
+       "tfc-math-approximation,"
+       "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
+       "tfc-expand-bf16-casts,convert-scf-to-cf,"
+       "expand-strided-metadata,"
        "finalize-memref-to-llvm{use-generic-functions=true},"
        "convert-to-llvm,reconcile-unrealized-casts";
   return p;

@@ -7,7 +7,7 @@
 // the rows, each thread packing its A), odd panels and K slices, a B that
 // does not fit L2 (prefetched slice by slice), and the operand layouts a
 // model hands over: a weight stored [N, K] (B transposed, constant), a
-// transposed A, C accumulated into, a batch.
+// transposed A, C accumulated into, a batch; and B in f16 or bf16.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,24 +17,82 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstring>
 #include <ostream>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 namespace {
 
 using tfc::uk::MemRef;
 
+/// B's element type: f16 and bf16 go to the _f16 / _bf16 entry points.
+enum class BType { F32, F16, BF16 };
+
 struct Case {
   int64_t batch, m, k, n;
   bool transposeA, weightB, accumulate;
   int threads;
+  BType bType = BType::F32;
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
   *os << c.batch << "x" << c.m << "x" << c.k << "x" << c.n
       << (c.transposeA ? " A^T" : "") << (c.weightB ? " weight B" : "")
-      << (c.accumulate ? " C +=" : "") << " on " << c.threads << " threads";
+      << (c.accumulate ? " C +=" : "") << " on " << c.threads << " threads"
+      << (c.bType == BType::F16    ? ", B f16"
+          : c.bType == BType::BF16 ? ", B bf16"
+                                   : "");
+}
+
+/// Rounds b to the 16-bit type (f16: to nearest; bf16: truncated, any
+/// bf16 values will do) and returns their bits; b then holds the values
+/// exactly, for the reference.
+std::vector<uint16_t> toBits16(std::vector<float> &b, BType type) {
+  std::vector<uint16_t> bits(b.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (type == BType::F16) {
+      _Float16 h = _Float16(b[i]);
+      std::memcpy(&bits[i], &h, 2);
+      b[i] = float(h);
+    } else {
+      uint32_t u;
+      std::memcpy(&u, &b[i], 4);
+      bits[i] = uint16_t(u >> 16);
+      u &= 0xffff0000u;
+      std::memcpy(&b[i], &u, 4);
+    }
+  }
+  return bits;
+}
+
+/// One call through the entry point for B's type and rank.
+template <typename T>
+void call(std::vector<float> &a, T *b, std::vector<float> &out, const Case &c,
+          const int64_t *as, const int64_t *bs, int32_t flags) {
+  int64_t B = c.batch, M = c.m, K = c.k, N = c.n;
+  if (B == 1) {
+    MemRef<2> ma{a.data(), a.data(), 0, {M, K}, {as[1], as[2]}};
+    MemRef<2, T> mb{b, b, 0, {K, N}, {bs[1], bs[2]}};
+    MemRef<2> mc{out.data(), out.data(), 0, {M, N}, {N, 1}};
+    if constexpr (std::is_same_v<T, float>)
+      _mlir_ciface_tfc_uk_matmul_f32(&ma, &mb, &mc, flags);
+    else if (c.bType == BType::F16)
+      _mlir_ciface_tfc_uk_matmul_f32_f16(&ma, &mb, &mc, flags);
+    else
+      _mlir_ciface_tfc_uk_matmul_f32_bf16(&ma, &mb, &mc, flags);
+    return;
+  }
+  MemRef<3> ma{a.data(), a.data(), 0, {B, M, K}, {as[0], as[1], as[2]}};
+  MemRef<3, T> mb{b, b, 0, {B, K, N}, {bs[0], bs[1], bs[2]}};
+  MemRef<3> mc{out.data(), out.data(), 0, {B, M, N}, {M * N, N, 1}};
+  if constexpr (std::is_same_v<T, float>)
+    _mlir_ciface_tfc_uk_batch_matmul_f32(&ma, &mb, &mc, flags);
+  else if (c.bType == BType::F16)
+    _mlir_ciface_tfc_uk_batch_matmul_f32_f16(&ma, &mb, &mc, flags);
+  else
+    _mlir_ciface_tfc_uk_batch_matmul_f32_bf16(&ma, &mb, &mc, flags);
 }
 
 std::vector<float> randomVector(size_t n, std::mt19937 &rng) {
@@ -63,20 +121,16 @@ double run(const Case &c, unsigned seed) {
   int32_t flags = (c.accumulate ? TFC_UK_ACCUMULATE : 0) |
                   (c.weightB ? TFC_UK_CONSTANT_B : 0);
   omp_set_num_threads(c.threads);
+  std::vector<uint16_t> b16;
+  if (c.bType != BType::F32)
+    b16 = toBits16(b, c.bType);
   // Twice: a constant B is packed on the first call and reused after.
-  for (int call = 0; call < 2; ++call) {
+  for (int pass = 0; pass < 2; ++pass) {
     out = c0;
-    if (B == 1) {
-      MemRef<2> ma{a.data(), a.data(), 0, {M, K}, {as[1], as[2]}};
-      MemRef<2> mb{b.data(), b.data(), 0, {K, N}, {bs[1], bs[2]}};
-      MemRef<2> mc{out.data(), out.data(), 0, {M, N}, {N, 1}};
-      _mlir_ciface_tfc_uk_matmul_f32(&ma, &mb, &mc, flags);
-    } else {
-      MemRef<3> ma{a.data(), a.data(), 0, {B, M, K}, {as[0], as[1], as[2]}};
-      MemRef<3> mb{b.data(), b.data(), 0, {B, K, N}, {bs[0], bs[1], bs[2]}};
-      MemRef<3> mc{out.data(), out.data(), 0, {B, M, N}, {M * N, N, 1}};
-      _mlir_ciface_tfc_uk_batch_matmul_f32(&ma, &mb, &mc, flags);
-    }
+    if (c.bType == BType::F32)
+      call(a, b.data(), out, c, as, bs, flags);
+    else
+      call(a, b16.data(), out, c, as, bs, flags);
   }
   tfc_uk_forget_packed_weights();
   double worst = 0;
@@ -126,6 +180,12 @@ INSTANTIATE_TEST_SUITE_P(
         // More blocks than threads (kMC = 96 rows at most each).
         Case{1, 301, 129, 48, false, true, false, 2},
         Case{1, 200, 40, 31, true, true, true, 1},
+        // B in f16 and bf16 (a weight of a model computing in them, and
+        // a product of activations), widened as it is packed.
+        Case{1, 1, 300, 70, false, true, false, 2, BType::F16},
+        Case{1, 130, 700, 33, false, true, true, 2, BType::BF16},
+        Case{3, 70, 300, 50, true, false, false, 2, BType::F16},
+        Case{4, 9, 40, 17, false, false, true, 1, BType::BF16},
         // Batches: small products spread over the threads, large ones
         // each on all of them.
         Case{5, 13, 37, 21, false, false, false, 2},

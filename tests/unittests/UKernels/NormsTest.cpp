@@ -65,7 +65,7 @@ double worst(const std::vector<float> &out, int64_t rows, int64_t n, Ref ref) {
 class NormsTest : public ::testing::TestWithParam<std::pair<int, int>> {};
 
 TEST_P(NormsTest, RmsNormMatchesDouble) {
-  auto [n, colStride] = GetParam();
+  int64_t n = std::get<0>(GetParam()), colStride = std::get<1>(GetParam());
   Rows r = randomRows(5, n, colStride, 1 + n);
   std::vector<float> out(r.rows * n);
   MemRef<2> in = view(r.x.data(), r.rows, n, colStride);
@@ -86,7 +86,7 @@ TEST_P(NormsTest, RmsNormMatchesDouble) {
 }
 
 TEST_P(NormsTest, LayerNormMatchesDouble) {
-  auto [n, colStride] = GetParam();
+  int64_t n = std::get<0>(GetParam()), colStride = std::get<1>(GetParam());
   Rows r = randomRows(5, n, colStride, 100 + n);
   std::vector<float> out(r.rows * n);
   MemRef<2> in = view(r.x.data(), r.rows, n, colStride);

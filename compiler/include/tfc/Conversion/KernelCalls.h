@@ -10,13 +10,19 @@
 
 namespace tfc {
 
-/// memref<?x...x?xf32, strided<[?, ...], offset: ?>>: the kernels' operand
-/// type, which any f32 memref casts to.
-inline mlir::MemRefType dynamicF32MemRef(mlir::MLIRContext *ctx, int64_t rank) {
+/// memref<?x...x?xT, strided<[?, ...], offset: ?>>: the kernels' operand
+/// type, which any memref of T casts to.
+inline mlir::MemRefType dynamicMemRef(mlir::MLIRContext *ctx, int64_t rank,
+                                      mlir::Type element) {
   llvm::SmallVector<int64_t> dyn(rank, mlir::ShapedType::kDynamic);
   return mlir::MemRefType::get(
-      dyn, mlir::Float32Type::get(ctx),
+      dyn, element,
       mlir::StridedLayoutAttr::get(ctx, mlir::ShapedType::kDynamic, dyn));
+}
+
+/// dynamicMemRef of f32.
+inline mlir::MemRefType dynamicF32MemRef(mlir::MLIRContext *ctx, int64_t rank) {
+  return dynamicMemRef(ctx, rank, mlir::Float32Type::get(ctx));
 }
 
 /// Declares kernel `name` in `module` once, private, with the C interface

@@ -64,13 +64,30 @@ def MathApproximation : Pass<"tfc-math-approximation"> {
   ];
 }
 
-def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
-  let summary = "Lower f32 matmuls on buffers to tfc's packed GEMM kernel";
+def ExpandBF16Casts : Pass<"tfc-expand-bf16-casts"> {
+  let summary = "Expand f32 <-> bf16 conversions into integer arithmetic";
   let description = [{
-    Replaces `linalg.matmul` and `linalg.batch_matmul` on f32 memrefs (with
-    their default indexing maps) by calls into the packed AVX-512 GEMM
-    micro-kernel linked into every model: B is packed into 32-column panels
-    per 256-deep slice and a 12 x 32 block of C stays in registers. The op's
+    Rewrites `arith.truncf` f32 -> bf16 (round to nearest even, NaN kept a
+    NaN) and `arith.extf` bf16 -> f32 into shifts and adds on the bits
+    (MLIR's `populateExpandBFloat16Patterns`). Without AVX512-BF16, LLVM
+    lowers each truncation to a call of compiler-rt's `__truncsfbf2`, one
+    element at a time, in the loops of a model computing in bf16; the
+    integer forms vectorise.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
+  let summary = "Lower matmuls with f32 results on buffers to tfc's packed GEMM kernel";
+  let description = [{
+    Replaces `linalg.matmul` and `linalg.batch_matmul` with an f32 result
+    (and their default indexing maps) by calls into the packed GEMM
+    micro-kernel linked into every model (compiler/ukernels/matmul.cpp): B
+    is packed into two-vector panels, 256-deep slices of which stay in L1
+    while 6-row blocks of C stay in registers. An f16 or bf16 B goes to the
+    kernel's `_f16` / `_bf16` variant as it is and is widened as it is
+    packed, a weight (`tfc.role = "weight"`) once for the life of the
+    process; an f16 or bf16 A is widened into an f32 temporary. The op's
     accumulate semantics (C += A . B) are kept. Runs after bufferization.
 
     Before:

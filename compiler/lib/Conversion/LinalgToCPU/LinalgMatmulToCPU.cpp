@@ -151,10 +151,11 @@ Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
   return wide;
 }
 
-/// linalg.matmul / linalg.batch_matmul on f32 buffers with the default
-/// maps; f16/bf16 operands with an f32 result are widened to f32 first
-/// (the same products and f32 sums the op defines) and the temporaries
-/// freed after the call.
+/// linalg.matmul / linalg.batch_matmul with an f32 result and the default
+/// maps. An f16/bf16 B goes to the kernel's _f16 / _bf16 variant as it is:
+/// the kernel widens it as it packs it (once for a weight); an f16/bf16 A is
+/// widened into an f32 temporary, freed after the call. Either way, the same
+/// products and f32 sums the op defines.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
   MatmulToKernel(MLIRContext *ctx, StringRef kernel)
       : OpRewritePattern<OpTy>(ctx), kernel(kernel.str()) {}
@@ -192,29 +193,31 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
       accumulate = false;
     }
 
-    // A weight widened into a temporary is not constant: the packed copies
-    // of constant operands are keyed by address, which the next temporary
-    // may reuse.
-    bool constantB = isWeight(operands[1]) && elementType(operands[1]).isF32();
+    bool constantB = isWeight(operands[1]);
+    Type bType = elementType(operands[1]);
+    std::string name = kernel + (bType.isF16()    ? "_f16"
+                                 : bType.isBF16() ? "_bf16"
+                                                  : "");
     SmallVector<Value> temporaries;
-    for (Value &v : MutableArrayRef(operands).take_front(2))
-      if (!elementType(v).isF32()) {
-        v = widenToF32(rewriter, loc, v);
-        temporaries.push_back(v);
-      }
+    if (!elementType(operands[0]).isF32()) {
+      operands[0] = widenToF32(rewriter, loc, operands[0]);
+      temporaries.push_back(operands[0]);
+    }
 
     MemRefType dyn = dynamicF32MemRef(op.getContext(), rank);
+    MemRefType dynB = dynamicMemRef(op.getContext(), rank, bType);
     SmallVector<Value> args;
-    for (Value v : operands)
-      args.push_back(memref::CastOp::create(rewriter, loc, dyn, v));
+    for (auto [i, v] : llvm::enumerate(operands))
+      args.push_back(
+          memref::CastOp::create(rewriter, loc, i == 1 ? dynB : dyn, v));
     // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B.
     int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 : 0);
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(flags)));
-    declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), kernel,
-                  {dyn, dyn, dyn, rewriter.getI32Type()});
-    auto call = rewriter.replaceOpWithNewOp<func::CallOp>(op, kernel,
-                                                          TypeRange(), args);
+    declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), name,
+                  {dyn, dynB, dyn, rewriter.getI32Type()});
+    auto call =
+        rewriter.replaceOpWithNewOp<func::CallOp>(op, name, TypeRange(), args);
     rewriter.setInsertionPointAfter(call);
     for (Value t : temporaries)
       memref::DeallocOp::create(rewriter, loc, t);

@@ -1,8 +1,9 @@
-//===- MathApproximation.cpp - Polynomial approximations of math ops ------===//
+//===- MathApproximation.cpp - Vectorisable forms of math ops and casts ---===//
 
 #include "tfc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Approximation.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
@@ -12,6 +13,7 @@
 using namespace mlir;
 
 namespace tfc {
+#define GEN_PASS_DEF_EXPANDBF16CASTS
 #define GEN_PASS_DEF_MATHAPPROXIMATION
 #include "tfc/Conversion/Passes.h.inc"
 } // namespace tfc
@@ -25,6 +27,15 @@ struct MathApproximationPass
     RewritePatternSet patterns(&getContext());
     populateMathPolynomialApproximationPatterns(
         patterns, MathPolynomialApproximationOptions{});
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+struct ExpandBF16CastsPass : impl::ExpandBF16CastsBase<ExpandBF16CastsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    arith::populateExpandBFloat16Patterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
