@@ -1,6 +1,6 @@
 //===- tfc-bench.cpp - Fused against unfused, measured in one run ---------===//
 //
-//   tfc-bench [--kernel=attention|softmax|layer_norm|rms_norm]
+//   tfc-bench [--kernel=attention|softmax|layer_norm|rms_norm|matmul]
 //             [--shapes=S1;S2;...]
 //             [--causal] [--threads=N] [--repeat=R] [--json=FILE]
 //             [--target=cpu|nvptx] [--dtype=f32|f16|bf16]
@@ -14,6 +14,12 @@
 // memory-bound softmax and norms. Peak memory is the inputs, outputs
 // and the working memory the model obtains from the runtime's allocator.
 //
+// --kernel=matmul times a linear layer, A [M, K] times a weight W [N, K]
+// transposed (as models store them; bound as a weight, so packed once),
+// against oneDNN's sgemm of the same shape on the same values in f32 (it
+// packs per call). There is one build (fusion does not change a matmul),
+// checked against a float64 product.
+//
 // With --target=nvptx the builds run through the CUDA driver and each run
 // is the model's kernels timed with CUDA events (tfc_model_time: inputs
 // copied in and outputs out around them, not timed); there is no reference
@@ -22,7 +28,7 @@
 //
 // Shapes: attention B x H x S x D (Sq = Skv = S), B x H x Sq x Skv x D
 // (decode: Sq = 1) or B x Hq x Hkv x Sq x Skv x D (grouped-query heads),
-// softmax, layer_norm and rms_norm ROWS x N.
+// softmax, layer_norm and rms_norm ROWS x N, matmul M x K x N.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,9 +124,9 @@ std::string tensorType(const std::vector<int64_t> &shape,
 /// The MLIR of one kernel and the shapes of its inputs and output.
 struct KernelSpec {
   std::string mlir;
-  std::vector<std::vector<int64_t>> inputs;
+  std::vector<std::vector<int64_t>> inputs, weights;
   std::vector<int64_t> output;
-  double flops = 0; // attention only
+  double flops = 0; // attention and matmul
 };
 
 KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
@@ -148,6 +154,33 @@ KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
         pairs += double(std::clamp<int64_t>(i + skv - sq + 1, 0, skv));
     }
     k.flops = 4.0 * b * h * d * pairs;
+    return k;
+  }
+  if (o.kernel == "matmul") {
+    // C = A . W^T with f32 sums, rounded to the element type.
+    int64_t m = dims[0], kk = dims[1], n = dims[2];
+    std::string ta = tensorType({m, kk}, o.dtype),
+                tw = tensorType({n, kk}, o.dtype),
+                twt = tensorType({kk, n}, o.dtype),
+                tc = tensorType({m, n}, "f32"),
+                ty = tensorType({m, n}, o.dtype);
+    k.inputs = {{m, kk}};
+    k.weights = {{n, kk}};
+    k.output = {m, n};
+    k.flops = 2.0 * m * n * kk;
+    k.mlir = "func.func @main(%a: " + ta + ", %w: " + tw +
+             " {tfc.name = \"w\", tfc.role = \"weight\"}) -> " + ty +
+             " {\n  %wt = tosa.transpose %w {perms = array<i32: 1, 0>} : (" +
+             tw + ") -> " + twt + "\n  %e = tensor.empty() : " + tc +
+             "\n  %z = arith.constant 0.0 : f32\n  %f = linalg.fill ins(%z : "
+             "f32) outs(%e : " +
+             tc + ") -> " + tc + "\n  %c = linalg.matmul ins(%a, %wt : " + ta +
+             ", " + twt + ") outs(%f : " + tc + ") -> " + tc + "\n";
+    if (o.dtype == "f32")
+      k.mlir += "  return %c : " + tc + "\n}\n";
+    else
+      k.mlir += "  %y = tosa.cast %c : (" + tc + ") -> " + ty +
+                "\n  return %y : " + ty + "\n}\n";
     return k;
   }
   int64_t rows = dims[0], n = dims[1];
@@ -300,11 +333,15 @@ struct Build {
 
 void loadAndBind(Build &b, const std::string &lib,
                  std::vector<std::unique_ptr<Buffer>> &inputs,
+                 std::vector<std::unique_ptr<Buffer>> &weights,
                  const KernelSpec &k) {
   check(tfc_model_load(lib.c_str(), &b.model), "loading " + lib);
   for (size_t i = 0; i < inputs.size(); ++i)
     check(tfc_model_bind_input(b.model, int32_t(i), inputs[i]->data),
           "binding input");
+  for (size_t i = 0; i < weights.size(); ++i)
+    check(tfc_model_bind_weight(b.model, int32_t(i), weights[i]->data),
+          "binding weight");
   b.out = std::make_unique<Buffer>(elements(k.output));
   check(tfc_model_bind_output(b.model, 0, b.out->data), "binding output");
   // Working memory: what the model's first run obtains from the allocator
@@ -375,12 +412,13 @@ int main(int argc, char **argv) {
         o.compileFlags.push_back(flag);
     } else if (a == "--help" || a == "-h") {
       std::printf("usage: tfc-bench "
-                  "[--kernel=attention|softmax|layer_norm|rms_norm] "
+                  "[--kernel=attention|softmax|layer_norm|rms_norm|matmul] "
                   "[--shapes=S1;S2;...] [--causal] [--threads=N] "
                   "[--repeat=R] [--json=FILE] [--target=cpu|nvptx] "
                   "[--dtype=f32|f16|bf16] [--compile-flags=\"FLAGS\"]\n"
                   "shapes: attention BxHxSxD, BxHxSqxSkvxD (decode: Sq = 1) "
-                  "or BxHqxHkvxSqxSkvxD, softmax and the norms ROWSxN\n"
+                  "or BxHqxHkvxSqxSkvxD, softmax and the norms ROWSxN, "
+                  "matmul MxKxN (A [M, K] times a weight [N, K] transposed)\n"
                   "nvptx: the models' kernels timed with CUDA events, no "
                   "reference; compile flags go to both builds\n");
       return 0;
@@ -392,15 +430,18 @@ int main(int argc, char **argv) {
   if (o.dtype != "f32" && o.dtype != "f16" && o.dtype != "bf16")
     die("unknown --dtype '" + o.dtype + "' (f32, f16 or bf16)");
   if (o.kernel != "attention" && o.kernel != "softmax" &&
-      o.kernel != "layer_norm" && o.kernel != "rms_norm")
+      o.kernel != "layer_norm" && o.kernel != "rms_norm" &&
+      o.kernel != "matmul")
     die("unknown --kernel '" + o.kernel +
-        "' (attention, softmax, layer_norm or rms_norm)");
+        "' (attention, softmax, layer_norm, rms_norm or matmul)");
+  bool matmul = o.kernel == "matmul";
   if (o.threads < 1 || o.repeat < 3)
     die("--threads must be at least 1 and --repeat at least 3");
   if (o.shapes.empty())
     o.shapes = o.kernel == "attention"
                    ? "1x12x512x64;1x12x1024x64;1x12x2048x64;1x12x4096x64"
-                   : "8192x384;2048x1536;1536x4096";
+               : matmul ? "128x768x768;128x768x2048;128x2048x768"
+                        : "8192x384;2048x1536;1536x4096";
   // Two OpenMP runtimes share the process: the models' (LLVM's libomp) and
   // the sgemm reference's (oneDNN's libgomp). With more than one thread,
   // each one's idle workers spin for a while after a parallel region and
@@ -431,10 +472,11 @@ int main(int argc, char **argv) {
   o.workdir = tmpl;
 
   // The references run on the host: none for GPU builds.
-  SgemmFn sgemm = o.kernel == "attention" && !o.gpu() ? findSgemm() : nullptr;
+  bool computeBound = o.kernel == "attention" || matmul;
+  SgemmFn sgemm = computeBound && !o.gpu() ? findSgemm() : nullptr;
   const int64_t gemmN = 1024;
   std::unique_ptr<Buffer> ga, gb, gc;
-  if (sgemm) {
+  if (sgemm && !matmul) {
     ga = std::make_unique<Buffer>(gemmN * gemmN);
     gb = std::make_unique<Buffer>(gemmN * gemmN);
     gc = std::make_unique<Buffer>(gemmN * gemmN);
@@ -451,7 +493,8 @@ int main(int argc, char **argv) {
   while (std::getline(shapeList, shapeText, ';')) {
     std::vector<int64_t> dims = o.kernel == "attention"
                                     ? parseShape(shapeText, {4, 5, 6})
-                                    : parseShape(shapeText, {2});
+                                : matmul ? parseShape(shapeText, {3})
+                                         : parseShape(shapeText, {2});
     if (dims.size() == 6 && dims[1] % dims[2] != 0)
       die("bad shape '" + shapeText + "': " + std::to_string(dims[1]) +
           " query heads are not a multiple of " + std::to_string(dims[2]) +
@@ -466,7 +509,8 @@ int main(int argc, char **argv) {
       std::fclose(f);
     }
     compile(o, base + ".mlir", base + ".fused.so", true);
-    compile(o, base + ".mlir", base + ".unfused.so", false);
+    if (!matmul)
+      compile(o, base + ".mlir", base + ".unfused.so", false);
 
     std::vector<std::unique_ptr<Buffer>> inputs;
     size_t ioBytes = elements(k.output) * o.elementBytes();
@@ -476,21 +520,56 @@ int main(int argc, char **argv) {
         inputs.back()->set(i, normal(rng), o.dtype);
       ioBytes += elements(shape) * o.elementBytes();
     }
+    std::vector<std::unique_ptr<Buffer>> weights;
+    for (auto &shape : k.weights) {
+      weights.push_back(std::make_unique<Buffer>(elements(shape)));
+      for (size_t i = 0; i < weights.back()->count; ++i)
+        weights.back()->set(i, normal(rng), o.dtype);
+      ioBytes += elements(shape) * o.elementBytes();
+    }
     Build fused, unfused;
-    loadAndBind(fused, base + ".fused.so", inputs, k);
-    loadAndBind(unfused, base + ".unfused.so", inputs, k);
+    loadAndBind(fused, base + ".fused.so", inputs, weights, k);
+    if (!matmul)
+      loadAndBind(unfused, base + ".unfused.so", inputs, weights, k);
 
+    // The unfused build's result, or a matmul's float64 product (of the
+    // inputs as rounded to the element type).
+    auto expected = [&](size_t i) -> double {
+      if (!matmul)
+        return unfused.out->get(i, o.dtype);
+      int64_t kk = dims[1], n = dims[2], row = int64_t(i) / n,
+              col = int64_t(i) % n;
+      double sum = 0;
+      for (int64_t l = 0; l < kk; ++l)
+        sum += double(inputs[0]->get(row * kk + l, o.dtype)) *
+               weights[0]->get(col * kk + l, o.dtype);
+      return sum;
+    };
     double num = 0, den = 0;
     for (size_t i = 0; i < fused.out->count; ++i) {
-      double f = fused.out->get(i, o.dtype), u = unfused.out->get(i, o.dtype);
+      double f = fused.out->get(i, o.dtype), u = expected(i);
       num += (f - u) * (f - u);
       den += u * u;
     }
     double error = std::sqrt(num / std::max(den, 1e-300));
     if (!(error <= o.tolerance())) {
-      std::fprintf(stderr, "tfc-bench: %s %s: fused and unfused differ (%g)\n",
-                   o.kernel.c_str(), shapeText.c_str(), error);
+      std::fprintf(stderr, "tfc-bench: %s %s: %s differ (%g)\n",
+                   o.kernel.c_str(), shapeText.c_str(),
+                   matmul ? "the build and a float64 product"
+                          : "fused and unfused",
+                   error);
       mismatch = true;
+    }
+    // A matmul's sgemm runs the same shape on the same values in f32.
+    std::unique_ptr<Buffer> ma, mw, mc;
+    if (matmul && sgemm) {
+      ma = std::make_unique<Buffer>(inputs[0]->count);
+      mw = std::make_unique<Buffer>(weights[0]->count);
+      mc = std::make_unique<Buffer>(elements(k.output));
+      for (size_t i = 0; i < ma->count; ++i)
+        ma->data[i] = inputs[0]->get(i, o.dtype);
+      for (size_t i = 0; i < mw->count; ++i)
+        mw->data[i] = weights[0]->get(i, o.dtype);
     }
 
     // The reference: sgemm (compute) or a copy of the output's bytes
@@ -501,7 +580,10 @@ int main(int argc, char **argv) {
     auto reference = [&]() {
       if (o.gpu())
         return;
-      if (sgemm)
+      if (matmul && sgemm)
+        sgemm('N', 'T', dims[0], dims[2], dims[1], 1.0f, ma->data, dims[1],
+              mw->data, dims[1], 0.0f, mc->data, dims[2]);
+      else if (sgemm)
         sgemm('N', 'N', gemmN, gemmN, gemmN, 1.0f, ga->data, gemmN, gb->data,
               gemmN, 0.0f, gc->data, gemmN);
       else {
@@ -517,7 +599,7 @@ int main(int argc, char **argv) {
     // what the previous run left there (otherwise whichever runs after the
     // smaller footprint finds part of its input cached, and the ratio
     // depends on the order and on the neighbours' cache use).
-    Buffer flush(sgemm || o.gpu() ? 0 : kFlushBytes / 4);
+    Buffer flush(computeBound || o.gpu() ? 0 : kFlushBytes / 4);
     auto evict = [&]() {
       for (size_t i = 0; i < flush.count; i += 16)
         flush.data[i] += 1.0f;
@@ -535,7 +617,8 @@ int main(int argc, char **argv) {
       if (o.gpu()) {
         int32_t warmup = r == 0 ? 1 : 0;
         tf.push_back(kernelSeconds(fused.model, warmup, "fused run"));
-        tu.push_back(kernelSeconds(unfused.model, warmup, "unfused run"));
+        tu.push_back(
+            matmul ? 0 : kernelSeconds(unfused.model, warmup, "unfused run"));
         tr.push_back(0);
         continue;
       }
@@ -545,7 +628,8 @@ int main(int argc, char **argv) {
       double t1 = now();
       evict();
       double t2 = now();
-      check(tfc_model_invoke(unfused.model), "unfused run");
+      if (!matmul)
+        check(tfc_model_invoke(unfused.model), "unfused run");
       double t3 = now();
       evict();
       double t4 = now();
@@ -561,9 +645,10 @@ int main(int argc, char **argv) {
     row.unfusedMs = median(tu) * 1e3;
     row.refMs = median(tr) * 1e3;
     row.error = error;
-    if (o.kernel == "attention") {
+    if (computeBound) {
+      double refFlops = matmul ? k.flops : 2.0 * gemmN * gemmN * gemmN;
       row.gflops = k.flops / (row.fusedMs * 1e6);
-      row.refRate = sgemm ? 2.0 * gemmN * gemmN * gemmN / (row.refMs * 1e6) : 0;
+      row.refRate = sgemm ? refFlops / (row.refMs * 1e6) : 0;
       row.fraction = sgemm ? row.gflops / row.refRate : 0;
     } else {
       // Bandwidth of the kernel counted as one read and one write, and its
@@ -578,7 +663,7 @@ int main(int argc, char **argv) {
     rows.push_back(row);
   }
 
-  bool att = o.kernel == "attention";
+  bool att = computeBound;
   if (o.gpu())
     std::printf("tfc-bench: %s%s, nvptx %s, median of %d interleaved runs "
                 "(kernels, CUDA events)\n",
@@ -590,7 +675,10 @@ int main(int argc, char **argv) {
                 o.kernel.c_str(), att && o.causal ? " (causal)" : "",
                 o.dtype == "f32" ? "" : (o.dtype + ", ").c_str(), o.threads,
                 o.threads == 1 ? "" : "s", o.repeat);
-  if (att)
+  if (matmul)
+    std::printf("| shape MxKxN | tfc ms | tfc GFLOP/s | sgemm ms | sgemm "
+                "GFLOP/s | of sgemm | MiB |\n|---|---|---|---|---|---|---|\n");
+  else if (att)
     std::printf("| shape BxHxSxD, BxHxSqxSkvxD or BxHqxHkvxSqxSkvxD | fused ms "
                 "| unfused ms | "
                 "speedup | fused "
@@ -601,6 +689,16 @@ int main(int argc, char **argv) {
                 "| copy GB/s | time / copy | fused MiB | unfused MiB |\n"
                 "|---|---|---|---|---|---|---|---|---|\n");
   for (const Row &r : rows) {
+    if (matmul) {
+      if (o.gpu())
+        std::printf("| %s | %.3f | %.1f | — | — | — | — |\n", r.shape.c_str(),
+                    r.fusedMs, r.gflops);
+      else
+        std::printf("| %s | %.3f | %.1f | %.3f | %.1f | %.0f%% | %.1f |\n",
+                    r.shape.c_str(), r.fusedMs, r.gflops, r.refMs, r.refRate,
+                    r.fraction * 100, r.fusedMiB);
+      continue;
+    }
     std::printf("| %s | %.3f | %.3f | %.2fx | %.1f |", r.shape.c_str(),
                 r.fusedMs, r.unfusedMs, r.unfusedMs / r.fusedMs, r.gflops);
     if (o.gpu()) // no host reference, the device memory is not counted
@@ -620,28 +718,35 @@ int main(int argc, char **argv) {
                  "\"rows\": [\n",
                  o.kernel.c_str(), o.causal ? "true" : "false", o.threads,
                  o.repeat, o.target.c_str(), o.dtype.c_str());
-    // GPU builds: no host reference and no memory count (null).
-    auto host = [&](double v, const char *format) {
+    // GPU builds: no host reference and no memory count (null); a matmul
+    // has no unfused build (null) and is checked against float64.
+    auto value = [](bool known, double v, const char *format) {
       char buf[64] = "null";
-      if (!o.gpu())
+      if (known)
         std::snprintf(buf, sizeof buf, format, v);
       return std::string(buf);
+    };
+    auto host = [&](double v, const char *format) {
+      return value(!o.gpu(), v, format);
     };
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row &r = rows[i];
       std::fprintf(
           f,
-          "  {\"shape\": \"%s\", \"fused_ms\": %.6f, \"unfused_ms\": %.6f, "
-          "\"speedup\": %.4f, \"%s\": %.3f, \"%s\": %s, \"%s\": %s, "
+          "  {\"shape\": \"%s\", \"fused_ms\": %.6f, \"unfused_ms\": %s, "
+          "\"speedup\": %s, \"%s\": %.3f, \"%s\": %s, \"%s\": %s, "
           "\"fused_peak_mib\": %s, \"unfused_peak_mib\": %s, "
-          "\"fused_vs_unfused_rel_error\": %.3g}%s\n",
-          r.shape.c_str(), r.fusedMs, r.unfusedMs, r.unfusedMs / r.fusedMs,
+          "\"%s\": %.3g}%s\n",
+          r.shape.c_str(), r.fusedMs,
+          value(!matmul, r.unfusedMs, "%.6f").c_str(),
+          value(!matmul, r.unfusedMs / r.fusedMs, "%.4f").c_str(),
           att ? "fused_gflops" : "fused_gbps", r.gflops,
           att ? "sgemm_gflops" : "copy_gbps", host(r.refRate, "%.3f").c_str(),
           att ? "fraction_of_sgemm" : "time_over_copy",
           host(r.fraction, "%.4f").c_str(), host(r.fusedMiB, "%.3f").c_str(),
-          host(r.unfusedMiB, "%.3f").c_str(), r.error,
-          i + 1 < rows.size() ? "," : "");
+          value(!o.gpu() && !matmul, r.unfusedMiB, "%.3f").c_str(),
+          matmul ? "rel_error_vs_float64" : "fused_vs_unfused_rel_error",
+          r.error, i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "]}\n");
     std::fclose(f);
