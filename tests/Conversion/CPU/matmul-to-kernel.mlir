@@ -44,3 +44,62 @@ func.func @f16_result(%a: memref<16x32xf16>, %w: memref<32x24xf16>, %c: memref<1
   linalg.matmul ins(%a, %w : memref<16x32xf16>, memref<32x24xf16>) outs(%c : memref<16x24xf16>)
   return
 }
+
+// C made all zeros right before the matmul (the last op with memory effects
+// before it: casts and views have none) is overwritten by the kernel instead:
+// a zero fill of C, or a copy into C of a zero-filled buffer, goes away, and
+// the call does not accumulate (flag 0). Views of C read after the matmul do
+// not matter.
+// CHECK-LABEL: func.func @zero_fill
+// CHECK-NOT: linalg.fill
+// CHECK: arith.constant 0 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+func.func @zero_fill(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %c: memref<16x24xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%c : memref<16x24xf32>)
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  return
+}
+// CHECK-LABEL: func.func @zero_copy_viewed_after
+// CHECK: linalg.fill
+// CHECK-NOT: memref.copy
+// CHECK: arith.constant 0 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+// CHECK: memref.expand_shape
+func.func @zero_copy_viewed_after(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %out: memref<2x8x24xf32>) {
+  %z = arith.constant 0.0 : f32
+  %zeros = memref.alloc() : memref<16x24xf32>
+  linalg.fill ins(%z : f32) outs(%zeros : memref<16x24xf32>)
+  %c = memref.alloc() : memref<16x24xf32>
+  memref.copy %zeros, %c : memref<16x24xf32> to memref<16x24xf32>
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  %v = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 8, 24] : memref<16x24xf32> into memref<2x8x24xf32>
+  memref.copy %v, %out : memref<2x8x24xf32> to memref<2x8x24xf32>
+  return
+}
+// Not zeros, or a write between the fill and the matmul: C is accumulated
+// into (flag 1) and the fill stays.
+// CHECK-LABEL: func.func @one_fill
+// CHECK: linalg.fill
+// CHECK: arith.constant 1 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+func.func @one_fill(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %c: memref<16x24xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%c : memref<16x24xf32>)
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  return
+}
+// CHECK-LABEL: func.func @write_between
+// CHECK: linalg.fill
+// CHECK: memref.store
+// CHECK: arith.constant 1 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+func.func @write_between(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %c: memref<16x24xf32>) {
+  %z = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %i = arith.constant 3 : index
+  linalg.fill ins(%z : f32) outs(%c : memref<16x24xf32>)
+  memref.store %one, %c[%i, %i] : memref<16x24xf32>
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  return
+}

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -69,15 +70,24 @@ linalg::TransposeOp foldableTranspose(Operation *matmul, Value b) {
   return t;
 }
 
-/// C = copy of a buffer that holds zeros at that point (the last write to
-/// it before the copy is a zero fill), just before the matmul: the kernel can
-/// overwrite C instead. Returns that copy, or null.
-memref::CopyOp foldableZeroInit(Operation *matmul, Value c) {
-  SmallVector<Operation *> users = orderedUsers(c, matmul->getBlock());
-  auto it = llvm::find(users, matmul);
-  if (it == users.end() || it == users.begin())
-    return nullptr;
-  auto copy = dyn_cast<memref::CopyOp>(*std::prev(it));
+/// Whether `fill` writes zeros.
+bool isZeroFill(linalg::FillOp fill) {
+  return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+}
+
+/// The op that makes C all zeros right before the matmul, which the kernel
+/// can then overwrite instead of accumulating into: the last op before the
+/// matmul in its block with memory effects (casts and views of operands
+/// have none) is either a zero fill of C, or a copy into C of a buffer whose
+/// last write before the copy is a zero fill. Returns that fill or copy, or
+/// null.
+Operation *foldableZeroInit(Operation *matmul, Value c) {
+  Operation *prev = matmul->getPrevNode();
+  while (prev && isMemoryEffectFree(prev))
+    prev = prev->getPrevNode();
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(prev))
+    return fill.getOutputs()[0] == c && isZeroFill(fill) ? fill : nullptr;
+  auto copy = dyn_cast_or_null<memref::CopyOp>(prev);
   if (!copy || !overwrites(copy, c))
     return nullptr;
   Value source = copy.getSource();
@@ -99,8 +109,7 @@ memref::CopyOp foldableZeroInit(Operation *matmul, Value c) {
       lastWrite = user;
   }
   auto fill = dyn_cast_or_null<linalg::FillOp>(lastWrite);
-  if (!fill || fill.getOutputs()[0] != source ||
-      !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+  if (!fill || fill.getOutputs()[0] != source || !isZeroFill(fill))
     return nullptr;
   return copy;
 }
@@ -188,8 +197,8 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
       rewriter.eraseOp(t);
     }
     bool accumulate = true;
-    if (memref::CopyOp copy = foldableZeroInit(op, operands[2])) {
-      rewriter.eraseOp(copy);
+    if (Operation *init = foldableZeroInit(op, operands[2])) {
+      rewriter.eraseOp(init);
       accumulate = false;
     }
 
