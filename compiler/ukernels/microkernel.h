@@ -46,7 +46,7 @@ template <int NV> struct Tile {
   // Every lane of `cols` is set: C takes plain loads and stores. AVX2's
   // masked ones (vmaskmovps) are slow on AMD cores: with them, the 6 x 16
   // GEMM kernel's 12 loads and 12 stores of C per 256-deep slice cost it
-  // 5-10% (128x768x768 on one thread: 77 GFLOP/s, 83 with plain ones).
+  // 5-10% (128x768x256 on one thread: 76 GFLOP/s, 84 with plain ones).
   bool allCols;
   bool accumulate;
   const VecF *alpha; // per-lane scale of C, or null
