@@ -217,9 +217,6 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
     packB(p, bt, panels, scratch, parallel);
     packed = scratch;
   }
-  // The kernel on rows [i0, i0 + rows) of C, panel pn, every K slice; A of
-  // those rows at `a` (strided) or packed by packRows slice by slice at
-  // `a + k0 * rows`.
   // B larger than L2 streams from farther out: then the threads running
   // rows prefetch each next slice of B (the layout puts it right after this
   // one) while they run this one. Measured with AVX2 on one thread:
@@ -228,6 +225,9 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   // slower with it.
   const float *packedEnd = packed + panels * kNR * p.k;
   bool prefetchB = (packedEnd - packed) * sizeof(float) > kL2Bytes;
+  // The kernel on rows [i0, i0 + rows) of C, panel pn, every K slice; A of
+  // those rows at `a` (strided) or packed by packRows slice by slice at
+  // `a + k0 * rows`.
   auto panel = [&](auto layout, const float *a, int64_t i0, int64_t rows,
                    int64_t pn) {
     constexpr ARows A = decltype(layout)::value;
