@@ -101,32 +101,43 @@ constexpr int64_t kKC = 256;                 // depth of a packed slice
 constexpr int64_t kMC = 96; // at most this many rows of A per task
 constexpr size_t kL2Bytes = size_t(1) << 20; // L2 of one core
 
+/// The packed panels of a B of type T: f32, or the 16-bit values' bits
+/// (the kernel widens them as it loads them).
+template <BType T>
+using PanelElement = std::conditional_t<T == BType::F32, float, uint16_t>;
+template <BType T>
+constexpr tfc::uk::BPanel kPanel = T == BType::F32    ? tfc::uk::BPanel::F32
+                                   : T == BType::BF16 ? tfc::uk::BPanel::BF16
+                                                      : tfc::uk::BPanel::F16;
+
+/// Bytes per element of a packed panel of B.
+size_t panelElementBytes(BType t) { return t == BType::F32 ? 4 : 2; }
+
 /// Packs B of batch element bt into kNR-column panels, each holding all of
-/// K with row stride kNR (columns past N are zero), widened to f32: a block
-/// of C reads its panel from start to end.
-void packB(const Matmul &p, int64_t bt, int64_t panels, float *packed,
+/// K with row stride kNR (columns past N are zero, which is +0 in every
+/// type): a block of C reads its panel from start to end.
+void packB(const Matmul &p, int64_t bt, int64_t panels, void *packed,
            bool parallel) {
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
-    int64_t base = p.bOffset(bt);
+    using E = PanelElement<T>;
+    const E *src = static_cast<const E *>(p.b) + p.bOffset(bt);
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t pn = 0; pn < panels; ++pn) {
-      float *dst = packed + pn * kNR * p.k;
+      E *dst = static_cast<E *>(packed) + pn * kNR * p.k;
       int64_t cols = std::min(kNR, p.n - pn * kNR);
       if (p.bs[1] == 1) {
         // B is a transposed view (a weight stored [N, K]): read along K.
         for (int64_t j = 0; j < kNR; ++j) {
-          int64_t src = base + (pn * kNR + j) * p.bs[2];
+          const E *column = src + (pn * kNR + j) * p.bs[2];
           for (int64_t l = 0; l < p.k; ++l)
-            dst[l * kNR + j] = j < cols ? loadB<T>(p.b, src + l) : 0.0f;
+            dst[l * kNR + j] = j < cols ? column[l] : E(0);
         }
       } else {
         for (int64_t l = 0; l < p.k; ++l)
           for (int64_t j = 0; j < kNR; ++j)
-            dst[l * kNR + j] = j < cols
-                                   ? loadB<T>(p.b, base + l * p.bs[1] +
-                                                       (pn * kNR + j) * p.bs[2])
-                                   : 0.0f;
+            dst[l * kNR + j] =
+                j < cols ? src[l * p.bs[1] + (pn * kNR + j) * p.bs[2]] : E(0);
       }
     }
   });
@@ -137,7 +148,7 @@ void packB(const Matmul &p, int64_t bt, int64_t panels, float *packed,
 /// bound, so each is packed once, never per call.
 class PackedWeights {
 public:
-  const float *get(const Matmul &p, int64_t bt, int64_t panels) {
+  const void *get(const Matmul &p, int64_t bt, int64_t panels) {
     size_t elementSize = p.btype == BType::F32 ? 4 : 2;
     Key key{static_cast<const char *>(p.b) + p.bOffset(bt) * elementSize,
             p.btype,
@@ -149,9 +160,9 @@ public:
     auto it = cache.find(key);
     if (it != cache.end())
       return it->second.get();
-    size_t floats = size_t(panels * kNR * p.k);
-    std::unique_ptr<float[], Free> buffer(static_cast<float *>(
-        std::aligned_alloc(64, (floats * 4 + 63) / 64 * 64)));
+    size_t bytes = size_t(panels * kNR * p.k) * panelElementBytes(p.btype);
+    std::unique_ptr<void, Free> buffer(
+        std::aligned_alloc(64, (bytes + 63) / 64 * 64));
     packB(p, bt, panels, buffer.get(), /*parallel=*/true);
     return cache.emplace(key, std::move(buffer)).first->second.get();
   }
@@ -172,10 +183,10 @@ private:
     }
   };
   struct Free {
-    void operator()(float *p) const { std::free(p); }
+    void operator()(void *p) const { std::free(p); }
   };
   std::mutex mutex;
-  std::unordered_map<Key, std::unique_ptr<float[], Free>, Hash> cache;
+  std::unordered_map<Key, std::unique_ptr<void, Free>, Hash> cache;
 
 public:
   void clear() {
@@ -209,7 +220,7 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   // The packing buffers live across calls (thread_local: a batch of small
   // products runs on several threads at once).
   static thread_local std::vector<float> bStorage;
-  const float *packed;
+  const void *packed;
   if (p.constantB) {
     packed = packedWeights.get(p, bt, panels);
   } else {
@@ -217,78 +228,88 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
     packB(p, bt, panels, scratch, parallel);
     packed = scratch;
   }
-  // B larger than L2 streams from farther out: then the threads running
-  // rows prefetch each next slice of B (the layout puts it right after this
-  // one) while they run this one. Measured with AVX2 on one thread:
-  // 128x768x2048 and 128x2048x768 went from 76 to 81 GFLOP/s, 83 with B
-  // that stays in L2; 128x768x256 on two threads (B of 768 KiB) ran 5%
-  // slower with it.
-  const float *packedEnd = packed + panels * kNR * p.k;
-  bool prefetchB = (packedEnd - packed) * sizeof(float) > kL2Bytes;
-  // The kernel on rows [i0, i0 + rows) of C, panel pn, every K slice; A of
-  // those rows at `a` (strided) or packed by packRows slice by slice at
-  // `a + k0 * rows`.
-  auto panel = [&](auto layout, const float *a, int64_t i0, int64_t rows,
-                   int64_t pn) {
-    constexpr ARows A = decltype(layout)::value;
-    int64_t cols = std::min(kNR, p.n - pn * kNR);
-    for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
-      int64_t kc = std::min(kKC, p.k - k0);
-      Tile<2> t{A == ARows::Packed ? a + k0 * rows : a + k0 * p.as[2],
-                p.as[1],
-                p.as[2],
-                packed + (pn * p.k + k0) * kNR,
-                kc,
-                cb + i0 * p.cs[1] + pn * kNR,
-                p.cs[1],
-                {firstLanes(cols), firstLanes(cols - kLanes)},
-                /*allCols=*/cols == kNR,
-                /*accumulate=*/p.accumulate || k0 > 0,
-                nullptr};
-      // The next slice: this panel's, or the next panel's first.
-      const float *next = t.b + kc * kNR;
-      int64_t nextDepth = std::min(kKC, k0 + kc < p.k ? p.k - k0 - kc : p.k);
-      if (A == ARows::Packed && prefetchB && next < packedEnd) {
-        StoreCPrefetching::Run run{
-            reinterpret_cast<const char *>(next),
-            int64_t(nextDepth * kNR * sizeof(float) / 64)};
-        blockProduct<2, 1, A>(t, rows, StoreCPrefetching{&run});
-      } else {
-        blockProduct<2, 1, A>(t, rows);
+  withBType(p.btype, [&](auto type) {
+    constexpr BType T = decltype(type)::value;
+    using E = PanelElement<T>;
+    constexpr BPanel P = kPanel<T>;
+    const E *panels0 = static_cast<const E *>(packed);
+    // B larger than L2 streams from farther out: then the threads running
+    // rows prefetch each next slice of B (the layout puts it right after
+    // this one) while they run this one. Measured with AVX2 on one thread:
+    // 128x768x2048 and 128x2048x768 went from 76 to 81 GFLOP/s, 83 with B
+    // that stays in L2; 128x768x256 on two threads (B of 768 KiB) ran 5%
+    // slower with it.
+    const E *panelsEnd = panels0 + panels * kNR * p.k;
+    bool prefetchB = size_t(panelsEnd - panels0) * sizeof(E) > kL2Bytes;
+    // The kernel on rows [i0, i0 + rows) of C, panel pn, every K slice; A
+    // of those rows at `a` (strided) or packed by packRows slice by slice
+    // at `a + k0 * rows`.
+    auto panel = [&](auto layout, const float *a, int64_t i0, int64_t rows,
+                     int64_t pn) {
+      constexpr ARows A = decltype(layout)::value;
+      int64_t cols = std::min(kNR, p.n - pn * kNR);
+      for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
+        int64_t kc = std::min(kKC, p.k - k0);
+        const E *b = panels0 + (pn * p.k + k0) * kNR;
+        Tile<2> t{A == ARows::Packed ? a + k0 * rows : a + k0 * p.as[2],
+                  p.as[1],
+                  p.as[2],
+                  nullptr,
+                  kc,
+                  cb + i0 * p.cs[1] + pn * kNR,
+                  p.cs[1],
+                  {firstLanes(cols), firstLanes(cols - kLanes)},
+                  /*allCols=*/cols == kNR,
+                  /*accumulate=*/p.accumulate || k0 > 0,
+                  nullptr};
+        if constexpr (P == BPanel::F32)
+          t.b = b;
+        else
+          t.b16 = b;
+        // The next slice: this panel's, or the next panel's first.
+        const E *next = b + kc * kNR;
+        int64_t nextDepth = std::min(kKC, k0 + kc < p.k ? p.k - k0 - kc : p.k);
+        if (A == ARows::Packed && prefetchB && next < panelsEnd) {
+          StoreCPrefetching::Run run{reinterpret_cast<const char *>(next),
+                                     int64_t(nextDepth * kNR * sizeof(E) / 64)};
+          blockProduct<2, 1, A, P>(t, rows, StoreCPrefetching{&run});
+        } else {
+          blockProduct<2, 1, A, P>(t, rows);
+        }
       }
-    }
-  };
-  using Strided = std::integral_constant<ARows, ARows::Strided>;
-  using Packed = std::integral_constant<ARows, ARows::Packed>;
+    };
+    using Strided = std::integral_constant<ARows, ARows::Strided>;
+    using Packed = std::integral_constant<ARows, ARows::Packed>;
 
-  int64_t threads = parallel ? omp_get_max_threads() : 1;
-  if (p.m < 2 * kMR * threads) {
-    // Few rows: the threads split the panels, and A is read in place.
+    int64_t threads = parallel ? omp_get_max_threads() : 1;
+    if (p.m < 2 * kMR * threads) {
+      // Few rows: the threads split the panels, and A is read in place.
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t pn = 0; pn < panels; ++pn)
-      panel(Strided(), ab, 0, p.m, pn);
-    return;
-  }
-  // The threads split the rows, in blocks of whole kernel blocks, at most
-  // kMC rows, as many as a multiple of the threads. Each packs the A of its
-  // block into its own buffer and runs it against every panel: no thread
-  // reads what another wrote (a transfer between cores costs more than the
-  // packing), and B panels stay shared, read-only.
-  int64_t blocks = std::max(threads, (p.m + kMC - 1) / kMC);
-  blocks = (blocks + threads - 1) / threads * threads;
-  int64_t mc = ((p.m + blocks - 1) / blocks + kMR - 1) / kMR * kMR;
-  blocks = (p.m + mc - 1) / mc;
+      for (int64_t pn = 0; pn < panels; ++pn)
+        panel(Strided(), ab, 0, p.m, pn);
+      return;
+    }
+    // The threads split the rows, in blocks of whole kernel blocks, at most
+    // kMC rows, as many as a multiple of the threads. Each packs the A of
+    // its block into its own buffer and runs it against every panel: no
+    // thread reads what another wrote (a transfer between cores costs more
+    // than the packing), and B panels stay shared, read-only.
+    int64_t blocks = std::max(threads, (p.m + kMC - 1) / kMC);
+    blocks = (blocks + threads - 1) / threads * threads;
+    int64_t mc = ((p.m + blocks - 1) / blocks + kMR - 1) / kMR * kMR;
+    blocks = (p.m + mc - 1) / mc;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t rb = 0; rb < blocks; ++rb) {
-    int64_t i0 = rb * mc, rows = std::min(mc, p.m - i0);
-    static thread_local std::vector<float> aStorage;
-    float *pa = alignedScratch(aStorage, size_t(rows * p.k));
-    for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
-      packRows(ab + i0 * p.as[1] + k0 * p.as[2], p.as[1], p.as[2], rows,
-               std::min(kKC, p.k - k0), pa + k0 * rows);
-    for (int64_t pn = 0; pn < panels; ++pn)
-      panel(Packed(), pa, i0, rows, pn);
-  }
+    for (int64_t rb = 0; rb < blocks; ++rb) {
+      int64_t i0 = rb * mc, rows = std::min(mc, p.m - i0);
+      static thread_local std::vector<float> aStorage;
+      float *pa = alignedScratch(aStorage, size_t(rows * p.k));
+      for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
+        packRows(ab + i0 * p.as[1] + k0 * p.as[2], p.as[1], p.as[2], rows,
+                 std::min(kKC, p.k - k0), pa + k0 * rows);
+      for (int64_t pn = 0; pn < panels; ++pn)
+        panel(Packed(), pa, i0, rows, pn);
+    }
+  });
 }
 
 void matmulPacked(const Matmul &p) {

@@ -30,11 +30,17 @@ namespace tfc::uk {
 /// ymm registers (the classic 6 x 16 sgemm kernel).
 constexpr int kMR = 6;
 
+/// The element type of a packed B panel: f32, or the bits of bf16 or f16
+/// values, widened to f32 as the kernel loads them (a panel of a 16-bit
+/// weight holds half the bytes).
+enum class BPanel { F32, BF16, F16 };
+
 /// One call of the kernel:
 ///   C[r][0:NV*kLanes] = (accumulate ? C[r] * alpha : 0)
 ///                       + sum_t A[r * lda + t * astep] * B[t][0:NV*kLanes]
-/// for r < MR rows and t < n. B has row stride NV*kLanes (a packed panel); C
-/// has row stride ldc and only the lanes in `cols` are loaded and stored.
+/// for r < MR rows and t < n. B has row stride NV*kLanes (a packed panel; at
+/// b, or at b16 for a 16-bit BPanel); C has row stride ldc and only the
+/// lanes in `cols` are loaded and stored.
 template <int NV> struct Tile {
   const float *a;
   int64_t lda, astep;
@@ -49,8 +55,20 @@ template <int NV> struct Tile {
   // 5-10% (128x768x256 on one thread: 76 GFLOP/s, 84 with plain ones).
   bool allCols;
   bool accumulate;
-  const VecF *alpha; // per-lane scale of C, or null
+  const VecF *alpha;             // per-lane scale of C, or null
+  const uint16_t *b16 = nullptr; // a 16-bit B panel
 };
+
+/// Vector i of B's row stride (the element at offset i * kLanes) as f32.
+template <BPanel P, int NV>
+inline VecF loadPanel(const Tile<NV> &t, int64_t offset) {
+  if constexpr (P == BPanel::F32)
+    return vload(t.b + offset);
+  else if constexpr (P == BPanel::BF16)
+    return vloadBF16(t.b16 + offset);
+  else
+    return vloadF16(t.b16 + offset);
+}
 
 /// Side work of an epilogue that has none.
 struct NoSideWork {
@@ -115,7 +133,7 @@ enum class ARows {
 /// out-of-order core runs in the FMAs' shadow. The epilogue finishes what the
 /// loop left. The k loop is unrolled `Unroll` times: worth it for short
 /// contractions (attention's D = 64: 1-2%), not for the GEMM's 256-deep slices.
-template <int MR, int NV, int Unroll, ARows A, typename Epilogue>
+template <int MR, int NV, int Unroll, ARows A, BPanel P, typename Epilogue>
 inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
   VecF acc[MR][NV];
   for (int r = 0; r < MR; ++r)
@@ -143,7 +161,7 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
     auto step = [&](const float *a, int64_t k) {
       VecF bv[NV];
       for (int v = 0; v < NV; ++v)
-        bv[v] = vload(t.b + k * NV * kLanes + v * kLanes);
+        bv[v] = loadPanel<P>(t, k * NV * kLanes + v * kLanes);
       for (int r = 0; r < MR; ++r)
         for (int v = 0; v < NV; ++v)
           acc[r][v] = fmaddBroadcast(a + r * lda, bv[v], acc[r][v]);
@@ -172,7 +190,7 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
     auto step = [&](int64_t k) {
       VecF bv[NV];
       for (int v = 0; v < NV; ++v)
-        bv[v] = vload(t.b + k * NV * kLanes + v * kLanes);
+        bv[v] = loadPanel<P>(t, k * NV * kLanes + v * kLanes);
       for (int r = 0; r < MR; ++r) {
         for (int v = 0; v < NV; ++v)
           acc[r][v] = fmaddBroadcast(a[r], bv[v], acc[r][v]);
@@ -257,10 +275,10 @@ inline void packRows(const float *a, int64_t lda, int64_t astep, int64_t rows,
 }
 
 /// Runs the kernel on the next `rows` (< 2 kMR) rows of `t` and advances it.
-template <int NV, int Unroll, ARows A, typename Epilogue>
+template <int NV, int Unroll, ARows A, BPanel P, typename Epilogue>
 inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
   withRows(rows, [&](auto height) {
-    microKernel<decltype(height)::value, NV, Unroll, A>(t, epilogue);
+    microKernel<decltype(height)::value, NV, Unroll, A, P>(t, epilogue);
   });
   t.a += A == ARows::Packed ? rows * t.n : rows * t.lda;
   t.c += rows * t.ldc;
@@ -269,10 +287,10 @@ inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
 /// Runs the kernel over `rows` rows of A and C in the blocks of
 /// forEachRowBlock.
 template <int NV, int Unroll = 1, ARows A = ARows::Strided,
-          typename Epilogue = StoreC>
+          BPanel P = BPanel::F32, typename Epilogue = StoreC>
 inline void blockProduct(Tile<NV> t, int64_t rows, Epilogue &&epilogue = {}) {
   forEachRowBlock(rows, [&](int64_t, int64_t h) {
-    rowBlock<NV, Unroll, A>(t, h, epilogue);
+    rowBlock<NV, Unroll, A, P>(t, h, epilogue);
   });
 }
 

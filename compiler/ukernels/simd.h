@@ -47,6 +47,15 @@ inline void vstoreLanes(float *p, LaneMask m, VecF v) {
 inline VecF vmul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
 inline VecF vset1(float x) { return _mm512_set1_ps(x); }
 inline VecF vloadu(const float *p) { return _mm512_loadu_ps(p); }
+/// kLanes bf16 / f16 values (their bits, 32-byte aligned) widened to f32.
+inline VecF vloadBF16(const uint16_t *p) {
+  __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i *>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+inline VecF vloadF16(const uint16_t *p) {
+  return _mm512_cvtph_ps(
+      _mm256_load_si256(reinterpret_cast<const __m256i *>(p)));
+}
 inline void vstoreu(float *p, VecF v) { _mm512_storeu_ps(p, v); }
 /// A non-temporal store of a whole, 64-byte aligned vector.
 inline void vstream(float *p, VecF v) { _mm512_stream_ps(p, v); }
@@ -99,6 +108,14 @@ inline void vstoreLanes(float *p, LaneMask m, VecF v) {
 inline VecF vmul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
 inline VecF vset1(float x) { return _mm256_set1_ps(x); }
 inline VecF vloadu(const float *p) { return _mm256_loadu_ps(p); }
+/// kLanes bf16 / f16 values (their bits, 16-byte aligned) widened to f32.
+inline VecF vloadBF16(const uint16_t *p) {
+  __m128i h = _mm_load_si128(reinterpret_cast<const __m128i *>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+inline VecF vloadF16(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(p)));
+}
 inline void vstoreu(float *p, VecF v) { _mm256_storeu_ps(p, v); }
 /// A non-temporal store of a whole, 32-byte aligned vector.
 inline void vstream(float *p, VecF v) { _mm256_stream_ps(p, v); }

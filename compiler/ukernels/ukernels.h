@@ -66,8 +66,9 @@ void _mlir_ciface_tfc_uk_matmul_f32(tfc::uk::MemRef<2> *a,
                                     tfc::uk::MemRef<2> *c, int32_t flags);
 
 /// The same products with b in f16 or bf16 (a weight of a model computing
-/// in that type): widened to f32 as it is packed, once for a constant b;
-/// the sums are f32, as with an f32 b holding the same values.
+/// in that type): packed in 16-bit panels (once for a constant b), widened
+/// to f32 as the kernel loads them; the products and sums are those of an
+/// f32 b holding the same values.
 void _mlir_ciface_tfc_uk_batch_matmul_f32_f16(tfc::uk::MemRef<3> *a,
                                               tfc::uk::MemRef<3, uint16_t> *b,
                                               tfc::uk::MemRef<3> *c,

@@ -2,7 +2,8 @@
 //
 // Matmuls with an f32 result go to the packed f32 GEMM micro-kernel. An
 // f16 (bf16) B goes to the kernel's _f16 (_bf16) variant as it is (the
-// kernel widens it as it packs it, a weight once: flag 2, constant); an
+// kernel packs it in 16-bit panels, a weight once: flag 2, constant, and
+// widens them as it loads them); an
 // f16 (bf16) A is widened into an f32 temporary, freed after the call.
 
 // CHECK-LABEL: func.func @f16_weight

@@ -181,7 +181,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 301, 129, 48, false, true, false, 2},
         Case{1, 200, 40, 31, true, true, true, 1},
         // B in f16 and bf16 (a weight of a model computing in them, and
-        // a product of activations), widened as it is packed.
+        // a product of activations), packed in 16-bit panels and widened
+        // as the kernel loads them.
         Case{1, 1, 300, 70, false, true, false, 2, BType::F16},
         Case{1, 130, 700, 33, false, true, true, 2, BType::BF16},
         Case{3, 70, 300, 50, true, false, false, 2, BType::F16},

@@ -85,9 +85,10 @@ def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
     micro-kernel linked into every model (compiler/ukernels/matmul.cpp): B
     is packed into two-vector panels, 256-deep slices of which stay in L1
     while 6-row blocks of C stay in registers. An f16 or bf16 B goes to the
-    kernel's `_f16` / `_bf16` variant as it is and is widened as it is
-    packed, a weight (`tfc.role = "weight"`) once for the life of the
-    process; an f16 or bf16 A is widened into an f32 temporary. The op's
+    kernel's `_f16` / `_bf16` variant as it is: the kernel packs it in
+    16-bit panels, a weight (`tfc.role = "weight"`) once for the life of
+    the process, and widens them as it loads them; an f16 or bf16 A is
+    widened into an f32 temporary. The op's
     accumulate semantics (C += A . B) are kept. Runs after bufferization.
 
     Before:

@@ -162,7 +162,8 @@ Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
 
 /// linalg.matmul / linalg.batch_matmul with an f32 result and the default
 /// maps. An f16/bf16 B goes to the kernel's _f16 / _bf16 variant as it is:
-/// the kernel widens it as it packs it (once for a weight); an f16/bf16 A is
+/// the kernel packs it in 16-bit panels (once for a weight) and widens them as
+/// it loads them; an f16/bf16 A is
 /// widened into an f32 temporary, freed after the call. Either way, the same
 /// products and f32 sums the op defines.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
