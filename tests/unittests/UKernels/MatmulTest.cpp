@@ -187,6 +187,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 130, 700, 33, false, true, true, 2, BType::BF16},
         Case{3, 70, 300, 50, true, false, false, 2, BType::F16},
         Case{4, 9, 40, 17, false, false, true, 1, BType::BF16},
+        // A 16-bit weight past L2 (1.3 MiB of bf16 panels): prefetched.
+        Case{1, 64, 1100, 600, false, true, false, 2, BType::BF16},
         // Batches: small products spread over the threads, large ones
         // each on all of them.
         Case{5, 13, 37, 21, false, false, false, 2},
