@@ -59,7 +59,7 @@ template <int NV> struct Tile {
   const uint16_t *b16 = nullptr; // a 16-bit B panel
 };
 
-/// Vector i of B's row stride (the element at offset i * kLanes) as f32.
+/// The kLanes elements at `offset` of the tile's packed B panel, as f32.
 template <BPanel P, int NV>
 inline VecF loadPanel(const Tile<NV> &t, int64_t offset) {
   if constexpr (P == BPanel::F32)
