@@ -137,6 +137,21 @@ def StridedCopiesToLinalg : Pass<"tfc-strided-copies-to-linalg"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def SerializeSmallLoops : Pass<"tfc-serialize-small-loops"> {
+  let summary = "Run parallel loops with little work on one thread";
+  let description = [{
+    Rewrites an outermost `scf.parallel` (without results) whose constant
+    trip counts times its body's operations (nested loops counted per
+    iteration) stay under 2^16 into nested `scf.for` loops, so that
+    `convert-scf-to-openmp` leaves it on the calling thread: forking and
+    joining the threads costs a few microseconds, about what that much work
+    takes on one core. A decode step's elementwise loops over one token's
+    vectors are such loops. Loops with dynamic bounds or calls stay
+    parallel.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
 def InlineAllocaScopes : Pass<"tfc-inline-alloca-scopes"> {
   let summary = "Inline memref.alloca_scope regions that allocate nothing";
   let description = [{
