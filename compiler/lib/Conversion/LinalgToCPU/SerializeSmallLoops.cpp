@@ -8,6 +8,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 
+#include <algorithm>
 #include <optional>
 
 using namespace mlir;
@@ -25,6 +26,11 @@ namespace {
 /// region costs the threads' fork and join, a few microseconds, about what
 /// this much work takes on one core.
 constexpr int64_t kMinParallelWork = int64_t(1) << 16;
+
+/// a * b for a, b >= 0, capped at kMinParallelWork (no overflow).
+int64_t cappedProduct(int64_t a, int64_t b) {
+  return a != 0 && b > kMinParallelWork / a ? kMinParallelWork : a * b;
+}
 
 /// Iterations of a loop with bounds lb, ub and step, when all are constants.
 std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
@@ -44,7 +50,7 @@ std::optional<int64_t> tripCount(scf::ParallelOp loop) {
     std::optional<int64_t> n = tripCount(lb, ub, step);
     if (!n)
       return std::nullopt;
-    total *= *n;
+    total = cappedProduct(total, *n);
   }
   return total;
 }
@@ -72,9 +78,9 @@ std::optional<int64_t> work(Region &region) {
         std::optional<int64_t> w = work(r);
         if (!w)
           return std::nullopt;
-        body += *w;
+        body = std::min(body + *w, kMinParallelWork);
       }
-      total += *iterations * body;
+      total += cappedProduct(*iterations, body);
       if (total >= kMinParallelWork)
         return total; // large enough; the exact count does not matter
     }
@@ -90,7 +96,8 @@ struct SerializeSmallLoopsPass
         return;
       std::optional<int64_t> iterations = tripCount(loop);
       std::optional<int64_t> body = work(loop.getRegion());
-      if (iterations && body && *iterations * *body < kMinParallelWork)
+      if (iterations && body &&
+          cappedProduct(*iterations, *body) < kMinParallelWork)
         small.push_back(loop);
     });
     IRRewriter rewriter(&getContext());
