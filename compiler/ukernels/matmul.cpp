@@ -29,8 +29,8 @@ using tfc::uk::MemRef;
 
 namespace {
 
-/// The element type of B.
-enum class BType { F32, F16, BF16 };
+/// The element type of B (its packed panels keep it).
+using BType = tfc::uk::BPanel;
 
 /// Element i of a B of type T, as f32 (exact).
 template <BType T> inline float loadB(const void *b, int64_t i) {
@@ -105,10 +105,6 @@ constexpr size_t kL2Bytes = size_t(1) << 20; // L2 of one core
 /// (the kernel widens them as it loads them).
 template <BType T>
 using PanelElement = std::conditional_t<T == BType::F32, float, uint16_t>;
-template <BType T>
-constexpr tfc::uk::BPanel kPanel = T == BType::F32    ? tfc::uk::BPanel::F32
-                                   : T == BType::BF16 ? tfc::uk::BPanel::BF16
-                                                      : tfc::uk::BPanel::F16;
 
 /// Bytes per element of a packed panel of B.
 size_t panelElementBytes(BType t) { return t == BType::F32 ? 4 : 2; }
@@ -231,7 +227,6 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
     using E = PanelElement<T>;
-    constexpr BPanel P = kPanel<T>;
     const E *panels0 = static_cast<const E *>(packed);
     // B larger than L2 streams from farther out: then the threads running
     // rows prefetch each next slice of B (the layout puts it right after
@@ -262,7 +257,7 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
                   /*allCols=*/cols == kNR,
                   /*accumulate=*/p.accumulate || k0 > 0,
                   nullptr};
-        if constexpr (P == BPanel::F32)
+        if constexpr (T == BType::F32)
           t.b = b;
         else
           t.b16 = b;
@@ -272,9 +267,9 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
         if (A == ARows::Packed && prefetchB && next < panelsEnd) {
           StoreCPrefetching::Run run{reinterpret_cast<const char *>(next),
                                      int64_t(nextDepth * kNR * sizeof(E) / 64)};
-          blockProduct<2, 1, A, P>(t, rows, StoreCPrefetching{&run});
+          blockProduct<2, 1, A, T>(t, rows, StoreCPrefetching{&run});
         } else {
-          blockProduct<2, 1, A, P>(t, rows);
+          blockProduct<2, 1, A, T>(t, rows);
         }
       }
     };

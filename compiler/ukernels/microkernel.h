@@ -17,6 +17,13 @@
 #include <cstdint>
 #include <type_traits>
 
+namespace tfc::uk {
+/// The element type of B and of its packed panels: f32, or the bits of bf16
+/// or f16 values, widened to f32 as the kernel loads them (a panel of a
+/// 16-bit weight holds half the bytes).
+enum class BPanel { F32, BF16, F16 };
+} // namespace tfc::uk
+
 #ifdef TFC_UK_VECTOR
 
 namespace tfc::uk {
@@ -29,11 +36,6 @@ namespace tfc::uk {
 /// AVX2, 6 x 2 accumulators, two B vectors and a broadcast fill 15 of the 16
 /// ymm registers (the classic 6 x 16 sgemm kernel).
 constexpr int kMR = 6;
-
-/// The element type of a packed B panel: f32, or the bits of bf16 or f16
-/// values, widened to f32 as the kernel loads them (a panel of a 16-bit
-/// weight holds half the bytes).
-enum class BPanel { F32, BF16, F16 };
 
 /// One call of the kernel:
 ///   C[r][0:NV*kLanes] = (accumulate ? C[r] * alpha : 0)
