@@ -198,6 +198,13 @@ PackedWeights packedWeights;
 /// takes tens of microseconds; one query row's products are ~0.5 MFLOP).
 constexpr double kParallelFlops = 4e6;
 
+/// ... unless B has at least this many bytes: a product of few rows then
+/// streams B from L3 or memory at one core's bandwidth, and the threads
+/// together read faster. A LLaMA decode step (hidden 768, 2 threads, AVX2)
+/// ran all its GEMVs on one thread before (below 4 MFLOP each): f32 16.7 ->
+/// 10.5 ms (29 GB/s of weights, two cores' read bandwidth), bf16 10.3 -> 8.
+constexpr size_t kParallelBytes = size_t(1) << 19;
+
 /// A 64-byte aligned buffer of at least `floats` floats in `storage`.
 float *alignedScratch(std::vector<float> &storage, size_t floats) {
   if (storage.size() < floats + 16)
@@ -309,15 +316,21 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
 
 void matmulPacked(const Matmul &p) {
   double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
-  if (flops >= kParallelFlops || p.batch == 1) {
+  double bBytes = double(p.n * p.k) * double(panelElementBytes(p.btype));
+  // Whether `products` of them make enough work for the threads.
+  auto worthThreads = [&](int64_t products) {
+    return flops * double(products) >= kParallelFlops ||
+           bBytes * double(products) >= double(kParallelBytes);
+  };
+  if (worthThreads(1) || p.batch == 1) {
     // Large products on all threads each; small lone ones on this one.
     for (int64_t bt = 0; bt < p.batch; ++bt)
-      matmulOne(p, bt, flops >= kParallelFlops);
+      matmulOne(p, bt, worthThreads(1));
     return;
   }
   // Many small products: the batch elements spread over the threads when
   // there is enough work in all of them together.
-#pragma omp parallel for schedule(static) if (flops * p.batch >= kParallelFlops)
+#pragma omp parallel for schedule(static) if (worthThreads(p.batch))
   for (int64_t bt = 0; bt < p.batch; ++bt)
     matmulOne(p, bt, false);
 }

@@ -170,6 +170,14 @@ INSTANTIATE_TEST_SUITE_P(
         // Few rows (panels split): one row, a decode step's GEMV.
         Case{1, 1, 300, 70, false, true, false, 2},
         Case{1, 11, 64, 33, false, false, true, 2},
+        // Few rows with a B of over 512 KiB: on the threads; one to three
+        // rows keep several sets of accumulators (a K of 1100 leaves a
+        // tail of steps after the last full set).
+        Case{1, 1, 1100, 300, false, true, false, 2},
+        Case{1, 2, 777, 300, false, true, true, 2},
+        Case{1, 3, 1100, 130, true, true, false, 2},
+        Case{1, 1, 1100, 600, false, true, true, 2, BType::BF16},
+        Case{1, 1, 1025, 520, false, true, false, 2, BType::F16},
         // Rows split, one block per thread, odd heights and N.
         Case{1, 128, 768, 65, false, true, false, 2},
         Case{1, 25, 260, 17, true, false, false, 2},
