@@ -20,8 +20,8 @@ decoding) after a KV cache of P tokens, which PyTorch computes once from P
 random tokens (its prefill) and every system then takes as input: tfc's
 build with --past-len P (its outputs include the keys and values of all
 P + S tokens) and PyTorch's model called with past_key_values (the legacy
-tuple, as generate() used to). ONNX Runtime is not run in this mode (its
-export with a cache is not set up here). Each round runs every
+tuple, as generate() used to) and ONNX Runtime's export of that call (the
+cache as inputs, the new one as outputs). Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -106,8 +106,12 @@ def peer(a):
         o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         s = ort.InferenceSession(a.onnx, o, providers=["CPUExecutionProvider"])
 
+        feed = {"input_ids": ids, "attention_mask": mask}
+        for i, f in enumerate(a.past):
+            feed["past_%d_%s" % (i // 2, "kv"[i % 2])] = np.load(f)
+
         def call():
-            return s.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            return s.run(None, feed)[0]
     for _ in range(2):
         out = call()
     times = []
@@ -119,24 +123,45 @@ def peer(a):
     print("median %.4f ms" % statistics.median(times))
 
 
-def export(family, model, onnx, batch, seq):
+def export(family, model, onnx, batch, seq, past=()):
+    """Exports the model's last hidden state for `seq` new tokens; with
+    `past` (the cache's .npy files, keys and values by layer) the graph also
+    takes the cache (inputs past_0_k, past_0_v, ...) and returns the new one
+    after the hidden state, as tfc's --past-len build does."""
     import torch
     m = model_class(family).from_pretrained(
         model, attn_implementation="eager").eval()
-    m.config.use_cache = False
+    m.config.use_cache = bool(past)
+    cache = [torch.from_numpy(np.load(p)) for p in past]
     ids = torch.zeros((batch, seq), dtype=torch.int64)
+    mask = torch.ones((batch, (cache[0].shape[2] if cache else 0) + seq),
+                      dtype=torch.int64)
 
     class Wrap(torch.nn.Module):
         def __init__(self, m):
             super().__init__()
             self.m = m
 
-        def forward(self, input_ids, attention_mask):
-            return self.m(input_ids=input_ids, attention_mask=attention_mask,
-                          use_cache=False)[0]
-    torch.onnx.export(Wrap(m), (ids, torch.ones_like(ids)), onnx,
-                      input_names=["input_ids", "attention_mask"],
-                      output_names=["hidden"], opset_version=14)
+        def forward(self, input_ids, attention_mask, *flat):
+            if not flat:
+                return self.m(input_ids=input_ids,
+                              attention_mask=attention_mask,
+                              use_cache=False)[0]
+            pairs = tuple(zip(flat[0::2], flat[1::2]))
+            out = self.m(input_ids=input_ids, attention_mask=attention_mask,
+                         past_key_values=pairs, use_cache=True)
+            present = out.past_key_values
+            if hasattr(present, "to_legacy_cache"):
+                present = present.to_legacy_cache()
+            return (out[0],) + tuple(t for kv in present for t in kv)
+    names = ["past_%d_%s" % (i // 2, "kv"[i % 2]) for i in range(len(cache))]
+    with torch.no_grad():
+        torch.onnx.export(
+            Wrap(m), (ids, mask) + tuple(cache), onnx,
+            input_names=["input_ids", "attention_mask"] + names,
+            output_names=["hidden"] + ["present_%d" % i
+                                       for i in range(len(cache))],
+            opset_version=14)
 
 
 def main():
@@ -205,8 +230,8 @@ def main():
         for l in range(layers):
             past += [prefix + "%d_k.npy" % l, prefix + "%d_v.npy" % l]
     onnx = os.path.join(work, tag + ".onnx")
-    if not past_len and not os.path.exists(onnx):
-        export(a.family, model, onnx, b, s)
+    if not os.path.exists(onnx):
+        export(a.family, model, onnx, b, s, past)
     bins = os.path.join(ROOT, "build", "bin")
     libs = {}
     for fused in (True, False):
@@ -222,9 +247,7 @@ def main():
         if fused:
             print(r.stderr.strip())
         libs["tfc fused" if fused else "tfc unfused"] = lib
-    systems = ["tfc fused", "tfc unfused", "PyTorch eager"]
-    if not past_len:
-        systems.append("ONNX Runtime")
+    systems = ["tfc fused", "tfc unfused", "PyTorch eager", "ONNX Runtime"]
     medians = {x: [] for x in systems}
     outs = {}
     for r in range(a.rounds):
