@@ -61,6 +61,94 @@ struct Problem {
   int64_t causalOffset; // key j visible to query i iff j <= i + offset
 };
 
+/// A mask value at or below this hides its key: finfo(f32).min and
+/// finfo(bf16).min (the masks transformers builds), -inf. Added to any
+/// finite score, it leaves a weight of exactly 0 next to a visible key.
+constexpr float kHiddenKey = -1e30f;
+
+/// The keys a call's rows can attend to, as at most two ranges
+/// [begin[s], end[s]): the keys a padding mask hides from every row of
+/// every batch element are dropped where that changes no result. A
+/// decoder's step over a fixed-size cache (`--position-ids`: the unused
+/// slots hidden, the new token's key after them) attends to the used
+/// slots and the new key only.
+struct KeyRanges {
+  int count = 1;
+  int64_t begin[2] = {0, 0}, end[2] = {0, 0};
+};
+
+/// Keys shorter than this between two used ranges are walked anyway.
+constexpr int64_t kMinGap = 32;
+
+/// The ranges for `p`. Only a mask that is the same for every query head and
+/// row (a padding mask) is looked at. A hidden key adds exactly 0 to a row
+/// that sees a visible key, so dropping it changes nothing there; a row
+/// that sees none averages over what it sees and must keep it all. So:
+/// keys past the last visible one (over the batch) go whenever every
+/// batch element has a visible key (a causal row that sees past a batch
+/// element's last visible key sees that key); leading keys and the
+/// longest hidden run between visible ones go as well when every row sees
+/// a visible key (causal: each batch element's first visible key is within
+/// row 0's reach).
+KeyRanges keyRanges(const Problem &p) {
+  KeyRanges r;
+  r.end[0] = p.Skv;
+  if (!p.mask || (p.ms[1] != 0 && p.Hq > 1) || (p.ms[2] != 0 && p.Sq > 1) ||
+      p.Skv == 0)
+    return r;
+  // hiddenAll[j]: key j is hidden in every batch element.
+  static thread_local std::vector<char> hiddenAll;
+  hiddenAll.assign(size_t(p.Skv), 1);
+  bool rowsSeeVisible = true;
+  int64_t last = -1;
+  for (int64_t b = 0; b < p.B; ++b) {
+    const float *m = p.mask + b * p.ms[0];
+    int64_t first = -1;
+    for (int64_t j = 0; j < p.Skv; ++j) {
+      if (!(m[j * p.ms[3]] <= kHiddenKey)) { // NaN counts as visible
+        hiddenAll[size_t(j)] = 0;
+        if (first < 0)
+          first = j;
+        last = std::max(last, j);
+      }
+    }
+    if (first < 0)
+      return r; // a batch element whose rows see no visible key
+    if (p.causal && first > p.causalOffset)
+      rowsSeeVisible = false;
+  }
+  r.end[0] = last + 1;
+  if (!rowsSeeVisible)
+    return r;
+  int64_t first = 0;
+  while (hiddenAll[size_t(first)])
+    ++first;
+  r.begin[0] = first;
+  // The longest hidden run in [first, last]; both ends are visible.
+  int64_t gapBegin = 0, gapEnd = 0;
+  for (int64_t j = first; j <= last;) {
+    if (!hiddenAll[size_t(j)]) {
+      ++j;
+      continue;
+    }
+    int64_t k = j;
+    while (hiddenAll[size_t(k)])
+      ++k;
+    if (k - j > gapEnd - gapBegin) {
+      gapBegin = j;
+      gapEnd = k;
+    }
+    j = k;
+  }
+  if (gapEnd - gapBegin >= kMinGap) {
+    r.count = 2;
+    r.end[0] = gapBegin;
+    r.begin[1] = gapEnd;
+    r.end[1] = last + 1;
+  }
+  return r;
+}
+
 /// Float reference used when a layout or size is outside the fast path.
 void attentionReference(const Problem &p) {
   int64_t group = p.Hq / p.Hkv;
@@ -1075,9 +1163,15 @@ constexpr int64_t kFewRows = 12;
 /// through attendRows together, kMaxRows at a time, and the keys are split
 /// into chunks attended in parallel; the partial results are then merged
 /// per row.
-void attentionFewRows(const Problem &p) {
+void attentionFewRows(const Problem &p, const KeyRanges &keys) {
+  // Chunks of at most kChunk keys of each key range: chunk c < chunks0 is
+  // the first range's, the others the second's.
   constexpr int64_t kChunk = 512;
-  int64_t chunks = (p.Skv + kChunk - 1) / kChunk;
+  auto chunksOf = [&](int s) {
+    return s < keys.count ? (keys.end[s] - keys.begin[s] + kChunk - 1) / kChunk
+                          : int64_t(0);
+  };
+  int64_t chunks0 = chunksOf(0), chunks = chunks0 + chunksOf(1);
   int64_t group = p.Hq / p.Hkv;
   int64_t perHead = group * p.Sq; // rows sharing one K/V head
   int64_t sets = (perHead + kMaxRows - 1) / kMaxRows;
@@ -1105,8 +1199,10 @@ void attentionFewRows(const Problem &p) {
       rows[nrows++] = {kh * group + x / p.Sq, x % p.Sq};
     float m[kMaxRows], l[kMaxRows];
     alignas(64) float o[kMaxRows * kMaxDim];
-    attendRowsAnyDim(p, b, kh, rows, nrows, c * kChunk,
-                     std::min(p.Skv, (c + 1) * kChunk), m, l, o);
+    int range = c < chunks0 ? 0 : 1;
+    int64_t begin = keys.begin[range] + (c - (range ? chunks0 : 0)) * kChunk;
+    attendRowsAnyDim(p, b, kh, rows, nrows, begin,
+                     std::min(keys.end[range], begin + kChunk), m, l, o);
     for (int r = 0; r < nrows; ++r) {
       int64_t at = ((b * p.Hq + rows[r].h) * p.Sq + rows[r].i) * chunks + c;
       partM[at] = m[r];
@@ -1183,10 +1279,14 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
   p.causalOffset = p.Skv - p.Sq;
   if (p.B == 0 || p.Hq == 0 || p.Sq == 0 || p.Dv == 0)
     return;
+  // Keys a padding mask hides from every row: the few-row kernel skips
+  // them all, the others the ones past the last visible key.
+  KeyRanges keys = keyRanges(p);
+  p.Skv = keys.end[keys.count - 1];
 #ifdef __AVX512F__
   if (fastPathApplies(p)) {
     if (p.Sq <= kFewRows)
-      attentionFewRows(p);
+      attentionFewRows(p, keys);
     else if (p.Sq <= 16)
       attentionBlocked<1>(p);
     else
@@ -1195,7 +1295,7 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
   }
 #elif defined(TFC_UK_VECTOR)
   if (p.Sq <= kFewRows && fastPathApplies(p)) {
-    attentionFewRows(p);
+    attentionFewRows(p, keys);
     return;
   }
   attentionPanels(p);

@@ -1,0 +1,307 @@
+//===- AttentionTest.cpp - Attention with masks against float64 -----------===//
+//
+// tfc_uk_attention_f32 with padding masks that hide keys, checked against a
+// float64 softmax over every key: the keys the kernel skips (a fixed-size
+// KV cache's unused slots, padding) must change no result. Rows that see no
+// visible key average over the hidden keys they see, as transformers'
+// finfo.min masks make them do; a kernel that dropped those keys would
+// average over fewer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ukernels.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using tfc::uk::MemRef;
+
+/// How the mask of a case hides keys.
+enum class Mask {
+  /// A decoder's fixed-size cache: batch element b uses the first used[b]
+  /// slots of Skv - Sq; the Sq new tokens' keys follow the unused slots.
+  FixedCache,
+  /// Batch element b sees its first used[b] keys.
+  RightPadding,
+  /// Batch element b sees its last Skv - used[b] keys.
+  LeftPadding,
+  /// RightPadding with -inf instead of finfo.min.
+  RightPaddingInf,
+  /// A different random set of hidden keys for every query row.
+  PerQuery,
+};
+
+struct Case {
+  const char *name;
+  int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
+  bool causal;
+  Mask mask;
+  std::vector<int64_t> used; // per batch element
+};
+
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
+constexpr float kLowest = std::numeric_limits<float>::lowest();
+
+/// The additive mask [B, 1, Sq or 1, Skv] of a case.
+std::vector<float> makeMask(const Case &c, std::mt19937 &rng) {
+  bool perQuery = c.mask == Mask::PerQuery;
+  int64_t rows = perQuery ? c.Sq : 1;
+  std::vector<float> m(size_t(c.B * rows * c.Skv), 0.0f);
+  std::bernoulli_distribution hide(0.7);
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < c.Skv; ++j) {
+        int64_t used = perQuery ? 0 : c.used[size_t(b)];
+        bool hidden = false;
+        switch (c.mask) {
+        case Mask::FixedCache:
+          hidden = j >= used && j < c.Skv - c.Sq;
+          break;
+        case Mask::RightPadding:
+        case Mask::RightPaddingInf:
+          hidden = j >= used;
+          break;
+        case Mask::LeftPadding:
+          hidden = j < used;
+          break;
+        case Mask::PerQuery:
+          hidden = hide(rng);
+          break;
+        }
+        float value = c.mask == Mask::RightPaddingInf
+                          ? -std::numeric_limits<float>::infinity()
+                          : kLowest;
+        m[size_t((b * rows + i) * c.Skv + j)] = hidden ? value : 0.0f;
+      }
+  return m;
+}
+
+/// The largest |out - ref| over the case, relative to the largest |V|.
+double run(const Case &c, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  auto random = [&](int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float &x : v)
+      x = d(rng);
+    return v;
+  };
+  std::vector<float> q = random(c.B * c.Hq * c.Sq * c.D);
+  std::vector<float> k = random(c.B * c.Hkv * c.Skv * c.D);
+  std::vector<float> v = random(c.B * c.Hkv * c.Skv * c.Dv);
+  std::vector<float> mask = makeMask(c, rng);
+  std::vector<float> out(size_t(c.B * c.Hq * c.Sq * c.Dv), NAN);
+  int64_t mRows = c.mask == Mask::PerQuery ? c.Sq : 1;
+  auto memref = [](std::vector<float> &x, int64_t b, int64_t h, int64_t s,
+                   int64_t d) {
+    return MemRef<4>{
+        x.data(), x.data(), 0, {b, h, s, d}, {h * s * d, s * d, d, 1}};
+  };
+  MemRef<4> mq = memref(q, c.B, c.Hq, c.Sq, c.D);
+  MemRef<4> mk = memref(k, c.B, c.Hkv, c.Skv, c.D);
+  MemRef<4> mv = memref(v, c.B, c.Hkv, c.Skv, c.Dv);
+  MemRef<4> mm = memref(mask, c.B, 1, mRows, c.Skv);
+  MemRef<4> mo = memref(out, c.B, c.Hq, c.Sq, c.Dv);
+  float scale = 1.0f / std::sqrt(float(c.D));
+  omp_set_num_threads(2);
+  _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale,
+                                    /*hasMask=*/1, c.causal ? 1 : 0);
+
+  double worst = 0, vMax = 0;
+  for (float x : v)
+    vMax = std::max(vMax, double(std::fabs(x)));
+  int64_t group = c.Hq / c.Hkv, offset = c.Skv - c.Sq;
+  std::vector<double> s(size_t(c.Skv));
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t h = 0; h < c.Hq; ++h)
+      for (int64_t i = 0; i < c.Sq; ++i) {
+        int64_t kh = h / group;
+        const float *qi = &q[size_t(((b * c.Hq + h) * c.Sq + i) * c.D)];
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < c.Skv; ++j) {
+          const float *kj = &k[size_t(((b * c.Hkv + kh) * c.Skv + j) * c.D)];
+          double dot = 0;
+          for (int64_t x = 0; x < c.D; ++x)
+            dot += double(qi[x]) * kj[x];
+          double m =
+              mask[size_t((b * mRows + (mRows > 1 ? i : 0)) * c.Skv + j)];
+          s[size_t(j)] =
+              c.causal && j > i + offset ? -INFINITY : dot * scale + m;
+          mx = std::max(mx, s[size_t(j)]);
+        }
+        std::vector<double> acc(size_t(c.Dv), 0.0);
+        double sum = 0;
+        if (mx != -INFINITY)
+          for (int64_t j = 0; j < c.Skv; ++j) {
+            double w = std::exp(s[size_t(j)] - mx);
+            sum += w;
+            const float *vj = &v[size_t(((b * c.Hkv + kh) * c.Skv + j) * c.Dv)];
+            for (int64_t x = 0; x < c.Dv; ++x)
+              acc[size_t(x)] += w * vj[x];
+          }
+        const float *o = &out[size_t(((b * c.Hq + h) * c.Sq + i) * c.Dv)];
+        for (int64_t x = 0; x < c.Dv; ++x) {
+          double ref = sum > 0 ? acc[size_t(x)] / sum : 0.0;
+          double err = std::fabs(double(o[x]) - ref) / vMax;
+          worst = std::isnan(err) ? INFINITY : std::max(worst, err);
+        }
+      }
+  return worst;
+}
+
+class AttentionMaskTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AttentionMaskTest, MatchesFloat64) {
+  const Case &c = GetParam();
+  double worst = run(c, unsigned(c.Skv * 7 + c.Sq));
+  EXPECT_LE(worst, 2e-6) << ::testing::PrintToString(c);
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", worst);
+  RecordProperty("worst", text);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Masks, AttentionMaskTest,
+    ::testing::Values(
+        // Decode steps over a cache of 1024 slots: the used ones and the new
+        // keys after the unused ones (two key ranges), grouped-query heads.
+        Case{"decode_fixed_cache",
+             2,
+             8,
+             2,
+             1,
+             1025,
+             64,
+             64,
+             true,
+             Mask::FixedCache,
+             {10, 700}},
+        Case{"decode_chunk_fixed_cache",
+             2,
+             4,
+             4,
+             3,
+             603,
+             40,
+             24,
+             true,
+             Mask::FixedCache,
+             {0, 37}},
+        // A batch element with no visible key: its rows average over all.
+        Case{"decode_one_empty",
+             2,
+             2,
+             1,
+             1,
+             300,
+             32,
+             32,
+             false,
+             Mask::RightPadding,
+             {120, 0}},
+        Case{"decode_right_padding_inf",
+             2,
+             4,
+             2,
+             2,
+             530,
+             64,
+             64,
+             false,
+             Mask::RightPaddingInf,
+             {513, 3}},
+        Case{"decode_left_padding",
+             2,
+             4,
+             2,
+             1,
+             777,
+             64,
+             64,
+             true,
+             Mask::LeftPadding,
+             {500, 60}},
+        // Few causal rows, the first ones seeing hidden keys only.
+        Case{"few_rows_left_padding_causal",
+             1,
+             2,
+             1,
+             6,
+             300,
+             32,
+             32,
+             true,
+             Mask::LeftPadding,
+             {297}},
+        Case{"few_rows_per_query",
+             1,
+             2,
+             1,
+             5,
+             200,
+             16,
+             16,
+             false,
+             Mask::PerQuery,
+             {}},
+        // Query blocks (prefill): padding past the batch's last visible key;
+        // left padding under a causal mask leaves rows that see no visible
+        // key.
+        Case{"prefill_right_padding",
+             3,
+             3,
+             3,
+             77,
+             77,
+             64,
+             64,
+             false,
+             Mask::RightPadding,
+             {50, 20, 5}},
+        Case{"prefill_right_padding_causal",
+             2,
+             4,
+             2,
+             100,
+             100,
+             32,
+             32,
+             true,
+             Mask::RightPadding,
+             {30, 45}},
+        Case{"prefill_left_padding_causal",
+             2,
+             2,
+             2,
+             70,
+             70,
+             32,
+             40,
+             true,
+             Mask::LeftPadding,
+             {0, 25}},
+        Case{"prefill_per_query",
+             1,
+             2,
+             2,
+             40,
+             40,
+             24,
+             24,
+             false,
+             Mask::PerQuery,
+             {}}));
+
+} // namespace
