@@ -163,10 +163,16 @@ double run(const Case &c, unsigned seed) {
 
 class AttentionMaskTest : public ::testing::TestWithParam<Case> {};
 
+/// The bound on |out - ref| / max|V|: the kernels' exp2 is within 5.4e-7
+/// relative (AVX-512's exp2Lookup; AVX2's exp2 is closer), which moves an
+/// output by at most twice that times max|V|, and the scores carry f32
+/// dot-product rounding. A dropped or extra key moves it by 1e-2 or more.
+constexpr double kBound = 4e-6;
+
 TEST_P(AttentionMaskTest, MatchesFloat64) {
   const Case &c = GetParam();
   double worst = run(c, unsigned(c.Skv * 7 + c.Sq));
-  EXPECT_LE(worst, 2e-6) << ::testing::PrintToString(c);
+  EXPECT_LE(worst, kBound) << ::testing::PrintToString(c);
   char text[32];
   std::snprintf(text, sizeof text, "%.2e", worst);
   RecordProperty("worst", text);
