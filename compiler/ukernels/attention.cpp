@@ -877,9 +877,13 @@ void attentionPanels(const Problem &p) {
         // Per thread: S (br x kBc), O (br x ldo), the running max and sum.
         static thread_local std::vector<float> scratch;
         size_t sSize = size_t(kMaxBr * kBc), oSize = size_t(kMaxBr * ldo);
-        float *sBlk = alignedFloats(scratch, sSize + oSize + 2 * kMaxBr);
+        float *sBlk =
+            alignedFloats(scratch, sSize + oSize + 2 * kMaxBr + kBc + 16);
         float *o = sBlk + sSize, *m = o + oSize, *l = m + kMaxBr;
+        // A mask row shared by the block's queries, in base 2, per key block.
+        float *bias = l + kMaxBr;
         int64_t i0 = qb * br, rows = std::min(br, p.Sq - i0);
+        bool sharedMask = p.mask && (p.ms[2] == 0 || rows == 1);
         const float *q = p.q + b * p.qs[0] + h * p.qs[1] + i0 * p.qs[2];
         const float *kt = packed + size_t(b * p.Hkv + h / group) * head;
         const float *vp = kt + kHead;
@@ -908,6 +912,12 @@ void attentionPanels(const Problem &p) {
                          nullptr};
             blockProduct<2>(tile, rows);
           }
+          if (sharedMask) {
+            const float *mr = p.mask + b * p.ms[0] + h * p.ms[1] + i0 * p.ms[2];
+            for (int64_t j = 0; j < kb; ++j)
+              bias[j] = toLog2Domain(mr[(j0 + j) * p.ms[3]]);
+            std::fill(bias + kb, bias + panelsOf(kb) * kPanel, 0.0f);
+          }
           // The online softmax along each row, in base 2.
           for (int64_t r = 0; r < rows; ++r) {
             float *sr = sBlk + r * kBc;
@@ -927,7 +937,9 @@ void attentionPanels(const Problem &p) {
             VecF mxv = vset1(kNegInf), negInf = vset1(kNegInf);
             for (int64_t j = 0; j < kb; j += kLanes) {
               VecF x = vloadu(sr + j);
-              if (mr) {
+              if (sharedMask) {
+                x = vfmadd(x, vset1(p.scale * kLog2e), vloadu(bias + j));
+              } else if (mr) {
                 VecF add;
                 // A contiguous mask row (the usual) takes vector loads: a
                 // lane-by-lane gather took masked attention 12% longer

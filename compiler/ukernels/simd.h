@@ -17,6 +17,16 @@ namespace tfc::uk {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+/// x * log2(e), kept finite where x is (a framework's finfo.min mask must
+/// not become -inf); the vector forms below do the same per lane.
+inline float toLog2Domain(float x) {
+  float y = x * kLog2e;
+  if (std::isinf(x))
+    return y;
+  return std::max(std::min(y, std::numeric_limits<float>::max()),
+                  -std::numeric_limits<float>::max());
+}
+
 // The vector layer of the shared kernels (microkernel.h, the packed matmul):
 // one float vector type and the few operations they need, for AVX-512 (16
 // lanes, mask registers) or AVX2 with FMA (8 lanes, lane masks in a vector
@@ -332,15 +342,6 @@ inline __m512 horizontalSums16(const __m512 x[16]) {
   for (int i = 0; i < 8; ++i)
     u[i] = pairSums(x[2 * i], x[2 * i + 1]);
   return horizontalSumsOfPairs(u);
-}
-
-/// toLog2Domain for one value.
-inline float toLog2Domain(float x) {
-  float y = x * kLog2e;
-  if (std::isinf(x))
-    return y;
-  return std::max(std::min(y, std::numeric_limits<float>::max()),
-                  -std::numeric_limits<float>::max());
 }
 #endif
 
