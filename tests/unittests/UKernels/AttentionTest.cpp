@@ -205,6 +205,18 @@ INSTANTIATE_TEST_SUITE_P(
              true,
              Mask::FixedCache,
              {0, 37}},
+        // Over 8 MiB of keys and values: the kernel prefetches them.
+        Case{"decode_streamed_kv",
+             1,
+             8,
+             4,
+             1,
+             4100,
+             128,
+             128,
+             true,
+             Mask::FixedCache,
+             {3000}},
         // A batch element with no visible key: its rows average over all.
         Case{"decode_one_empty",
              2,
