@@ -202,7 +202,8 @@ constexpr double kParallelFlops = 4e6;
 /// streams B from L3 or memory at one core's bandwidth, and the threads
 /// together read faster. A LLaMA decode step (hidden 768, 2 threads, AVX2)
 /// ran all its GEMVs on one thread before (below 4 MFLOP each): f32 16.7 ->
-/// 10.5 ms (29 GB/s of weights, two cores' read bandwidth), bf16 10.3 -> 8.
+/// 10.5 ms (29 GB/s of weights, two cores' read bandwidth), bf16 11.5 ->
+/// 8.7 ms.
 constexpr size_t kParallelBytes = size_t(1) << 19;
 
 /// A 64-byte aligned buffer of at least `floats` floats in `storage`.
