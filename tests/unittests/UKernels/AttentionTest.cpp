@@ -20,7 +20,6 @@
 #include <limits>
 #include <ostream>
 #include <random>
-#include <string>
 #include <vector>
 
 namespace {
