@@ -1010,16 +1010,6 @@ void attentionPanels(const Problem &p) {
       }
 }
 
-/// attendRowsAnyDim without AVX-512 for R rows: the head dimension along
-/// the lanes. For a block of keys, each key row is loaded once per kLanes
-/// channels and multiplied into every row's dot product; the online softmax
-/// runs along each row's block of scores; then kLanes channels of the rows'
-/// accumulators stay in registers while the value rows stream past with the
-/// rows' weights broadcast. With fewer than 4 rows, G keys (and CV channel
-/// vectors) go together so that at least 4 independent FMA chains hide the
-/// FMA latency. With `Prefetch`, each block also fetches the keys and
-/// values kPrefetchKeys ahead into L1.
-///
 /// How far ahead attendRowsFixed prefetches keys and values, and the
 /// floats of a cache line.
 constexpr int64_t kPrefetchKeys = 64;
@@ -1033,6 +1023,15 @@ constexpr int64_t kLineFloats = 16;
 /// cost as much, hence the template parameter).
 constexpr double kPrefetchKVBytes = 8.0 * (1 << 20);
 
+/// attendRowsAnyDim without AVX-512 for R rows: the head dimension along
+/// the lanes. For a block of keys, each key row is loaded once per kLanes
+/// channels and multiplied into every row's dot product; the online softmax
+/// runs along each row's block of scores; then kLanes channels of the rows'
+/// accumulators stay in registers while the value rows stream past with the
+/// rows' weights broadcast. With fewer than 4 rows, G keys (and CV channel
+/// vectors) go together so that at least 4 independent FMA chains hide the
+/// FMA latency. With `Prefetch`, each block also fetches the keys and
+/// values kPrefetchKeys ahead into L1.
 template <int R, bool Prefetch>
 void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
                      const QueryRow *rows, int64_t kvBegin, int64_t kvEnd,

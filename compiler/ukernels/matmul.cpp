@@ -145,8 +145,8 @@ void packB(const Matmul &p, int64_t bt, int64_t panels, void *packed,
 class PackedWeights {
 public:
   const void *get(const Matmul &p, int64_t bt, int64_t panels) {
-    size_t elementSize = p.btype == BType::F32 ? 4 : 2;
-    Key key{static_cast<const char *>(p.b) + p.bOffset(bt) * elementSize,
+    Key key{static_cast<const char *>(p.b) +
+                p.bOffset(bt) * panelElementBytes(p.btype),
             p.btype,
             p.k,
             p.n,
