@@ -36,6 +36,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 using tfc::uk::kLog2e;
@@ -60,6 +61,37 @@ struct Problem {
   bool causal;
   int64_t causalOffset; // key j visible to query i iff j <= i + offset
 };
+
+#ifdef TFC_UK_VECTOR
+/// The keys and values of a call may lie in consecutive parts (a decoder's
+/// cache and its new tokens, not concatenated): part s is a view of the call
+/// whose keys [0, view.Skv) are the call's keys [first, first + view.Skv),
+/// with its own K and V buffers and strides, and the mask and the causal
+/// offset moved to match.
+struct KVPart {
+  Problem view;
+  int64_t first;
+};
+constexpr int kMaxKVParts = 2;
+
+/// The view of `p` whose keys 0.. are p's keys `first`.. in `k` and `v`.
+KVPart partOf(const Problem &p, const MemRef<4> &k, const MemRef<4> &v,
+              int64_t first) {
+  KVPart part{p, first};
+  Problem &view = part.view;
+  view.k = k.data();
+  view.v = v.data();
+  view.Skv = k.sizes[2];
+  for (int d = 0; d < 4; ++d) {
+    view.ks[d] = k.strides[d];
+    view.vs[d] = v.strides[d];
+  }
+  if (view.mask)
+    view.mask += first * view.ms[3];
+  view.causalOffset -= first;
+  return part;
+}
+#endif
 
 /// A mask value at or below this hides its key: finfo(f32).min and
 /// finfo(bf16).min (the masks transformers builds), -inf. Added to any
@@ -1216,16 +1248,30 @@ constexpr int64_t kFewRows = 12;
 /// share a K/V head (its grouped-query heads times the query rows) go
 /// through attendRows together, kMaxRows at a time, and the keys are split
 /// into chunks attended in parallel; the partial results are then merged
-/// per row.
-void attentionFewRows(const Problem &p, const KeyRanges &keys) {
-  // Chunks of at most kChunk keys of each key range: chunk c < chunks0 is
-  // the first range's, the others the second's.
+/// per row. The keys and values may lie in consecutive parts (a decoder's
+/// cache and its new tokens): a chunk reads one part's view.
+void attentionFewRows(const Problem &p, const KeyRanges &keys,
+                      const KVPart *parts, int nparts) {
+  // Chunks of at most kChunk keys of each key range within each part.
   constexpr int64_t kChunk = 512;
-  auto chunksOf = [&](int s) {
-    return s < keys.count ? (keys.end[s] - keys.begin[s] + kChunk - 1) / kChunk
-                          : int64_t(0);
+  struct Segment {
+    const Problem *view;
+    int64_t begin, end, firstChunk; // keys of the view
   };
-  int64_t chunks0 = chunksOf(0), chunks = chunks0 + chunksOf(1);
+  Segment segments[2 * kMaxKVParts];
+  int nsegments = 0;
+  int64_t chunks = 0;
+  for (int r = 0; r < keys.count; ++r)
+    for (int s = 0; s < nparts; ++s) {
+      int64_t first = parts[s].first;
+      int64_t begin = std::max(keys.begin[r], first),
+              end = std::min(keys.end[r], first + parts[s].view.Skv);
+      if (begin >= end)
+        continue;
+      segments[nsegments++] = {&parts[s].view, begin - first, end - first,
+                               chunks};
+      chunks += (end - begin + kChunk - 1) / kChunk;
+    }
   int64_t group = p.Hq / p.Hkv;
   int64_t perHead = group * p.Sq; // rows sharing one K/V head
   int64_t sets = (perHead + kMaxRows - 1) / kMaxRows;
@@ -1235,11 +1281,11 @@ void attentionFewRows(const Problem &p, const KeyRanges &keys) {
   // Kept across calls (per calling thread) and only grown: fresh pages are
   // slow to touch, and a decoder calls this once per step and layer.
   static thread_local std::vector<float> partials;
-  size_t parts = size_t(rowsTotal * chunks);
-  if (partials.size() < parts * (p.Dv + 2))
-    partials.resize(parts * (p.Dv + 2));
-  float *partO = partials.data(), *partM = partO + parts * p.Dv,
-        *partL = partM + parts;
+  size_t results = size_t(rowsTotal * chunks);
+  if (partials.size() < results * (p.Dv + 2))
+    partials.resize(results * (p.Dv + 2));
+  float *partO = partials.data(), *partM = partO + results * p.Dv,
+        *partL = partM + results;
   int64_t tasks = p.B * p.Hkv * sets * chunks;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t t = 0; t < tasks; ++t) {
@@ -1253,10 +1299,13 @@ void attentionFewRows(const Problem &p, const KeyRanges &keys) {
       rows[nrows++] = {kh * group + x / p.Sq, x % p.Sq};
     float m[kMaxRows], l[kMaxRows];
     alignas(64) float o[kMaxRows * kMaxDim];
-    int range = c < chunks0 ? 0 : 1;
-    int64_t begin = keys.begin[range] + (c - (range ? chunks0 : 0)) * kChunk;
-    attendRowsAnyDim(p, b, kh, rows, nrows, begin,
-                     std::min(keys.end[range], begin + kChunk), m, l, o);
+    int s = nsegments - 1;
+    while (segments[s].firstChunk > c)
+      --s;
+    const Segment &seg = segments[s];
+    int64_t begin = seg.begin + (c - seg.firstChunk) * kChunk;
+    attendRowsAnyDim(*seg.view, b, kh, rows, nrows, begin,
+                     std::min(seg.end, begin + kChunk), m, l, o);
     for (int r = 0; r < nrows; ++r) {
       int64_t at = ((b * p.Hq + rows[r].h) * p.Sq + rows[r].i) * chunks + c;
       partM[at] = m[r];
@@ -1300,6 +1349,69 @@ bool fastPathApplies(const Problem &p) {
 
 #endif
 
+/// The call of `q` on keys and values of `k`'s and `v`'s shapes.
+Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
+                  const MemRef<4> *mask, MemRef<4> &out, float scale,
+                  int32_t hasMask, int32_t causal, int64_t skv) {
+  Problem p;
+  p.B = q.sizes[0];
+  p.Hq = q.sizes[1];
+  p.Sq = q.sizes[2];
+  p.D = q.sizes[3];
+  p.Hkv = k.sizes[1];
+  p.Skv = skv;
+  p.Dv = v.sizes[3];
+  p.q = q.data();
+  p.k = k.data();
+  p.v = v.data();
+  p.out = out.data();
+  p.mask = hasMask ? mask->data() : nullptr;
+  for (int d = 0; d < 4; ++d) {
+    p.qs[d] = q.strides[d];
+    p.ks[d] = k.strides[d];
+    p.vs[d] = v.strides[d];
+    p.os[d] = out.strides[d];
+    // Size-1 mask dimensions broadcast.
+    p.ms[d] = hasMask && mask->sizes[d] != 1 ? mask->strides[d] : 0;
+  }
+  p.scale = scale;
+  p.causal = causal != 0;
+  p.causalOffset = p.Skv - p.Sq;
+  return p;
+}
+
+bool isEmpty(const Problem &p) {
+  return p.B == 0 || p.Hq == 0 || p.Sq == 0 || p.Dv == 0;
+}
+
+/// `k` and `v` copied into `kc` and `vc` from key `first` on.
+void copyPart(const MemRef<4> &k, const MemRef<4> &v, int64_t first,
+              MemRef<4> &kc, MemRef<4> &vc) {
+  for (auto [src, dst] : {std::pair{&k, &kc}, std::pair{&v, &vc}})
+    for (int64_t b = 0; b < src->sizes[0]; ++b)
+      for (int64_t h = 0; h < src->sizes[1]; ++h)
+        for (int64_t j = 0; j < src->sizes[2]; ++j) {
+          const float *from = src->data() + b * src->strides[0] +
+                              h * src->strides[1] + j * src->strides[2];
+          float *to = dst->data() + b * dst->strides[0] + h * dst->strides[1] +
+                      (first + j) * dst->strides[2];
+          for (int64_t d = 0; d < src->sizes[3]; ++d)
+            to[d] = from[d * src->strides[3]];
+        }
+}
+
+/// A contiguous [B, H, S, D] buffer in `storage`.
+MemRef<4> contiguous(std::vector<float> &storage, int64_t b, int64_t h,
+                     int64_t s, int64_t d) {
+  storage.resize(size_t(b * h * s * d));
+  MemRef<4> m{storage.data(),
+              storage.data(),
+              0,
+              {b, h, s, d},
+              {h * s * d, s * d, d, 1}};
+  return m;
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
@@ -1307,31 +1419,9 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
                                                   MemRef<4> *out, float scale,
                                                   int32_t hasMask,
                                                   int32_t causal) {
-  Problem p;
-  p.B = q->sizes[0];
-  p.Hq = q->sizes[1];
-  p.Sq = q->sizes[2];
-  p.D = q->sizes[3];
-  p.Hkv = k->sizes[1];
-  p.Skv = k->sizes[2];
-  p.Dv = v->sizes[3];
-  p.q = q->data();
-  p.k = k->data();
-  p.v = v->data();
-  p.out = out->data();
-  p.mask = hasMask ? mask->data() : nullptr;
-  for (int d = 0; d < 4; ++d) {
-    p.qs[d] = q->strides[d];
-    p.ks[d] = k->strides[d];
-    p.vs[d] = v->strides[d];
-    p.os[d] = out->strides[d];
-    // Size-1 mask dimensions broadcast.
-    p.ms[d] = hasMask && mask->sizes[d] != 1 ? mask->strides[d] : 0;
-  }
-  p.scale = scale;
-  p.causal = causal != 0;
-  p.causalOffset = p.Skv - p.Sq;
-  if (p.B == 0 || p.Hq == 0 || p.Sq == 0 || p.Dv == 0)
+  Problem p =
+      problemOf(*q, *k, *v, mask, *out, scale, hasMask, causal, k->sizes[2]);
+  if (isEmpty(p))
     return;
   // Keys a padding mask hides from every row: the few-row kernel skips
   // them all, the others the ones past the last visible key.
@@ -1339,9 +1429,10 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
   p.Skv = keys.end[keys.count - 1];
 #ifdef __AVX512F__
   if (fastPathApplies(p)) {
-    if (p.Sq <= kFewRows)
-      attentionFewRows(p, keys);
-    else if (p.Sq <= 16)
+    if (p.Sq <= kFewRows) {
+      KVPart whole{p, 0};
+      attentionFewRows(p, keys, &whole, 1);
+    } else if (p.Sq <= 16)
       attentionBlocked<1>(p);
     else
       attentionBlocked<2>(p);
@@ -1349,11 +1440,40 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
   }
 #elif defined(TFC_UK_VECTOR)
   if (p.Sq <= kFewRows && fastPathApplies(p)) {
-    attentionFewRows(p, keys);
+    KVPart whole{p, 0};
+    attentionFewRows(p, keys, &whole, 1);
     return;
   }
   attentionPanels(p);
   return;
 #endif
   attentionReference(p);
+}
+
+extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
+    MemRef<4> *q, MemRef<4> *k0, MemRef<4> *k1, MemRef<4> *v0, MemRef<4> *v1,
+    MemRef<4> *mask, MemRef<4> *out, float scale, int32_t hasMask,
+    int32_t causal) {
+  int64_t split = k0->sizes[2], skv = split + k1->sizes[2];
+  Problem p = problemOf(*q, *k0, *v0, mask, *out, scale, hasMask, causal, skv);
+  if (isEmpty(p))
+    return;
+#ifdef TFC_UK_VECTOR
+  KVPart parts[kMaxKVParts] = {partOf(p, *k0, *v0, 0),
+                               partOf(p, *k1, *v1, split)};
+  if (p.Sq <= kFewRows && fastPathApplies(parts[0].view) &&
+      fastPathApplies(parts[1].view)) {
+    KeyRanges keys = keyRanges(p);
+    attentionFewRows(p, keys, parts, kMaxKVParts);
+    return;
+  }
+#endif
+  // The other kernels read one buffer: the parts are concatenated.
+  std::vector<float> kStorage, vStorage;
+  MemRef<4> kc = contiguous(kStorage, p.B, p.Hkv, skv, p.D);
+  MemRef<4> vc = contiguous(vStorage, p.B, p.Hkv, skv, p.Dv);
+  copyPart(*k0, *v0, 0, kc, vc);
+  copyPart(*k1, *v1, split, kc, vc);
+  _mlir_ciface_tfc_uk_attention_f32(q, &kc, &vc, mask, out, scale, hasMask,
+                                    causal);
 }

@@ -49,6 +49,14 @@ void _mlir_ciface_tfc_uk_attention_f32(tfc::uk::MemRef<4> *q,
                                        tfc::uk::MemRef<4> *out, float scale,
                                        int32_t hasMask, int32_t causal);
 
+/// The same attention with the keys and values in two parts along the key
+/// axis: k = concat(k0, k1), v = concat(v0, v1) (a decoder's cache and its
+/// new tokens), read where they are.
+void _mlir_ciface_tfc_uk_attention_kv2_f32(
+    tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4> *k0, tfc::uk::MemRef<4> *k1,
+    tfc::uk::MemRef<4> *v0, tfc::uk::MemRef<4> *v1, tfc::uk::MemRef<4> *mask,
+    tfc::uk::MemRef<4> *out, float scale, int32_t hasMask, int32_t causal);
+
 /// Flags of the matmul kernels.
 enum : int32_t {
   TFC_UK_ACCUMULATE = 1, ///< c += a . b (else c = a . b)

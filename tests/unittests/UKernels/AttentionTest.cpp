@@ -5,7 +5,8 @@
 // KV cache's unused slots, padding) must change no result. Rows that see no
 // visible key average over the hidden keys they see, as transformers'
 // finfo.min masks make them do; a kernel that dropped those keys would
-// average over fewer.
+// average over fewer. tfc_uk_attention_kv2_f32 must give the same results
+// with the keys and values in two parts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,8 +88,10 @@ std::vector<float> makeMask(const Case &c, std::mt19937 &rng) {
   return m;
 }
 
-/// The largest |out - ref| over the case, relative to the largest |V|.
-double run(const Case &c, unsigned seed) {
+/// The largest |out - ref| over the case, relative to the largest |V|. With
+/// `split` >= 0 the keys and values go to tfc_uk_attention_kv2_f32 in two
+/// parts, keys [0, split) and [split, Skv).
+double run(const Case &c, unsigned seed, int64_t split = -1) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, 1.0f);
   auto random = [&](int64_t n) {
@@ -115,8 +118,38 @@ double run(const Case &c, unsigned seed) {
   MemRef<4> mo = memref(out, c.B, c.Hq, c.Sq, c.Dv);
   float scale = 1.0f / std::sqrt(float(c.D));
   omp_set_num_threads(2);
-  _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale,
-                                    /*hasMask=*/1, c.causal ? 1 : 0);
+  if (split < 0) {
+    _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale,
+                                      /*hasMask=*/1, c.causal ? 1 : 0);
+  } else {
+    // Keys [0, split) in a view of a longer buffer (a cache with spare
+    // slots), the others in a buffer of their own.
+    constexpr int64_t kSpare = 5;
+    int64_t rest = c.Skv - split;
+    std::vector<float> k0(size_t(c.B * c.Hkv * (split + kSpare) * c.D), NAN),
+        v0(size_t(c.B * c.Hkv * (split + kSpare) * c.Dv), NAN),
+        k1(size_t(c.B * c.Hkv * rest * c.D)),
+        v1(size_t(c.B * c.Hkv * rest * c.Dv));
+    for (int64_t bh = 0; bh < c.B * c.Hkv; ++bh)
+      for (int64_t j = 0; j < c.Skv; ++j) {
+        const float *kj = &k[size_t((bh * c.Skv + j) * c.D)];
+        const float *vj = &v[size_t((bh * c.Skv + j) * c.Dv)];
+        float *kTo = j < split ? &k0[size_t((bh * (split + kSpare) + j) * c.D)]
+                               : &k1[size_t((bh * rest + j - split) * c.D)];
+        float *vTo = j < split ? &v0[size_t((bh * (split + kSpare) + j) * c.Dv)]
+                               : &v1[size_t((bh * rest + j - split) * c.Dv)];
+        std::copy(kj, kj + c.D, kTo);
+        std::copy(vj, vj + c.Dv, vTo);
+      }
+    MemRef<4> mk0 = memref(k0, c.B, c.Hkv, split + kSpare, c.D);
+    MemRef<4> mv0 = memref(v0, c.B, c.Hkv, split + kSpare, c.Dv);
+    mk0.sizes[2] = mv0.sizes[2] = split;
+    MemRef<4> mk1 = memref(k1, c.B, c.Hkv, rest, c.D);
+    MemRef<4> mv1 = memref(v1, c.B, c.Hkv, rest, c.Dv);
+    _mlir_ciface_tfc_uk_attention_kv2_f32(&mq, &mk0, &mk1, &mv0, &mv1, &mm, &mo,
+                                          scale, /*hasMask=*/1,
+                                          c.causal ? 1 : 0);
+  }
 
   double worst = 0, vMax = 0;
   for (float x : v)
@@ -175,6 +208,19 @@ TEST_P(AttentionMaskTest, MatchesFloat64) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2e", worst);
   RecordProperty("worst", text);
+}
+
+/// The keys and values in two parts: split where a decoder's cache ends and
+/// its new keys begin, and inside the used keys (a part boundary within a
+/// key range). The cases of more than a few query rows go through the
+/// parts' concatenation.
+TEST_P(AttentionMaskTest, TwoPartsMatchFloat64) {
+  const Case &c = GetParam();
+  for (int64_t split : {c.Skv - c.Sq, c.Skv / 3, int64_t(0)}) {
+    double worst = run(c, unsigned(c.Skv * 7 + c.Sq), split);
+    EXPECT_LE(worst, kBound)
+        << ::testing::PrintToString(c) << ", keys split at " << split;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
