@@ -63,8 +63,8 @@ struct TokenInputs {
 TokenInputs addTokenInputs(ModelBuilder &mb, const ImportOptions &options);
 
 /// A decoder's KV cache (ImportOptions::kvCache): the past keys and values
-/// of every layer as inputs, and the keys and values of all tokens as
-/// outputs.
+/// of every layer as inputs, and the keys and values of all tokens (or of
+/// the new ones, ImportOptions::present) as outputs.
 class KVCache {
 public:
   /// Adds the past inputs (none when pastLen is 0): per layer
@@ -73,7 +73,8 @@ public:
   KVCache(ModelBuilder &mb, const ImportOptions &options, int64_t layers,
           int64_t heads, int64_t headDim);
   /// Layer `layer`'s keys and values of the new tokens ([B, heads, S, D])
-  /// after its past ones; recorded as that layer's outputs.
+  /// after its past ones; those, or the new ones, recorded as that layer's
+  /// outputs.
   std::pair<mlir::Value, mlir::Value> append(TosaBuilder &tb, int64_t layer,
                                              mlir::Value k, mlir::Value v);
   /// Finishes the model: it returns `first` (named `firstName`), then every
@@ -82,7 +83,7 @@ public:
   finish(ModelBuilder &mb, mlir::Value first, llvm::StringRef firstName) const;
 
 private:
-  bool enabled;
+  bool enabled, newOnly;
   llvm::SmallVector<std::pair<mlir::Value, mlir::Value>> past, present;
 };
 

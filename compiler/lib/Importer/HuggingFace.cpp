@@ -82,7 +82,7 @@ TokenInputs addTokenInputs(ModelBuilder &mb, const ImportOptions &o) {
 
 KVCache::KVCache(ModelBuilder &mb, const ImportOptions &o, int64_t layers,
                  int64_t heads, int64_t headDim)
-    : enabled(o.kvCache) {
+    : enabled(o.kvCache), newOnly(o.present == PresentKV::New) {
   if (!enabled || o.pastLen == 0)
     return;
   auto type = RankedTensorType::get({o.batch, heads, o.pastLen, headDim},
@@ -96,11 +96,13 @@ KVCache::KVCache(ModelBuilder &mb, const ImportOptions &o, int64_t layers,
 
 std::pair<Value, Value> KVCache::append(TosaBuilder &tb, int64_t layer, Value k,
                                         Value v) {
+  if (enabled && newOnly)
+    present.push_back({k, v});
   if (!past.empty()) {
     k = tb.concat({past[layer].first, k}, 2);
     v = tb.concat({past[layer].second, v}, 2);
   }
-  if (enabled)
+  if (enabled && !newOnly)
     present.push_back({k, v});
   return {k, v};
 }
@@ -288,6 +290,11 @@ FailureOr<OwningOpRef<ModuleOp>> importHuggingFace(MLIRContext &context,
   if (options.pastLen < 0 || (options.pastLen > 0 && !options.kvCache)) {
     error = "the past length must be non-negative, and positive only with a "
             "KV cache";
+    return failure();
+  }
+  if (options.present == PresentKV::New && !options.kvCache) {
+    error = "the new tokens' keys and values are returned only with a KV "
+            "cache";
     return failure();
   }
   if (!sys::fs::is_directory(dir)) {

@@ -35,6 +35,9 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                     "(each new token's position, instead of past-len, "
                     "past-len + 1, ...): with a cache whose unused slots the "
                     "mask hides, one build serves every decode step")
+                       .str(),
+                   (note + "Decoders with a KV cache: what "
+                           "present.L.key/value hold")
                        .str()},
       batch("batch", cl::desc(descriptions[0]), cl::init(1), cl::cat(category)),
       seqLen("seq-len", cl::desc(descriptions[1]), cl::init(128),
@@ -60,12 +63,23 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
       pastLen("past-len", cl::desc(descriptions[6]), cl::init(0),
               cl::cat(category)),
       positionIds("position-ids", cl::desc(descriptions[7]), cl::init(false),
-                  cl::cat(category)) {}
+                  cl::cat(category)),
+      present("present", cl::desc(descriptions[8]),
+              cl::values(clEnumValN(PresentKV::All, "all",
+                                    "the past and the new tokens' keys and "
+                                    "values: the next step's past (default)"),
+                         clEnumValN(PresentKV::New, "new",
+                                    "the new tokens' only, [B, kv heads, "
+                                    "seq-len, head dim], for the caller to "
+                                    "write into its cache: a step does not "
+                                    "copy the cache")),
+              cl::init(PresentKV::All), cl::cat(category)) {}
 
 std::vector<std::string> ImportFlags::given() const {
   std::vector<std::string> out;
-  const cl::Option *flags[] = {&batch,        &seqLen,  &dtype,   &output,
-                               &tokenTypeIds, &kvCache, &pastLen, &positionIds};
+  const cl::Option *flags[] = {&batch,   &seqLen,       &dtype,
+                               &output,  &tokenTypeIds, &kvCache,
+                               &pastLen, &positionIds,  &present};
   for (const cl::Option *o : flags)
     if (o->getNumOccurrences())
       out.push_back(("--" + o->ArgStr).str());
@@ -83,6 +97,9 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
     return fail("--seq-len: expected a positive integer");
   if (pastLen < 0)
     return fail("--past-len: expected a non-negative integer");
+  if (present == PresentKV::New && !kvCache && pastLen == 0)
+    return fail("--present=new: the model has no KV cache to return (add "
+                "--kv-cache or --past-len)");
   FailureOr<ComputeType> computeType =
       parseComputeType(dtype, "--dtype", error);
   if (failed(computeType))
@@ -96,6 +113,7 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   o.kvCache = kvCache || pastLen > 0;
   o.pastLen = pastLen;
   o.positionIds = positionIds;
+  o.present = present;
   return o;
 }
 

@@ -65,6 +65,18 @@ enum class ComputeType {
   BF16,
 };
 
+/// What a decoder's present.L.key/value outputs hold.
+enum class PresentKV {
+  /// The keys and values of the past and the new tokens, [B, kv heads,
+  /// pastLen + seqLen, head dim]: the next step's past.
+  All,
+  /// Those of the seqLen new tokens only, [B, kv heads, seqLen, head dim]:
+  /// the caller writes them into its cache (the slots of the new tokens'
+  /// positions). A step then never copies the cache, and the CPU's
+  /// attention reads the past and the new keys and values where they are.
+  New,
+};
+
 struct ImportOptions {
   int64_t batch = 1;
   int64_t seqLen = 128;
@@ -89,6 +101,8 @@ struct ImportOptions {
   /// whose unused ones attention_mask hides, one build serves every decode
   /// step. Positions are clamped to [0, pastLen + seqLen - 1].
   bool positionIds = false;
+  /// Decoders with kvCache: what present.L.key/value hold.
+  PresentKV present = PresentKV::All;
 };
 
 /// Imports the model in `dir`. On failure returns failure() and sets `error`

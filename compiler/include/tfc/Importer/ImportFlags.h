@@ -2,8 +2,8 @@
 //
 // The flags tfc-import and tfc-compile take for a Hugging Face import
 // (--batch, --seq-len, --dtype, --output, --token-type-ids, --kv-cache,
-// --past-len, --position-ids), defined once: each tool holds one static
-// ImportFlags.
+// --past-len, --position-ids, --present), defined once: each tool holds one
+// static ImportFlags.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,13 +34,14 @@ public:
 
 private:
   /// The descriptions, before the options: cl::desc keeps a reference.
-  std::string descriptions[8];
+  std::string descriptions[9];
   llvm::cl::opt<int64_t> batch, seqLen;
   llvm::cl::opt<std::string> dtype;
   llvm::cl::opt<ImportOutput> output;
   llvm::cl::opt<bool> tokenTypeIds, kvCache;
   llvm::cl::opt<int64_t> pastLen;
   llvm::cl::opt<bool> positionIds;
+  llvm::cl::opt<PresentKV> present;
 };
 
 } // namespace tfc
