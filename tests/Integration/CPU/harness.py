@@ -157,18 +157,21 @@ class Harness:
         reference's keys and values of the first n tokens in slots 0..n-1
         of the cache, garbage in the others (hidden by attention_mask) and
         position n. The step's hidden state and the new token's keys and
-        values (the last slot of what it returns) must match the float64
-        model of the whole sequence."""
+        values (the last slot of what it returns; with --present=new all
+        of it) must match the float64 model of the whole sequence."""
         kv = []
         ref = reference(cfg, w, ids, mask, kv)
         np_type = {"f32": np.float32, "f16": np.float16}[dtype]
         b, cap = ids.shape[0], ids.shape[1] - 1
         garbage = np.random.default_rng(0)
-        for fused in (True, False):
-            lib, _ = self.build_hf("%s_cache%d_%s" % (name, cap, dtype), model,
+        for fused, present in ((True, "all"), (False, "all"), (True, "new"),
+                               (False, "new")):
+            lib, _ = self.build_hf("%s_cache%d_%s_%s" % (name, cap, dtype,
+                                                         present), model,
                                    b, 1, fused,
                                    ["--dtype=" + dtype, "--past-len=%d" % cap,
-                                    "--position-ids"])
+                                    "--position-ids", "--present=" + present])
+            new_slot = cap if present == "all" else 0
             for n in range(cap - 3, cap + 1):
                 step_mask = np.zeros((b, cap + 1), dtype=np.int64)
                 step_mask[:, :n] = mask[:, :n]
@@ -181,14 +184,18 @@ class Harness:
                         slots[:, :, :n] = t[:, :, :n]
                         inputs.append(slots.astype(np_type))
                 out = self.run_hf(lib, model, inputs, 1 + 2 * layers)
-                label = "%s %s one build, step %d of a %d-slot cache %s" % (
-                    name, dtype, n, cap, "fused" if fused else "unfused")
+                label = "%s %s one build, step %d of a %d-slot cache %s%s" % (
+                    name, dtype, n, cap, "fused" if fused else "unfused",
+                    ", --present=new" if present == "new" else "")
                 self.expect_close(label + ": hidden state", out[0],
                                   ref[:, n:n + 1], tol)
+                if present == "new":
+                    self.expect(label + ": present holds the new token only",
+                                all(o.shape[2] == 1 for o in out[1:]))
                 self.expect_close(
                     label + ": the new keys and values",
-                    np.concatenate([o[:, :, cap].astype(np.float64).ravel()
-                                    for o in out[1:]]),
+                    np.concatenate([o[:, :, new_slot].astype(np.float64)
+                                    .ravel() for o in out[1:]]),
                     np.concatenate([t[:, :, n].ravel() for pair in kv
                                     for t in pair]), tol)
 

@@ -47,6 +47,44 @@ def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp
   ];
 }
 
+def AttentionSplitKV : Pass<"tfc-attention-split-kv", "mlir::ModuleOp"> {
+  let summary = "Attention reads a concatenation of two buffers where they are";
+  let description = [{
+    A decoder's step concatenates each layer's cached keys and values with
+    those of its new tokens and hands the result to attention; when the
+    concatenation is returned (`present`, the next step's past) the copy is
+    the output, but when it is not (`--present=new`) copying the whole
+    cache into a temporary buffer only for attention to read it costs as
+    much as the attention. This pass finds calls of `tfc_uk_attention_f32`
+    whose keys and values are each a fresh buffer filled by exactly two
+    copies along the key axis, with one split point for both, and that
+    nothing else reads; the call becomes `tfc_uk_attention_kv2_f32` on the
+    copies' sources, and the buffers and copies go. A source written
+    between its copy and the call is a reason to keep the copy.
+
+    Before:
+    ```mlir
+    %k = memref.alloc() : memref<1x4x128x64xf32>
+    %k0 = memref.subview %k[0, 0, 0, 0] [1, 4, 127, 64] [1, 1, 1, 1] ...
+    memref.copy %past_k, %k0 ...
+    %k1 = memref.subview %k[0, 0, 127, 0] [1, 4, 1, 64] [1, 1, 1, 1] ...
+    memref.copy %new_k, %k1 ...
+    (the same for %v)
+    call @tfc_uk_attention_f32(%q, %k, %v, %mask, %out, ...)
+    memref.dealloc %k ...
+    ```
+    After:
+    ```mlir
+    call @tfc_uk_attention_kv2_f32(%q, %past_k, %new_k, %past_v, %new_v,
+                                   %mask, %out, ...)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 def MathApproximation : Pass<"tfc-math-approximation"> {
   let summary = "Replace math ops by vectorisable polynomial approximations";
   let description = [{
