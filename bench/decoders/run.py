@@ -21,7 +21,10 @@ random tokens (its prefill) and every system then takes as input: tfc's
 build with --past-len P (its outputs include the keys and values of all
 P + S tokens) and PyTorch's model called with past_key_values (the legacy
 tuple, as generate() used to) and ONNX Runtime's export of that call (the
-cache as inputs, the new one as outputs). Each round runs every
+cache as inputs, the new one as outputs). A second tfc build, "tfc fused
+--present=new", returns the new token's keys and values only (for the
+caller to write into its cache): its step reads the cache where it is
+instead of copying it into the new one. Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -234,27 +237,31 @@ def main():
         export(a.family, model, onnx, b, s, past)
     bins = os.path.join(ROOT, "build", "bin")
     libs = {}
-    for fused in (True, False):
-        lib = os.path.join(work, "%s.%s.so" % (
-            tag, "fused" if fused else "unfused"))
+    NEW = "tfc fused --present=new"
+    builds = [("tfc fused", "fused", []), ("tfc unfused", "unfused",
+                                           ["--no-fusion"])]
+    if past_len:
+        builds.append((NEW, "fused_new", ["--present=new"]))
+    for name, suffix, flags in builds:
+        lib = os.path.join(work, "%s.%s.so" % (tag, suffix))
         cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
-               str(b), "--seq-len", str(s), "-o", lib]
+               str(b), "--seq-len", str(s), "-o", lib] + flags
         if past_len:
             cmd.append("--past-len=%d" % past_len)
-        if not fused:
-            cmd.append("--no-fusion")
         r = subprocess.run(cmd, check=True, capture_output=True, text=True)
-        if fused:
+        if name == "tfc fused":
             print(r.stderr.strip())
-        libs["tfc fused" if fused else "tfc unfused"] = lib
+        libs[name] = lib
     systems = ["tfc fused", "tfc unfused", "PyTorch eager", "ONNX Runtime"]
+    if past_len:
+        systems.append(NEW)
     medians = {x: [] for x in systems}
     outs = {}
     for r in range(a.rounds):
         order = systems[r % len(systems):] + systems[:r % len(systems)]
         for x in order:
             out = os.path.join(work, "out_%s.npy" % x.split()[0].lower() +
-                               ("_u" if x == "tfc unfused" else ""))
+                               {"tfc unfused": "_u", NEW: "_new"}.get(x, ""))
             if x.startswith("tfc"):
                 cmd = [os.path.join(bins, "tfc-run"), libs[x], "--weights",
                        os.path.join(model, "model.safetensors"), "--input",
