@@ -7,7 +7,9 @@
 // rows; each packs the A of its rows so that a block of kMR rows is one
 // sequential stream (ARows::Packed). Products of few rows split the panels
 // instead and read A in place. The packing buffers live across calls:
-// after the first run, a model allocates nothing here.
+// after the first run, a model allocates nothing here. A weight may be
+// quantized as it is packed (TFC_UK_QUANTIZE_I8): int8 panels with a scale
+// per column, a quarter of f32's bytes to stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -51,7 +54,8 @@ template <BType T> inline float loadB(const void *b, int64_t i) {
   }
 }
 
-/// Calls f(std::integral_constant<BType, T>()) for the run-time type t.
+/// Calls f(std::integral_constant<BType, T>()) for the run-time type t (of
+/// B, or of its packed panels: I8 is only ever the latter).
 template <typename F> inline void withBType(BType t, F &&f) {
   switch (t) {
   case BType::F32:
@@ -60,13 +64,16 @@ template <typename F> inline void withBType(BType t, F &&f) {
     return f(std::integral_constant<BType, BType::F16>());
   case BType::BF16:
     return f(std::integral_constant<BType, BType::BF16>());
+  case BType::I8:
+    return f(std::integral_constant<BType, BType::I8>());
   }
 }
 
 struct Matmul {
   bool accumulate; // C += A . B, else C = A . B
   bool constantB;  // B holds the same values on every call (a weight)
-  BType btype;
+  bool quantize;   // constant B quantized to int8 (TFC_UK_QUANTIZE_I8)
+  BType btype;     // F32, F16 or BF16
   int64_t batch, m, n, k;
   const float *a;
   const void *b; // btype elements
@@ -75,22 +82,50 @@ struct Matmul {
 
   /// Batch element bt of B, as an element offset from b.
   int64_t bOffset(int64_t bt) const { return bt * bs[0]; }
+  /// Element (l, j) of batch element bt of B, as f32.
+  template <BType T> float bAt(int64_t bt, int64_t l, int64_t j) const {
+    return loadB<T>(b, bOffset(bt) + l * bs[1] + j * bs[2]);
+  }
+  /// The type of B's packed panels.
+  BType panelType() const { return quantize ? BType::I8 : btype; }
 };
+
+/// Quantization of a weight column (TFC_UK_QUANTIZE_I8): symmetric, its
+/// scale max|b| / 127, each value round(b / scale) (to nearest, ties to
+/// even) in [-127, 127]; a column of zeros has scale 0 and values 0.
+template <BType T> float columnScale(const Matmul &p, int64_t bt, int64_t j) {
+  float top = 0;
+  for (int64_t l = 0; l < p.k; ++l)
+    top = std::max(top, std::fabs(p.bAt<T>(bt, l, j)));
+  return top / 127.0f;
+}
+inline int8_t quantized(float b, float scale) {
+  if (scale == 0)
+    return 0;
+  return int8_t(std::clamp(std::nearbyint(b / scale), -127.0f, 127.0f));
+}
 
 void matmulReference(const Matmul &p) {
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
+    if constexpr (T != BType::I8) {
 #pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t bt = 0; bt < p.batch; ++bt)
-      for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t bt = 0; bt < p.batch; ++bt)
         for (int64_t j = 0; j < p.n; ++j) {
-          float acc = 0;
-          for (int64_t l = 0; l < p.k; ++l)
-            acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
-                   loadB<T>(p.b, bt * p.bs[0] + l * p.bs[1] + j * p.bs[2]);
-          float &c = p.c[bt * p.cs[0] + i * p.cs[1] + j * p.cs[2]];
-          c = p.accumulate ? c + acc : acc;
+          float scale = p.quantize ? columnScale<T>(p, bt, j) : 1.0f;
+          for (int64_t i = 0; i < p.m; ++i) {
+            float acc = 0;
+            for (int64_t l = 0; l < p.k; ++l) {
+              float b = p.bAt<T>(bt, l, j);
+              acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
+                     (p.quantize ? float(quantized(b, scale)) : b);
+            }
+            float &c = p.c[bt * p.cs[0] + i * p.cs[1] + j * p.cs[2]];
+            acc *= scale;
+            c = p.accumulate ? c + acc : acc;
+          }
         }
+    }
   });
 }
 
@@ -101,13 +136,56 @@ constexpr int64_t kKC = 256;                 // depth of a packed slice
 constexpr int64_t kMC = 96; // at most this many rows of A per task
 constexpr size_t kL2Bytes = size_t(1) << 20; // L2 of one core
 
-/// The packed panels of a B of type T: f32, or the 16-bit values' bits
-/// (the kernel widens them as it loads them).
+/// The packed panels of a B of type T: f32, the 16-bit values' bits (the
+/// kernel widens them as it loads them), or int8.
 template <BType T>
-using PanelElement = std::conditional_t<T == BType::F32, float, uint16_t>;
+using PanelElement =
+    std::conditional_t<T == BType::F32, float,
+                       std::conditional_t<T == BType::I8, int8_t, uint16_t>>;
 
 /// Bytes per element of a packed panel of B.
-size_t panelElementBytes(BType t) { return t == BType::F32 ? 4 : 2; }
+size_t panelElementBytes(BType t) {
+  return t == BType::F32 ? 4 : t == BType::I8 ? 1 : 2;
+}
+
+/// Bytes of B's packed panels: the elements, and int8 panels' column
+/// scales after all of them.
+size_t packedBytes(const Matmul &p, int64_t panels) {
+  size_t columns = size_t(panels * kNR);
+  return columns * size_t(p.k) * panelElementBytes(p.panelType()) +
+         (p.quantize ? columns * sizeof(float) : 0);
+}
+
+/// The column scales of int8 panels packed at `packed`.
+template <typename Byte>
+auto *panelScales(const Matmul &p, int64_t panels, Byte *packed) {
+  using F = std::conditional_t<std::is_const_v<Byte>, const float, float>;
+  return reinterpret_cast<F *>(packed + size_t(panels * kNR * p.k));
+}
+
+/// Packs B of batch element bt quantized (columnScale, quantized) into
+/// int8 panels laid out as packB's, the scales of panel pn's columns at
+/// panelScales(...)[pn * kNR]; columns past N hold 0 with scale 0.
+void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
+  withBType(p.btype, [&](auto type) {
+    constexpr BType T = decltype(type)::value;
+    if constexpr (T != BType::I8) {
+      float *scales = panelScales(p, panels, static_cast<char *>(packed));
+#pragma omp parallel for schedule(static)
+      for (int64_t pn = 0; pn < panels; ++pn) {
+        int8_t *dst = static_cast<int8_t *>(packed) + pn * kNR * p.k;
+        for (int64_t j = 0; j < kNR; ++j) {
+          int64_t col = pn * kNR + j;
+          float scale = col < p.n ? columnScale<T>(p, bt, col) : 0.0f;
+          scales[col] = scale;
+          for (int64_t l = 0; l < p.k; ++l)
+            dst[l * kNR + j] =
+                col < p.n ? quantized(p.bAt<T>(bt, l, col), scale) : 0;
+        }
+      }
+    }
+  });
+}
 
 /// Packs B of batch element bt into kNR-column panels, each holding all of
 /// K with row stride kNR (columns past N are zero, which is +0 in every
@@ -147,7 +225,7 @@ public:
   const void *get(const Matmul &p, int64_t bt, int64_t panels) {
     Key key{static_cast<const char *>(p.b) +
                 p.bOffset(bt) * panelElementBytes(p.btype),
-            p.btype,
+            p.panelType(),
             p.k,
             p.n,
             p.bs[1],
@@ -156,10 +234,13 @@ public:
     auto it = cache.find(key);
     if (it != cache.end())
       return it->second.get();
-    size_t bytes = size_t(panels * kNR * p.k) * panelElementBytes(p.btype);
+    size_t bytes = packedBytes(p, panels);
     std::unique_ptr<void, Free> buffer(
         std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    packB(p, bt, panels, buffer.get(), /*parallel=*/true);
+    if (p.quantize)
+      packBQuantized(p, bt, panels, buffer.get());
+    else
+      packB(p, bt, panels, buffer.get(), /*parallel=*/true);
     return cache.emplace(key, std::move(buffer)).first->second.get();
   }
 
@@ -232,10 +313,12 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
     packB(p, bt, panels, scratch, parallel);
     packed = scratch;
   }
-  withBType(p.btype, [&](auto type) {
+  withBType(p.panelType(), [&](auto type) {
     constexpr BType T = decltype(type)::value;
     using E = PanelElement<T>;
     const E *panels0 = static_cast<const E *>(packed);
+    const float *scales =
+        panelScales(p, panels, static_cast<const char *>(packed));
     // B larger than L2 streams from farther out: then the threads running
     // rows prefetch each next slice of B (the layout puts it right after
     // this one) while they run this one. Measured with AVX2 on one thread:
@@ -265,10 +348,14 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
                   /*allCols=*/cols == kNR,
                   /*accumulate=*/p.accumulate || k0 > 0,
                   nullptr};
-        if constexpr (T == BType::F32)
+        if constexpr (T == BType::F32) {
           t.b = b;
-        else
+        } else if constexpr (T == BType::I8) {
+          t.b8 = b;
+          t.bScale = scales + pn * kNR;
+        } else {
           t.b16 = b;
+        }
         // The next slice: this panel's, or the next panel's first.
         const E *next = b + kc * kNR;
         int64_t nextDepth = std::min(kKC, k0 + kc < p.k ? p.k - k0 - kc : p.k);
@@ -317,7 +404,7 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
 
 void matmulPacked(const Matmul &p) {
   double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
-  double bBytes = double(p.n * p.k) * double(panelElementBytes(p.btype));
+  double bBytes = double(p.n * p.k) * double(panelElementBytes(p.panelType()));
   // Whether `products` of them make enough work for the threads.
   auto worthThreads = [&](int64_t products) {
     return flops * double(products) >= kParallelFlops ||
@@ -364,8 +451,10 @@ template <int Rank, typename BElement>
 void runDescriptors(MemRef<Rank> *a, MemRef<Rank, BElement> *b, MemRef<Rank> *c,
                     int32_t flags, BType btype) {
   constexpr int d = Rank - 2; // the first matrix dimension
+  bool constantB = (flags & TFC_UK_CONSTANT_B) != 0;
   Matmul p{(flags & TFC_UK_ACCUMULATE) != 0,
-           (flags & TFC_UK_CONSTANT_B) != 0,
+           constantB,
+           constantB && (flags & TFC_UK_QUANTIZE_I8) != 0,
            btype,
            Rank == 3 ? c->sizes[0] : 1,
            c->sizes[d],

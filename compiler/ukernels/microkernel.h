@@ -20,8 +20,10 @@
 namespace tfc::uk {
 /// The element type of B and of its packed panels: f32, or the bits of bf16
 /// or f16 values, widened to f32 as the kernel loads them (a panel of a
-/// 16-bit weight holds half the bytes).
-enum class BPanel { F32, BF16, F16 };
+/// 16-bit weight holds half the bytes); or int8 values with a scale per
+/// column (a weight quantized when packed: a quarter of the bytes), the
+/// column's sum multiplied by its scale at the end.
+enum class BPanel { F32, BF16, F16, I8 };
 } // namespace tfc::uk
 
 #ifdef TFC_UK_VECTOR
@@ -59,6 +61,8 @@ template <int NV> struct Tile {
   bool accumulate;
   const VecF *alpha;             // per-lane scale of C, or null
   const uint16_t *b16 = nullptr; // a 16-bit B panel
+  const int8_t *b8 = nullptr;    // an int8 B panel ...
+  const float *bScale = nullptr; // ... and its NV*kLanes column scales
 };
 
 /// The kLanes elements at `offset` of the tile's packed B panel, as f32.
@@ -68,8 +72,10 @@ inline VecF loadPanel(const Tile<NV> &t, int64_t offset) {
     return vload(t.b + offset);
   else if constexpr (P == BPanel::BF16)
     return vloadBF16(t.b16 + offset);
-  else
+  else if constexpr (P == BPanel::F16)
     return vloadF16(t.b16 + offset);
+  else
+    return vloadI8(t.b8 + offset);
 }
 
 /// Side work of an epilogue that has none.
@@ -145,22 +151,21 @@ constexpr int kPhases = (MR * NV >= 8) ? 1 : (8 + MR * NV - 1) / (MR * NV);
 /// A block of few rows has too few accumulators to cover the FMA latency
 /// (one row: two chains, each FMA waiting 4 cycles for the last): it keeps
 /// kPhases sets of them, the k loop's groups of NV * Unroll steps taking
-/// turns, and adds them up at the end.
+/// turns, and adds them up at the end. An int8 panel's sums start at zero
+/// and meet C (scaled by alpha) after their column scales.
 template <int MR, int NV, int Unroll, ARows A, BPanel P, typename Epilogue>
 inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
   constexpr int Phases = kPhases<MR, NV>;
+  constexpr bool scaled = P == BPanel::I8;
   VecF acc[Phases][MR][NV];
+  auto loadC = [&](int r, int v) {
+    VecF c = t.allCols ? vloadu(t.c + r * t.ldc + v * kLanes)
+                       : vloadLanes(t.c + r * t.ldc + v * kLanes, t.cols[v]);
+    return t.alpha ? vmul(c, t.alpha[v]) : c;
+  };
   for (int r = 0; r < MR; ++r)
     for (int v = 0; v < NV; ++v) {
-      if (t.accumulate) {
-        acc[0][r][v] =
-            t.allCols ? vloadu(t.c + r * t.ldc + v * kLanes)
-                      : vloadLanes(t.c + r * t.ldc + v * kLanes, t.cols[v]);
-        if (t.alpha)
-          acc[0][r][v] = vmul(acc[0][r][v], t.alpha[v]);
-      } else {
-        acc[0][r][v] = vzero();
-      }
+      acc[0][r][v] = t.accumulate && !scaled ? loadC(r, v) : vzero();
       for (int s = 1; s < Phases; ++s)
         acc[s][r][v] = vzero();
     }
@@ -233,6 +238,13 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v)
         acc[0][r][v] = vadd(acc[0][r][v], acc[s][r][v]);
+  if constexpr (scaled)
+    for (int v = 0; v < NV; ++v) {
+      VecF scale = vloadu(t.bScale + v * kLanes);
+      for (int r = 0; r < MR; ++r)
+        acc[0][r][v] =
+            vfmadd(acc[0][r][v], scale, t.accumulate ? loadC(r, v) : vzero());
+    }
   epilogue(acc[0], t, side);
 }
 

@@ -66,6 +66,11 @@ inline VecF vloadF16(const uint16_t *p) {
   return _mm512_cvtph_ps(
       _mm256_load_si256(reinterpret_cast<const __m256i *>(p)));
 }
+/// kLanes int8 values (16-byte aligned) converted to f32 (exact).
+inline VecF vloadI8(const int8_t *p) {
+  __m128i b = _mm_load_si128(reinterpret_cast<const __m128i *>(p));
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+}
 inline void vstoreu(float *p, VecF v) { _mm512_storeu_ps(p, v); }
 /// A non-temporal store of a whole, 64-byte aligned vector.
 inline void vstream(float *p, VecF v) { _mm512_stream_ps(p, v); }
@@ -125,6 +130,11 @@ inline VecF vloadBF16(const uint16_t *p) {
 }
 inline VecF vloadF16(const uint16_t *p) {
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(p)));
+}
+/// kLanes int8 values (8-byte aligned) converted to f32 (exact).
+inline VecF vloadI8(const int8_t *p) {
+  __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
 }
 inline void vstoreu(float *p, VecF v) { _mm256_storeu_ps(p, v); }
 /// A non-temporal store of a whole, 32-byte aligned vector.

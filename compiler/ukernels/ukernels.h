@@ -61,6 +61,11 @@ void _mlir_ciface_tfc_uk_attention_kv2_f32(
 enum : int32_t {
   TFC_UK_ACCUMULATE = 1, ///< c += a . b (else c = a . b)
   TFC_UK_CONSTANT_B = 2, ///< b is a weight: packed once, on first use
+  /// With TFC_UK_CONSTANT_B: b is quantized to int8 as it is packed, with a
+  /// scale per column (symmetric: max|column| / 127, values rounded to
+  /// nearest, ties to even), and the product uses those values:
+  /// c (+)= (a . q) * scale. A weight-only quantization: a and c stay f32.
+  TFC_UK_QUANTIZE_I8 = 4,
 };
 
 /// c[b] (+)= a[b] . b[b] for a [B,M,K], b [B,K,N], c [B,M,N]; any strides

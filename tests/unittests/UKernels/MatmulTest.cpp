@@ -7,7 +7,11 @@
 // the rows, each thread packing its A), odd panels and K slices, a B that
 // does not fit L2 (prefetched slice by slice), and the operand layouts a
 // model hands over: a weight stored [N, K] (B transposed, constant), a
-// transposed A, C accumulated into, a batch; and B in f16 or bf16.
+// transposed A, C accumulated into, a batch; and B in f16 or bf16. A
+// weight quantized to int8 as it is packed (TFC_UK_QUANTIZE_I8) is checked
+// against the product with the quantized weight, computed here from the
+// flag's definition: any difference in a column's scale or in one rounded
+// value is far outside the bound.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +39,7 @@ struct Case {
   bool transposeA, weightB, accumulate;
   int threads;
   BType bType = BType::F32;
+  bool quantize = false; // with weightB: TFC_UK_QUANTIZE_I8
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -43,7 +48,25 @@ void PrintTo(const Case &c, std::ostream *os) {
       << (c.accumulate ? " C +=" : "") << " on " << c.threads << " threads"
       << (c.bType == BType::F16    ? ", B f16"
           : c.bType == BType::BF16 ? ", B bf16"
-                                   : "");
+                                   : "")
+      << (c.quantize ? ", quantized to int8" : "");
+}
+
+/// TFC_UK_QUANTIZE_I8 of B's column j (element (l, j) at b[l * ls + j *
+/// js], K of them), in f32 as ukernels.h defines it: the scale, and the
+/// column replaced by its int8 values.
+float quantizeColumn(std::vector<float> &b, int64_t at, int64_t ls, int64_t K) {
+  float top = 0;
+  for (int64_t l = 0; l < K; ++l)
+    top = std::max(top, std::fabs(b[at + l * ls]));
+  float scale = top / 127.0f;
+  for (int64_t l = 0; l < K; ++l) {
+    float &x = b[at + l * ls];
+    x = scale == 0
+            ? 0.0f
+            : std::min(127.0f, std::max(-127.0f, std::nearbyint(x / scale)));
+  }
+  return scale;
 }
 
 /// Rounds b to the 16-bit type (f16: to nearest; bf16: truncated, any
@@ -119,7 +142,8 @@ double run(const Case &c, unsigned seed) {
   if (c.weightB) // stored [N, K]
     bs[1] = 1, bs[2] = K;
   int32_t flags = (c.accumulate ? TFC_UK_ACCUMULATE : 0) |
-                  (c.weightB ? TFC_UK_CONSTANT_B : 0);
+                  (c.weightB ? TFC_UK_CONSTANT_B : 0) |
+                  (c.quantize ? TFC_UK_QUANTIZE_I8 : 0);
   omp_set_num_threads(c.threads);
   std::vector<uint16_t> b16;
   if (c.bType != BType::F32)
@@ -133,6 +157,15 @@ double run(const Case &c, unsigned seed) {
       call(a, b16.data(), out, c, as, bs, flags);
   }
   tfc_uk_forget_packed_weights();
+  // The reference's B: the quantized values, and each column's scale.
+  std::vector<float> colScale(size_t(B * N), 1.0f);
+  if (c.quantize)
+    for (int64_t bt = 0; bt < B; ++bt)
+      for (int64_t j = 0; j < N; ++j)
+        colScale[size_t(bt * N + j)] =
+            quantizeColumn(b, bt * bs[0] + j * bs[2], bs[1], K);
+  // A quantized product rounds once more: the sum times the scale.
+  double roundings = double(K + (c.quantize ? 2 : 1));
   double worst = 0;
   for (int64_t bt = 0; bt < B; ++bt)
     for (int64_t i = 0; i < M; ++i)
@@ -140,7 +173,8 @@ double run(const Case &c, unsigned seed) {
         double ref = 0, scale = 0;
         for (int64_t l = 0; l < K; ++l) {
           double x = a[bt * as[0] + i * as[1] + l * as[2]];
-          double y = b[bt * bs[0] + l * bs[1] + j * bs[2]];
+          double y = double(b[bt * bs[0] + l * bs[1] + j * bs[2]]) *
+                     colScale[size_t(bt * N + j)];
           ref += x * y;
           scale += std::fabs(x * y);
         }
@@ -150,7 +184,7 @@ double run(const Case &c, unsigned seed) {
           scale += std::fabs(c0v);
         }
         double err = std::fabs(out[(bt * M + i) * N + j] - ref);
-        worst = std::max(worst, err / (double(K + 1) * std::ldexp(1.0, -24) *
+        worst = std::max(worst, err / (roundings * std::ldexp(1.0, -24) *
                                        std::max(scale, 1e-30)));
       }
   return worst;
@@ -197,6 +231,15 @@ INSTANTIATE_TEST_SUITE_P(
         Case{4, 9, 40, 17, false, false, true, 1, BType::BF16},
         // A 16-bit weight past L2 (1.3 MiB of bf16 panels): prefetched.
         Case{1, 64, 1100, 600, false, true, false, 2, BType::BF16},
+        // Weights quantized to int8 as they are packed: a decode GEMV on
+        // the threads, rows split with B past L2 (prefetched), odd N and
+        // K slices, a bf16 weight, accumulation, a batch of weights.
+        Case{1, 1, 1100, 300, false, true, false, 2, BType::F32, true},
+        Case{1, 3, 777, 130, false, true, true, 2, BType::F32, true},
+        Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, true},
+        Case{1, 131, 513, 40, true, true, true, 3, BType::F32, true},
+        Case{1, 1, 1025, 520, false, true, false, 2, BType::BF16, true},
+        Case{3, 20, 300, 50, false, true, true, 2, BType::F32, true},
         // Batches: small products spread over the threads, large ones
         // each on all of them.
         Case{5, 13, 37, 21, false, false, false, 2},
