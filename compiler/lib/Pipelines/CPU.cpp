@@ -24,8 +24,11 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
        "function-boundary-type-conversion=identity-layout-map},"
        "buffer-results-to-out-params{modify-public-functions=true "
        "hoist-static-allocs=true},"
-       "buffer-deallocation-pipeline,tfc-attention-split-kv,"
-       "convert-linalg-matmul-to-cpu,tfc-strided-copies-to-linalg,";
+       "buffer-deallocation-pipeline,tfc-attention-split-kv,";
+  p += options.quantizeWeightsInt8
+           ? "convert-linalg-matmul-to-cpu{quantize-weights=int8},"
+           : "convert-linalg-matmul-to-cpu,";
+  p += "tfc-strided-copies-to-linalg,";
   // The remaining linalg ops become loops whose outermost parallel loop
   // runs on OpenMP threads; inner loops stay plain for LLVM to vectorise.
   // Single-iteration loops (a batch of 1) are promoted first, so the loop

@@ -83,6 +83,15 @@ static cl::opt<bool> noFusion("no-fusion",
                                        "every transformer op to primitives"),
                               cl::cat(category));
 
+static cl::opt<std::string> quantizeWeights(
+    "quantize-weights",
+    cl::desc("With --target=cpu: quantize the matmuls' weights as the "
+             "kernels pack them: none (default) or int8 (weight-only: a "
+             "scale per output column, max|column| / 127, values rounded to "
+             "nearest; activations, sums and results stay f32; decoding "
+             "streams a quarter of the f32 weights' bytes)"),
+    cl::init("none"), cl::cat(category));
+
 static cl::opt<bool> gpuLdmatrix(
     "gpu-ldmatrix",
     cl::desc("With --target=nvptx: f16/bf16 attention reads its K and V "
@@ -295,6 +304,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   } else {
     tfc::CPUPipelineOptions options;
     options.fuse = fuse;
+    options.quantizeWeightsInt8 = quantizeWeights == "int8";
     pipeline = tfc::getCPUPipeline(options);
   }
   // The graph step already ran; the lowering starts after it.
@@ -358,6 +368,11 @@ int main(int argc, char **argv) {
 
   if (target != "cpu" && target != "nvptx")
     return fail("unknown --target '" + target + "' (supported: cpu, nvptx)");
+  if (quantizeWeights != "none" && quantizeWeights != "int8")
+    return fail("unknown --quantize-weights '" + quantizeWeights +
+                "' (supported: none, int8)");
+  if (quantizeWeights.getNumOccurrences() && target != "cpu")
+    return fail("--quantize-weights needs --target=cpu");
   if (target == "nvptx") {
     // sm_NN or sm_NNa, NN >= 80 (mma.sync m16n8k16 with bf16).
     llvm::StringRef arch(gpuArch);

@@ -17,7 +17,8 @@ import sys
 
 import numpy as np
 
-from harness import Harness, bf16_to_f32, parse_args, random_tokens
+from harness import (Harness, bf16_to_f32, parse_args, quantized_int8,
+                     random_tokens)
 
 CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
        "n_embd": 48, "n_layer": 2, "n_head": 3, "n_positions": 40,
@@ -199,6 +200,17 @@ def main():
     h.expect_close("gpt2 logits", h.run_hf(lib, model, [ids, mask]), ref,
                    1e-4)
     h.expect_token_refused("gpt2", lib, model, ids, mask, CFG["vocab_size"])
+    if target == "cpu":
+        # --quantize-weights=int8: every Conv1D ([in, out]) and the head,
+        # which reads the token embedding (the lookup reads it as it is).
+        wte = w["transformer.wte.weight"]
+        h.check_quantized(
+            "gpt2 logits", lambda wts, q: reference(CFG, wts, ids, mask) @
+            (quantized_int8(wte, 1) if q else wte.astype(np.float64)).T,
+            model, w, [ids, mask],
+            {n: 0 for n in w if n.endswith(("c_attn.weight", "c_proj.weight",
+                                            "c_fc.weight"))},
+            1e-4, ["--output=logits"])
     # The KV cache (prefill, a chunk after a past, one-token decode), f32.
     model = h.path("gpt2_kv")
     w = write_model(model, rng, CFG)

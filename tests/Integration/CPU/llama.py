@@ -225,6 +225,14 @@ def main():
             h.expect_close("llama %s logits" % dtype, out, ref, tol)
         h.expect_token_refused("llama", lib, model, ids, mask,
                                CFG["vocab_size"])
+        if target == "cpu":
+            # --quantize-weights=int8: every projection and the head.
+            axes = {n: 1 for n in w if n.endswith("_proj.weight") or
+                    n == "lm_head.weight"}
+            h.check_quantized(
+                "llama logits", lambda wts, _: reference(CFG, wts, ids, mask) @
+                wts["lm_head.weight"].astype(np.float64).T, model, w,
+                [ids, mask], axes, 1e-4, ["--output=logits"])
     if not only or "kv" in only[0]:
         # The KV cache: the GQA layout, f32 and f16.
         model = h.path("llama_kv")

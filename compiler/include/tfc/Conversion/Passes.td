@@ -129,6 +129,13 @@ def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
     widened into an f32 temporary. The op's
     accumulate semantics (C += A . B) are kept. Runs after bufferization.
 
+    With `quantize-weights=int8`, weight B operands are quantized to int8
+    as the kernel packs them (`TFC_UK_QUANTIZE_I8`: a scale per output
+    column, max|column| / 127, values rounded to nearest): a weight-only
+    quantization that streams a quarter of f32's bytes (half of bf16's) in
+    the memory-bound products of decoding. Activations, sums and results
+    stay f32.
+
     Before:
     ```mlir
     linalg.batch_matmul ins(%a, %b : memref<1x128x384xf32>, memref<1x384x384xf32>)
@@ -141,6 +148,11 @@ def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
     call @tfc_uk_batch_matmul_f32(%a1, %b1, %c1) : (...) -> ()
     ```
   }];
+  let options = [
+    Option<"quantizeWeights", "quantize-weights", "std::string",
+           /*default=*/"\"none\"",
+           "Quantize weight operands as they are packed: none or int8">
+  ];
   let dependentDialects = [
     "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect"

@@ -12,6 +12,9 @@ struct CPUPipelineOptions {
   /// false, every transformer op is decomposed to primitives (the unfused
   /// build).
   bool fuse = true;
+  /// Quantize the matmuls' weights to int8 as the kernels pack them
+  /// (weight-only, a scale per output column).
+  bool quantizeWeightsInt8 = false;
 };
 
 /// The textual pass pipeline (anchored on builtin.module, without the

@@ -166,9 +166,10 @@ Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
 /// it loads them; an f16/bf16 A is
 /// widened into an f32 temporary, freed after the call. Either way, the same
 /// products and f32 sums the op defines.
+/// With `quantize`, a weight B is quantized to int8 as the kernel packs it.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
-  MatmulToKernel(MLIRContext *ctx, StringRef kernel)
-      : OpRewritePattern<OpTy>(ctx), kernel(kernel.str()) {}
+  MatmulToKernel(MLIRContext *ctx, StringRef kernel, bool quantize)
+      : OpRewritePattern<OpTy>(ctx), kernel(kernel.str()), quantize(quantize) {}
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -220,8 +221,10 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
     for (auto [i, v] : llvm::enumerate(operands))
       args.push_back(
           memref::CastOp::create(rewriter, loc, i == 1 ? dynB : dyn, v));
-    // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B.
-    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 : 0);
+    // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B,
+    // 4 B quantized to int8.
+    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 : 0) |
+                    (constantB && quantize ? 4 : 0);
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(flags)));
     declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), name,
@@ -235,16 +238,26 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
   }
 
   std::string kernel;
+  bool quantize;
 };
 
 struct LinalgMatmulToCPUPass
     : impl::LinalgMatmulToCPUBase<LinalgMatmulToCPUPass> {
+  using Base::Base;
+
   void runOnOperation() override {
+    if (quantizeWeights != "none" && quantizeWeights != "int8") {
+      getOperation().emitError()
+          << "convert-linalg-matmul-to-cpu: unknown quantize-weights '"
+          << quantizeWeights << "' (supported: none, int8)";
+      return signalPassFailure();
+    }
+    bool quantize = quantizeWeights == "int8";
     RewritePatternSet patterns(&getContext());
-    patterns.add<MatmulToKernel<linalg::MatmulOp>>(&getContext(),
-                                                   "tfc_uk_matmul_f32");
+    patterns.add<MatmulToKernel<linalg::MatmulOp>>(
+        &getContext(), "tfc_uk_matmul_f32", quantize);
     patterns.add<MatmulToKernel<linalg::BatchMatmulOp>>(
-        &getContext(), "tfc_uk_batch_matmul_f32");
+        &getContext(), "tfc_uk_batch_matmul_f32", quantize);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
