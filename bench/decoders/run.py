@@ -5,7 +5,7 @@ eager and ONNX Runtime, measured in one run.
   bash bench/minilm/setup_peers.sh          # once: bench/.venv
   bench/.venv/bin/python bench/decoders/run.py [--family gpt2|llama]
       [--threads 2] [--batch 1] [--seq-len 128] [--layers 12] [--rounds 5]
-      [--runs 10] [--past-len P]
+      [--runs 10] [--past-len P] [--quantize]
 
 gpt2: GPT-2 small's shape (hidden 768, 12 heads, 12 blocks, vocabulary
 50257). llama: a LLaMA of the same width (hidden 768, 12 query heads of 64
@@ -24,7 +24,14 @@ tuple, as generate() used to) and ONNX Runtime's export of that call (the
 cache as inputs, the new one as outputs). A second tfc build, "tfc fused
 --present=new", returns the new token's keys and values only (for the
 caller to write into its cache): its step reads the cache where it is
-instead of copying it into the new one. Each round runs every
+instead of copying it into the new one. --quantize adds "tfc fused
+--quantize-weights=int8": the matmuls' weights quantized to int8 (a scale
+per output column) as the kernels pack them; its outputs differ from
+PyTorch's by the quantization (the last column says how much), and ONNX
+Runtime's own weight-only int8 (MatMulNBits from its MatMulNBitsQuantizer:
+8 bits, symmetric, a scale per 128 weights along K), computing in f32
+("accuracy level 0") and with its activations quantized to int8 too
+(accuracy level 4, MLAS's int8 kernels). Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -167,6 +174,20 @@ def export(family, model, onnx, batch, seq, past=()):
             opset_version=14)
 
 
+def quantize_onnx(src, dst, accuracy_level):
+    """ONNX Runtime's weight-only int8 quantization of `src` into `dst`:
+    each MatMul with a constant weight becomes MatMulNBits (8 bits,
+    symmetric, blocks of 128 along K)."""
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import \
+        MatMulNBitsQuantizer
+    q = MatMulNBitsQuantizer(onnx.load(src), bits=8, block_size=128,
+                             is_symmetric=True,
+                             accuracy_level=accuracy_level)
+    q.process()
+    q.model.save_model_to_file(dst, use_external_data_format=False)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", nargs="?", default="bench")
@@ -183,6 +204,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--past-len", type=int, default=0)
+    ap.add_argument("--quantize", action="store_true")
     ap.add_argument("--past", nargs="*", default=[],
                     help="(peer) the cache's .npy files, keys and values "
                          "by layer")
@@ -242,6 +264,9 @@ def main():
                                            ["--no-fusion"])]
     if past_len:
         builds.append((NEW, "fused_new", ["--present=new"]))
+    INT8 = "tfc fused --quantize-weights=int8"
+    if a.quantize:
+        builds.append((INT8, "fused_int8", ["--quantize-weights=int8"]))
     for name, suffix, flags in builds:
         lib = os.path.join(work, "%s.%s.so" % (tag, suffix))
         cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
@@ -255,13 +280,21 @@ def main():
     systems = ["tfc fused", "tfc unfused", "PyTorch eager", "ONNX Runtime"]
     if past_len:
         systems.append(NEW)
+    onnx_of = {"ONNX Runtime": onnx}
+    if a.quantize:
+        systems.append(INT8)
+        for level in (0, 4):
+            x = "ONNX Runtime int8 weights, accuracy level %d" % level
+            onnx_of[x] = os.path.join(work, tag + ".int8_%d.onnx" % level)
+            if not os.path.exists(onnx_of[x]):
+                quantize_onnx(onnx, onnx_of[x], level)
+            systems.append(x)
     medians = {x: [] for x in systems}
     outs = {}
     for r in range(a.rounds):
         order = systems[r % len(systems):] + systems[:r % len(systems)]
         for x in order:
-            out = os.path.join(work, "out_%s.npy" % x.split()[0].lower() +
-                               {"tfc unfused": "_u", NEW: "_new"}.get(x, ""))
+            out = os.path.join(work, "out_%d.npy" % systems.index(x))
             if x.startswith("tfc"):
                 cmd = [os.path.join(bins, "tfc-run"), libs[x], "--weights",
                        os.path.join(model, "model.safetensors"), "--input",
@@ -279,7 +312,8 @@ def main():
                 cmd = [sys.executable, __file__, "peer", "--system",
                        "torch" if x == "PyTorch eager" else "ort",
                        "--family", a.family, "--model",
-                       model, "--onnx", onnx, "--ids", ids_p, "--out", out,
+                       model, "--onnx", onnx_of.get(x, onnx), "--ids", ids_p,
+                       "--out", out,
                        "--threads", str(a.threads), "--runs", str(a.runs),
                        "--past"] + past
             text = subprocess.run(cmd, check=True, capture_output=True,
@@ -307,11 +341,15 @@ def main():
     for x in systems:
         med = statistics.median(medians[x])
         diff = np.abs(np.load(outs[x]).astype(np.float64) - ref).max()
+        if x == "tfc fused":
+            versus = "-"
+        elif x.startswith("tfc fused"):  # a variant: its own speed-up
+            versus = "(this build runs %.2fx its speed)" % (base / med)
+        else:
+            versus = ("%.2fx faster" if med >= base else "%.2fx (slower)") % (
+                med / base)
         print("| %s | %.1f | %.1f-%.1f | %s | %.1e |" % (
-            x, med, min(medians[x]), max(medians[x]),
-            "-" if x == "tfc fused" else
-            ("%.2fx faster" if med >= base else "%.2fx (slower)") %
-            (med / base), diff))
+            x, med, min(medians[x]), max(medians[x]), versus, diff))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@
 #   - a venv with system site packages, $BENCH_VENV (default bench/.venv,
 #     gitignored) with: transformers 4.40.2, tokenizers <0.20, pillow,
 #     sentence-transformers 2.7.0 (--no-deps), onnx (for torch.onnx.export),
-#     onnxruntime (CPU, PyPI). numpy is pinned <2: Debian's torch is built
+#     onnxruntime (CPU, PyPI), onnx_ir (for onnxruntime's weight-only
+#     quantizer, bench/decoders/run.py --quantize). numpy is pinned <2: Debian's torch is built
 #     against numpy 1.x.
 #   - OpenBLAS for PyTorch: Debian's python3-torch does its GEMMs through
 #     libblas.so.3, which is netlib's reference BLAS unless an optimised one
@@ -53,14 +54,15 @@ echo "numpy<2" > "$CONSTRAINTS"
 
 if ! "$PY" - <<'PY' 2>/dev/null
 import transformers, tokenizers, sentence_transformers, onnx, onnxruntime, PIL
+import onnx_ir
 assert transformers.__version__ == "4.40.2"
 assert sentence_transformers.__version__ == "2.7.0"
 PY
 then
-  log "pip install transformers, tokenizers, sentence-transformers, onnx, onnxruntime"
+  log "pip install transformers, tokenizers, sentence-transformers, onnx, onnxruntime, onnx_ir"
   "${PIP[@]}" -c "$CONSTRAINTS" "transformers==4.40.2" "tokenizers<0.20" pillow >&2
   "${PIP[@]}" --no-deps "sentence-transformers==2.7.0" >&2
-  "${PIP[@]}" -c "$CONSTRAINTS" onnx onnxruntime >&2
+  "${PIP[@]}" -c "$CONSTRAINTS" onnx onnxruntime onnx_ir >&2
 fi
 
 OB="$VENV/openblas/openblas-openmp"

@@ -18,7 +18,8 @@
 // transposed (as models store them; bound as a weight, so packed once),
 // against oneDNN's sgemm of the same shape on the same values in f32 (it
 // packs per call). There is one build (fusion does not change a matmul),
-// checked against a float64 product.
+// checked against a float64 product (with --compile-flags=
+// --quantize-weights=int8, of the weight as the build quantizes it).
 //
 // With --target=nvptx the builds run through the CUDA driver and each run
 // is the model's kernels timed with CUDA events (tfc_model_time: inputs
@@ -65,6 +66,11 @@ struct Options {
   std::string dtype = "f32";
   std::vector<std::string> compileFlags;
   bool gpu() const { return target == "nvptx"; }
+  /// The builds quantize weights to int8 (TFC_UK_QUANTIZE_I8).
+  bool quantizedWeights() const {
+    return std::find(compileFlags.begin(), compileFlags.end(),
+                     "--quantize-weights=int8") != compileFlags.end();
+  }
   size_t elementBytes() const { return dtype == "f32" ? 4 : 2; }
   /// How far the fused and the unfused build may differ (relative, in
   /// the norm): f32 rounding; f16 and bf16 results carry 11 and 8
@@ -533,7 +539,30 @@ int main(int argc, char **argv) {
       loadAndBind(unfused, base + ".unfused.so", inputs, weights, k);
 
     // The unfused build's result, or a matmul's float64 product (of the
-    // inputs as rounded to the element type).
+    // inputs as rounded to the element type; of the weight as quantized,
+    // when the build quantizes it: per row of W [N, K], scale max|row| /
+    // 127, values rounded to nearest, as ukernels.h defines it).
+    std::vector<double> w;
+    if (matmul) {
+      int64_t kk = dims[1], n = dims[2];
+      w.resize(size_t(n * kk));
+      for (int64_t col = 0; col < n; ++col) {
+        float top = 0;
+        for (int64_t l = 0; l < kk; ++l)
+          top =
+              std::max(top, std::fabs(weights[0]->get(col * kk + l, o.dtype)));
+        float scale = top / 127.0f;
+        for (int64_t l = 0; l < kk; ++l) {
+          float x = weights[0]->get(col * kk + l, o.dtype);
+          if (o.quantizedWeights())
+            x = scale == 0
+                    ? 0.0f
+                    : std::clamp(std::nearbyint(x / scale), -127.0f, 127.0f) *
+                          scale;
+          w[size_t(col * kk + l)] = x;
+        }
+      }
+    }
     auto expected = [&](size_t i) -> double {
       if (!matmul)
         return unfused.out->get(i, o.dtype);
@@ -542,7 +571,7 @@ int main(int argc, char **argv) {
       double sum = 0;
       for (int64_t l = 0; l < kk; ++l)
         sum += double(inputs[0]->get(row * kk + l, o.dtype)) *
-               weights[0]->get(col * kk + l, o.dtype);
+               w[size_t(col * kk + l)];
       return sum;
     };
     double num = 0, den = 0;
