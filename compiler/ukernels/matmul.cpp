@@ -8,8 +8,9 @@
 // sequential stream (ARows::Packed). Products of few rows split the panels
 // instead and read A in place. The packing buffers live across calls:
 // after the first run, a model allocates nothing here. A weight may be
-// quantized as it is packed (TFC_UK_QUANTIZE_I8): int8 panels with a scale
-// per column, a quarter of f32's bytes to stream.
+// quantized as it is packed (TFC_UK_QUANTIZE_I8, _I4): int8 panels with a
+// scale per column or int4 panels with a scale per column and 128 rows, a
+// quarter or an eighth of f32's bytes to stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,13 +67,22 @@ template <typename F> inline void withBType(BType t, F &&f) {
     return f(std::integral_constant<BType, BType::BF16>());
   case BType::I8:
     return f(std::integral_constant<BType, BType::I8>());
+  case BType::I4:
+    return f(std::integral_constant<BType, BType::I4>());
   }
 }
+
+/// How a constant B is quantized as it is packed (ukernels.h): symmetric,
+/// in groups of `group` rows of a column (all K for int8), each group's
+/// scale max|b| / qmax, each value round(b / scale) (to nearest, ties to
+/// even) in [-qmax, qmax]; a group of zeros has scale 0 and values 0.
+enum class Quant { None, I8, I4 };
+constexpr int64_t kI4Group = 128;
 
 struct Matmul {
   bool accumulate; // C += A . B, else C = A . B
   bool constantB;  // B holds the same values on every call (a weight)
-  bool quantize;   // constant B quantized to int8 (TFC_UK_QUANTIZE_I8)
+  Quant quant;     // of a constant B
   BType btype;     // F32, F16 or BF16
   int64_t batch, m, n, k;
   const float *a;
@@ -87,44 +97,57 @@ struct Matmul {
     return loadB<T>(b, bOffset(bt) + l * bs[1] + j * bs[2]);
   }
   /// The type of B's packed panels.
-  BType panelType() const { return quantize ? BType::I8 : btype; }
+  BType panelType() const {
+    return quant == Quant::I8   ? BType::I8
+           : quant == Quant::I4 ? BType::I4
+                                : btype;
+  }
+  /// Rows of B per quantization group, and the groups of a column.
+  int64_t group() const { return quant == Quant::I4 ? kI4Group : k; }
+  int64_t groups() const { return (k + group() - 1) / group(); }
+  float qmax() const { return quant == Quant::I4 ? 7.0f : 127.0f; }
 };
 
-/// Quantization of a weight column (TFC_UK_QUANTIZE_I8): symmetric, its
-/// scale max|b| / 127, each value round(b / scale) (to nearest, ties to
-/// even) in [-127, 127]; a column of zeros has scale 0 and values 0.
-template <BType T> float columnScale(const Matmul &p, int64_t bt, int64_t j) {
+/// The scale of group g of column j of batch element bt of B.
+template <BType T>
+float groupScale(const Matmul &p, int64_t bt, int64_t j, int64_t g) {
   float top = 0;
-  for (int64_t l = 0; l < p.k; ++l)
+  for (int64_t l = g * p.group(); l < std::min(p.k, (g + 1) * p.group()); ++l)
     top = std::max(top, std::fabs(p.bAt<T>(bt, l, j)));
-  return top / 127.0f;
+  return top / p.qmax();
 }
-inline int8_t quantized(float b, float scale) {
+/// b quantized with `scale`.
+inline int quantized(float b, float scale, float qmax) {
   if (scale == 0)
     return 0;
-  return int8_t(std::clamp(std::nearbyint(b / scale), -127.0f, 127.0f));
+  return int(std::clamp(std::nearbyint(b / scale), -qmax, qmax));
 }
 
 void matmulReference(const Matmul &p) {
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
-    if constexpr (T != BType::I8) {
+    if constexpr (T != BType::I8 && T != BType::I4) {
+      bool quantized = p.quant != Quant::None;
+      int64_t group = quantized ? p.group() : p.k;
 #pragma omp parallel for collapse(2) schedule(static)
       for (int64_t bt = 0; bt < p.batch; ++bt)
-        for (int64_t j = 0; j < p.n; ++j) {
-          float scale = p.quantize ? columnScale<T>(p, bt, j) : 1.0f;
+        for (int64_t j = 0; j < p.n; ++j)
           for (int64_t i = 0; i < p.m; ++i) {
-            float acc = 0;
-            for (int64_t l = 0; l < p.k; ++l) {
-              float b = p.bAt<T>(bt, l, j);
-              acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
-                     (p.quantize ? float(quantized(b, scale)) : b);
+            float sum = 0;
+            for (int64_t l0 = 0; l0 < p.k; l0 += group) {
+              float scale =
+                  quantized ? groupScale<T>(p, bt, j, l0 / group) : 1.0f;
+              float acc = 0;
+              for (int64_t l = l0; l < std::min(p.k, l0 + group); ++l) {
+                float b = p.bAt<T>(bt, l, j);
+                acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
+                       (quantized ? float(::quantized(b, scale, p.qmax())) : b);
+              }
+              sum += acc * scale;
             }
             float &c = p.c[bt * p.cs[0] + i * p.cs[1] + j * p.cs[2]];
-            acc *= scale;
-            c = p.accumulate ? c + acc : acc;
+            c = p.accumulate ? c + sum : sum;
           }
-        }
     }
   });
 }
@@ -137,50 +160,79 @@ constexpr int64_t kMC = 96; // at most this many rows of A per task
 constexpr size_t kL2Bytes = size_t(1) << 20; // L2 of one core
 
 /// The packed panels of a B of type T: f32, the 16-bit values' bits (the
-/// kernel widens them as it loads them), or int8.
+/// kernel widens them as it loads them), int8, or pairs of int4 in a byte.
 template <BType T>
-using PanelElement =
-    std::conditional_t<T == BType::F32, float,
-                       std::conditional_t<T == BType::I8, int8_t, uint16_t>>;
+using PanelElement = std::conditional_t<
+    T == BType::F32, float,
+    std::conditional_t<T == BType::I8 || T == BType::I4, int8_t, uint16_t>>;
 
-/// Bytes per element of a packed panel of B.
-size_t panelElementBytes(BType t) {
-  return t == BType::F32 ? 4 : t == BType::I8 ? 1 : 2;
+/// Elements per row of a packed panel of B of type T.
+template <BType T> constexpr int64_t kPanelRow = T == BType::I4 ? kNR / 2 : kNR;
+
+/// Bytes per row of a packed panel of B.
+size_t panelRowBytes(BType t) {
+  return t == BType::F32  ? 4 * kNR
+         : t == BType::I8 ? kNR
+         : t == BType::I4 ? kNR / 2
+                          : 2 * kNR;
 }
 
-/// Bytes of B's packed panels: the elements, and int8 panels' column
-/// scales after all of them.
+/// Bytes of B's packed panels: the elements, and a quantized B's scales
+/// after all of them.
 size_t packedBytes(const Matmul &p, int64_t panels) {
-  size_t columns = size_t(panels * kNR);
-  return columns * size_t(p.k) * panelElementBytes(p.panelType()) +
-         (p.quantize ? columns * sizeof(float) : 0);
+  size_t bytes = size_t(panels * p.k) * panelRowBytes(p.panelType());
+  if (p.quant != Quant::None)
+    bytes += size_t(panels * p.groups() * kNR) * sizeof(float);
+  return bytes;
 }
 
-/// The column scales of int8 panels packed at `packed`.
+/// The scales of a quantized B's panels packed at `packed`: those of group
+/// g of panel pn's columns at [(pn * groups + g) * kNR].
 template <typename Byte>
 auto *panelScales(const Matmul &p, int64_t panels, Byte *packed) {
   using F = std::conditional_t<std::is_const_v<Byte>, const float, float>;
-  return reinterpret_cast<F *>(packed + size_t(panels * kNR * p.k));
+  return reinterpret_cast<F *>(packed + size_t(panels * p.k) *
+                                            panelRowBytes(p.panelType()));
 }
 
-/// Packs B of batch element bt quantized (columnScale, quantized) into
-/// int8 panels laid out as packB's, the scales of panel pn's columns at
-/// panelScales(...)[pn * kNR]; columns past N hold 0 with scale 0.
+/// Packs B of batch element bt quantized (groupScale, quantized) into
+/// panels laid out as packB's: int8 values, or int4 ones stored as value
+/// + 8 with column j of a panel row in the low nibble of byte j and column
+/// j + kLanes in the high one. Columns past N hold 0 with scale 0.
 void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
-    if constexpr (T != BType::I8) {
+    if constexpr (T != BType::I8 && T != BType::I4) {
       float *scales = panelScales(p, panels, static_cast<char *>(packed));
+      int64_t groups = p.groups(), group = p.group();
+      bool i4 = p.quant == Quant::I4;
+      size_t rowBytes = panelRowBytes(p.panelType());
 #pragma omp parallel for schedule(static)
       for (int64_t pn = 0; pn < panels; ++pn) {
-        int8_t *dst = static_cast<int8_t *>(packed) + pn * kNR * p.k;
+        auto *dst = static_cast<uint8_t *>(packed) + pn * p.k * rowBytes;
+        if (i4)
+          std::fill(dst, dst + p.k * rowBytes, uint8_t(0x88)); // zeros
         for (int64_t j = 0; j < kNR; ++j) {
           int64_t col = pn * kNR + j;
-          float scale = col < p.n ? columnScale<T>(p, bt, col) : 0.0f;
-          scales[col] = scale;
-          for (int64_t l = 0; l < p.k; ++l)
-            dst[l * kNR + j] =
-                col < p.n ? quantized(p.bAt<T>(bt, l, col), scale) : 0;
+          for (int64_t g = 0; g < groups; ++g) {
+            float scale = col < p.n ? groupScale<T>(p, bt, col, g) : 0.0f;
+            scales[(pn * groups + g) * kNR + j] = scale;
+            for (int64_t l = g * group; l < std::min(p.k, (g + 1) * group);
+                 ++l) {
+              int q = col < p.n
+                          ? quantized(p.bAt<T>(bt, l, col), scale, p.qmax())
+                          : 0;
+              uint8_t *row = dst + l * rowBytes;
+              if (!i4) {
+                row[j] = uint8_t(int8_t(q));
+              } else {
+                int64_t at = j % tfc::uk::kLanes;
+                int shift = j < tfc::uk::kLanes ? 0 : 4;
+                row[at] =
+                    uint8_t((row[at] & ~(15 << shift)) | ((q + 8) << shift));
+              }
+            }
+          }
         }
       }
     }
@@ -224,7 +276,7 @@ class PackedWeights {
 public:
   const void *get(const Matmul &p, int64_t bt, int64_t panels) {
     Key key{static_cast<const char *>(p.b) +
-                p.bOffset(bt) * panelElementBytes(p.btype),
+                p.bOffset(bt) * (p.btype == BType::F32 ? 4 : 2),
             p.panelType(),
             p.k,
             p.n,
@@ -237,7 +289,7 @@ public:
     size_t bytes = packedBytes(p, panels);
     std::unique_ptr<void, Free> buffer(
         std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    if (p.quantize)
+    if (p.quant != Quant::None)
       packBQuantized(p, bt, panels, buffer.get());
     else
       packB(p, bt, panels, buffer.get(), /*parallel=*/true);
@@ -325,8 +377,12 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
     // 128x768x2048 and 128x2048x768 went from 76 to 81 GFLOP/s, 83 with B
     // that stays in L2; 128x768x256 on two threads (B of 768 KiB) ran 5%
     // slower with it.
-    const E *panelsEnd = panels0 + panels * kNR * p.k;
+    constexpr int64_t row = kPanelRow<T>;
+    const E *panelsEnd = panels0 + panels * row * p.k;
     bool prefetchB = size_t(panelsEnd - panels0) * sizeof(E) > kL2Bytes;
+    // Slices of K: kKC deep, an int4 B's groups (its scales change from
+    // one to the next).
+    constexpr int64_t kSlice = T == BType::I4 ? kI4Group : kKC;
     // The kernel on rows [i0, i0 + rows) of C, panel pn, every K slice; A
     // of those rows at `a` (strided) or packed by packRows slice by slice
     // at `a + k0 * rows`.
@@ -334,9 +390,9 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
                      int64_t pn) {
       constexpr ARows A = decltype(layout)::value;
       int64_t cols = std::min(kNR, p.n - pn * kNR);
-      for (int64_t k0 = 0; k0 < p.k; k0 += kKC) {
-        int64_t kc = std::min(kKC, p.k - k0);
-        const E *b = panels0 + (pn * p.k + k0) * kNR;
+      for (int64_t k0 = 0; k0 < p.k; k0 += kSlice) {
+        int64_t kc = std::min(kSlice, p.k - k0);
+        const E *b = panels0 + (pn * p.k + k0) * row;
         Tile<2> t{A == ARows::Packed ? a + k0 * rows : a + k0 * p.as[2],
                   p.as[1],
                   p.as[2],
@@ -350,18 +406,19 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
                   nullptr};
         if constexpr (T == BType::F32) {
           t.b = b;
-        } else if constexpr (T == BType::I8) {
+        } else if constexpr (T == BType::I8 || T == BType::I4) {
           t.b8 = b;
-          t.bScale = scales + pn * kNR;
+          t.bScale = scales + (pn * p.groups() + k0 / p.group()) * kNR;
         } else {
           t.b16 = b;
         }
         // The next slice: this panel's, or the next panel's first.
-        const E *next = b + kc * kNR;
-        int64_t nextDepth = std::min(kKC, k0 + kc < p.k ? p.k - k0 - kc : p.k);
+        const E *next = b + kc * row;
+        int64_t nextDepth =
+            std::min(kSlice, k0 + kc < p.k ? p.k - k0 - kc : p.k);
         if (A == ARows::Packed && prefetchB && next < panelsEnd) {
           StoreCPrefetching::Run run{reinterpret_cast<const char *>(next),
-                                     int64_t(nextDepth * kNR * sizeof(E) / 64)};
+                                     int64_t(nextDepth * row * sizeof(E) / 64)};
           blockProduct<2, 1, A, T>(t, rows, StoreCPrefetching{&run});
         } else {
           blockProduct<2, 1, A, T>(t, rows);
@@ -393,9 +450,9 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
       int64_t i0 = rb * mc, rows = std::min(mc, p.m - i0);
       static thread_local std::vector<float> aStorage;
       float *pa = alignedScratch(aStorage, size_t(rows * p.k));
-      for (int64_t k0 = 0; k0 < p.k; k0 += kKC)
+      for (int64_t k0 = 0; k0 < p.k; k0 += kSlice)
         packRows(ab + i0 * p.as[1] + k0 * p.as[2], p.as[1], p.as[2], rows,
-                 std::min(kKC, p.k - k0), pa + k0 * rows);
+                 std::min(kSlice, p.k - k0), pa + k0 * rows);
       for (int64_t pn = 0; pn < panels; ++pn)
         panel(Packed(), pa, i0, rows, pn);
     }
@@ -404,7 +461,8 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
 
 void matmulPacked(const Matmul &p) {
   double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
-  double bBytes = double(p.n * p.k) * double(panelElementBytes(p.panelType()));
+  double bBytes =
+      double(p.n * p.k) * double(panelRowBytes(p.panelType())) / double(kNR);
   // Whether `products` of them make enough work for the threads.
   auto worthThreads = [&](int64_t products) {
     return flops * double(products) >= kParallelFlops ||
@@ -452,9 +510,13 @@ void runDescriptors(MemRef<Rank> *a, MemRef<Rank, BElement> *b, MemRef<Rank> *c,
                     int32_t flags, BType btype) {
   constexpr int d = Rank - 2; // the first matrix dimension
   bool constantB = (flags & TFC_UK_CONSTANT_B) != 0;
+  Quant quant = !constantB                          ? Quant::None
+                : (flags & TFC_UK_QUANTIZE_I8) != 0 ? Quant::I8
+                : (flags & TFC_UK_QUANTIZE_I4) != 0 ? Quant::I4
+                                                    : Quant::None;
   Matmul p{(flags & TFC_UK_ACCUMULATE) != 0,
            constantB,
-           constantB && (flags & TFC_UK_QUANTIZE_I8) != 0,
+           quant,
            btype,
            Rank == 3 ? c->sizes[0] : 1,
            c->sizes[d],

@@ -20,10 +20,12 @@
 namespace tfc::uk {
 /// The element type of B and of its packed panels: f32, or the bits of bf16
 /// or f16 values, widened to f32 as the kernel loads them (a panel of a
-/// 16-bit weight holds half the bytes); or int8 values with a scale per
-/// column (a weight quantized when packed: a quarter of the bytes), the
-/// column's sum multiplied by its scale at the end.
-enum class BPanel { F32, BF16, F16, I8 };
+/// 16-bit weight holds half the bytes); or int8 or int4 values with scales
+/// (a weight quantized when packed: a quarter or an eighth of the bytes),
+/// each call's column sums multiplied by the call's column scales at the
+/// end. An int4 panel row holds column j in the low nibble of byte j and
+/// column j + kLanes in its high nibble (two vectors, NV = 2).
+enum class BPanel { F32, BF16, F16, I8, I4 };
 } // namespace tfc::uk
 
 #ifdef TFC_UK_VECTOR
@@ -61,21 +63,29 @@ template <int NV> struct Tile {
   bool accumulate;
   const VecF *alpha;             // per-lane scale of C, or null
   const uint16_t *b16 = nullptr; // a 16-bit B panel
-  const int8_t *b8 = nullptr;    // an int8 B panel ...
+  const int8_t *b8 = nullptr;    // an int8 or int4 B panel ...
   const float *bScale = nullptr; // ... and its NV*kLanes column scales
 };
 
-/// The kLanes elements at `offset` of the tile's packed B panel, as f32.
+/// Row k of the tile's packed B panel, as NV vectors of f32.
 template <BPanel P, int NV>
-inline VecF loadPanel(const Tile<NV> &t, int64_t offset) {
-  if constexpr (P == BPanel::F32)
-    return vload(t.b + offset);
-  else if constexpr (P == BPanel::BF16)
-    return vloadBF16(t.b16 + offset);
-  else if constexpr (P == BPanel::F16)
-    return vloadF16(t.b16 + offset);
-  else
-    return vloadI8(t.b8 + offset);
+inline void loadPanelRow(const Tile<NV> &t, int64_t k, VecF (&bv)[NV]) {
+  if constexpr (P == BPanel::I4) {
+    static_assert(NV == 2, "an int4 panel row holds two vectors");
+    vloadI4(reinterpret_cast<const uint8_t *>(t.b8) + k * kLanes, bv[0], bv[1]);
+    return;
+  }
+  for (int v = 0; v < NV; ++v) {
+    int64_t offset = k * NV * kLanes + v * kLanes;
+    if constexpr (P == BPanel::F32)
+      bv[v] = vload(t.b + offset);
+    else if constexpr (P == BPanel::BF16)
+      bv[v] = vloadBF16(t.b16 + offset);
+    else if constexpr (P == BPanel::F16)
+      bv[v] = vloadF16(t.b16 + offset);
+    else
+      bv[v] = vloadI8(t.b8 + offset);
+  }
 }
 
 /// Side work of an epilogue that has none.
@@ -151,12 +161,12 @@ constexpr int kPhases = (MR * NV >= 8) ? 1 : (8 + MR * NV - 1) / (MR * NV);
 /// A block of few rows has too few accumulators to cover the FMA latency
 /// (one row: two chains, each FMA waiting 4 cycles for the last): it keeps
 /// kPhases sets of them, the k loop's groups of NV * Unroll steps taking
-/// turns, and adds them up at the end. An int8 panel's sums start at zero
+/// turns, and adds them up at the end. A quantized panel's sums start at zero
 /// and meet C (scaled by alpha) after their column scales.
 template <int MR, int NV, int Unroll, ARows A, BPanel P, typename Epilogue>
 inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
   constexpr int Phases = kPhases<MR, NV>;
-  constexpr bool scaled = P == BPanel::I8;
+  constexpr bool scaled = P == BPanel::I8 || P == BPanel::I4;
   VecF acc[Phases][MR][NV];
   auto loadC = [&](int r, int v) {
     VecF c = t.allCols ? vloadu(t.c + r * t.ldc + v * kLanes)
@@ -181,8 +191,7 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
     const int64_t lda = packed ? 1 : t.lda, astep = packed ? MR : t.astep;
     auto step = [&](VecF(&acc)[MR][NV], const float *a, int64_t k) {
       VecF bv[NV];
-      for (int v = 0; v < NV; ++v)
-        bv[v] = loadPanel<P>(t, k * NV * kLanes + v * kLanes);
+      loadPanelRow<P>(t, k, bv);
       for (int r = 0; r < MR; ++r)
         for (int v = 0; v < NV; ++v)
           acc[r][v] = fmaddBroadcast(a + r * lda, bv[v], acc[r][v]);
@@ -212,8 +221,7 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
       a[r] = t.a + r * t.lda;
     auto step = [&](VecF(&acc)[MR][NV], int64_t k) {
       VecF bv[NV];
-      for (int v = 0; v < NV; ++v)
-        bv[v] = loadPanel<P>(t, k * NV * kLanes + v * kLanes);
+      loadPanelRow<P>(t, k, bv);
       for (int r = 0; r < MR; ++r) {
         for (int v = 0; v < NV; ++v)
           acc[r][v] = fmaddBroadcast(a[r], bv[v], acc[r][v]);

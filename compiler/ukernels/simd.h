@@ -71,6 +71,16 @@ inline VecF vloadI8(const int8_t *p) {
   __m128i b = _mm_load_si128(reinterpret_cast<const __m128i *>(p));
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
+/// 2 kLanes int4 values from kLanes bytes (16-byte aligned), each value v
+/// stored as v + 8: the low nibbles into `lo`, the high ones into `hi`.
+inline void vloadI4(const uint8_t *p, VecF &lo, VecF &hi) {
+  __m512i x = _mm512_cvtepu8_epi32(
+      _mm_load_si128(reinterpret_cast<const __m128i *>(p)));
+  __m512i eight = _mm512_set1_epi32(8);
+  lo = _mm512_cvtepi32_ps(
+      _mm512_sub_epi32(_mm512_and_si512(x, _mm512_set1_epi32(15)), eight));
+  hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(x, 4), eight));
+}
 inline void vstoreu(float *p, VecF v) { _mm512_storeu_ps(p, v); }
 /// A non-temporal store of a whole, 64-byte aligned vector.
 inline void vstream(float *p, VecF v) { _mm512_stream_ps(p, v); }
@@ -135,6 +145,16 @@ inline VecF vloadF16(const uint16_t *p) {
 inline VecF vloadI8(const int8_t *p) {
   __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+}
+/// 2 kLanes int4 values from kLanes bytes, each value v stored as v + 8:
+/// the low nibbles into `lo`, the high ones into `hi`.
+inline void vloadI4(const uint8_t *p, VecF &lo, VecF &hi) {
+  __m256i x = _mm256_cvtepu8_epi32(
+      _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
+  __m256i eight = _mm256_set1_epi32(8);
+  lo = _mm256_cvtepi32_ps(
+      _mm256_sub_epi32(_mm256_and_si256(x, _mm256_set1_epi32(15)), eight));
+  hi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(x, 4), eight));
 }
 inline void vstoreu(float *p, VecF v) { _mm256_storeu_ps(p, v); }
 /// A non-temporal store of a whole, 32-byte aligned vector.

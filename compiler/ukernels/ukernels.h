@@ -66,6 +66,11 @@ enum : int32_t {
   /// nearest, ties to even), and the product uses those values:
   /// c (+)= (a . q) * scale. A weight-only quantization: a and c stay f32.
   TFC_UK_QUANTIZE_I8 = 4,
+  /// With TFC_UK_CONSTANT_B: b quantized to int4 as it is packed, in groups
+  /// of 128 rows of a column (the last one shorter), each with its own
+  /// scale max|group| / 7 and values rounded to nearest (ties to even) in
+  /// [-7, 7]; c (+)= sum over groups of (a . q) * scale.
+  TFC_UK_QUANTIZE_I4 = 8,
 };
 
 /// c[b] (+)= a[b] . b[b] for a [B,M,K], b [B,K,N], c [B,M,N]; any strides

@@ -8,10 +8,10 @@
 // does not fit L2 (prefetched slice by slice), and the operand layouts a
 // model hands over: a weight stored [N, K] (B transposed, constant), a
 // transposed A, C accumulated into, a batch; and B in f16 or bf16. A
-// weight quantized to int8 as it is packed (TFC_UK_QUANTIZE_I8) is checked
-// against the product with the quantized weight, computed here from the
-// flag's definition: any difference in a column's scale or in one rounded
-// value is far outside the bound.
+// weight quantized to int8 or int4 as it is packed (TFC_UK_QUANTIZE_I8,
+// _I4) is checked against the product with the quantized weight, computed
+// here from the flags' definition: any difference in a scale or in one
+// rounded value is far outside the bound.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +24,7 @@
 #include <cstring>
 #include <ostream>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -39,7 +40,7 @@ struct Case {
   bool transposeA, weightB, accumulate;
   int threads;
   BType bType = BType::F32;
-  bool quantize = false; // with weightB: TFC_UK_QUANTIZE_I8
+  int quantBits = 0; // with weightB: 8 (TFC_UK_QUANTIZE_I8) or 4 (_I4)
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -49,24 +50,36 @@ void PrintTo(const Case &c, std::ostream *os) {
       << (c.bType == BType::F16    ? ", B f16"
           : c.bType == BType::BF16 ? ", B bf16"
                                    : "")
-      << (c.quantize ? ", quantized to int8" : "");
+      << (c.quantBits ? ", quantized to int" + std::to_string(c.quantBits)
+                      : "");
 }
 
-/// TFC_UK_QUANTIZE_I8 of B's column j (element (l, j) at b[l * ls + j *
-/// js], K of them), in f32 as ukernels.h defines it: the scale, and the
-/// column replaced by its int8 values.
-float quantizeColumn(std::vector<float> &b, int64_t at, int64_t ls, int64_t K) {
-  float top = 0;
-  for (int64_t l = 0; l < K; ++l)
-    top = std::max(top, std::fabs(b[at + l * ls]));
-  float scale = top / 127.0f;
-  for (int64_t l = 0; l < K; ++l) {
-    float &x = b[at + l * ls];
-    x = scale == 0
-            ? 0.0f
-            : std::min(127.0f, std::max(-127.0f, std::nearbyint(x / scale)));
+/// Rows of a quantization group: all K for int8, 128 for int4.
+int64_t quantGroup(const Case &c) { return c.quantBits == 4 ? 128 : c.k; }
+
+/// TFC_UK_QUANTIZE_I8 / _I4 of B's column whose element l is b[at + l * ls],
+/// in f32 as ukernels.h defines it: the column replaced by its quantized
+/// values, and the scale of each of its rows.
+std::vector<float> quantizeColumn(std::vector<float> &b, int64_t at, int64_t ls,
+                                  const Case &c) {
+  int64_t K = c.k, group = quantGroup(c);
+  float qmax = c.quantBits == 4 ? 7.0f : 127.0f;
+  std::vector<float> scales(static_cast<size_t>(K));
+  for (int64_t l0 = 0; l0 < K; l0 += group) {
+    int64_t l1 = std::min(K, l0 + group);
+    float top = 0;
+    for (int64_t l = l0; l < l1; ++l)
+      top = std::max(top, std::fabs(b[at + l * ls]));
+    float scale = top / qmax;
+    for (int64_t l = l0; l < l1; ++l) {
+      float &x = b[at + l * ls];
+      x = scale == 0
+              ? 0.0f
+              : std::min(qmax, std::max(-qmax, std::nearbyint(x / scale)));
+      scales[size_t(l)] = scale;
+    }
   }
-  return scale;
+  return scales;
 }
 
 /// Rounds b to the 16-bit type (f16: to nearest; bf16: truncated, any
@@ -143,7 +156,9 @@ double run(const Case &c, unsigned seed) {
     bs[1] = 1, bs[2] = K;
   int32_t flags = (c.accumulate ? TFC_UK_ACCUMULATE : 0) |
                   (c.weightB ? TFC_UK_CONSTANT_B : 0) |
-                  (c.quantize ? TFC_UK_QUANTIZE_I8 : 0);
+                  (c.quantBits == 8   ? TFC_UK_QUANTIZE_I8
+                   : c.quantBits == 4 ? TFC_UK_QUANTIZE_I4
+                                      : 0);
   omp_set_num_threads(c.threads);
   std::vector<uint16_t> b16;
   if (c.bType != BType::F32)
@@ -157,15 +172,19 @@ double run(const Case &c, unsigned seed) {
       call(a, b16.data(), out, c, as, bs, flags);
   }
   tfc_uk_forget_packed_weights();
-  // The reference's B: the quantized values, and each column's scale.
-  std::vector<float> colScale(size_t(B * N), 1.0f);
-  if (c.quantize)
+  // The reference's B: the quantized values, and the scale of each
+  // element.
+  std::vector<std::vector<float>> scales(size_t(B * N),
+                                         std::vector<float>(size_t(K), 1.0f));
+  if (c.quantBits)
     for (int64_t bt = 0; bt < B; ++bt)
       for (int64_t j = 0; j < N; ++j)
-        colScale[size_t(bt * N + j)] =
-            quantizeColumn(b, bt * bs[0] + j * bs[2], bs[1], K);
-  // A quantized product rounds once more: the sum times the scale.
-  double roundings = double(K + (c.quantize ? 2 : 1));
+        scales[size_t(bt * N + j)] =
+            quantizeColumn(b, bt * bs[0] + j * bs[2], bs[1], c);
+  // A quantized product rounds twice more per group: its sum times its
+  // scale, added to the others.
+  int64_t groups = c.quantBits ? (K + quantGroup(c) - 1) / quantGroup(c) : 0;
+  double roundings = double(K + 1 + 2 * groups);
   double worst = 0;
   for (int64_t bt = 0; bt < B; ++bt)
     for (int64_t i = 0; i < M; ++i)
@@ -174,7 +193,7 @@ double run(const Case &c, unsigned seed) {
         for (int64_t l = 0; l < K; ++l) {
           double x = a[bt * as[0] + i * as[1] + l * as[2]];
           double y = double(b[bt * bs[0] + l * bs[1] + j * bs[2]]) *
-                     colScale[size_t(bt * N + j)];
+                     scales[size_t(bt * N + j)][size_t(l)];
           ref += x * y;
           scale += std::fabs(x * y);
         }
@@ -234,12 +253,20 @@ INSTANTIATE_TEST_SUITE_P(
         // Weights quantized to int8 as they are packed: a decode GEMV on
         // the threads, rows split with B past L2 (prefetched), odd N and
         // K slices, a bf16 weight, accumulation, a batch of weights.
-        Case{1, 1, 1100, 300, false, true, false, 2, BType::F32, true},
-        Case{1, 3, 777, 130, false, true, true, 2, BType::F32, true},
-        Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, true},
-        Case{1, 131, 513, 40, true, true, true, 3, BType::F32, true},
-        Case{1, 1, 1025, 520, false, true, false, 2, BType::BF16, true},
-        Case{3, 20, 300, 50, false, true, true, 2, BType::F32, true},
+        Case{1, 1, 1100, 300, false, true, false, 2, BType::F32, 8},
+        Case{1, 3, 777, 130, false, true, true, 2, BType::F32, 8},
+        Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, 8},
+        Case{1, 131, 513, 40, true, true, true, 3, BType::F32, 8},
+        Case{1, 1, 1025, 520, false, true, false, 2, BType::BF16, 8},
+        Case{3, 20, 300, 50, false, true, true, 2, BType::F32, 8},
+        // ... and to int4, groups of 128 rows: K a multiple of the group and
+        // not (a short last group), B past L2, few and many rows, odd N.
+        Case{1, 1, 1024, 300, false, true, false, 2, BType::F32, 4},
+        Case{1, 2, 777, 130, false, true, true, 2, BType::F32, 4},
+        Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, 4},
+        Case{1, 131, 300, 40, true, true, true, 3, BType::F32, 4},
+        Case{1, 1, 1025, 520, false, true, false, 2, BType::BF16, 4},
+        Case{2, 20, 130, 17, false, true, true, 2, BType::F32, 4},
         // Batches: small products spread over the threads, large ones
         // each on all of them.
         Case{5, 13, 37, 21, false, false, false, 2},
