@@ -25,9 +25,8 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
        "buffer-results-to-out-params{modify-public-functions=true "
        "hoist-static-allocs=true},"
        "buffer-deallocation-pipeline,tfc-attention-split-kv,";
-  p += options.quantizeWeightsInt8
-           ? "convert-linalg-matmul-to-cpu{quantize-weights=int8},"
-           : "convert-linalg-matmul-to-cpu,";
+  p += "convert-linalg-matmul-to-cpu{quantize-weights=" +
+       options.quantizeWeights + "},";
   p += "tfc-strided-copies-to-linalg,";
   // The remaining linalg ops become loops whose outermost parallel loop
   // runs on OpenMP threads; inner loops stay plain for LLVM to vectorise.

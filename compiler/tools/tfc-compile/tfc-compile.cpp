@@ -86,10 +86,12 @@ static cl::opt<bool> noFusion("no-fusion",
 static cl::opt<std::string> quantizeWeights(
     "quantize-weights",
     cl::desc("With --target=cpu: quantize the matmuls' weights as the "
-             "kernels pack them: none (default) or int8 (weight-only: a "
+             "kernels pack them: none (default), int8 (weight-only: a "
              "scale per output column, max|column| / 127, values rounded to "
              "nearest; activations, sums and results stay f32; decoding "
-             "streams a quarter of the f32 weights' bytes)"),
+             "streams a quarter of the f32 weights' bytes) or int4 (a scale "
+             "per output column and 128 input rows, max|group| / 7: an "
+             "eighth)"),
     cl::init("none"), cl::cat(category));
 
 static cl::opt<bool> gpuLdmatrix(
@@ -304,7 +306,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   } else {
     tfc::CPUPipelineOptions options;
     options.fuse = fuse;
-    options.quantizeWeightsInt8 = quantizeWeights == "int8";
+    options.quantizeWeights = quantizeWeights;
     pipeline = tfc::getCPUPipeline(options);
   }
   // The graph step already ran; the lowering starts after it.
@@ -368,9 +370,10 @@ int main(int argc, char **argv) {
 
   if (target != "cpu" && target != "nvptx")
     return fail("unknown --target '" + target + "' (supported: cpu, nvptx)");
-  if (quantizeWeights != "none" && quantizeWeights != "int8")
+  if (quantizeWeights != "none" && quantizeWeights != "int8" &&
+      quantizeWeights != "int4")
     return fail("unknown --quantize-weights '" + quantizeWeights +
-                "' (supported: none, int8)");
+                "' (supported: none, int8, int4)");
   if (quantizeWeights.getNumOccurrences() && target != "cpu")
     return fail("--quantize-weights needs --target=cpu");
   if (target == "nvptx") {

@@ -1,6 +1,7 @@
 // RUN: tfc-opt %s --convert-linalg-matmul-to-cpu | FileCheck %s
 // RUN: tfc-opt %s --convert-linalg-matmul-to-cpu=quantize-weights=int8 | FileCheck %s --check-prefix=INT8
-// RUN: not tfc-opt %s --convert-linalg-matmul-to-cpu=quantize-weights=int4 2>&1 | FileCheck %s --check-prefix=BADQ
+// RUN: tfc-opt %s --convert-linalg-matmul-to-cpu=quantize-weights=int4 | FileCheck %s --check-prefix=INT4
+// RUN: not tfc-opt %s --convert-linalg-matmul-to-cpu=quantize-weights=int3 2>&1 | FileCheck %s --check-prefix=BADQ
 //
 // With quantize-weights=int8 the weights (and only they) are quantized as
 // the kernel packs them: flag 4 next to 2, constant.
@@ -10,7 +11,12 @@
 // INT8: arith.constant 7 : i32
 // INT8-LABEL: func.func @bf16_activations
 // INT8: arith.constant 1 : i32
-// BADQ: error: convert-linalg-matmul-to-cpu: unknown quantize-weights 'int4' (supported: none, int8)
+// ... with int4, flag 8.
+// INT4-LABEL: func.func @f32_weight
+// INT4: arith.constant 11 : i32
+// INT4-LABEL: func.func @bf16_activations
+// INT4: arith.constant 1 : i32
+// BADQ: error: convert-linalg-matmul-to-cpu: unknown quantize-weights 'int3' (supported: none, int8, int4)
 //
 // Matmuls with an f32 result go to the packed f32 GEMM micro-kernel. An
 // f16 (bf16) B goes to the kernel's _f16 (_bf16) variant as it is (the

@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from harness import (Harness, bf16_to_f32, parse_args, quantized_int8,
+from harness import (Harness, bf16_to_f32, parse_args, quantized_weight,
                      random_tokens)
 
 CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
@@ -201,12 +201,13 @@ def main():
                    1e-4)
     h.expect_token_refused("gpt2", lib, model, ids, mask, CFG["vocab_size"])
     if target == "cpu":
-        # --quantize-weights=int8: every Conv1D ([in, out]) and the head,
-        # which reads the token embedding (the lookup reads it as it is).
+        # --quantize-weights: every Conv1D ([in, out]) and the head, which
+        # reads the token embedding (the lookup reads it as it is).
         wte = w["transformer.wte.weight"]
         h.check_quantized(
-            "gpt2 logits", lambda wts, q: reference(CFG, wts, ids, mask) @
-            (quantized_int8(wte, 1) if q else wte.astype(np.float64)).T,
+            "gpt2 logits", lambda wts, bits: reference(CFG, wts, ids, mask) @
+            (quantized_weight(wte, 1, bits) if bits else
+             wte.astype(np.float64)).T,
             model, w, [ids, mask],
             {n: 0 for n in w if n.endswith(("c_attn.weight", "c_proj.weight",
                                             "c_fc.weight"))},

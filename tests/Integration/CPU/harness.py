@@ -201,28 +201,33 @@ class Harness:
 
     def check_quantized(self, name, reference, model, w, inputs, axes, tol,
                         flags=()):
-        """The model built with --quantize-weights=int8, fused and unfused,
-        against `reference(weights, quantized)` on the weights as the build
+        """The model built with --quantize-weights=int8 and =int4, fused and
+        unfused,
+        against `reference(weights, bits)` on the weights as the build
         quantizes them (`axes`: each quantized weight's name -> the axis of
-        its input features; the others as they are; `quantized` True), within
-        `tol`. The reference on the weights as they are (`quantized` False)
-        must be farther than 10 tol from that, or the check could not tell a
+        its input features; the others as they are; `bits` 8 or 4), within
+        `tol`. The reference on the weights as they are (`bits` 0) must be
+        farther than 10 tol from that, or the check could not tell a
         quantized build from another."""
-        wq = dict(w)
-        for n, axis in axes.items():
-            wq[n] = quantized_int8(w[n], axis)
-        ref, plain = reference(wq, True), reference(w, False)
-        gap = np.linalg.norm(plain - ref) / np.linalg.norm(ref)
-        self.expect("%s: quantizing the weights moves the reference by "
-                    "%.1e, over 10x the tolerance" % (name, gap),
-                    gap > 10 * tol)
-        for fused in (True, False):
-            lib, _ = self.build_hf(name + "_int8", model, inputs[0].shape[0],
-                                   inputs[0].shape[1], fused,
-                                   ["--quantize-weights=int8"] + list(flags))
-            out = self.run_hf(lib, model, inputs)
-            self.expect_close("%s --quantize-weights=int8 %s" % (
-                name, "fused" if fused else "unfused"), out, ref, tol)
+        plain = reference(w, False)
+        for bits in (8, 4):
+            wq = dict(w)
+            for n, axis in axes.items():
+                wq[n] = quantized_weight(w[n], axis, bits)
+            ref = reference(wq, bits)
+            gap = np.linalg.norm(plain - ref) / np.linalg.norm(ref)
+            self.expect("%s: quantizing the weights to int%d moves the "
+                        "reference by %.1e, over 10x the tolerance" % (
+                            name, bits, gap), gap > 10 * tol)
+            for fused in (True, False):
+                lib, _ = self.build_hf(
+                    "%s_int%d" % (name, bits), model, inputs[0].shape[0],
+                    inputs[0].shape[1], fused,
+                    ["--quantize-weights=int%d" % bits] + list(flags))
+                out = self.run_hf(lib, model, inputs)
+                self.expect_close("%s --quantize-weights=int%d %s" % (
+                    name, bits, "fused" if fused else "unfused"), out, ref,
+                    tol)
 
     def run(self, lib, inputs, num_outputs=1):
         args, outs = self.run_args(lib, None, inputs, num_outputs)
@@ -262,18 +267,26 @@ def random_tokens(rng, vocab, batch, seq, padding=0):
     return ids, mask
 
 
-def quantized_int8(x, axis):
-    """A weight as --quantize-weights=int8 quantizes it (ukernels.h's
-    TFC_UK_QUANTIZE_I8), in float64: per output feature, the scale
-    max|x| / 127 over the input features (`axis`) and the values
-    rint(x / scale) in [-127, 127], in f32 arithmetic; returns values times
-    scales."""
+def quantized_weight(x, axis, bits):
+    """A weight as --quantize-weights=int8 / int4 quantizes it (ukernels.h's
+    TFC_UK_QUANTIZE_I8 / _I4), in float64: per output feature and group of
+    input features along `axis` (all of them for int8, 128 for int4), the
+    scale max|x| / qmax (127, 7) and the values rint(x / scale) in [-qmax,
+    qmax], in f32 arithmetic; returns values times scales."""
     x = np.asarray(x, dtype=np.float32)
-    scale = np.abs(x).max(axis=axis, keepdims=True) / np.float32(127)
-    safe = np.where(scale == 0, np.float32(1), scale)
-    q = np.where(scale == 0, np.float32(0),
-                 np.clip(np.rint(x / safe), -127, 127))
-    return q.astype(np.float64) * scale.astype(np.float64)
+    qmax = np.float32(127 if bits == 8 else 7)
+    group = x.shape[axis] if bits == 8 else 128
+    out = np.empty(x.shape, dtype=np.float64)
+    for g0 in range(0, x.shape[axis], group):
+        part = np.take(x, range(g0, min(g0 + group, x.shape[axis])), axis)
+        scale = np.abs(part).max(axis=axis, keepdims=True) / qmax
+        safe = np.where(scale == 0, np.float32(1), scale)
+        q = np.where(scale == 0, np.float32(0),
+                     np.clip(np.rint(part / safe), -qmax, qmax))
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(g0, g0 + part.shape[axis])
+        out[tuple(index)] = q.astype(np.float64) * scale.astype(np.float64)
+    return out
 
 
 def f32_to_bf16(x):

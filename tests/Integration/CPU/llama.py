@@ -226,7 +226,7 @@ def main():
         h.expect_token_refused("llama", lib, model, ids, mask,
                                CFG["vocab_size"])
         if target == "cpu":
-            # --quantize-weights=int8: every projection and the head.
+            # --quantize-weights: every projection and the head.
             axes = {n: 1 for n in w if n.endswith("_proj.weight") or
                     n == "lm_head.weight"}
             h.check_quantized(

@@ -134,7 +134,9 @@ def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
     column, max|column| / 127, values rounded to nearest): a weight-only
     quantization that streams a quarter of f32's bytes (half of bf16's) in
     the memory-bound products of decoding. Activations, sums and results
-    stay f32.
+    stay f32. `quantize-weights=int4` quantizes them to int4 in groups of
+    128 rows of a column, each with its own scale (`TFC_UK_QUANTIZE_I4`):
+    an eighth of f32's bytes.
 
     Before:
     ```mlir
@@ -151,7 +153,8 @@ def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
   let options = [
     Option<"quantizeWeights", "quantize-weights", "std::string",
            /*default=*/"\"none\"",
-           "Quantize weight operands as they are packed: none or int8">
+           "Quantize weight operands as they are packed: none, int8 or "
+           "int4">
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect",

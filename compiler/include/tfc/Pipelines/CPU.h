@@ -12,9 +12,10 @@ struct CPUPipelineOptions {
   /// false, every transformer op is decomposed to primitives (the unfused
   /// build).
   bool fuse = true;
-  /// Quantize the matmuls' weights to int8 as the kernels pack them
-  /// (weight-only, a scale per output column).
-  bool quantizeWeightsInt8 = false;
+  /// Quantize the matmuls' weights as the kernels pack them: "none",
+  /// "int8" (a scale per output column) or "int4" (a scale per output
+  /// column and 128 input rows); weight-only.
+  std::string quantizeWeights = "none";
 };
 
 /// The textual pass pipeline (anchored on builtin.module, without the

@@ -166,10 +166,12 @@ Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
 /// it loads them; an f16/bf16 A is
 /// widened into an f32 temporary, freed after the call. Either way, the same
 /// products and f32 sums the op defines.
-/// With `quantize`, a weight B is quantized to int8 as the kernel packs it.
+/// A weight B is quantized as the kernel packs it when `quantizeFlag`
+/// (TFC_UK_QUANTIZE_I8 or _I4) is not 0.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
-  MatmulToKernel(MLIRContext *ctx, StringRef kernel, bool quantize)
-      : OpRewritePattern<OpTy>(ctx), kernel(kernel.str()), quantize(quantize) {}
+  MatmulToKernel(MLIRContext *ctx, StringRef kernel, int32_t quantizeFlag)
+      : OpRewritePattern<OpTy>(ctx), kernel(kernel.str()),
+        quantizeFlag(quantizeFlag) {}
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -222,9 +224,8 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
       args.push_back(
           memref::CastOp::create(rewriter, loc, i == 1 ? dynB : dyn, v));
     // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B,
-    // 4 B quantized to int8.
-    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 : 0) |
-                    (constantB && quantize ? 4 : 0);
+    // 4 (8) B quantized to int8 (int4).
+    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 | quantizeFlag : 0);
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(flags)));
     declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), name,
@@ -238,7 +239,7 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
   }
 
   std::string kernel;
-  bool quantize;
+  int32_t quantizeFlag;
 };
 
 struct LinalgMatmulToCPUPass
@@ -246,13 +247,15 @@ struct LinalgMatmulToCPUPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (quantizeWeights != "none" && quantizeWeights != "int8") {
+    int32_t quantize = quantizeWeights == "int8"   ? 4
+                       : quantizeWeights == "int4" ? 8
+                                                   : 0;
+    if (!quantize && quantizeWeights != "none") {
       getOperation().emitError()
           << "convert-linalg-matmul-to-cpu: unknown quantize-weights '"
-          << quantizeWeights << "' (supported: none, int8)";
+          << quantizeWeights << "' (supported: none, int8, int4)";
       return signalPassFailure();
     }
-    bool quantize = quantizeWeights == "int8";
     RewritePatternSet patterns(&getContext());
     patterns.add<MatmulToKernel<linalg::MatmulOp>>(
         &getContext(), "tfc_uk_matmul_f32", quantize);
