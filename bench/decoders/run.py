@@ -25,13 +25,13 @@ cache as inputs, the new one as outputs). A second tfc build, "tfc fused
 --present=new", returns the new token's keys and values only (for the
 caller to write into its cache): its step reads the cache where it is
 instead of copying it into the new one. --quantize adds "tfc fused
---quantize-weights=int8": the matmuls' weights quantized to int8 (a scale
-per output column) as the kernels pack them; its outputs differ from
-PyTorch's by the quantization (the last column says how much), and ONNX
-Runtime's own weight-only int8 (MatMulNBits from its MatMulNBitsQuantizer:
-8 bits, symmetric, a scale per 128 weights along K), computing in f32
-("accuracy level 0") and with its activations quantized to int8 too
-(accuracy level 4, MLAS's int8 kernels). Each round runs every
+--quantize-weights=int8" and "=int4": the matmuls' weights quantized as the
+kernels pack them (int8: a scale per output column; int4: per column and
+128 rows); their outputs differ from PyTorch's by the quantization (the
+last column says how much). And ONNX Runtime's own weight-only int8 and
+int4 (MatMulNBits from its MatMulNBitsQuantizer: symmetric, a scale per
+128 weights along K), computing in f32 ("accuracy level 0") and with its
+activations quantized to int8 too (accuracy level 4, MLAS's int8 kernels). Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -174,14 +174,14 @@ def export(family, model, onnx, batch, seq, past=()):
             opset_version=14)
 
 
-def quantize_onnx(src, dst, accuracy_level):
-    """ONNX Runtime's weight-only int8 quantization of `src` into `dst`:
-    each MatMul with a constant weight becomes MatMulNBits (8 bits,
+def quantize_onnx(src, dst, bits, accuracy_level):
+    """ONNX Runtime's weight-only quantization of `src` into `dst`: each
+    MatMul with a constant weight becomes MatMulNBits (`bits` bits,
     symmetric, blocks of 128 along K)."""
     import onnx
     from onnxruntime.quantization.matmul_nbits_quantizer import \
         MatMulNBitsQuantizer
-    q = MatMulNBitsQuantizer(onnx.load(src), bits=8, block_size=128,
+    q = MatMulNBitsQuantizer(onnx.load(src), bits=bits, block_size=128,
                              is_symmetric=True,
                              accuracy_level=accuracy_level)
     q.process()
@@ -264,9 +264,10 @@ def main():
                                            ["--no-fusion"])]
     if past_len:
         builds.append((NEW, "fused_new", ["--present=new"]))
-    INT8 = "tfc fused --quantize-weights=int8"
+    quantized = ["tfc fused --quantize-weights=int%d" % b for b in (8, 4)]
     if a.quantize:
-        builds.append((INT8, "fused_int8", ["--quantize-weights=int8"]))
+        for x in quantized:
+            builds.append((x, "fused_" + x[-4:], [x.split()[-1]]))
     for name, suffix, flags in builds:
         lib = os.path.join(work, "%s.%s.so" % (tag, suffix))
         cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
@@ -282,13 +283,16 @@ def main():
         systems.append(NEW)
     onnx_of = {"ONNX Runtime": onnx}
     if a.quantize:
-        systems.append(INT8)
-        for level in (0, 4):
-            x = "ONNX Runtime int8 weights, accuracy level %d" % level
-            onnx_of[x] = os.path.join(work, tag + ".int8_%d.onnx" % level)
-            if not os.path.exists(onnx_of[x]):
-                quantize_onnx(onnx, onnx_of[x], level)
-            systems.append(x)
+        systems += quantized
+        for bits in (8, 4):
+            for level in (0, 4):
+                x = "ONNX Runtime int%d weights, accuracy level %d" % (bits,
+                                                                     level)
+                onnx_of[x] = os.path.join(work, tag + ".int%d_%d.onnx" % (
+                    bits, level))
+                if not os.path.exists(onnx_of[x]):
+                    quantize_onnx(onnx, onnx_of[x], bits, level)
+                systems.append(x)
     medians = {x: [] for x in systems}
     outs = {}
     for r in range(a.rounds):
