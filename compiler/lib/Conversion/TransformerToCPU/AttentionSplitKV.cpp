@@ -1,5 +1,4 @@
-//===- AttentionSplitKV.cpp - Attention on two K/V buffers, not their concat
-//===//
+//===- AttentionSplitKV.cpp - Attention on K/V in two buffers -------------===//
 
 #include "tfc/Conversion/KernelCalls.h"
 #include "tfc/Conversion/Passes.h"
@@ -47,10 +46,13 @@ bool mayWrite(ArrayRef<Operation *> ops, Value root) {
         auto effects = dyn_cast<MemoryEffectOpInterface>(op);
         if (!effects)
           return WalkResult::interrupt(); // unknown: a kernel call
+        // Any effect but a read, on this operand or on no value in
+        // particular.
         SmallVector<MemoryEffects::EffectInstance> list;
-        effects.getEffectsOnValue(operand, list);
+        effects.getEffects(list);
         for (const auto &e : list)
-          if (!isa<MemoryEffects::Read>(e.getEffect()))
+          if (!isa<MemoryEffects::Read>(e.getEffect()) &&
+              (!e.getValue() || e.getValue() == operand))
             return WalkResult::interrupt();
       }
       return WalkResult::advance();
