@@ -191,3 +191,8 @@ print("   llama decode: hidden state %s, relative error %.1e; the returned "
                                  np.linalg.norm(ref[:, 12:]),
                                  np.load(outs[1]).shape[2]))
 PY
+echo "   ... and LLaMA generating 8 tokens greedily: a prefill build, then one"
+echo "   step build over a 16-slot cache (--position-ids --present=new"
+echo "   --output=logits), the cache kept by the caller"
+python3 "$ROOT/tests/Integration/CPU/generate.py" "$BIN" "$WORK/generate" 1 |
+  grep -E "^generated|passed" | sed "s/^/   llama generate: /"
