@@ -20,6 +20,9 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
        "func.func(tfc-fuse-elementwise),canonicalize,cse,";
   // Buffers: function results become caller-provided out-parameters, and
   // temporaries are allocated through the runtime's caching allocator.
+  // Attention then reads a concatenation nothing else needs (a decoder's
+  // cache and new keys) from its parts, and matmuls become GEMM kernel
+  // calls (their weights quantized as packed, if asked).
   p += "one-shot-bufferize{bufferize-function-boundaries "
        "function-boundary-type-conversion=identity-layout-map},"
        "buffer-results-to-out-params{modify-public-functions=true "
