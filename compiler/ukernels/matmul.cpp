@@ -196,9 +196,9 @@ auto *panelScales(const Matmul &p, int64_t panels, Byte *packed) {
 }
 
 /// Packs B of batch element bt quantized (groupScale, quantized) into
-/// panels laid out as packB's: int8 values, or int4 ones stored as value
-/// + 8 with column j of a panel row in the low nibble of byte j and column
-/// j + kLanes in the high one. Columns past N hold 0 with scale 0.
+/// panels laid out as packB's: int8 values, or int4 ones (two's complement
+/// nibbles) with column j of a panel row in the low nibble of byte j and
+/// column j + kLanes in the high one. Columns past N hold 0 with scale 0.
 void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
@@ -211,7 +211,7 @@ void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
       for (int64_t pn = 0; pn < panels; ++pn) {
         auto *dst = static_cast<uint8_t *>(packed) + pn * p.k * rowBytes;
         if (i4)
-          std::fill(dst, dst + p.k * rowBytes, uint8_t(0x88)); // zeros
+          std::fill(dst, dst + p.k * rowBytes, uint8_t(0));
         for (int64_t j = 0; j < kNR; ++j) {
           int64_t col = pn * kNR + j;
           for (int64_t g = 0; g < groups; ++g) {
@@ -229,7 +229,7 @@ void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
                 int64_t at = j % tfc::uk::kLanes;
                 int shift = j < tfc::uk::kLanes ? 0 : 4;
                 row[at] =
-                    uint8_t((row[at] & ~(15 << shift)) | ((q + 8) << shift));
+                    uint8_t((row[at] & ~(15 << shift)) | ((q & 15) << shift));
               }
             }
           }

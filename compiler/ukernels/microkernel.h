@@ -24,7 +24,8 @@ namespace tfc::uk {
 /// (a weight quantized when packed: a quarter or an eighth of the bytes),
 /// each call's column sums multiplied by the call's column scales at the
 /// end. An int4 panel row holds column j in the low nibble of byte j and
-/// column j + kLanes in its high nibble (two vectors, NV = 2).
+/// column j + kLanes in its high nibble (two vectors, NV = 2), each a
+/// two's complement nibble.
 enum class BPanel { F32, BF16, F16, I8, I4 };
 } // namespace tfc::uk
 

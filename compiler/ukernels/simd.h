@@ -71,15 +71,15 @@ inline VecF vloadI8(const int8_t *p) {
   __m128i b = _mm_load_si128(reinterpret_cast<const __m128i *>(p));
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
 }
-/// 2 kLanes int4 values from kLanes bytes (16-byte aligned), each value v
-/// stored as v + 8: the low nibbles into `lo`, the high ones into `hi`.
+/// 2 kLanes int4 values (two's complement nibbles) from kLanes bytes
+/// (16-byte aligned): the low nibbles into `lo`, the high ones into `hi`.
+/// A byte read as int8 is 16 hi + (lo & 15), so hi is its arithmetic
+/// shift by 4 and lo its low nibble sign-extended.
 inline void vloadI4(const uint8_t *p, VecF &lo, VecF &hi) {
-  __m512i x = _mm512_cvtepu8_epi32(
+  __m512i x = _mm512_cvtepi8_epi32(
       _mm_load_si128(reinterpret_cast<const __m128i *>(p)));
-  __m512i eight = _mm512_set1_epi32(8);
-  lo = _mm512_cvtepi32_ps(
-      _mm512_sub_epi32(_mm512_and_si512(x, _mm512_set1_epi32(15)), eight));
-  hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_srli_epi32(x, 4), eight));
+  lo = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(x, 28), 28));
+  hi = _mm512_cvtepi32_ps(_mm512_srai_epi32(x, 4));
 }
 inline void vstoreu(float *p, VecF v) { _mm512_storeu_ps(p, v); }
 /// A non-temporal store of a whole, 64-byte aligned vector.
@@ -146,15 +146,13 @@ inline VecF vloadI8(const int8_t *p) {
   __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
 }
-/// 2 kLanes int4 values from kLanes bytes, each value v stored as v + 8:
-/// the low nibbles into `lo`, the high ones into `hi`.
+/// 2 kLanes int4 values (two's complement nibbles) from kLanes bytes: the
+/// low nibbles into `lo`, the high ones into `hi` (as the AVX-512 one).
 inline void vloadI4(const uint8_t *p, VecF &lo, VecF &hi) {
-  __m256i x = _mm256_cvtepu8_epi32(
+  __m256i x = _mm256_cvtepi8_epi32(
       _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
-  __m256i eight = _mm256_set1_epi32(8);
-  lo = _mm256_cvtepi32_ps(
-      _mm256_sub_epi32(_mm256_and_si256(x, _mm256_set1_epi32(15)), eight));
-  hi = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(x, 4), eight));
+  lo = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 28), 28));
+  hi = _mm256_cvtepi32_ps(_mm256_srai_epi32(x, 4));
 }
 inline void vstoreu(float *p, VecF v) { _mm256_storeu_ps(p, v); }
 /// A non-temporal store of a whole, 32-byte aligned vector.
