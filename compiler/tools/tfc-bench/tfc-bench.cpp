@@ -19,7 +19,8 @@
 // against oneDNN's sgemm of the same shape on the same values in f32 (it
 // packs per call). There is one build (fusion does not change a matmul),
 // checked against a float64 product (with --compile-flags=
-// --quantize-weights=int8, of the weight as the build quantizes it).
+// --quantize-weights=int8 or =int4, of the weight as the build quantizes
+// it).
 //
 // With --target=nvptx the builds run through the CUDA driver and each run
 // is the model's kernels timed with CUDA events (tfc_model_time: inputs
@@ -66,10 +67,16 @@ struct Options {
   std::string dtype = "f32";
   std::vector<std::string> compileFlags;
   bool gpu() const { return target == "nvptx"; }
-  /// The builds quantize weights to int8 (TFC_UK_QUANTIZE_I8).
-  bool quantizedWeights() const {
-    return std::find(compileFlags.begin(), compileFlags.end(),
-                     "--quantize-weights=int8") != compileFlags.end();
+  /// The bits the builds quantize weights to (TFC_UK_QUANTIZE_I8, _I4),
+  /// or 0.
+  int quantizedWeightBits() const {
+    for (const std::string &flag : compileFlags) {
+      if (flag == "--quantize-weights=int8")
+        return 8;
+      if (flag == "--quantize-weights=int4")
+        return 4;
+    }
+    return 0;
   }
   size_t elementBytes() const { return dtype == "f32" ? 4 : 2; }
   /// How far the fused and the unfused build may differ (relative, in
@@ -540,28 +547,34 @@ int main(int argc, char **argv) {
 
     // The unfused build's result, or a matmul's float64 product (of the
     // inputs as rounded to the element type; of the weight as quantized,
-    // when the build quantizes it: per row of W [N, K], scale max|row| /
-    // 127, values rounded to nearest, as ukernels.h defines it).
+    // when the build quantizes it: per row of W [N, K] (int8) or 128 values
+    // of it (int4), scale max|x| / qmax, values rounded to nearest, as
+    // ukernels.h defines it).
     std::vector<double> w;
     if (matmul) {
       int64_t kk = dims[1], n = dims[2];
+      int bits = o.quantizedWeightBits();
+      int64_t group = bits == 4 ? 128 : kk;
+      float qmax = bits == 4 ? 7.0f : 127.0f;
       w.resize(size_t(n * kk));
-      for (int64_t col = 0; col < n; ++col) {
-        float top = 0;
-        for (int64_t l = 0; l < kk; ++l)
-          top =
-              std::max(top, std::fabs(weights[0]->get(col * kk + l, o.dtype)));
-        float scale = top / 127.0f;
-        for (int64_t l = 0; l < kk; ++l) {
-          float x = weights[0]->get(col * kk + l, o.dtype);
-          if (o.quantizedWeights())
-            x = scale == 0
-                    ? 0.0f
-                    : std::clamp(std::nearbyint(x / scale), -127.0f, 127.0f) *
-                          scale;
-          w[size_t(col * kk + l)] = x;
+      for (int64_t col = 0; col < n; ++col)
+        for (int64_t l0 = 0; l0 < kk; l0 += group) {
+          int64_t l1 = std::min(kk, l0 + group);
+          float top = 0;
+          for (int64_t l = l0; l < l1; ++l)
+            top = std::max(top,
+                           std::fabs(weights[0]->get(col * kk + l, o.dtype)));
+          float scale = top / qmax;
+          for (int64_t l = l0; l < l1; ++l) {
+            float x = weights[0]->get(col * kk + l, o.dtype);
+            if (bits)
+              x = scale == 0
+                      ? 0.0f
+                      : std::clamp(std::nearbyint(x / scale), -qmax, qmax) *
+                            scale;
+            w[size_t(col * kk + l)] = x;
+          }
         }
-      }
     }
     auto expected = [&](size_t i) -> double {
       if (!matmul)
