@@ -20,19 +20,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama  # noqa: E402
-from harness import Harness, parse_args, random_tokens  # noqa: E402
+from harness import random_tokens, start  # noqa: E402
 
 BATCH, PROMPT, NEW, CAPACITY = 2, 5, 8, 16
 
 
 def main():
-    args, target, flags = parse_args(sys.argv[1:])
-    bindir, workdir = args[:2]
-    seed = int(args[2]) if len(args) > 2 else \
-        np.random.SeedSequence().entropy % (2**32)
-    print("seed", seed)
-    rng = np.random.default_rng(seed)
-    h = Harness(bindir, workdir, target, flags)
+    h, rng, _ = start(sys.argv[1:])
     cfg = llama.CFG
     layers = cfg["num_hidden_layers"]
     model = h.path("llama_generate")

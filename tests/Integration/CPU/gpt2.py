@@ -17,8 +17,7 @@ import sys
 
 import numpy as np
 
-from harness import (Harness, bf16_to_f32, parse_args, quantized_weight,
-                     random_tokens)
+from harness import bf16_to_f32, quantized_weight, random_tokens, start
 
 CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
        "n_embd": 48, "n_layer": 2, "n_head": 3, "n_positions": 40,
@@ -180,13 +179,7 @@ def write_only(args, base=CFG, write=None,
 def main():
     if sys.argv[1] == "--write":
         return write_only(sys.argv[2:])
-    args, target, flags = parse_args(sys.argv[1:])
-    bindir, workdir = args[:2]
-    seed = int(args[2]) if len(args) > 2 else \
-        np.random.SeedSequence().entropy % (2**32)
-    print("seed", seed)
-    rng = np.random.default_rng(seed)
-    h = Harness(bindir, workdir, target, flags)
+    h, rng, target = start(sys.argv[1:])
     # GPT2LMHeadModel's layout ("transformer." prefix, the tanh GELU), and
     # GPT2Model's (no prefix) with the erf GELU and an odd n_inner.
     # GPT2LMHeadModel's head (tied to wte): the logits.

@@ -30,6 +30,19 @@ def parse_args(argv):
     return args, target, flags
 
 
+def start(argv):
+    """The harness and random generator of a test's command line (BINDIR
+    WORKDIR [SEED] [--target=...] [tfc-compile flags]); a seed not given is
+    drawn, and printed either way. Returns (harness, rng, target)."""
+    args, target, flags = parse_args(argv)
+    bindir, workdir = args[:2]
+    seed = int(args[2]) if len(args) > 2 else \
+        np.random.SeedSequence().entropy % (2**32)
+    print("seed", seed)
+    return (Harness(bindir, workdir, target, flags),
+            np.random.default_rng(seed), target)
+
+
 class Harness:
     def __init__(self, bindir, workdir, target="cpu", compile_flags=()):
         self.target = target

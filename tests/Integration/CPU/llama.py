@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 import gpt2
-from harness import Harness, bf16_to_f32, parse_args, random_tokens
+from harness import bf16_to_f32, random_tokens, start
 
 CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
        "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -199,13 +199,7 @@ def main():
     argv = [a for a in sys.argv[1:] if not a.startswith("--cases=")]
     only = [a.split("=", 1)[1].split(",") for a in sys.argv[1:]
             if a.startswith("--cases=")]
-    args, target, flags = parse_args(argv)
-    bindir, workdir = args[:2]
-    seed = int(args[2]) if len(args) > 2 else \
-        np.random.SeedSequence().entropy % (2**32)
-    print("seed", seed)
-    rng = np.random.default_rng(seed)
-    h = Harness(bindir, workdir, target, flags)
+    h, rng, target = start(argv)
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL)]
     if not only or "logits" in only[0]:
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
