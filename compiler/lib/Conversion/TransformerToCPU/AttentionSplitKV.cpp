@@ -34,44 +34,28 @@ Value rootOf(Value v) {
   return v;
 }
 
-/// Whether an op in `ops` (or nested in one) may write or free the buffer
-/// `root` or a view of it.
-bool mayWrite(ArrayRef<Operation *> ops, Value root) {
-  for (Operation *top : ops) {
-    WalkResult r = top->walk([&](Operation *op) {
-      for (Value operand : op->getOperands()) {
-        if (!isa<BaseMemRefType>(operand.getType()) ||
-            rootOf(operand) != root || isa<ViewLikeOpInterface>(op))
-          continue;
-        auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-        if (!effects)
-          return WalkResult::interrupt(); // unknown: a kernel call
-        // Any effect but a read, on this operand or on no value in
-        // particular.
-        SmallVector<MemoryEffects::EffectInstance> list;
-        effects.getEffects(list);
-        for (const auto &e : list)
-          if (!isa<MemoryEffects::Read>(e.getEffect()) &&
-              (!e.getValue() || e.getValue() == operand))
-            return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (r.wasInterrupted())
-      return true;
-  }
-  return false;
-}
-
-/// Whether `op` or an op nested in it reads or writes `buffer` (through any
-/// view; making a view is no access).
-bool accesses(Operation *op, Value buffer) {
+/// Whether `op` or an op nested in it uses `buffer` (through any view;
+/// making a view is no use): at all, or with `writesOnly` in any way but a
+/// read (an op whose effects are unknown, a kernel call, counts).
+bool touches(Operation *op, Value buffer, bool writesOnly) {
   WalkResult r = op->walk([&](Operation *inner) {
     if (isa<ViewLikeOpInterface>(inner))
       return WalkResult::advance();
-    for (Value operand : inner->getOperands())
-      if (isa<BaseMemRefType>(operand.getType()) && rootOf(operand) == buffer)
+    for (Value operand : inner->getOperands()) {
+      if (!isa<BaseMemRefType>(operand.getType()) || rootOf(operand) != buffer)
+        continue;
+      auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+      if (!writesOnly || !effects)
         return WalkResult::interrupt();
+      // Any effect but a read, on this operand or on no value in
+      // particular.
+      SmallVector<MemoryEffects::EffectInstance> list;
+      effects.getEffects(list);
+      for (const auto &e : list)
+        if (!isa<MemoryEffects::Read>(e.getEffect()) &&
+            (!e.getValue() || e.getValue() == operand))
+          return WalkResult::interrupt();
+    }
     return WalkResult::advance();
   });
   return r.wasInterrupted();
@@ -156,7 +140,7 @@ std::optional<Concat> matchConcat(func::CallOp call, Value operand) {
   for (; op && !fillInTwo(fill, extent); op = op->getPrevNode()) {
     if (std::optional<SliceCopy> c = sliceCopyInto(op, buffer))
       fill.push_back(*c);
-    else if (accesses(op, buffer))
+    else if (touches(op, buffer, /*writesOnly=*/false))
       return std::nullopt;
   }
   if (!fillInTwo(fill, extent))
@@ -170,7 +154,7 @@ std::optional<Concat> matchConcat(func::CallOp call, Value operand) {
       refill.push_back(*c);
     else if (isa<memref::DeallocOp>(op) && op->getOperand(0) == buffer)
       break;
-    else if (accesses(op, buffer))
+    else if (touches(op, buffer, /*writesOnly=*/false))
       return std::nullopt;
   }
   Concat c{buffer,
@@ -179,11 +163,10 @@ std::optional<Concat> matchConcat(func::CallOp call, Value operand) {
            fill[1].offset};
   // Each source must hold at the call what it held at its copy.
   for (memref::CopyOp copy : c.copies) {
-    SmallVector<Operation *> between;
+    Value source = rootOf(copy.getSource());
     for (Operation *o = copy->getNextNode(); o != call; o = o->getNextNode())
-      between.push_back(o);
-    if (mayWrite(between, rootOf(copy.getSource())))
-      return std::nullopt;
+      if (touches(o, source, /*writesOnly=*/true))
+        return std::nullopt;
   }
   return c;
 }
