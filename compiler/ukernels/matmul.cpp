@@ -127,8 +127,8 @@ void matmulReference(const Matmul &p) {
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
     if constexpr (T != BType::I8 && T != BType::I4) {
-      bool quantized = p.quant != Quant::None;
-      int64_t group = quantized ? p.group() : p.k;
+      bool quantize = p.quant != Quant::None;
+      int64_t group = quantize ? p.group() : p.k;
 #pragma omp parallel for collapse(2) schedule(static)
       for (int64_t bt = 0; bt < p.batch; ++bt)
         for (int64_t j = 0; j < p.n; ++j)
@@ -136,12 +136,12 @@ void matmulReference(const Matmul &p) {
             float sum = 0;
             for (int64_t l0 = 0; l0 < p.k; l0 += group) {
               float scale =
-                  quantized ? groupScale<T>(p, bt, j, l0 / group) : 1.0f;
+                  quantize ? groupScale<T>(p, bt, j, l0 / group) : 1.0f;
               float acc = 0;
               for (int64_t l = l0; l < std::min(p.k, l0 + group); ++l) {
                 float b = p.bAt<T>(bt, l, j);
                 acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
-                       (quantized ? float(::quantized(b, scale, p.qmax())) : b);
+                       (quantize ? float(quantized(b, scale, p.qmax())) : b);
               }
               sum += acc * scale;
             }
