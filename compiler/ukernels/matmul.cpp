@@ -10,10 +10,13 @@
 // after the first run, a model allocates nothing here. A weight may be
 // quantized as it is packed (TFC_UK_QUANTIZE_I8, _I4): int8 panels with a
 // scale per column or int4 panels with a scale per column and 128 rows, a
-// quarter or an eighth of f32's bytes to stream.
+// quarter or an eighth of f32's bytes to stream. Its activations may be
+// quantized too (TFC_UK_QUANTIZE_A8): then the products are integer dot
+// products of int8 rows with the weight packed for them (intdot.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "intdot.h"
 #include "microkernel.h"
 #include "ukernels.h"
 
@@ -30,6 +33,7 @@
 #include <vector>
 
 using tfc::uk::MemRef;
+namespace intdot = tfc::uk::intdot;
 
 namespace {
 
@@ -78,11 +82,17 @@ template <typename F> inline void withBType(BType t, F &&f) {
 /// even) in [-qmax, qmax]; a group of zeros has scale 0 and values 0.
 enum class Quant { None, I8, I4 };
 constexpr int64_t kI4Group = 128;
+/// Values of A per quantization block (TFC_UK_QUANTIZE_A8): an int4 B's
+/// groups are its blocks.
+constexpr int64_t kABlock = 128;
+constexpr float kAMax = 127.0f;
+static_assert(kABlock == tfc::uk::intdot::kBlock && kABlock == kI4Group);
 
 struct Matmul {
   bool accumulate; // C += A . B, else C = A . B
   bool constantB;  // B holds the same values on every call (a weight)
   Quant quant;     // of a constant B
+  bool quantizeA;  // with quant: A quantized too (TFC_UK_QUANTIZE_A8)
   BType btype;     // F32, F16 or BF16
   int64_t batch, m, n, k;
   const float *a;
@@ -128,19 +138,37 @@ void matmulReference(const Matmul &p) {
     constexpr BType T = decltype(type)::value;
     if constexpr (T != BType::I8 && T != BType::I4) {
       bool quantize = p.quant != Quant::None;
-      int64_t group = quantize ? p.group() : p.k;
+      // The rows of K summed before scaling: a group of B's or a block of
+      // A's (which lies in one group of B's).
+      int64_t step = p.quantizeA ? kABlock : quantize ? p.group() : p.k;
 #pragma omp parallel for collapse(2) schedule(static)
       for (int64_t bt = 0; bt < p.batch; ++bt)
         for (int64_t j = 0; j < p.n; ++j)
           for (int64_t i = 0; i < p.m; ++i) {
+            auto aAt = [&](int64_t l) {
+              return p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]];
+            };
             float sum = 0;
-            for (int64_t l0 = 0; l0 < p.k; l0 += group) {
+            for (int64_t l0 = 0; l0 < p.k; l0 += step) {
+              int64_t l1 = std::min(p.k, l0 + step);
               float scale =
-                  quantize ? groupScale<T>(p, bt, j, l0 / group) : 1.0f;
+                  quantize ? groupScale<T>(p, bt, j, l0 / p.group()) : 1.0f;
+              if (p.quantizeA) {
+                float top = 0;
+                for (int64_t l = l0; l < l1; ++l)
+                  top = std::max(top, std::fabs(aAt(l)));
+                float aScale = top / kAMax;
+                int32_t dot = 0;
+                for (int64_t l = l0; l < l1; ++l)
+                  dot += quantized(aAt(l), aScale, kAMax) *
+                         quantized(p.bAt<T>(bt, l, j), scale, p.qmax());
+                sum += float(dot) * (aScale * scale);
+                continue;
+              }
               float acc = 0;
-              for (int64_t l = l0; l < std::min(p.k, l0 + group); ++l) {
+              for (int64_t l = l0; l < l1; ++l) {
                 float b = p.bAt<T>(bt, l, j);
-                acc += p.a[bt * p.as[0] + i * p.as[1] + l * p.as[2]] *
+                acc += aAt(l) *
                        (quantize ? float(quantized(b, scale, p.qmax())) : b);
               }
               sum += acc * scale;
@@ -239,6 +267,72 @@ void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
   });
 }
 
+/// The layout of B packed for integer dot products (intdot.h): panels of
+/// intdot::kCols columns, each K rounded up to whole blocks of kABlock rows
+/// (padding rows 0), then the scales of every panel's groups.
+struct DotPanels {
+  int64_t panels, blocks;
+  bool i4;
+  explicit DotPanels(const Matmul &p)
+      : panels((p.n + intdot::kCols - 1) / intdot::kCols),
+        blocks((p.k + kABlock - 1) / kABlock), i4(p.quant == Quant::I4) {}
+  int64_t quadsPerBlock() const { return kABlock / 4; }
+  size_t panelBytes() const {
+    return size_t(blocks * quadsPerBlock() * intdot::quadBytes(i4));
+  }
+  size_t bytes(const Matmul &p) const {
+    return size_t(panels) * panelBytes() +
+           size_t(panels * p.groups() * intdot::kCols) * sizeof(float);
+  }
+  /// The scales of group g of panel pn's columns.
+  template <typename Byte> auto *scales(const Matmul &p, Byte *packed) const {
+    using F = std::conditional_t<std::is_const_v<Byte>, const float, float>;
+    return reinterpret_cast<F *>(packed + size_t(panels) * panelBytes());
+  }
+};
+
+/// Packs B of batch element bt quantized (groupScale, quantized) as
+/// DotPanels lays it out: int8, or int4 biased by intdot::kBias. Columns
+/// past N hold 0 with scale 0.
+void packBDot(const Matmul &p, int64_t bt, void *packed) {
+  withBType(p.btype, [&](auto type) {
+    constexpr BType T = decltype(type)::value;
+    if constexpr (T != BType::I8 && T != BType::I4) {
+      DotPanels d(p);
+      auto *bytes = static_cast<uint8_t *>(packed);
+      float *scales = d.scales(p, bytes);
+      int64_t groups = p.groups(), group = p.group();
+      int64_t quadBytes = intdot::quadBytes(d.i4);
+      std::memset(bytes, 0, size_t(d.panels) * d.panelBytes());
+#pragma omp parallel for schedule(static)
+      for (int64_t pn = 0; pn < d.panels; ++pn) {
+        uint8_t *dst = bytes + size_t(pn) * d.panelBytes();
+        for (int64_t j = 0; j < intdot::kCols; ++j) {
+          int64_t col = pn * intdot::kCols + j;
+          for (int64_t g = 0; g < groups; ++g) {
+            float scale = col < p.n ? groupScale<T>(p, bt, col, g) : 0.0f;
+            scales[(pn * groups + g) * intdot::kCols + j] = scale;
+            for (int64_t l = g * group; l < std::min(p.k, (g + 1) * group);
+                 ++l) {
+              int q = col < p.n
+                          ? quantized(p.bAt<T>(bt, l, col), scale, p.qmax())
+                          : 0;
+              uint8_t *quad = dst + (l / 4) * quadBytes;
+              if (!d.i4) {
+                quad[(j / 8) * 32 + (j % 8) * 4 + l % 4] = uint8_t(int8_t(q));
+              } else {
+                uint8_t &byte = quad[(j % 8) * 4 + l % 4];
+                int shift = j < 8 ? 0 : 4;
+                byte = uint8_t(byte | ((q + intdot::kBias) << shift));
+              }
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 /// Packs B of batch element bt into kNR-column panels, each holding all of
 /// K with row stride kNR (columns past N are zero, which is +0 in every
 /// type): a block of C reads its panel from start to end.
@@ -278,6 +372,7 @@ public:
     Key key{static_cast<const char *>(p.b) +
                 p.bOffset(bt) * (p.btype == BType::F32 ? 4 : 2),
             p.panelType(),
+            p.quantizeA,
             p.k,
             p.n,
             p.bs[1],
@@ -286,10 +381,12 @@ public:
     auto it = cache.find(key);
     if (it != cache.end())
       return it->second.get();
-    size_t bytes = packedBytes(p, panels);
+    size_t bytes = p.quantizeA ? DotPanels(p).bytes(p) : packedBytes(p, panels);
     std::unique_ptr<void, Free> buffer(
         std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    if (p.quant != Quant::None)
+    if (p.quantizeA)
+      packBDot(p, bt, buffer.get());
+    else if (p.quant != Quant::None)
       packBQuantized(p, bt, panels, buffer.get());
     else
       packB(p, bt, panels, buffer.get(), /*parallel=*/true);
@@ -300,10 +397,11 @@ private:
   struct Key {
     const void *b;
     BType type;
+    bool dot; // laid out for integer dot products (DotPanels)
     int64_t k, n, s1, s2;
     bool operator==(const Key &o) const {
-      return b == o.b && type == o.type && k == o.k && n == o.n && s1 == o.s1 &&
-             s2 == o.s2;
+      return b == o.b && type == o.type && dot == o.dot && k == o.k &&
+             n == o.n && s1 == o.s1 && s2 == o.s2;
     }
   };
   struct Hash {
@@ -347,9 +445,135 @@ float *alignedScratch(std::vector<float> &storage, size_t floats) {
       (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
 }
 
+/// The rows of A of batch element bt quantized in blocks (TFC_UK_QUANTIZE_A8):
+/// row i's int8 values at values[i * stride], each block of kABlock values
+/// (the last one padded with zeros), its blocks' scales at scales[i * blocks]
+/// and the sums of their values at sums[i * blocks].
+struct QuantizedRows {
+  std::vector<int8_t> values;
+  std::vector<float> scales;
+  std::vector<int32_t> sums;
+  int64_t blocks = 0, stride = 0;
+
+  void quantize(const Matmul &p, int64_t bt) {
+    blocks = (p.k + kABlock - 1) / kABlock;
+    stride = blocks * kABlock;
+    values.assign(size_t(p.m * stride), 0);
+    scales.resize(size_t(p.m * blocks));
+    sums.resize(size_t(p.m * blocks));
+    const float *ab = p.a + bt * p.as[0];
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t g = 0; g < blocks; ++g) {
+        const float *a = ab + i * p.as[1];
+        int64_t l1 = std::min(p.k, (g + 1) * kABlock);
+        float top = 0;
+        for (int64_t l = g * kABlock; l < l1; ++l)
+          top = std::max(top, std::fabs(a[l * p.as[2]]));
+        float scale = top / kAMax;
+        int32_t sum = 0;
+        for (int64_t l = g * kABlock; l < l1; ++l) {
+          int q = quantized(a[l * p.as[2]], scale, kAMax);
+          values[size_t(i * stride + l)] = int8_t(q);
+          sum += q;
+        }
+        scales[size_t(i * blocks + g)] = scale;
+        sums[size_t(i * blocks + g)] = sum;
+      }
+  }
+};
+
+/// Rows [i0, i0 + R) of C for panel pn of DotPanels d: each block's
+/// integer sums (intdot::blockSums) scaled and added up in order.
+template <int R, bool I4>
+void dotRows(const Matmul &p, const DotPanels &d, const QuantizedRows &qa,
+             const uint8_t *panel, const float *bScales, float *c, int64_t i0,
+             int64_t cols) {
+  __m256 out[R][2];
+  for (int r = 0; r < R; ++r)
+    out[r][0] = out[r][1] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < d.blocks; ++g) {
+    const int8_t *a[R];
+    for (int r = 0; r < R; ++r)
+      a[r] = qa.values.data() + (i0 + r) * qa.stride + g * kABlock;
+    int64_t quads = (std::min(kABlock, p.k - g * kABlock) + 3) / 4;
+    __m256i sums[R][2];
+    for (int r = 0; r < R; ++r)
+      sums[r][0] = sums[r][1] = _mm256_setzero_si256();
+    intdot::blockSums<R, I4>(
+        a, panel + g * d.quadsPerBlock() * intdot::quadBytes(I4), quads, sums);
+    const float *sb = bScales + (I4 ? g : 0) * intdot::kCols;
+    for (int r = 0; r < R; ++r) {
+      size_t at = size_t((i0 + r) * qa.blocks + g);
+      __m256 sa = _mm256_set1_ps(qa.scales[at]);
+      __m256i bias = _mm256_set1_epi32(I4 ? intdot::kBias * qa.sums[at] : 0);
+      for (int h = 0; h < 2; ++h) {
+        __m256 dot = _mm256_cvtepi32_ps(_mm256_sub_epi32(sums[r][h], bias));
+        __m256 scale = _mm256_mul_ps(sa, _mm256_loadu_ps(sb + 8 * h));
+        out[r][h] = _mm256_add_ps(out[r][h], _mm256_mul_ps(dot, scale));
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float row[intdot::kCols];
+    _mm256_storeu_ps(row, out[r][0]);
+    _mm256_storeu_ps(row + 8, out[r][1]);
+    float *cr = c + (i0 + r) * p.cs[1];
+    for (int64_t j = 0; j < cols; ++j)
+      cr[j] = p.accumulate ? cr[j] + row[j] : row[j];
+  }
+}
+
+/// Batch element `bt` of a product with A quantized too
+/// (TFC_UK_QUANTIZE_A8): the threads split B's panels, and each runs all
+/// rows of A through its panel, four at a time.
+void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
+  DotPanels d(p);
+  const auto *packed =
+      static_cast<const uint8_t *>(packedWeights.get(p, bt, d.panels));
+  const float *scales = d.scales(p, packed);
+  // This thread's buffer (a batch of small products runs on several
+  // threads at once), read by all the threads below.
+  static thread_local QuantizedRows rows;
+  rows.quantize(p, bt);
+  const QuantizedRows &qa = rows;
+  float *cb = p.c + bt * p.cs[0];
+  auto run = [&](auto i4) {
+    constexpr bool I4 = decltype(i4)::value;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t pn = 0; pn < d.panels; ++pn) {
+      const uint8_t *panel = packed + size_t(pn) * d.panelBytes();
+      const float *bScales = scales + pn * p.groups() * intdot::kCols;
+      float *c = cb + pn * intdot::kCols;
+      int64_t cols = std::min(intdot::kCols, p.n - pn * intdot::kCols);
+      int64_t i0 = 0;
+      for (; i0 + 4 <= p.m; i0 += 4)
+        dotRows<4, I4>(p, d, qa, panel, bScales, c, i0, cols);
+      switch (p.m - i0) {
+      case 3:
+        dotRows<3, I4>(p, d, qa, panel, bScales, c, i0, cols);
+        break;
+      case 2:
+        dotRows<2, I4>(p, d, qa, panel, bScales, c, i0, cols);
+        break;
+      case 1:
+        dotRows<1, I4>(p, d, qa, panel, bScales, c, i0, cols);
+        break;
+      }
+    }
+  };
+  if (d.i4)
+    run(std::true_type());
+  else
+    run(std::false_type());
+}
+
 /// Batch element `bt` of the product, on the threads if `parallel`.
 void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   using namespace tfc::uk;
+  if (p.quantizeA) {
+    matmulIntDot(p, bt, parallel);
+    return;
+  }
   int64_t panels = (p.n + kNR - 1) / kNR;
   const float *ab = p.a + bt * p.as[0];
   float *cb = p.c + bt * p.cs[0];
@@ -517,6 +741,7 @@ void runDescriptors(MemRef<Rank> *a, MemRef<Rank, BElement> *b, MemRef<Rank> *c,
   Matmul p{(flags & TFC_UK_ACCUMULATE) != 0,
            constantB,
            quant,
+           quant != Quant::None && (flags & TFC_UK_QUANTIZE_A8) != 0,
            btype,
            Rank == 3 ? c->sizes[0] : 1,
            c->sizes[d],

@@ -71,6 +71,14 @@ enum : int32_t {
   /// scale max|group| / 7 and values rounded to nearest (ties to even) in
   /// [-7, 7]; c (+)= sum over groups of (a . q) * scale.
   TFC_UK_QUANTIZE_I4 = 8,
+  /// With TFC_UK_QUANTIZE_I8 or _I4: a is quantized too, each row in blocks
+  /// of 128 values of K (the last one shorter), each with its own scale
+  /// max|block| / 127 and values rounded to nearest (ties to even) in
+  /// [-127, 127], and the products are integer sums: c (+)= the sum over
+  /// blocks g, in order, of float(qa_g . qb_g) * (scale_a_g * scale_b),
+  /// where qa_g . qb_g is exact and scale_b the scale of b's values in
+  /// block g (of the column, or of its group of 128 rows for int4).
+  TFC_UK_QUANTIZE_A8 = 16,
 };
 
 /// c[b] (+)= a[b] . b[b] for a [B,M,K], b [B,K,N], c [B,M,N]; any strides

@@ -10,8 +10,11 @@
 // transposed A, C accumulated into, a batch; and B in f16 or bf16. A
 // weight quantized to int8 or int4 as it is packed (TFC_UK_QUANTIZE_I8,
 // _I4) is checked against the product with the quantized weight, computed
-// here from the flags' definition: any difference in a scale or in one
-// rounded value is far outside the bound.
+// here from the flags' definition; with A quantized too
+// (TFC_UK_QUANTIZE_A8), against the product of both quantized operands,
+// whose sums are exact: the bound is then only that of the blocks' scaling
+// and adding, and one value of A's rounded the other way puts a row 50 to
+// 700 times over it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +43,8 @@ struct Case {
   bool transposeA, weightB, accumulate;
   int threads;
   BType bType = BType::F32;
-  int quantBits = 0; // with weightB: 8 (TFC_UK_QUANTIZE_I8) or 4 (_I4)
+  int quantBits = 0;      // with weightB: 8 (TFC_UK_QUANTIZE_I8) or 4 (_I4)
+  bool quantizeA = false; // with quantBits: TFC_UK_QUANTIZE_A8
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -50,20 +54,18 @@ void PrintTo(const Case &c, std::ostream *os) {
       << (c.bType == BType::F16    ? ", B f16"
           : c.bType == BType::BF16 ? ", B bf16"
                                    : "")
-      << (c.quantBits ? ", quantized to int" + std::to_string(c.quantBits)
-                      : "");
+      << (c.quantBits ? ", quantized to int" + std::to_string(c.quantBits) : "")
+      << (c.quantizeA ? ", A to int8" : "");
 }
 
 /// Rows of a quantization group: all K for int8, 128 for int4.
 int64_t quantGroup(const Case &c) { return c.quantBits == 4 ? 128 : c.k; }
 
-/// TFC_UK_QUANTIZE_I8 / _I4 of B's column whose element l is b[at + l * ls],
-/// in f32 as ukernels.h defines it: the column replaced by its quantized
-/// values, and the scale of each of its rows.
-std::vector<float> quantizeColumn(std::vector<float> &b, int64_t at, int64_t ls,
-                                  const Case &c) {
-  int64_t K = c.k, group = quantGroup(c);
-  float qmax = c.quantBits == 4 ? 7.0f : 127.0f;
+/// The K values b[at + l * ls] quantized in f32 as ukernels.h defines it,
+/// in groups of `group` with values in [-qmax, qmax]: replaced by their
+/// quantized values; returns the scale of each.
+std::vector<float> quantizeLine(std::vector<float> &b, int64_t at, int64_t ls,
+                                int64_t K, int64_t group, float qmax) {
   std::vector<float> scales(static_cast<size_t>(K));
   for (int64_t l0 = 0; l0 < K; l0 += group) {
     int64_t l1 = std::min(K, l0 + group);
@@ -80,6 +82,13 @@ std::vector<float> quantizeColumn(std::vector<float> &b, int64_t at, int64_t ls,
     }
   }
   return scales;
+}
+
+/// TFC_UK_QUANTIZE_I8 / _I4 of B's column whose element l is b[at + l * ls].
+std::vector<float> quantizeColumn(std::vector<float> &b, int64_t at, int64_t ls,
+                                  const Case &c) {
+  return quantizeLine(b, at, ls, c.k, quantGroup(c),
+                      c.quantBits == 4 ? 7.0f : 127.0f);
 }
 
 /// Rounds b to the 16-bit type (f16: to nearest; bf16: truncated, any
@@ -158,7 +167,8 @@ double run(const Case &c, unsigned seed) {
                   (c.weightB ? TFC_UK_CONSTANT_B : 0) |
                   (c.quantBits == 8   ? TFC_UK_QUANTIZE_I8
                    : c.quantBits == 4 ? TFC_UK_QUANTIZE_I4
-                                      : 0);
+                                      : 0) |
+                  (c.quantizeA ? TFC_UK_QUANTIZE_A8 : 0);
   omp_set_num_threads(c.threads);
   std::vector<uint16_t> b16;
   if (c.bType != BType::F32)
@@ -181,17 +191,30 @@ double run(const Case &c, unsigned seed) {
       for (int64_t j = 0; j < N; ++j)
         scales[size_t(bt * N + j)] =
             quantizeColumn(b, bt * bs[0] + j * bs[2], bs[1], c);
+  // ... and A's values and the scale of each (1 unquantized).
+  std::vector<std::vector<float>> aScales(size_t(B * M),
+                                          std::vector<float>(size_t(K), 1.0f));
+  if (c.quantizeA)
+    for (int64_t bt = 0; bt < B; ++bt)
+      for (int64_t i = 0; i < M; ++i)
+        aScales[size_t(bt * M + i)] =
+            quantizeLine(a, bt * as[0] + i * as[1], as[2], K, 128, 127.0f);
   // A quantized product rounds twice more per group: its sum times its
-  // scale, added to the others.
+  // scale, added to the others. With A quantized too, a block's sum is
+  // exact (in int32, then f32: at most 128 * 127 * 127 < 2^24), and only
+  // the product of the scales, its product with the sum and the adding
+  // round.
   int64_t groups = c.quantBits ? (K + quantGroup(c) - 1) / quantGroup(c) : 0;
-  double roundings = double(K + 1 + 2 * groups);
+  double roundings = c.quantizeA ? double(3 * ((K + 127) / 128) + 1)
+                                 : double(K + 1 + 2 * groups);
   double worst = 0;
   for (int64_t bt = 0; bt < B; ++bt)
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
         double ref = 0, scale = 0;
         for (int64_t l = 0; l < K; ++l) {
-          double x = a[bt * as[0] + i * as[1] + l * as[2]];
+          double x = double(a[bt * as[0] + i * as[1] + l * as[2]]) *
+                     aScales[size_t(bt * M + i)][size_t(l)];
           double y = double(b[bt * bs[0] + l * bs[1] + j * bs[2]]) *
                      scales[size_t(bt * N + j)][size_t(l)];
           ref += x * y;
@@ -267,6 +290,20 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 131, 300, 40, true, true, true, 3, BType::F32, 4},
         Case{1, 1, 1025, 520, false, true, false, 2, BType::BF16, 4},
         Case{2, 20, 130, 17, false, true, true, 2, BType::F32, 4},
+        // ... with A quantized too (integer dot products): a decode GEMV,
+        // one to seven rows (the kernel runs them four at a time), K not a
+        // multiple of 4 or of a block, odd N, prefill heights, transposed
+        // A, accumulation, a bf16 weight, a batch.
+        Case{1, 1, 1100, 300, false, true, false, 2, BType::F32, 8, true},
+        Case{1, 5, 777, 130, false, true, true, 2, BType::F32, 8, true},
+        Case{1, 131, 513, 40, true, true, true, 3, BType::F32, 8, true},
+        Case{1, 1, 1025, 520, false, true, false, 2, BType::BF16, 8, true},
+        Case{3, 6, 301, 50, false, true, true, 2, BType::F32, 8, true},
+        Case{1, 1, 1024, 300, false, true, false, 2, BType::F32, 4, true},
+        Case{1, 7, 777, 130, false, true, true, 2, BType::F32, 4, true},
+        Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, 4, true},
+        Case{1, 131, 300, 40, true, true, true, 3, BType::F32, 4, true},
+        Case{2, 2, 130, 17, false, true, true, 1, BType::F32, 4, true},
         // Batches: small products spread over the threads, large ones
         // each on all of them.
         Case{5, 13, 37, 21, false, false, false, 2},
