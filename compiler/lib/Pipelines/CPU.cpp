@@ -29,7 +29,8 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
        "hoist-static-allocs=true},"
        "buffer-deallocation-pipeline,tfc-attention-split-kv,";
   p += "convert-linalg-matmul-to-cpu{quantize-weights=" +
-       options.quantizeWeights + "},";
+       options.quantizeWeights +
+       " quantize-activations=" + options.quantizeActivations + "},";
   p += "tfc-strided-copies-to-linalg,";
   // The remaining linalg ops become loops whose outermost parallel loop
   // runs on OpenMP threads; inner loops stay plain for LLVM to vectorise.

@@ -94,6 +94,14 @@ static cl::opt<std::string> quantizeWeights(
              "eighth)"),
     cl::init("none"), cl::cat(category));
 
+static cl::opt<std::string> quantizeActivations(
+    "quantize-activations",
+    cl::desc("With --quantize-weights: quantize those matmuls' activations "
+             "too: none (default) or int8 (each row in blocks of 128 values, "
+             "a scale max|block| / 127 each; the kernels compute exact "
+             "integer dot products and scale each block's sums)"),
+    cl::init("none"), cl::cat(category));
+
 static cl::opt<bool> gpuLdmatrix(
     "gpu-ldmatrix",
     cl::desc("With --target=nvptx: f16/bf16 attention reads its K and V "
@@ -307,6 +315,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     tfc::CPUPipelineOptions options;
     options.fuse = fuse;
     options.quantizeWeights = quantizeWeights;
+    options.quantizeActivations = quantizeActivations;
     pipeline = tfc::getCPUPipeline(options);
   }
   // The graph step already ran; the lowering starts after it.
@@ -376,6 +385,12 @@ int main(int argc, char **argv) {
                 "' (supported: none, int8, int4)");
   if (quantizeWeights.getNumOccurrences() && target != "cpu")
     return fail("--quantize-weights needs --target=cpu");
+  if (quantizeActivations != "none" && quantizeActivations != "int8")
+    return fail("unknown --quantize-activations '" + quantizeActivations +
+                "' (supported: none, int8)");
+  if (quantizeActivations == "int8" && quantizeWeights == "none")
+    return fail("--quantize-activations=int8 needs --quantize-weights=int8 "
+                "or int4");
   if (target == "nvptx") {
     // sm_NN or sm_NNa, NN >= 80 (mma.sync m16n8k16 with bf16).
     llvm::StringRef arch(gpuArch);

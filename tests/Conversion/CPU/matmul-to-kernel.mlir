@@ -2,6 +2,10 @@
 // RUN: tfc-opt %s --convert-linalg-matmul-to-cpu=quantize-weights=int8 | FileCheck %s --check-prefix=INT8
 // RUN: tfc-opt %s --convert-linalg-matmul-to-cpu=quantize-weights=int4 | FileCheck %s --check-prefix=INT4
 // RUN: not tfc-opt %s --convert-linalg-matmul-to-cpu=quantize-weights=int3 2>&1 | FileCheck %s --check-prefix=BADQ
+// RUN: tfc-opt %s --convert-linalg-matmul-to-cpu="quantize-weights=int8 quantize-activations=int8" | FileCheck %s --check-prefix=INT8A8
+// RUN: tfc-opt %s --convert-linalg-matmul-to-cpu="quantize-weights=int4 quantize-activations=int8" | FileCheck %s --check-prefix=INT4A8
+// RUN: not tfc-opt %s --convert-linalg-matmul-to-cpu="quantize-weights=int8 quantize-activations=int4" 2>&1 | FileCheck %s --check-prefix=BADA
+// RUN: not tfc-opt %s --convert-linalg-matmul-to-cpu=quantize-activations=int8 2>&1 | FileCheck %s --check-prefix=ANOW
 //
 // With quantize-weights=int8 the weights (and only they) are quantized as
 // the kernel packs them: flag 4 next to 2, constant.
@@ -17,6 +21,18 @@
 // INT4-LABEL: func.func @bf16_activations
 // INT4: arith.constant 1 : i32
 // BADQ: error: convert-linalg-matmul-to-cpu: unknown quantize-weights 'int3' (supported: none, int8, int4)
+// With quantize-activations=int8 as well, flag 16 joins the weight's: the
+// products of a weight only (activations times activations stay f32).
+// INT8A8-LABEL: func.func @f32_weight
+// INT8A8: arith.constant 23 : i32
+// INT8A8-LABEL: func.func @bf16_activations
+// INT8A8: arith.constant 1 : i32
+// INT4A8-LABEL: func.func @f32_weight
+// INT4A8: arith.constant 27 : i32
+// INT4A8-LABEL: func.func @bf16_activations
+// INT4A8: arith.constant 1 : i32
+// BADA: error: convert-linalg-matmul-to-cpu: unknown quantize-activations 'int4' (supported: none, int8)
+// ANOW: error: convert-linalg-matmul-to-cpu: quantize-activations=int8 needs quantize-weights=int8 or int4
 //
 // Matmuls with an f32 result go to the packed f32 GEMM micro-kernel. An
 // f16 (bf16) B goes to the kernel's _f16 (_bf16) variant as it is (the

@@ -16,6 +16,9 @@ struct CPUPipelineOptions {
   /// "int8" (a scale per output column) or "int4" (a scale per output
   /// column and 128 input rows); weight-only.
   std::string quantizeWeights = "none";
+  /// With quantizeWeights: "int8" quantizes those products' activations
+  /// too (per row and block of 128), for integer dot products; or "none".
+  std::string quantizeActivations = "none";
 };
 
 /// The textual pass pipeline (anchored on builtin.module, without the

@@ -167,7 +167,7 @@ Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
 /// widened into an f32 temporary, freed after the call. Either way, the same
 /// products and f32 sums the op defines.
 /// A weight B is quantized as the kernel packs it when `quantizeFlag`
-/// (TFC_UK_QUANTIZE_I8 or _I4) is not 0.
+/// (TFC_UK_QUANTIZE_I8 or _I4, perhaps with _A8) is not 0.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
   MatmulToKernel(MLIRContext *ctx, StringRef kernel, int32_t quantizeFlag)
       : OpRewritePattern<OpTy>(ctx), kernel(kernel.str()),
@@ -224,7 +224,7 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
       args.push_back(
           memref::CastOp::create(rewriter, loc, i == 1 ? dynB : dyn, v));
     // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B,
-    // 4 (8) B quantized to int8 (int4).
+    // 4 (8) B quantized to int8 (int4), 16 A quantized to int8 too.
     int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 | quantizeFlag : 0);
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(flags)));
@@ -255,6 +255,21 @@ struct LinalgMatmulToCPUPass
           << "convert-linalg-matmul-to-cpu: unknown quantize-weights '"
           << quantizeWeights << "' (supported: none, int8, int4)";
       return signalPassFailure();
+    }
+    if (quantizeActivations != "none" && quantizeActivations != "int8") {
+      getOperation().emitError()
+          << "convert-linalg-matmul-to-cpu: unknown quantize-activations '"
+          << quantizeActivations << "' (supported: none, int8)";
+      return signalPassFailure();
+    }
+    if (quantizeActivations == "int8") {
+      if (!quantize) {
+        getOperation().emitError()
+            << "convert-linalg-matmul-to-cpu: quantize-activations=int8 "
+               "needs quantize-weights=int8 or int4";
+        return signalPassFailure();
+      }
+      quantize |= 16;
     }
     RewritePatternSet patterns(&getContext());
     patterns.add<MatmulToKernel<linalg::MatmulOp>>(
