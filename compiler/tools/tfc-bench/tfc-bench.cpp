@@ -20,7 +20,7 @@
 // packs per call). There is one build (fusion does not change a matmul),
 // checked against a float64 product (with --compile-flags=
 // --quantize-weights=int8 or =int4, of the weight as the build quantizes
-// it).
+// it; with --quantize-activations=int8 as well, of A as quantized too).
 //
 // With --target=nvptx the builds run through the CUDA driver and each run
 // is the model's kernels timed with CUDA events (tfc_model_time: inputs
@@ -77,6 +77,11 @@ struct Options {
         return 4;
     }
     return 0;
+  }
+  /// Whether the builds quantize the activations of those products too.
+  bool quantizesActivations() const {
+    return std::find(compileFlags.begin(), compileFlags.end(),
+                     "--quantize-activations=int8") != compileFlags.end();
   }
   size_t elementBytes() const { return dtype == "f32" ? 4 : 2; }
   /// How far the fused and the unfused build may differ (relative, in
@@ -549,32 +554,43 @@ int main(int argc, char **argv) {
     // inputs as rounded to the element type; of the weight as quantized,
     // when the build quantizes it: per row of W [N, K] (int8) or 128 values
     // of it (int4), scale max|x| / qmax, values rounded to nearest, as
-    // ukernels.h defines it).
-    std::vector<double> w;
+    // ukernels.h defines it; of A's rows quantized in blocks of 128 too,
+    // when the build quantizes activations).
+    std::vector<double> w, a;
     if (matmul) {
-      int64_t kk = dims[1], n = dims[2];
-      int bits = o.quantizedWeightBits();
-      int64_t group = bits == 4 ? 128 : kk;
-      float qmax = bits == 4 ? 7.0f : 127.0f;
-      w.resize(size_t(n * kk));
-      for (int64_t col = 0; col < n; ++col)
-        for (int64_t l0 = 0; l0 < kk; l0 += group) {
-          int64_t l1 = std::min(kk, l0 + group);
-          float top = 0;
-          for (int64_t l = l0; l < l1; ++l)
-            top = std::max(top,
-                           std::fabs(weights[0]->get(col * kk + l, o.dtype)));
-          float scale = top / qmax;
-          for (int64_t l = l0; l < l1; ++l) {
-            float x = weights[0]->get(col * kk + l, o.dtype);
-            if (bits)
-              x = scale == 0
-                      ? 0.0f
-                      : std::clamp(std::nearbyint(x / scale), -qmax, qmax) *
-                            scale;
-            w[size_t(col * kk + l)] = x;
+      int64_t m = dims[0], kk = dims[1], n = dims[2];
+      // `rows` rows of K values of `b` (row r's l-th at r * kk + l),
+      // quantized in groups of `group` to [-qmax, qmax] (or as they are
+      // for qmax 0).
+      auto quantize = [&](const Buffer &b, int64_t rows, int64_t group,
+                          float qmax) {
+        std::vector<double> out(size_t(rows * kk));
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t l0 = 0; l0 < kk; l0 += group) {
+            int64_t l1 = std::min(kk, l0 + group);
+            float top = 0;
+            for (int64_t l = l0; l < l1; ++l)
+              top = std::max(top, std::fabs(b.get(r * kk + l, o.dtype)));
+            float scale = top / qmax;
+            for (int64_t l = l0; l < l1; ++l) {
+              float x = b.get(r * kk + l, o.dtype);
+              if (qmax != 0)
+                x = scale == 0
+                        ? 0.0f
+                        : std::clamp(std::nearbyint(x / scale), -qmax, qmax) *
+                              scale;
+              out[size_t(r * kk + l)] = x;
+            }
           }
-        }
+        return out;
+      };
+      int bits = o.quantizedWeightBits();
+      w = quantize(*weights[0], n, bits == 4 ? 128 : kk,
+                   bits == 4   ? 7.0f
+                   : bits == 8 ? 127.0f
+                               : 0.0f);
+      a = quantize(*inputs[0], m, 128,
+                   bits && o.quantizesActivations() ? 127.0f : 0.0f);
     }
     auto expected = [&](size_t i) -> double {
       if (!matmul)
@@ -583,8 +599,7 @@ int main(int argc, char **argv) {
               col = int64_t(i) % n;
       double sum = 0;
       for (int64_t l = 0; l < kk; ++l)
-        sum += double(inputs[0]->get(row * kk + l, o.dtype)) *
-               w[size_t(col * kk + l)];
+        sum += a[size_t(row * kk + l)] * w[size_t(col * kk + l)];
       return sum;
     };
     double num = 0, den = 0;
