@@ -99,10 +99,12 @@ def activation(name, x):
     return np.maximum(x, 0)
 
 
-def reference(cfg, w, ids, mask, kv=None):
+def reference(cfg, w, ids, mask, kv=None, act=None):
     """transformers' GPT2Model.forward, eager attention, in float64; each
     block's keys and values [B, heads, S, dh] are appended to `kv` when
-    given (its past_key_values)."""
+    given (its past_key_values); `act`, when given, maps the input of each
+    Conv1D first."""
+    act = act or (lambda a: a)
     w = {k[len("transformer."):] if k.startswith("transformer.") else k:
          v.astype(np.float64) for k, v in w.items()}
     h, heads = cfg["n_embd"], cfg["n_head"]
@@ -116,7 +118,7 @@ def reference(cfg, w, ids, mask, kv=None):
         p = "h.%d." % l
         a = layer_norm(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"],
                        cfg["layer_norm_epsilon"])
-        qkv = a @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+        qkv = act(a) @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
         q, k, v = (qkv[..., i * h:(i + 1) * h].reshape(b, s, heads, dh)
                    .transpose(0, 2, 1, 3) for i in range(3))
         if kv is not None:
@@ -126,12 +128,14 @@ def reference(cfg, w, ids, mask, kv=None):
         sc = np.exp(sc - sc.max(-1, keepdims=True))
         ctx = (sc / sc.sum(-1, keepdims=True)) @ v
         ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, h)
-        x = x + ctx @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+        x = x + act(ctx) @ w[p + "attn.c_proj.weight"] + \
+            w[p + "attn.c_proj.bias"]
         a = layer_norm(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"],
                        cfg["layer_norm_epsilon"])
         m = activation(cfg["activation_function"],
-                       a @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"])
-        x = x + m @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+                       act(a) @ w[p + "mlp.c_fc.weight"] +
+                       w[p + "mlp.c_fc.bias"])
+        x = x + act(m) @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
     return layer_norm(x, w["ln_f.weight"], w["ln_f.bias"],
                       cfg["layer_norm_epsilon"])
 
@@ -197,10 +201,13 @@ def main():
         # --quantize-weights: every Conv1D ([in, out]) and the head, which
         # reads the token embedding (the lookup reads it as it is).
         wte = w["transformer.wte.weight"]
+        def logits(wts, bits, act):
+            x = reference(CFG, wts, ids, mask, act=act)
+            return (act(x) if act else x) @ (
+                quantized_weight(wte, 1, bits) if bits else
+                wte.astype(np.float64)).T
         h.check_quantized(
-            "gpt2 logits", lambda wts, bits: reference(CFG, wts, ids, mask) @
-            (quantized_weight(wte, 1, bits) if bits else
-             wte.astype(np.float64)).T,
+            "gpt2 logits", logits,
             model, w, [ids, mask],
             {n: 0 for n in w if n.endswith(("c_attn.weight", "c_proj.weight",
                                             "c_fc.weight"))},

@@ -119,10 +119,11 @@ def silu(x):
     return x / (1 + np.exp(-x))
 
 
-def reference(cfg, w, ids, mask, kv=None):
+def reference(cfg, w, ids, mask, kv=None, act=None):
     """transformers' LlamaModel.forward, eager attention, in float64; each
     layer's keys (after the rotary embedding) and values [B, kv heads, S, D]
-    are appended to `kv` when given (its past_key_values)."""
+    are appended to `kv` when given (its past_key_values); `act`, when
+    given, maps the input of each projection first."""
     w = {k[len("model."):] if k.startswith("model.") else k:
          v.astype(np.float64) for k, v in w.items()}
     hq, hkv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], \
@@ -146,7 +147,7 @@ def reference(cfg, w, ids, mask, kv=None):
     causal_mask = np.where(hidden, fmin, 0.0)
 
     def lin(a, name):
-        y = a @ w[name + ".weight"].T
+        y = (act(a) if act else a) @ w[name + ".weight"].T
         return y + w[name + ".bias"] if name + ".bias" in w else y
 
     for l in range(cfg["num_hidden_layers"]):
@@ -223,10 +224,12 @@ def main():
             # --quantize-weights: every projection and the head.
             axes = {n: 1 for n in w if n.endswith("_proj.weight") or
                     n == "lm_head.weight"}
-            h.check_quantized(
-                "llama logits", lambda wts, _: reference(CFG, wts, ids, mask) @
-                wts["lm_head.weight"].astype(np.float64).T, model, w,
-                [ids, mask], axes, 1e-4, ["--output=logits"])
+            def logits(wts, bits, act):
+                x = reference(CFG, wts, ids, mask, act=act)
+                return (act(x) if act else x) @ \
+                    wts["lm_head.weight"].astype(np.float64).T
+            h.check_quantized("llama logits", logits, model, w, [ids, mask],
+                              axes, 1e-4, ["--output=logits"])
     if not only or "kv" in only[0]:
         # The KV cache: the GQA layout, f32 and f16.
         model = h.path("llama_kv")
