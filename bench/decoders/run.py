@@ -27,8 +27,10 @@ caller to write into its cache): its step reads the cache where it is
 instead of copying it into the new one. --quantize adds "tfc fused
 --quantize-weights=int8" and "=int4": the matmuls' weights quantized as the
 kernels pack them (int8: a scale per output column; int4: per column and
-128 rows); their outputs differ from PyTorch's by the quantization (the
-last column says how much). And ONNX Runtime's own weight-only int8 and
+128 rows), and each with "--quantize-activations=int8" (those matmuls'
+activations quantized per row and 128 values, integer dot products);
+their outputs differ from PyTorch's by the quantization (the last column
+says how much). And ONNX Runtime's own weight-only int8 and
 int4 (MatMulNBits from its MatMulNBitsQuantizer: symmetric, a scale per
 128 weights along K), computing in f32 ("accuracy level 0") and with its
 activations quantized to int8 too (accuracy level 4, MLAS's int8 kernels). Each round runs every
@@ -264,10 +266,14 @@ def main():
                                            ["--no-fusion"])]
     if past_len:
         builds.append((NEW, "fused_new", ["--present=new"]))
-    quantized = ["tfc fused --quantize-weights=int%d" % b for b in (8, 4)]
+    quantized = ["tfc fused --quantize-weights=int%d%s" % (b, act)
+                 for b in (8, 4)
+                 for act in ("", " --quantize-activations=int8")]
     if a.quantize:
         for x in quantized:
-            builds.append((x, "fused_" + x[-4:], [x.split()[-1]]))
+            flags = x.split()[2:]
+            builds.append((x, "fused_" + "_".join(f[-4:] for f in flags),
+                           flags))
     for name, suffix, flags in builds:
         lib = os.path.join(work, "%s.%s.so" % (tag, suffix))
         cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
