@@ -455,30 +455,69 @@ struct QuantizedRows {
   std::vector<int32_t> sums;
   int64_t blocks = 0, stride = 0;
 
-  void quantize(const Matmul &p, int64_t bt) {
+  void quantize(const Matmul &p, int64_t bt, bool parallel) {
     blocks = (p.k + kABlock - 1) / kABlock;
     stride = blocks * kABlock;
     values.assign(size_t(p.m * stride), 0);
     scales.resize(size_t(p.m * blocks));
     sums.resize(size_t(p.m * blocks));
     const float *ab = p.a + bt * p.as[0];
+#pragma omp parallel for schedule(static) if (parallel && p.m >= 16)
     for (int64_t i = 0; i < p.m; ++i)
       for (int64_t g = 0; g < blocks; ++g) {
-        const float *a = ab + i * p.as[1];
-        int64_t l1 = std::min(p.k, (g + 1) * kABlock);
-        float top = 0;
-        for (int64_t l = g * kABlock; l < l1; ++l)
-          top = std::max(top, std::fabs(a[l * p.as[2]]));
-        float scale = top / kAMax;
-        int32_t sum = 0;
-        for (int64_t l = g * kABlock; l < l1; ++l) {
-          int q = quantized(a[l * p.as[2]], scale, kAMax);
-          values[size_t(i * stride + l)] = int8_t(q);
-          sum += q;
-        }
-        scales[size_t(i * blocks + g)] = scale;
-        sums[size_t(i * blocks + g)] = sum;
+        const float *a = ab + i * p.as[1] + g * kABlock * p.as[2];
+        int64_t n = std::min(kABlock, p.k - g * kABlock);
+        size_t at = size_t(i * blocks + g);
+        block(a, p.as[2], n, values.data() + i * stride + g * kABlock,
+              scales[at], sums[at]);
       }
+  }
+
+  /// The n values a[l * step] quantized into q; their scale and sum.
+  static void block(const float *a, int64_t step, int64_t n, int8_t *q,
+                    float &scale, int32_t &sum) {
+    // Vectors over a contiguous row, as the scalar loop computes: the
+    // same division and rounding (to nearest, ties to even).
+    int64_t vectorEnd = step == 1 ? n / 8 * 8 : 0;
+    __m256 top8 = _mm256_setzero_ps();
+    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int64_t l = 0; l < vectorEnd; l += 8)
+      top8 =
+          _mm256_max_ps(top8, _mm256_and_ps(_mm256_loadu_ps(a + l), magnitude));
+    float lanes[8];
+    _mm256_storeu_ps(lanes, top8);
+    float top = 0;
+    for (float x : lanes)
+      top = std::max(top, x);
+    for (int64_t l = vectorEnd; l < n; ++l)
+      top = std::max(top, std::fabs(a[l * step]));
+    scale = top / kAMax;
+    sum = 0;
+    if (scale == 0)
+      return; // q stays 0
+    __m256 scale8 = _mm256_set1_ps(scale);
+    __m256i sum8 = _mm256_setzero_si256();
+    for (int64_t l = 0; l < vectorEnd; l += 8) {
+      __m256 t = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(a + l), scale8),
+                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-kAMax)),
+                        _mm256_set1_ps(kAMax));
+      __m256i v = _mm256_cvtps_epi32(t);
+      sum8 = _mm256_add_epi32(sum8, v);
+      __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v),
+                                      _mm256_extracti128_si256(v, 1));
+      _mm_storel_epi64(reinterpret_cast<__m128i *>(q + l),
+                       _mm_packs_epi16(words, words));
+    }
+    int32_t partial[8];
+    _mm256_storeu_si256(reinterpret_cast<__m256i *>(partial), sum8);
+    for (int32_t x : partial)
+      sum += x;
+    for (int64_t l = vectorEnd; l < n; ++l) {
+      int v = quantized(a[l * step], scale, kAMax);
+      q[l] = int8_t(v);
+      sum += v;
+    }
   }
 };
 
@@ -534,7 +573,7 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
   // This thread's buffer (a batch of small products runs on several
   // threads at once), read by all the threads below.
   static thread_local QuantizedRows rows;
-  rows.quantize(p, bt);
+  rows.quantize(p, bt, parallel);
   const QuantizedRows &qa = rows;
   float *cb = p.c + bt * p.cs[0];
   auto run = [&](auto i4) {
