@@ -284,7 +284,8 @@ struct DotPanels {
     return size_t(panels) * panelBytes() +
            size_t(panels * p.groups() * intdot::kCols) * sizeof(float);
   }
-  /// The scales of group g of panel pn's columns.
+  /// The scales, after the panels: those of group g of panel pn's columns
+  /// at [(pn * groups + g) * kCols].
   template <typename Byte> auto *scales(const Matmul &p, Byte *packed) const {
     using F = std::conditional_t<std::is_const_v<Byte>, const float, float>;
     return reinterpret_cast<F *>(packed + size_t(panels) * panelBytes());
