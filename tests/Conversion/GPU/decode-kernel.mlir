@@ -105,3 +105,35 @@ func.func @too_many_rows(%q: tensor<1x16x1x64xf16>, %k: tensor<1x1x500x64xf16>, 
   %o2 = transformer.attention %q2, %k2, %k2 : tensor<1x1x1x81xf16>, tensor<1x1x500x81xf16>, tensor<1x1x500x81xf16> -> tensor<1x1x1x81xf16>
   return %o, %o2 : tensor<1x16x1x64xf16>, tensor<1x1x1x81xf16>
 }
+
+// -----
+
+// Keys and values concatenated from a cache (1000 keys) and new ones (3): the
+// decode kernel reads both parts where they are, each copy from its part
+// (rows below 1000 from the first, the others at row - 1000 of the
+// second); nothing but the kernel reads the concatenations, which are
+// left dead. The tiled kernels read the concatenation.
+// CHECK-LABEL: func.func @decode_two_parts
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x8x1x64xf16>, %[[K0:.*]]: tensor<1x2x1000x64xf16>, %[[K1:.*]]: tensor<1x2x3x64xf16>, %[[V0:.*]]: tensor<1x2x1000x64xf16>, %[[V1:.*]]: tensor<1x2x3x64xf16>)
+// CHECK-DAG: %[[BK0:.*]] = bufferization.to_buffer %[[K0]] read_only
+// CHECK-DAG: %[[BK1:.*]] = bufferization.to_buffer %[[K1]] read_only
+// CHECK-DAG: %[[BV0:.*]] = bufferization.to_buffer %[[V0]] read_only
+// CHECK-DAG: %[[BV1:.*]] = bufferization.to_buffer %[[V1]] read_only
+// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 {{.*}} args(%{{.*}} : memref<1x8x1x64xf16>, %[[BK0]] : memref<1x2x1000x64xf16>, %[[BK1]] : memref<1x2x3x64xf16>, %[[BV0]] : memref<1x2x1000x64xf16>, %[[BV1]] : memref<1x2x3x64xf16>, %{{.*}} : memref<8x8x64xf32>, %{{.*}} : memref<8x8x2xf32>)
+// CHECK: gpu.func @attention_decode_0(%{{.*}}: memref<1x8x1x64xf16>, %[[GK0:.*]]: memref<1x2x1000x64xf16>, %[[GK1:.*]]: memref<1x2x3x64xf16>, %[[GV0:.*]]: memref<1x2x1000x64xf16>, %[[GV1:.*]]: memref<1x2x3x64xf16>, %{{.*}}: memref<8x8x64xf32>, %{{.*}}: memref<8x8x2xf32>)
+// CHECK: %[[FIRST:.*]] = arith.cmpi ult, %{{.*}}, %c1000{{.*}} : index
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK: nvgpu.device_async_copy %[[GK0]]
+// CHECK: } else {
+// CHECK: %[[ROW:.*]] = arith.subi %{{.*}}, %c1000{{.*}} : index
+// CHECK: nvgpu.device_async_copy %[[GK1]]
+// CHECK: nvgpu.device_async_copy %[[GV0]]
+// CHECK: nvgpu.device_async_copy %[[GV1]]
+// TILED-LABEL: func.func @decode_two_parts
+// TILED: gpu.launch_func @tfc_fused::@attention_0 {{.*}} args(%{{.*}} : memref<1x8x1x64xf16>, %{{.*}} : memref<1x2x1003x64xf16>, %{{.*}} : memref<1x2x1003x64xf16>,
+func.func @decode_two_parts(%q: tensor<1x8x1x64xf16>, %k0: tensor<1x2x1000x64xf16>, %k1: tensor<1x2x3x64xf16>, %v0: tensor<1x2x1000x64xf16>, %v1: tensor<1x2x3x64xf16>) -> tensor<1x8x1x64xf16> {
+  %k = tosa.concat %k0, %k1 {axis = 2 : i32} : (tensor<1x2x1000x64xf16>, tensor<1x2x3x64xf16>) -> tensor<1x2x1003x64xf16>
+  %v = tosa.concat %v0, %v1 {axis = 2 : i32} : (tensor<1x2x1000x64xf16>, tensor<1x2x3x64xf16>) -> tensor<1x2x1003x64xf16>
+  %o = transformer.attention %q, %k, %v {is_causal} : tensor<1x8x1x64xf16>, tensor<1x2x1003x64xf16>, tensor<1x2x1003x64xf16> -> tensor<1x8x1x64xf16>
+  return %o : tensor<1x8x1x64xf16>
+}

@@ -1,7 +1,8 @@
 """ptxas accepts the PTX of every kernel and example tfc builds for NVIDIA
 GPUs: fused and unfused attention in f32, f16 and bf16 (causal, grouped-query
 heads, masks, odd sizes, one query row, Dv != D; the decode kernel for few
-query rows per KV head, its combine where the keys are split), softmax,
+query rows per KV head, its combine where the keys are split, and its
+reading of a cache and new keys from two buffers), softmax,
 layer_norm, rms_norm, a matmul and both example layers; f16/bf16 attention and matmuls also in
 their wgmma builds (ptxas -arch=sm_90a, which must not have to add
 warpgroup fences or waits). Fused f16/bf16 attention must run on tensor
@@ -52,6 +53,20 @@ def attention(b, hq, hkv, sq, skv, d, dv, dt, causal=False, mask=None):
     return ("func.func @main(%s) -> %s {\n  %%o = transformer.attention %s%s : "
             "%s -> %s\n  return %%o : %s\n}\n" %
             (args, r, operands, attrs, ", ".join(types), r, r))
+
+
+def attention_two_parts(hq, hkv, past, new, d, dt):
+    """Causal attention of `new` query rows whose keys and values are a
+    cache of `past` and the new ones, concatenated (a decode step)."""
+    q, r = t((1, hq, new, d), dt), t((1, hq, new, d), dt)
+    p, n, kv = (t((1, hkv, past, d), dt), t((1, hkv, new, d), dt),
+                t((1, hkv, past + new, d), dt))
+    concat = "  %%%s = tosa.concat %%%s0, %%%s1 {axis = 2 : i32} : (%s, %s) -> %s\n"
+    return ("func.func @main(%%q: %s, %%k0: %s, %%k1: %s, %%v0: %s, %%v1: %s)"
+            " -> %s {\n" % (q, p, n, p, n, r) + concat % ("k", "k", "k", p, n, kv) +
+            concat % ("v", "v", "v", p, n, kv) +
+            "  %%o = transformer.attention %%q, %%k, %%v {is_causal} : %s, %s, %s"
+            " -> %s\n  return %%o : %s\n}\n" % (q, kv, kv, r, r))
 
 
 def unary(op, shape, dt, extra=""):
@@ -115,6 +130,9 @@ for dt in ("f32", "f16", "bf16"):
          attention(2, 8, 2, 2, 700, 64, 64, dt, causal=True,
                    mask=(2, 1, 1, 700)), dt),
         ("dec_d96_" + dt, attention(1, 8, 1, 1, 300, 96, 96, dt), dt),
+        # The cache and the new keys in two buffers each, read in place.
+        ("dec_two_parts_" + dt, attention_two_parts(4, 2, 1000, 3, 64, dt),
+         dt),
     ]
     if dt != "f32":  # (f32 beyond D = 128 keeps the FMA kernel)
         cases.append(("dec_d256_" + dt,

@@ -1074,9 +1074,14 @@ int64_t keysPerTile(const AttentionShape &s, int64_t dp, int64_t dvp) {
 SmallVector<Type, 4> attentionInputTypes(const AttentionShape &s) {
   Type t = s.elementType;
   SmallVector<Type, 4> types = {
-      MemRefType::get({s.batch, s.headsQ, s.seqQ, s.headDim}, t),
-      MemRefType::get({s.batch, s.headsKV, s.seqKV, s.headDim}, t),
-      MemRefType::get({s.batch, s.headsKV, s.seqKV, s.valueDim}, t)};
+      MemRefType::get({s.batch, s.headsQ, s.seqQ, s.headDim}, t)};
+  // K's and V's keys, in one buffer each or two.
+  SmallVector<int64_t, 2> parts = {s.seqKV};
+  if (s.keySplit)
+    parts = {s.keySplit, s.seqKV - s.keySplit};
+  for (int64_t dim : {s.headDim, s.valueDim})
+    for (int64_t keys : parts)
+      types.push_back(MemRefType::get({s.batch, s.headsKV, keys, dim}, t));
   if (!s.mask.empty())
     types.push_back(MemRefType::get(s.mask, t));
   return types;

@@ -53,6 +53,11 @@ struct AttentionShape {
   mlir::Type elementType; // f32, f16 or bf16
   /// The shape takes the decode kernel (DecodeKernel.h) instead.
   bool decode = false;
+  /// Decode kernel: when not 0, K and V come in two buffers each along the
+  /// key axis, the first holding keys [0, keySplit) (a decoder's cache) and
+  /// the second the others (its new tokens'), read where they are; the
+  /// inputs are then q, k0, k1, v0, v1[, mask].
+  int64_t keySplit = 0;
 };
 
 struct AttentionLaunch {

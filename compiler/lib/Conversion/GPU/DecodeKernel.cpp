@@ -135,10 +135,14 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
   Block &entry = func.getBody().front();
   b.setInsertionPointToEnd(&entry);
   bool masked = !s.mask.empty();
+  // q, K's and V's one or two parts (attentionInputTypes), the mask.
+  unsigned parts = s.keySplit ? 2 : 1;
   Value q = entry.getArgument(0), k = entry.getArgument(1),
-        v = entry.getArgument(2),
-        mask = masked ? entry.getArgument(3) : Value();
-  unsigned results = masked ? 4 : 3;
+        k1 = s.keySplit ? entry.getArgument(2) : Value(),
+        v = entry.getArgument(1 + parts),
+        v1 = s.keySplit ? entry.getArgument(2 + parts) : Value(),
+        mask = masked ? entry.getArgument(1 + 2 * parts) : Value();
+  unsigned results = 1 + 2 * parts + (masked ? 1 : 0);
   Type t = s.elementType, f32 = b.getF32Type();
   int64_t bytes = t.getIntOrFloatBitWidth() / 8;
   int64_t rows = g.rows, group = s.headsQ / s.headsKV;
@@ -187,9 +191,10 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
     Value stage = a.mul(a.rem(tileInChunk, 2), kTileKeys);
     SmallVector<Value> tokens =
         copyTileAsync(a, k, {bi, hk}, row0, s.seqKV, s.headDim, enabled,
-                      kLayout, ks, stage, tid);
+                      kLayout, ks, stage, tid, Value(), k1, s.keySplit);
     tokens.append(copyTileAsync(a, v, {bi, hk}, row0, s.seqKV, s.valueDim,
-                                enabled, vLayout, vs, stage, tid));
+                                enabled, vLayout, vs, stage, tid, Value(), v1,
+                                s.keySplit));
     lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   };

@@ -376,7 +376,8 @@ TileChunks loadTile(Arith &a, Value src, ValueRange lead, Value row0,
 SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
                                  Value row0, int64_t rows, int64_t cols,
                                  Value enabled, const TileLayout &l, Value dst,
-                                 Value dstRow0, Value tid, Value col0) {
+                                 Value dstRow0, Value tid, Value col0,
+                                 Value second, int64_t split) {
   ImplicitLocOpBuilder &b = a.b;
   Type token = nvgpu::DeviceAsyncTokenType::get(b.getContext());
   SmallVector<Value> tokens;
@@ -390,10 +391,6 @@ SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
       Value valid = a.andi(enabled, a.ult(row, rows));
       if (col0 || l.tileCols != cols)
         valid = a.andi(valid, a.ult(col, cols));
-      // Out of range: nothing is read (0 source elements), the address is
-      // kept inside the tensor all the same.
-      SmallVector<Value> srcIdx(lead.begin(), lead.end());
-      srcIdx.append({a.umin(row, rows - 1), a.umin(col, cols - l.width)});
       Value srcElements = a.sel(valid, a.c(l.width), a.c(0));
       SmallVector<Value> dstIdx = {a.add(dstRow0, r), c};
       if (l.coreMatrices) {
@@ -408,14 +405,33 @@ SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
       int64_t bits = l.width * cast<MemRefType>(src.getType())
                                    .getElementType()
                                    .getIntOrFloatBitWidth();
-      Value tok = nvgpu::DeviceAsyncCopyOp::create(
-          b, token, dst, dstIdx, src, srcIdx, b.getIndexAttr(l.width),
-          srcElements,
-          /*bypassL1=*/bits == 128 ? b.getUnitAttr() : UnitAttr());
-      // A token cannot leave the scf.if of the last, partial round; the
-      // group commits every copy this thread issued all the same.
-      if (whole)
-        tokens.push_back(tok);
+      // Row `from` of `part` (`partRows` rows). Out of range: nothing is
+      // read (0 source elements), the address is kept inside the tensor all
+      // the same.
+      auto copyRow = [&](Value part, Value from, int64_t partRows) {
+        SmallVector<Value> srcIdx(lead.begin(), lead.end());
+        srcIdx.append(
+            {a.umin(from, partRows - 1), a.umin(col, cols - l.width)});
+        return nvgpu::DeviceAsyncCopyOp::create(
+            b, token, dst, dstIdx, part, srcIdx, b.getIndexAttr(l.width),
+            srcElements,
+            /*bypassL1=*/bits == 128 ? b.getUnitAttr() : UnitAttr());
+      };
+      if (!second) {
+        Value tok = copyRow(src, row, rows);
+        // A token cannot leave the scf.if of the last, partial round; the
+        // group commits every copy this thread issued all the same.
+        if (whole)
+          tokens.push_back(tok);
+        return;
+      }
+      auto inFirst = scf::IfOp::create(b, a.ult(row, split),
+                                       /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&inFirst.getThenRegion().front());
+      copyRow(src, row, split);
+      b.setInsertionPointToStart(&inFirst.getElseRegion().front());
+      copyRow(second, arith::SubIOp::create(b, row, a.c(split)), rows - split);
     };
     // The last round: threads past the last chunk copy nothing.
     a.guarded(whole ? Value() : a.ult(chunk, l.chunks()), body);

@@ -342,12 +342,16 @@ void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
 /// `cols` a multiple of it; 16-byte chunks bypass L1); chunks out of range,
 /// and all of them when
 /// `enabled` is false, are zero-filled without reading memory. Returns the
-/// copies' tokens, for one nvgpu.device_async_create_group.
+/// copies' tokens, for one nvgpu.device_async_create_group. With `second`,
+/// the rows come in two parts: [0, split) from `src` and the others from
+/// row - split of `second` (a decoder's cache and its new keys); those
+/// copies return no token (the group commits them all the same).
 SmallVector<Value> copyTileAsync(Arith &a, Value src, ValueRange lead,
                                  Value row0, int64_t rows, int64_t cols,
                                  Value enabled, const TileLayout &layout,
                                  Value dst, Value dstRow0, Value tid,
-                                 Value col0 = {});
+                                 Value col0 = {}, Value second = {},
+                                 int64_t split = 0);
 
 /// Declares kernel `name` in `module` with `args` and a known block size,
 /// and its shared-memory tiles: globals in the workgroup address space with

@@ -79,6 +79,21 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
   return s;
 }
 
+/// The two parts of `kv` when it is a concatenation of two along the key
+/// axis (a decoder's cache and its new keys or values), else none.
+std::optional<std::pair<Value, Value>> keyParts(Value kv) {
+  auto concat = kv.getDefiningOp<tosa::ConcatOp>();
+  if (!concat || concat.getAxis() != 2 || concat.getInput1().size() != 2)
+    return std::nullopt;
+  Value first = concat.getInput1()[0], second = concat.getInput1()[1];
+  auto keys = [](Value t) {
+    return cast<RankedTensorType>(t.getType()).getDimSize(2);
+  };
+  if (keys(first) <= 0 || keys(second) <= 0)
+    return std::nullopt;
+  return std::pair{first, second};
+}
+
 /// The buffers of `tensors`, read in place.
 SmallVector<Value> buffersOf(OpBuilder &b, Location loc, ValueRange tensors) {
   SmallVector<Value> buffers;
@@ -227,6 +242,19 @@ struct ConvertTransformerToNVPTXPass
           continue;
         SmallVector<Value> inputs = {attention.getQuery(), attention.getKey(),
                                      attention.getValue()};
+        // The decode kernel reads a concatenated cache and new keys where
+        // they are, as two buffers each (the concatenation stays only for
+        // any other user).
+        auto kParts = keyParts(attention.getKey()),
+             vParts = keyParts(attention.getValue());
+        if (shape->decode && kParts && vParts &&
+            cast<RankedTensorType>(kParts->first.getType()).getDimSize(2) ==
+                cast<RankedTensorType>(vParts->first.getType()).getDimSize(2)) {
+          shape->keySplit =
+              cast<RankedTensorType>(kParts->first.getType()).getDimSize(2);
+          inputs = {attention.getQuery(), kParts->first, kParts->second,
+                    vParts->first, vParts->second};
+        }
         if (Value mask = attention.getMask())
           inputs.push_back(tosa.expandToRank(mask, 4));
         RankedTensorType resultType = attention.getResult().getType();
