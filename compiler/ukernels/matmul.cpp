@@ -223,48 +223,52 @@ auto *panelScales(const Matmul &p, int64_t panels, Byte *packed) {
                                             panelRowBytes(p.panelType()));
 }
 
-/// Packs B of batch element bt quantized (groupScale, quantized) into
-/// panels laid out as packB's: int8 values, or int4 ones (two's complement
-/// nibbles) with column j of a panel row in the low nibble of byte j and
-/// column j + kLanes in the high one. Columns past N hold 0 with scale 0.
-void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
+/// B of batch element bt quantized (groupScale, quantized) in panels of
+/// `cols` columns, the panels on the threads: store(pn, j, l, q) for the
+/// value of row l of panel pn's column j, and the scale of its group g at
+/// scales[(pn * groups + g) * cols + j]. Columns past N hold 0 with scale 0.
+template <typename Store>
+void quantizePanels(const Matmul &p, int64_t bt, int64_t panels, int64_t cols,
+                    float *scales, Store store) {
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
     if constexpr (T != BType::I8 && T != BType::I4) {
-      float *scales = panelScales(p, panels, static_cast<char *>(packed));
       int64_t groups = p.groups(), group = p.group();
-      bool i4 = p.quant == Quant::I4;
-      size_t rowBytes = panelRowBytes(p.panelType());
 #pragma omp parallel for schedule(static)
-      for (int64_t pn = 0; pn < panels; ++pn) {
-        auto *dst = static_cast<uint8_t *>(packed) + pn * p.k * rowBytes;
-        if (i4)
-          std::fill(dst, dst + p.k * rowBytes, uint8_t(0));
-        for (int64_t j = 0; j < kNR; ++j) {
-          int64_t col = pn * kNR + j;
+      for (int64_t pn = 0; pn < panels; ++pn)
+        for (int64_t j = 0; j < cols; ++j) {
+          int64_t col = pn * cols + j;
           for (int64_t g = 0; g < groups; ++g) {
             float scale = col < p.n ? groupScale<T>(p, bt, col, g) : 0.0f;
-            scales[(pn * groups + g) * kNR + j] = scale;
-            for (int64_t l = g * group; l < std::min(p.k, (g + 1) * group);
-                 ++l) {
-              int q = col < p.n
-                          ? quantized(p.bAt<T>(bt, l, col), scale, p.qmax())
-                          : 0;
-              uint8_t *row = dst + l * rowBytes;
-              if (!i4) {
-                row[j] = uint8_t(int8_t(q));
-              } else {
-                int64_t at = j % tfc::uk::kLanes;
-                int shift = j < tfc::uk::kLanes ? 0 : 4;
-                row[at] =
-                    uint8_t((row[at] & ~(15 << shift)) | ((q & 15) << shift));
-              }
-            }
+            scales[(pn * groups + g) * cols + j] = scale;
+            for (int64_t l = g * group; l < std::min(p.k, (g + 1) * group); ++l)
+              store(pn, j, l,
+                    col < p.n ? quantized(p.bAt<T>(bt, l, col), scale, p.qmax())
+                              : 0);
           }
         }
-      }
     }
   });
+}
+
+/// Packs B of batch element bt quantized into panels laid out as packB's:
+/// int8 values, or int4 ones (two's complement nibbles) with column j of a
+/// panel row in the low nibble of byte j and column j + kLanes in the high
+/// one.
+void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
+  auto *bytes = static_cast<uint8_t *>(packed);
+  bool i4 = p.quant == Quant::I4;
+  size_t rowBytes = panelRowBytes(p.panelType());
+  std::memset(bytes, 0, size_t(panels * p.k) * rowBytes);
+  quantizePanels(p, bt, panels, kNR, panelScales(p, panels, bytes),
+                 [&](int64_t pn, int64_t j, int64_t l, int q) {
+                   uint8_t *row = bytes + (pn * p.k + l) * rowBytes;
+                   if (!i4)
+                     row[j] = uint8_t(int8_t(q));
+                   else
+                     row[j % tfc::uk::kLanes] |=
+                         uint8_t((q & 15) << (j < tfc::uk::kLanes ? 0 : 4));
+                 });
 }
 
 /// The layout of B packed for integer dot products (intdot.h): panels of
@@ -292,46 +296,24 @@ struct DotPanels {
   }
 };
 
-/// Packs B of batch element bt quantized (groupScale, quantized) as
-/// DotPanels lays it out: int8, or int4 biased by intdot::kBias. Columns
-/// past N hold 0 with scale 0.
+/// Packs B of batch element bt quantized (quantizePanels) as DotPanels lays
+/// it out: int8, or int4 biased by intdot::kBias.
 void packBDot(const Matmul &p, int64_t bt, void *packed) {
-  withBType(p.btype, [&](auto type) {
-    constexpr BType T = decltype(type)::value;
-    if constexpr (T != BType::I8 && T != BType::I4) {
-      DotPanels d(p);
-      auto *bytes = static_cast<uint8_t *>(packed);
-      float *scales = d.scales(p, bytes);
-      int64_t groups = p.groups(), group = p.group();
-      int64_t quadBytes = intdot::quadBytes(d.i4);
-      std::memset(bytes, 0, size_t(d.panels) * d.panelBytes());
-#pragma omp parallel for schedule(static)
-      for (int64_t pn = 0; pn < d.panels; ++pn) {
-        uint8_t *dst = bytes + size_t(pn) * d.panelBytes();
-        for (int64_t j = 0; j < intdot::kCols; ++j) {
-          int64_t col = pn * intdot::kCols + j;
-          for (int64_t g = 0; g < groups; ++g) {
-            float scale = col < p.n ? groupScale<T>(p, bt, col, g) : 0.0f;
-            scales[(pn * groups + g) * intdot::kCols + j] = scale;
-            for (int64_t l = g * group; l < std::min(p.k, (g + 1) * group);
-                 ++l) {
-              int q = col < p.n
-                          ? quantized(p.bAt<T>(bt, l, col), scale, p.qmax())
-                          : 0;
-              uint8_t *quad = dst + (l / 4) * quadBytes;
-              if (!d.i4) {
-                quad[(j / 8) * 32 + (j % 8) * 4 + l % 4] = uint8_t(int8_t(q));
-              } else {
-                uint8_t &byte = quad[(j % 8) * 4 + l % 4];
-                int shift = j < 8 ? 0 : 4;
-                byte = uint8_t(byte | ((q + intdot::kBias) << shift));
-              }
-            }
-          }
-        }
-      }
-    }
-  });
+  DotPanels d(p);
+  auto *bytes = static_cast<uint8_t *>(packed);
+  int64_t quadBytes = intdot::quadBytes(d.i4);
+  std::memset(bytes, 0, size_t(d.panels) * d.panelBytes());
+  quantizePanels(p, bt, d.panels, intdot::kCols, d.scales(p, bytes),
+                 [&](int64_t pn, int64_t j, int64_t l, int q) {
+                   uint8_t *quad = bytes + size_t(pn) * d.panelBytes() +
+                                   (l / 4) * quadBytes;
+                   if (!d.i4)
+                     quad[(j / 8) * 32 + (j % 8) * 4 + l % 4] =
+                         uint8_t(int8_t(q));
+                   else
+                     quad[(j % 8) * 4 + l % 4] |=
+                         uint8_t((q + intdot::kBias) << (j < 8 ? 0 : 4));
+                 });
 }
 
 /// Packs B of batch element bt into kNR-column panels, each holding all of

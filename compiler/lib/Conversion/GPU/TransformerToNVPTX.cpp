@@ -79,9 +79,15 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
   return s;
 }
 
-/// The two parts of `kv` when it is a concatenation of two along the key
-/// axis (a decoder's cache and its new keys or values), else none.
-std::optional<std::pair<Value, Value>> keyParts(Value kv) {
+/// A concatenation of two along the key axis: a decoder's cache (`first`,
+/// `split` keys) and its new keys or values.
+struct KeyParts {
+  Value first, second;
+  int64_t split;
+};
+
+/// The two parts of `kv` when it is such a concatenation, else none.
+std::optional<KeyParts> keyParts(Value kv) {
   auto concat = kv.getDefiningOp<tosa::ConcatOp>();
   if (!concat || concat.getAxis() != 2 || concat.getInput1().size() != 2)
     return std::nullopt;
@@ -91,7 +97,7 @@ std::optional<std::pair<Value, Value>> keyParts(Value kv) {
   };
   if (keys(first) <= 0 || keys(second) <= 0)
     return std::nullopt;
-  return std::pair{first, second};
+  return KeyParts{first, second, keys(first)};
 }
 
 /// The buffers of `tensors`, read in place.
@@ -248,10 +254,8 @@ struct ConvertTransformerToNVPTXPass
         auto kParts = keyParts(attention.getKey()),
              vParts = keyParts(attention.getValue());
         if (shape->decode && kParts && vParts &&
-            cast<RankedTensorType>(kParts->first.getType()).getDimSize(2) ==
-                cast<RankedTensorType>(vParts->first.getType()).getDimSize(2)) {
-          shape->keySplit =
-              cast<RankedTensorType>(kParts->first.getType()).getDimSize(2);
+            kParts->split == vParts->split) {
+          shape->keySplit = kParts->split;
           inputs = {attention.getQuery(), kParts->first, kParts->second,
                     vParts->first, vParts->second};
         }
