@@ -273,7 +273,9 @@ void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
 
 /// The layout of B packed for integer dot products (intdot.h): panels of
 /// intdot::kCols columns, each K rounded up to whole blocks of kABlock rows
-/// (padding rows 0), then the scales of every panel's groups.
+/// (padding rows 0), then the scales of every panel's groups, then for an
+/// int8 weight the sums of each block's values of each column (which take
+/// A's bias off in intdot's VNNI form).
 struct DotPanels {
   int64_t panels, blocks;
   bool i4;
@@ -286,13 +288,22 @@ struct DotPanels {
   }
   size_t bytes(const Matmul &p) const {
     return size_t(panels) * panelBytes() +
-           size_t(panels * p.groups() * intdot::kCols) * sizeof(float);
+           size_t(panels * p.groups() * intdot::kCols) * sizeof(float) +
+           size_t(i4 ? 0 : panels * blocks * intdot::kCols) * sizeof(int32_t);
   }
   /// The scales, after the panels: those of group g of panel pn's columns
   /// at [(pn * groups + g) * kCols].
   template <typename Byte> auto *scales(const Matmul &p, Byte *packed) const {
     using F = std::conditional_t<std::is_const_v<Byte>, const float, float>;
     return reinterpret_cast<F *>(packed + size_t(panels) * panelBytes());
+  }
+  /// An int8 weight's column sums, after the scales: those of block g of
+  /// panel pn at [(pn * blocks + g) * kCols].
+  template <typename Byte>
+  auto *columnSums(const Matmul &p, Byte *packed) const {
+    using I = std::conditional_t<std::is_const_v<Byte>, const int32_t, int32_t>;
+    return reinterpret_cast<I *>(scales(p, packed) +
+                                 panels * p.groups() * intdot::kCols);
   }
 };
 
@@ -303,17 +314,21 @@ void packBDot(const Matmul &p, int64_t bt, void *packed) {
   auto *bytes = static_cast<uint8_t *>(packed);
   int64_t quadBytes = intdot::quadBytes(d.i4);
   std::memset(bytes, 0, size_t(d.panels) * d.panelBytes());
-  quantizePanels(p, bt, d.panels, intdot::kCols, d.scales(p, bytes),
-                 [&](int64_t pn, int64_t j, int64_t l, int q) {
-                   uint8_t *quad = bytes + size_t(pn) * d.panelBytes() +
-                                   (l / 4) * quadBytes;
-                   if (!d.i4)
-                     quad[(j / 8) * 32 + (j % 8) * 4 + l % 4] =
-                         uint8_t(int8_t(q));
-                   else
-                     quad[(j % 8) * 4 + l % 4] |=
-                         uint8_t((q + intdot::kBias) << (j < 8 ? 0 : 4));
-                 });
+  int32_t *sums = d.i4 ? nullptr : d.columnSums(p, bytes);
+  if (sums)
+    std::fill_n(sums, d.panels * d.blocks * intdot::kCols, 0);
+  quantizePanels(
+      p, bt, d.panels, intdot::kCols, d.scales(p, bytes),
+      [&](int64_t pn, int64_t j, int64_t l, int q) {
+        uint8_t *quad =
+            bytes + size_t(pn) * d.panelBytes() + (l / 4) * quadBytes;
+        if (!d.i4) {
+          quad[(j / 8) * 32 + (j % 8) * 4 + l % 4] = uint8_t(int8_t(q));
+          sums[(pn * d.blocks + l / kABlock) * intdot::kCols + j] += q;
+        } else
+          quad[(j % 8) * 4 + l % 4] |=
+              uint8_t((q + intdot::kBias) << (j < 8 ? 0 : 4));
+      });
 }
 
 /// Packs B of batch element bt into kNR-column panels, each holding all of
@@ -431,14 +446,15 @@ float *alignedScratch(std::vector<float> &storage, size_t floats) {
 /// The rows of A of batch element bt quantized in blocks (TFC_UK_QUANTIZE_A8):
 /// row i's int8 values at values[i * stride], each block of kABlock values
 /// (the last one padded with zeros), its blocks' scales at scales[i * blocks]
-/// and the sums of their values at sums[i * blocks].
+/// and the sums of their values at sums[i * blocks]. `biased`: the values
+/// are stored as the unsigned bytes a + intdot::kABias (the sums are not).
 struct QuantizedRows {
   std::vector<int8_t> values;
   std::vector<float> scales;
   std::vector<int32_t> sums;
   int64_t blocks = 0, stride = 0;
 
-  void quantize(const Matmul &p, int64_t bt, bool parallel) {
+  void quantize(const Matmul &p, int64_t bt, bool parallel, bool biased) {
     blocks = (p.k + kABlock - 1) / kABlock;
     stride = blocks * kABlock;
     values.assign(size_t(p.m * stride), 0);
@@ -452,13 +468,17 @@ struct QuantizedRows {
         int64_t n = std::min(kABlock, p.k - g * kABlock);
         size_t at = size_t(i * blocks + g);
         block(a, p.as[2], n, values.data() + i * stride + g * kABlock,
-              scales[at], sums[at]);
+              scales[at], sums[at], biased);
       }
   }
 
-  /// The n values a[l * step] quantized into q; their scale and sum.
+  /// The n values a[l * step] quantized into q (biased: as a + kABias);
+  /// their scale and sum.
   static void block(const float *a, int64_t step, int64_t n, int8_t *q,
-                    float &scale, int32_t &sum) {
+                    float &scale, int32_t &sum, bool biased) {
+    // Adding 128 to an int8 is flipping its top bit.
+    const uint8_t flip = biased ? 0x80 : 0;
+    static_assert(intdot::kABias == 0x80);
     // Vectors over a contiguous row, as the scalar loop computes: the
     // same division and rounding (to nearest, ties to even).
     int64_t vectorEnd = step == 1 ? n / 8 * 8 : 0;
@@ -476,8 +496,10 @@ struct QuantizedRows {
       top = std::max(top, std::fabs(a[l * step]));
     scale = top / kAMax;
     sum = 0;
-    if (scale == 0)
-      return; // q stays 0
+    if (scale == 0) {
+      std::memset(q, flip, size_t(n)); // the values are 0
+      return;
+    }
     __m256 scale8 = _mm256_set1_ps(scale);
     __m256i sum8 = _mm256_setzero_si256();
     for (int64_t l = 0; l < vectorEnd; l += 8) {
@@ -490,7 +512,8 @@ struct QuantizedRows {
       __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v),
                                       _mm256_extracti128_si256(v, 1));
       _mm_storel_epi64(reinterpret_cast<__m128i *>(q + l),
-                       _mm_packs_epi16(words, words));
+                       _mm_xor_si128(_mm_packs_epi16(words, words),
+                                     _mm_set1_epi8(char(flip))));
     }
     int32_t partial[8];
     _mm256_storeu_si256(reinterpret_cast<__m256i *>(partial), sum8);
@@ -498,18 +521,19 @@ struct QuantizedRows {
       sum += x;
     for (int64_t l = vectorEnd; l < n; ++l) {
       int v = quantized(a[l * step], scale, kAMax);
-      q[l] = int8_t(v);
+      q[l] = int8_t(uint8_t(v) ^ flip);
       sum += v;
     }
   }
 };
 
-/// Rows [i0, i0 + R) of C for panel pn of DotPanels d: each block's
-/// integer sums (intdot::blockSums) scaled and added up in order.
+/// Rows [i0, i0 + R) of C for one panel of DotPanels d (its scales and an
+/// int8 weight's column sums): each block's integer sums
+/// (intdot::blockSums), less their bias, scaled and added up in order.
 template <int R, bool I4>
 void dotRows(const Matmul &p, const DotPanels &d, const QuantizedRows &qa,
-             const uint8_t *panel, const float *bScales, float *c, int64_t i0,
-             int64_t cols) {
+             const uint8_t *panel, const float *bScales, const int32_t *bSums,
+             float *c, int64_t i0, int64_t cols) {
   __m256 out[R][2];
   for (int r = 0; r < R; ++r)
     out[r][0] = out[r][1] = _mm256_setzero_ps();
@@ -524,11 +548,22 @@ void dotRows(const Matmul &p, const DotPanels &d, const QuantizedRows &qa,
     intdot::blockSums<R, I4>(
         a, panel + g * d.quadsPerBlock() * intdot::quadBytes(I4), quads, sums);
     const float *sb = bScales + (I4 ? g : 0) * intdot::kCols;
+    // The bias in the sums: an int4 weight's kBias times A's block sum (a
+    // row's); in the VNNI form, A's kABias times an int8 weight's (a
+    // column's).
+    __m256i columnBias[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+    if constexpr (!I4 && intdot::kVnni)
+      for (int h = 0; h < 2; ++h)
+        columnBias[h] = _mm256_mullo_epi32(
+            _mm256_set1_epi32(intdot::kABias),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
+                bSums + g * intdot::kCols + 8 * h)));
     for (int r = 0; r < R; ++r) {
       size_t at = size_t((i0 + r) * qa.blocks + g);
       __m256 sa = _mm256_set1_ps(qa.scales[at]);
-      __m256i bias = _mm256_set1_epi32(I4 ? intdot::kBias * qa.sums[at] : 0);
+      __m256i rowBias = _mm256_set1_epi32(I4 ? intdot::kBias * qa.sums[at] : 0);
       for (int h = 0; h < 2; ++h) {
+        __m256i bias = _mm256_add_epi32(rowBias, columnBias[h]);
         __m256 dot = _mm256_cvtepi32_ps(_mm256_sub_epi32(sums[r][h], bias));
         __m256 scale = _mm256_mul_ps(sa, _mm256_loadu_ps(sb + 8 * h));
         out[r][h] = _mm256_add_ps(out[r][h], _mm256_mul_ps(dot, scale));
@@ -556,7 +591,7 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
   // This thread's buffer (a batch of small products runs on several
   // threads at once), read by all the threads below.
   static thread_local QuantizedRows rows;
-  rows.quantize(p, bt, parallel);
+  rows.quantize(p, bt, parallel, intdot::kVnni && !d.i4);
   const QuantizedRows &qa = rows;
   float *cb = p.c + bt * p.cs[0];
   auto run = [&](auto i4) {
@@ -565,20 +600,23 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
     for (int64_t pn = 0; pn < d.panels; ++pn) {
       const uint8_t *panel = packed + size_t(pn) * d.panelBytes();
       const float *bScales = scales + pn * p.groups() * intdot::kCols;
+      const int32_t *bSums =
+          I4 ? nullptr
+             : d.columnSums(p, packed) + pn * d.blocks * intdot::kCols;
       float *c = cb + pn * intdot::kCols;
       int64_t cols = std::min(intdot::kCols, p.n - pn * intdot::kCols);
       int64_t i0 = 0;
       for (; i0 + 4 <= p.m; i0 += 4)
-        dotRows<4, I4>(p, d, qa, panel, bScales, c, i0, cols);
+        dotRows<4, I4>(p, d, qa, panel, bScales, bSums, c, i0, cols);
       switch (p.m - i0) {
       case 3:
-        dotRows<3, I4>(p, d, qa, panel, bScales, c, i0, cols);
+        dotRows<3, I4>(p, d, qa, panel, bScales, bSums, c, i0, cols);
         break;
       case 2:
-        dotRows<2, I4>(p, d, qa, panel, bScales, c, i0, cols);
+        dotRows<2, I4>(p, d, qa, panel, bScales, bSums, c, i0, cols);
         break;
       case 1:
-        dotRows<1, I4>(p, d, qa, panel, bScales, c, i0, cols);
+        dotRows<1, I4>(p, d, qa, panel, bScales, bSums, c, i0, cols);
         break;
       }
     }

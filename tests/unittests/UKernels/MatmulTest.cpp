@@ -290,7 +290,17 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 131, 300, 40, true, true, true, 3, BType::F32, 4},
         Case{1, 1, 1025, 520, false, true, false, 2, BType::BF16, 4},
         Case{2, 20, 130, 17, false, true, true, 2, BType::F32, 4},
-        // ... with A quantized too (integer dot products): a decode GEMV,
+        // Batches: small products spread over the threads, large ones
+        // each on all of them.
+        Case{5, 13, 37, 21, false, false, false, 2},
+        Case{3, 70, 300, 50, true, false, true, 2}));
+
+// Weights quantized with A quantized too (integer dot products; the
+// emulated-VNNI build of the kernels runs these alone).
+INSTANTIATE_TEST_SUITE_P(
+    QuantizedActivations, MatmulTest,
+    ::testing::Values(
+        // A decode GEMV,
         // one to seven rows (the kernel runs them four at a time), K not a
         // multiple of 4 or of a block, odd N, prefill heights, transposed
         // A, accumulation, a bf16 weight, a batch.
@@ -303,10 +313,6 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 7, 777, 130, false, true, true, 2, BType::F32, 4, true},
         Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, 4, true},
         Case{1, 131, 300, 40, true, true, true, 3, BType::F32, 4, true},
-        Case{2, 2, 130, 17, false, true, true, 1, BType::F32, 4, true},
-        // Batches: small products spread over the threads, large ones
-        // each on all of them.
-        Case{5, 13, 37, 21, false, false, false, 2},
-        Case{3, 70, 300, 50, true, false, true, 2}));
+        Case{2, 2, 130, 17, false, true, true, 1, BType::F32, 4, true}));
 
 } // namespace
