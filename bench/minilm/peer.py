@@ -3,6 +3,7 @@
 under /usr/bin/time -v, so its peak RSS is this process alone).
 
   peer.py export --model-dir D --batch B --seq-len S --onnx OUT.onnx
+  peer.py quantize --model-dir D --onnx IN.onnx --out OUT.onnx
   peer.py torch|ort --model-dir D --onnx F --ids IDS.npy --mask MASK.npy
           --threads T --warmup W --runs N --emb OUT.npy --stats OUT.json
 
@@ -18,6 +19,10 @@ output float32 [B, 384]. Tokenisation is not timed (tfc gets token ids too).
          normalise inside the graph, static shapes [B, S] like tfc's),
          CPUExecutionProvider, ORT_ENABLE_ALL, intra_op_num_threads=T,
          inter_op_num_threads=1, sequential execution.
+  quantize: ONNX Runtime's dynamic quantization of that export
+         (onnxruntime.quantization.quantize_dynamic, its defaults: int8
+         weights per tensor, activations quantized to uint8 at run time),
+         what a user of ONNX Runtime runs to serve an encoder in int8.
 """
 import argparse
 import json
@@ -77,6 +82,13 @@ def do_export(a):
                           output_names=["sentence_embedding"],
                           opset_version=a.opset, do_constant_folding=True)
     print(f"exported {a.onnx} (opset {a.opset}, static [{a.batch}, {a.seq_len}])")
+
+
+def do_quantize(a):
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(a.onnx, a.out, weight_type=QuantType.QInt8)
+    print(f"quantized {a.onnx} -> {a.out} (quantize_dynamic, int8 weights)")
 
 
 def time_loop(fn, warmup, runs):
@@ -145,9 +157,10 @@ def do_bench(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("cmd", choices=["export", "torch", "ort"])
+    p.add_argument("cmd", choices=["export", "quantize", "torch", "ort"])
     p.add_argument("--model-dir", required=True)
     p.add_argument("--onnx")
+    p.add_argument("--out")
     p.add_argument("--opset", type=int, default=14)
     p.add_argument("--batch", type=int)
     p.add_argument("--seq-len", type=int, default=128)
@@ -161,6 +174,8 @@ def main():
     a = p.parse_args()
     if a.cmd == "export":
         do_export(a)
+    elif a.cmd == "quantize":
+        do_quantize(a)
     else:
         do_bench(a)
 

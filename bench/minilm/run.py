@@ -18,6 +18,12 @@ tokenizer.json via `tokenizers`, padded to 128):
     single run; peak memory = the largest peak RSS of the system's process
     over the rounds;
   - checks that all systems' embeddings agree (cosine vs PyTorch).
+--quantize adds two int8 systems: tfc fused with --quantize-weights=int8
+--quantize-activations=int8 (weights per output column, activations per row
+and 128 values, integer dot products) and ONNX Runtime on its
+quantize_dynamic export (int8 weights, activations uint8 per tensor at run
+time). Their embeddings differ from PyTorch's by the quantization: their
+cosines are reported, not checked.
 Prints a markdown table and writes it plus JSON to bench/minilm/results/.
 Every system gets the same thread count (--threads) and its runtime's default
 thread wait policy.
@@ -44,11 +50,19 @@ with open(os.path.join(ROOT, "tests", "fixtures", "minilm", "sentences.json")) a
     SENTENCES = json.load(f)["sentences"]
 
 SYSTEMS = ["tfc-fused", "tfc-unfused", "torch", "ort"]
+QUANTIZED = ["tfc-int8", "ort-int8"]
 LABELS = {
     "tfc-fused": "tfc fused",
     "tfc-unfused": "tfc unfused (--no-fusion)",
     "torch": "PyTorch eager",
     "ort": "ONNX Runtime",
+    "tfc-int8": "tfc fused, int8 weights and activations",
+    "ort-int8": "ONNX Runtime, quantize_dynamic int8",
+}
+TFC_FLAGS = {
+    "tfc-fused": [],
+    "tfc-unfused": ["--no-fusion"],
+    "tfc-int8": ["--quantize-weights=int8", "--quantize-activations=int8"],
 }
 
 
@@ -158,6 +172,7 @@ def main():
     ap.add_argument("--runs", type=int, default=10, help="timed runs per system per round")
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs per system per round")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--quantize", action="store_true", help="add the int8 systems (" + ", ".join(QUANTIZED) + ")")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"), help="tfc-compile/tfc-run directory")
     ap.add_argument("--work", default=os.path.join(HERE, "work"))
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -171,8 +186,10 @@ def main():
         return
 
     systems = [s for s in a.systems.split(",") if s]
+    if a.quantize:
+        systems += [s for s in QUANTIZED if s not in systems]
     for s in systems:
-        assert s in SYSTEMS, s
+        assert s in SYSTEMS + QUANTIZED, s
     batches = [int(b) for b in a.batches.split(",")]
     T = a.threads
     os.makedirs(a.work, exist_ok=True)
@@ -228,8 +245,7 @@ def main():
             if s.startswith("tfc"):
                 so = os.path.join(a.work, f"minilm_b{B}_s{a.seq_len}_{s}.so")
                 cmd = [compile_bin, "--hf", model_dir, "--batch", str(B), "--seq-len", str(a.seq_len), "-o", so]
-                if s == "tfc-unfused":
-                    cmd.append("--no-fusion")
+                cmd += TFC_FLAGS[s]
                 wait_for(compile_bin, "binary")
                 t0 = time.perf_counter()
                 out = subprocess.run(cmd, text=True, capture_output=True)
@@ -241,12 +257,16 @@ def main():
                 art[s] = so
                 log(f"run.py: b{B} {s}: compiled in {build[s]['compile_s']} s ({build[s]['note']})")
         onnx_p = os.path.join(a.work, f"minilm_b{B}_s{a.seq_len}.onnx")
-        if "ort" in systems:
+        onnx_of = {"ort": onnx_p, "ort-int8": os.path.join(a.work, f"minilm_b{B}_s{a.seq_len}_int8.onnx")}
+        if "ort" in systems or "ort-int8" in systems:
             t0 = time.perf_counter()
             sh([py, peer, "export", "--model-dir", model_dir, "--batch", str(B),
                 "--seq-len", str(a.seq_len), "--onnx", onnx_p], env=torch_env)
             build["ort"] = {"export_s": round(time.perf_counter() - t0, 2), "onnx_mb": round(os.path.getsize(onnx_p) / 2**20, 1)}
             log(f"run.py: b{B} ort: exported in {build['ort']['export_s']} s")
+        if "ort-int8" in systems:
+            sh([py, peer, "quantize", "--model-dir", model_dir, "--onnx", onnx_p, "--out", onnx_of["ort-int8"]])
+            build["ort-int8"] = {"onnx_mb": round(os.path.getsize(onnx_of["ort-int8"]) / 2**20, 1)}
 
         # Measure, interleaved.
         rec = {s: {"round_median_ms": [], "round_min_ms": [], "peak_rss_kib": [], "all_ms": [],
@@ -271,7 +291,8 @@ def main():
                     med, mn = float(m.group(1)), float(m.group(2))
                 else:
                     st_p = os.path.join(a.work, f"stats_b{B}_{s}.json")
-                    cmd = [py, peer, s, "--model-dir", model_dir, "--onnx", onnx_p, "--ids", ids_p,
+                    cmd = [py, peer, "torch" if s == "torch" else "ort", "--model-dir", model_dir,
+                           "--onnx", onnx_of.get(s, onnx_p), "--ids", ids_p,
                            "--mask", mask_p, "--threads", str(T), "--warmup", str(a.warmup),
                            "--runs", str(a.runs), "--emb", emb_p, "--stats", st_p]
                     out, rss = timed_process(cmd, env=torch_env if s == "torch" else base_env)
@@ -300,8 +321,9 @@ def main():
             cos = (e * ref).sum(1) / np.linalg.norm(e, axis=1) / np.linalg.norm(ref, axis=1)
             agree[s] = {"min_cosine_vs_" + ref_name: float(cos.min()),
                         "max_abs_diff_vs_" + ref_name: float(np.abs(e - ref).max())}
-        ok = all(v["min_cosine_vs_" + ref_name] > 0.9999 for v in agree.values())
-        log(f"run.py: b{B} embeddings agree (cosine vs {ref_name} > 0.9999): {'yes' if ok else 'NO'} " +
+        ok = all(v["min_cosine_vs_" + ref_name] > 0.9999 for s, v in agree.items() if s not in QUANTIZED)
+        log(f"run.py: b{B} embeddings agree (cosine vs {ref_name} > 0.9999, unquantized systems): "
+            f"{'yes' if ok else 'NO'} " +
             ", ".join(f"{s} {agree[s]['min_cosine_vs_' + ref_name]:.7f}" for s in systems))
 
         summ = {}
@@ -385,7 +407,7 @@ def render(res, systems):
              "over rounds; for the Python peers it includes the interpreter and the framework "
              "(the value in brackets is the RSS after imports, before the model is loaded).")
     for B, r in res["batches"].items():
-        L.append(f"Batch {B}: embeddings agree (cosine > 0.9999 vs PyTorch): "
+        L.append(f"Batch {B}: embeddings of the unquantized systems agree (cosine > 0.9999 vs PyTorch): "
                  f"{'yes' if r['agree_ok'] else 'NO'}.")
     return "\n".join(L) + "\n"
 
