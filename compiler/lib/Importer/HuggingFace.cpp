@@ -35,12 +35,15 @@ static const StringRef llamaNames[] = {"LlamaModel", "LlamaForCausalLM"};
 
 static const StringRef mistralNames[] = {"MistralModel", "MistralForCausalLM"};
 
+static const StringRef qwen2Names[] = {"Qwen2Model", "Qwen2ForCausalLM"};
+
+static const StringRef qwen3Names[] = {"Qwen3Model", "Qwen3ForCausalLM"};
+
 ArrayRef<Architecture> architectures() {
   static const Architecture registry[] = {
-      {"bert", bertNames, buildBert},
-      {"gpt2", gpt2Names, buildGpt2},
-      {"llama", llamaNames, buildLlama},
-      {"mistral", mistralNames, buildLlama},
+      {"bert", bertNames, buildBert},    {"gpt2", gpt2Names, buildGpt2},
+      {"llama", llamaNames, buildLlama}, {"mistral", mistralNames, buildLlama},
+      {"qwen2", qwen2Names, buildQwen2}, {"qwen3", qwen3Names, buildQwen3},
   };
   return registry;
 }

@@ -1,4 +1,4 @@
-//===- Llama.cpp - LLaMA decoders (LlamaModel, LlamaForCausalLM, Mistral) -===//
+//===- Llama.cpp - LLaMA-family decoders (LLaMA, Mistral, Qwen2, Qwen3) ---===//
 //
 // Follows transformers' modeling_llama.py (eager attention): token
 // embeddings, N pre-norm blocks (RMSNorm, Q/K/V projections, rotary
@@ -9,8 +9,13 @@
 // added after it: transformers builds one additive mask holding finfo.min
 // for future and padded keys, and the two agree except in rows whose every
 // visible key is padding (see scaledDotProductAttention). Mistral is the
-// same graph when its sliding window covers the sequence. The result is the
-// last hidden state, or with --output=logits the LM head's logits
+// same graph when its sliding window covers the sequence. Qwen2
+// (modeling_qwen2.py) is LLaMA with biases on the Q, K and V projections (not
+// o_proj); Qwen3 (modeling_qwen3.py) normalises each head of Q and K (RMSNorm
+// over the head dimension: q_norm, k_norm) before the rotary embedding, its
+// head_dim 128 unless given; both use a sliding window only with
+// use_sliding_window, and then only while it covers the sequence. The result is
+// the last hidden state, or with --output=logits the LM head's logits
 // (lm_head.weight, or the token embeddings when tied); with a KV cache each
 // layer's keys and values follow (see KVCache).
 //
@@ -29,12 +34,16 @@ using namespace llvm;
 namespace tfc::importer {
 
 namespace {
+/// The members of the family that differ in their layers.
+enum class Family { Llama, Qwen2, Qwen3 };
+
 struct LlamaConfig {
   int64_t hidden, layers, heads, kvHeads, headDim, intermediate, vocab,
       positions;
   double eps;
   Activation act;
-  bool attentionBias, mlpBias;
+  bool qkvBias, oBias, mlpBias;
+  bool qkNorm; // RMSNorm over each head of Q and K (Qwen3)
   /// The rotary inverse frequencies (headDim / 2 of them), scaling applied.
   SmallVector<float> invFreq;
 };
@@ -108,7 +117,7 @@ static LogicalResult applyRopeScaling(const JsonConfig &c,
                       error);
 }
 
-static FailureOr<LlamaConfig> readConfig(const JsonConfig &c,
+static FailureOr<LlamaConfig> readConfig(const JsonConfig &c, Family family,
                                          std::string &error) {
   LlamaConfig cfg;
   if (failed(readPositiveInts(c,
@@ -139,13 +148,17 @@ static FailureOr<LlamaConfig> readConfig(const JsonConfig &c,
                        error);
     return failure();
   }
-  if (!c.has("head_dim") && cfg.hidden % cfg.heads != 0) {
+  // Qwen3Config's head_dim defaults to 128, the others' to hidden / heads.
+  bool headDimDefault = family != Family::Qwen3;
+  if (headDimDefault && !c.has("head_dim") && cfg.hidden % cfg.heads != 0) {
     (void)c.fieldError(
         "num_attention_heads",
         "does not divide hidden_size (" + Twine(cfg.hidden) + ")", error);
     return failure();
   }
-  if (failed(optionalInt("head_dim", cfg.hidden / cfg.heads, cfg.headDim)))
+  if (failed(optionalInt("head_dim",
+                         headDimDefault ? cfg.hidden / cfg.heads : 128,
+                         cfg.headDim)))
     return failure();
   if (cfg.headDim % 2 != 0) {
     (void)c.fieldError("head_dim",
@@ -162,14 +175,24 @@ static FailureOr<LlamaConfig> readConfig(const JsonConfig &c,
   if (failed(act))
     return failure();
   cfg.act = *act;
-  FailureOr<bool> attentionBias = c.boolean("attention_bias", error, false);
-  if (failed(attentionBias))
-    return failure();
-  FailureOr<bool> mlpBias = c.boolean("mlp_bias", error, false);
-  if (failed(mlpBias))
-    return failure();
-  cfg.attentionBias = *attentionBias;
-  cfg.mlpBias = *mlpBias;
+  // Biases: LLaMA's attention_bias (all four projections) and mlp_bias;
+  // Qwen2's Q, K and V always; Qwen3's attention_bias (all four).
+  cfg.qkvBias = cfg.oBias = cfg.mlpBias = false;
+  cfg.qkNorm = family == Family::Qwen3;
+  if (family == Family::Qwen2) {
+    cfg.qkvBias = true;
+  } else {
+    FailureOr<bool> attentionBias = c.boolean("attention_bias", error, false);
+    if (failed(attentionBias))
+      return failure();
+    cfg.qkvBias = cfg.oBias = *attentionBias;
+  }
+  if (family == Family::Llama) {
+    FailureOr<bool> mlpBias = c.boolean("mlp_bias", error, false);
+    if (failed(mlpBias))
+      return failure();
+    cfg.mlpBias = *mlpBias;
+  }
 
   FailureOr<double> theta = c.number("rope_theta", error, 10000.0);
   if (failed(theta))
@@ -190,18 +213,31 @@ static FailureOr<LlamaConfig> readConfig(const JsonConfig &c,
   return cfg;
 }
 
-FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
-  FailureOr<LlamaConfig> cfgOr = readConfig(r.config, r.error);
+static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
+                                                    Family family) {
+  FailureOr<LlamaConfig> cfgOr = readConfig(r.config, family, r.error);
   if (failed(cfgOr))
     return failure();
   const LlamaConfig &cfg = *cfgOr;
   const ImportOptions &o = r.options;
-  if (failed(checkDecoderRequest(r, "LLaMA", cfg.positions,
+  StringRef familyName = family == Family::Qwen2   ? "Qwen2"
+                         : family == Family::Qwen3 ? "Qwen3"
+                                                   : "LLaMA";
+  if (failed(checkDecoderRequest(r, familyName, cfg.positions,
                                  "max_position_embeddings")))
     return failure();
-  // Mistral's sliding window: the same graph while it covers the sequence.
+  // Mistral's sliding window (Qwen's with use_sliding_window): the same
+  // graph while it covers the sequence.
+  bool windowed = true;
+  if (family != Family::Llama) {
+    FailureOr<bool> use =
+        r.config.boolean("use_sliding_window", r.error, false);
+    if (failed(use))
+      return failure();
+    windowed = *use;
+  }
   if (const json::Value *w = r.config.object().get("sliding_window");
-      w && w->kind() != json::Value::Null) {
+      windowed && w && w->kind() != json::Value::Null) {
     FailureOr<int64_t> window = r.config.positiveInt("sliding_window", r.error);
     if (failed(window))
       return failure();
@@ -261,31 +297,44 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
       if (failed(a))
         return failure();
       FailureOr<Value> q =
-          linear(mb, tb, *a, name + ".q_proj", qWidth, cfg.attentionBias);
+          linear(mb, tb, *a, name + ".q_proj", qWidth, cfg.qkvBias);
       if (failed(q))
         return failure();
       FailureOr<Value> k =
-          linear(mb, tb, *a, name + ".k_proj", kvWidth, cfg.attentionBias);
+          linear(mb, tb, *a, name + ".k_proj", kvWidth, cfg.qkvBias);
       if (failed(k))
         return failure();
       FailureOr<Value> v =
-          linear(mb, tb, *a, name + ".v_proj", kvWidth, cfg.attentionBias);
+          linear(mb, tb, *a, name + ".v_proj", kvWidth, cfg.qkvBias);
       if (failed(v))
         return failure();
       int64_t groups = cfg.heads / cfg.kvHeads;
       // Named temporaries keep the op order independent of the compiler's
       // argument evaluation order.
-      Value qh = applyRotary(tb, splitHeads(tb, *q, cfg.heads), rope);
-      Value kNew = applyRotary(tb, splitHeads(tb, *k, cfg.kvHeads), rope);
+      Value qSplit = splitHeads(tb, *q, cfg.heads);
+      Value kSplit = splitHeads(tb, *k, cfg.kvHeads);
+      if (cfg.qkNorm) {
+        FailureOr<Value> qn =
+            rmsNorm(mb, tb, qSplit, name + ".q_norm", cfg.eps);
+        if (failed(qn))
+          return failure();
+        FailureOr<Value> kn =
+            rmsNorm(mb, tb, kSplit, name + ".k_norm", cfg.eps);
+        if (failed(kn))
+          return failure();
+        qSplit = *qn;
+        kSplit = *kn;
+      }
+      Value qh = applyRotary(tb, qSplit, rope);
+      Value kNew = applyRotary(tb, kSplit, rope);
       Value vNew = splitHeads(tb, *v, cfg.kvHeads);
       auto [kh, vh] = cache.append(tb, l, kNew, vNew);
       Value kr = repeatKV(tb, kh, groups);
       Value vr = repeatKV(tb, vh, groups);
       Value ctx = scaledDotProductAttention(tb, qh, kr, vr, extMask, scale,
                                             /*causal=*/true);
-      FailureOr<Value> proj =
-          linear(mb, tb, mergeHeads(tb, ctx), name + ".o_proj", cfg.hidden,
-                 cfg.attentionBias);
+      FailureOr<Value> proj = linear(mb, tb, mergeHeads(tb, ctx),
+                                     name + ".o_proj", cfg.hidden, cfg.oBias);
       if (failed(proj))
         return failure();
       h = tb.add(h, *proj);
@@ -319,6 +368,18 @@ FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
     return failure();
   return finishDecoder(r, mb, cache, *out, *embeddings,
                        /*tiedByDefault=*/false);
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
+  return buildFamily(r, Family::Llama);
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildQwen2(ImportRequest &r) {
+  return buildFamily(r, Family::Qwen2);
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildQwen3(ImportRequest &r) {
+  return buildFamily(r, Family::Qwen3);
 }
 
 } // namespace tfc::importer

@@ -2,8 +2,9 @@
 (tfc-compile --hf), fused and unfused, in f32, f16 and bf16, against a
 float64 numpy model written from transformers' modeling_llama.py (eager
 attention: RMSNorm, rotary embeddings, grouped-query attention with the
-combined causal + padding mask of finfo.min, SwiGLU): random weights, odd
-sizes, a padded batch row.
+combined causal + padding mask of finfo.min, SwiGLU), with Qwen2's Q/K/V
+biases (modeling_qwen2.py) and Qwen3's per-head RMSNorm of Q and K
+(modeling_qwen3.py): random weights, odd sizes, a padded batch row.
 
 usage: llama.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                 [--gpu-binary=cubin|ptx] [--cases=NAME,...]
@@ -45,14 +46,31 @@ MISTRAL = dict(CFG, architectures=["MistralForCausalLM"],
                model_type="mistral", num_hidden_layers=1,
                num_key_value_heads=1, sliding_window=4096,
                rope_scaling=None)
+# Qwen2: biases on Q, K and V (not o_proj), the head tied to the token
+# embeddings, a sliding window that use_sliding_window leaves unused.
+QWEN2 = dict({k: v for k, v in CFG.items()
+              if k not in ("attention_bias", "mlp_bias")},
+             architectures=["Qwen2ForCausalLM"], model_type="qwen2",
+             rope_theta=1000000.0, tie_word_embeddings=True,
+             use_sliding_window=False, sliding_window=4, max_window_layers=1)
+# Qwen3: Q and K normalised per head (q_norm, k_norm over head_dim), a
+# head_dim apart from hidden / heads.
+QWEN3 = dict({k: v for k, v in CFG.items() if k != "mlp_bias"},
+             architectures=["Qwen3ForCausalLM"], model_type="qwen3",
+             head_dim=16, rope_theta=1000000.0, use_sliding_window=False,
+             sliding_window=None)
 
 
 def head_dim(cfg):
-    return cfg.get("head_dim") or cfg["hidden_size"] // \
-        cfg["num_attention_heads"]
+    if cfg.get("head_dim"):
+        return cfg["head_dim"]
+    if cfg.get("model_type") == "qwen3":  # Qwen3Config's default
+        return 128
+    return cfg["hidden_size"] // cfg["num_attention_heads"]
 
 
 def weights(rng, cfg, prefix):
+    family = cfg.get("model_type", "llama")
     h, inner, d = cfg["hidden_size"], cfg["intermediate_size"], head_dim(cfg)
     hq, hkv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
     w = {prefix + "embed_tokens.weight": (cfg["vocab_size"], h),
@@ -67,11 +85,15 @@ def weights(rng, cfg, prefix):
                "down_proj": (h, inner)}
         for name, shape in attn.items():
             w[p + "self_attn." + name + ".weight"] = shape
-            if cfg.get("attention_bias"):
+            if (name != "o_proj" if family == "qwen2"
+                    else cfg.get("attention_bias")):
                 w[p + "self_attn." + name + ".bias"] = (shape[0],)
+        if family == "qwen3":
+            w[p + "self_attn.q_norm.weight"] = (d,)
+            w[p + "self_attn.k_norm.weight"] = (d,)
         for name, shape in mlp.items():
             w[p + "mlp." + name + ".weight"] = shape
-            if cfg.get("mlp_bias"):
+            if family in ("llama", "mistral") and cfg.get("mlp_bias"):
                 w[p + "mlp." + name + ".bias"] = (shape[0],)
         w[p + "input_layernorm.weight"] = (h,)
         w[p + "post_attention_layernorm.weight"] = (h,)
@@ -154,10 +176,13 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         p = "layers.%d." % l
         a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
 
-        def heads(t, n):
-            return t.reshape(b, s, n, d).transpose(0, 2, 1, 3)
-        q = rope(heads(lin(a, p + "self_attn.q_proj"), hq))
-        k = rope(heads(lin(a, p + "self_attn.k_proj"), hkv))
+        def heads(t, n, norm=None):
+            t = t.reshape(b, s, n, d)
+            if p + "self_attn." + str(norm) + ".weight" in w:  # Qwen3
+                t = rms_norm(t, w[p + "self_attn." + norm + ".weight"], eps)
+            return t.transpose(0, 2, 1, 3)
+        q = rope(heads(lin(a, p + "self_attn.q_proj"), hq, "q_norm"))
+        k = rope(heads(lin(a, p + "self_attn.k_proj"), hkv, "k_norm"))
         v = heads(lin(a, p + "self_attn.v_proj"), hkv)
         if kv is not None:
             kv.append((k, v))
@@ -194,6 +219,16 @@ def write_model(directory, rng, cfg, shapes=None):
     return w
 
 
+def logits_model(h, rng, name, cfg, head):
+    """A random model of `cfg` written under `name` with a batch of tokens,
+    and the float64 logits through its head weight `head`."""
+    model = h.path(name)
+    w = write_model(model, rng, cfg)
+    ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ)
+    ref = reference(cfg, w, ids, mask) @ w[head].astype(np.float64).T
+    return model, w, ids, mask, ref
+
+
 def main():
     if sys.argv[1] == "--write":
         return gpt2.write_only(sys.argv[2:], CFG, write_model, prefix_of)
@@ -201,14 +236,12 @@ def main():
     only = [a.split("=", 1)[1].split(",") for a in sys.argv[1:]
             if a.startswith("--cases=")]
     h, rng, target = start(argv)
-    cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL)]
+    cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL),
+             ("qwen2", QWEN2), ("qwen3", QWEN3)]
     if not only or "logits" in only[0]:
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
-        model = h.path("llama_logits")
-        w = write_model(model, rng, CFG)
-        ids, mask = random_tokens(rng, CFG["vocab_size"], BATCH, SEQ)
-        ref = reference(CFG, w, ids, mask) @ \
-            w["lm_head.weight"].astype(np.float64).T
+        model, w, ids, mask, ref = logits_model(h, rng, "llama_logits", CFG,
+                                                "lm_head.weight")
         for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11)):
             lib, _ = h.build_hf("llama_logits_" + dtype, model, BATCH, SEQ,
                                 True, ["--dtype=" + dtype,
@@ -240,6 +273,21 @@ def main():
                              model, w, ids, mask, dtype, tol)
         h.check_fixed_cache("llama", reference, CFG, CFG["num_hidden_layers"],
                             model, w, ids, mask, "f32", 1e-4)
+    if not only or "qwen" in only[0]:
+        # Qwen2's head, tied to the token embeddings: the logits.
+        model, w, ids, mask, ref = logits_model(
+            h, rng, "qwen2_logits", QWEN2, "model.embed_tokens.weight")
+        lib, _ = h.build_hf("qwen2_logits", model, BATCH, SEQ, True,
+                            ["--output=logits"])
+        h.expect_close("qwen2 f32 logits (tied head)",
+                       h.run_hf(lib, model, [ids, mask]), ref, 1e-4)
+        # Qwen3's normalised keys through the KV cache.
+        model = h.path("qwen3_kv")
+        w = write_model(model, rng, QWEN3)
+        ids, mask = random_tokens(rng, QWEN3["vocab_size"], BATCH, SEQ, 3)
+        h.check_kv_cache("qwen3", reference, QWEN3,
+                         QWEN3["num_hidden_layers"], model, w, ids, mask,
+                         "f32", 1e-4)
     for name, cfg in cases:
         if only and name not in only[0]:
             continue
