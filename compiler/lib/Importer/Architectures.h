@@ -42,6 +42,8 @@ llvm::ArrayRef<Architecture> architectures();
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildBert(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildRoberta(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGpt2(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildLlama(ImportRequest &request);

@@ -1,16 +1,20 @@
-//===- Bert.cpp - BERT encoders (BertModel and its task variants) ---------===//
+//===- Bert.cpp - BERT and RoBERTa encoders (and their task variants) -----===//
 //
 // Follows transformers' modeling_bert.py (eager attention): embeddings
 // (word + token type, then + position, LayerNorm), N encoder layers
 // (self-attention, dense + residual + LayerNorm, intermediate + activation,
 // dense + residual + LayerNorm). Task heads (pooler, MLM, classifier) are not
-// part of the graph; their tensors are not arguments.
+// part of the graph; their tensors are not arguments. RoBERTa and
+// XLM-RoBERTa (modeling_roberta.py) are the same graph but for the position
+// ids, which count the tokens that are not padding (create_position_ids_from_
+// input_ids: cumsum(ids != pad) * (ids != pad) + pad, pad = pad_token_id).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Architectures.h"
 #include "Layers.h"
 
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "llvm/ADT/Twine.h"
 
 #include <cmath>
@@ -21,16 +25,32 @@ using namespace llvm;
 namespace tfc::importer {
 
 namespace {
+enum class Family { Bert, Roberta };
+
 struct BertConfig {
   int64_t hidden, layers, heads, intermediate, vocab, maxPositions, typeVocab;
+  int64_t padToken; // RoBERTa: the padding id, and the first position - 1
   double eps;
   Activation act;
 };
 } // namespace
 
-static FailureOr<BertConfig> readConfig(const JsonConfig &c,
+static FailureOr<BertConfig> readConfig(const JsonConfig &c, Family family,
                                         std::string &error) {
   BertConfig cfg;
+  cfg.padToken = 0;
+  if (family == Family::Roberta) {
+    // RobertaConfig's pad_token_id defaults to 1.
+    FailureOr<double> pad = c.number("pad_token_id", error, 1.0);
+    if (failed(pad))
+      return failure();
+    if (!(*pad >= 0 && *pad < 1e9 && *pad == std::floor(*pad))) {
+      (void)c.fieldError("pad_token_id", "expected a non-negative integer",
+                         error);
+      return failure();
+    }
+    cfg.padToken = static_cast<int64_t>(*pad);
+  }
   if (failed(readPositiveInts(c,
                               {{"hidden_size", &cfg.hidden},
                                {"num_hidden_layers", &cfg.layers},
@@ -87,34 +107,71 @@ static FailureOr<Value> denseAddNorm(ModelBuilder &mb,
                    cfg.eps);
 }
 
-FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
-  FailureOr<BertConfig> cfgOr = readConfig(r.config, r.error);
+/// RoBERTa's position ids [B, S] (i32) of token ids `ids`:
+/// cumsum(ids != pad) * (ids != pad) + pad, the sums as i32 reductions of
+/// the not-padding flags under a lower-triangular mask.
+static Value robertaPositions(TosaBuilder &tb, Value ids, int64_t pad) {
+  OpBuilder &ob = tb.builder();
+  Type i32 = ob.getI32Type();
+  auto idsType = cast<RankedTensorType>(ids.getType());
+  int64_t b = idsType.getDimSize(0), s = idsType.getDimSize(1);
+  Value notPad = tb.select(
+      tb.equal(ids, tb.splat(double(pad), idsType.getElementType(), 2)),
+      tb.splat(0, i32, 2), tb.splat(1, i32, 2));
+  // counted[b, i, j] = notPad[b, j] for j <= i, else 0.
+  auto type = RankedTensorType::get({1, s, s}, i32);
+  SmallVector<int32_t> lower;
+  lower.reserve(s * s);
+  for (int64_t i = 0; i < s; ++i)
+    for (int64_t j = 0; j < s; ++j)
+      lower.push_back(j <= i ? 1 : 0);
+  Value tril = tosa::ConstOp::create(
+      ob, tb.getLoc(), type, DenseElementsAttr::get(type, ArrayRef(lower)));
+  Value counted = tb.mul(tb.reshape(notPad, {b, 1, s}), tril);
+  Value cumsum = tb.reshape(tb.reduceSum(counted, 2), {b, s});
+  return tb.add(tb.mul(cumsum, notPad), tb.splat(double(pad), i32, 2));
+}
+
+static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
+                                                    Family family) {
+  FailureOr<BertConfig> cfgOr = readConfig(r.config, family, r.error);
   if (failed(cfgOr))
     return failure();
   const BertConfig &cfg = *cfgOr;
   const ImportOptions &o = r.options;
+  StringRef name = family == Family::Roberta ? "RoBERTa" : "BERT";
   if (o.output == ImportOutput::Logits) {
-    r.error = r.config.path() +
-              ": BERT is an encoder: --output=logits (a language-model "
-              "head) is for decoders";
+    r.error = (r.config.path() + ": " + name +
+               " is an encoder: --output=logits (a language-model "
+               "head) is for decoders")
+                  .str();
     return failure();
   }
   if (o.kvCache || o.positionIds) {
-    r.error = r.config.path() +
-              ": BERT is an encoder and has no KV cache (--kv-cache, "
-              "--past-len, --position-ids are for decoders)";
+    r.error = (r.config.path() + ": " + name +
+               " is an encoder and has no KV cache (--kv-cache, "
+               "--past-len, --position-ids are for decoders)")
+                  .str();
     return failure();
   }
-  if (o.seqLen > cfg.maxPositions) {
+  // RoBERTa's positions run from pad + 1 to pad + S.
+  int64_t lastPosition =
+      family == Family::Roberta ? cfg.padToken + o.seqLen : o.seqLen - 1;
+  if (lastPosition >= cfg.maxPositions) {
     r.error =
         ("--seq-len " + Twine(o.seqLen) + " exceeds max_position_embeddings (" +
-         Twine(cfg.maxPositions) + ") in " + r.config.path())
+         Twine(cfg.maxPositions) + ") in " + r.config.path() +
+         (family == Family::Roberta
+              ? " (RoBERTa's positions start after pad_token_id, " +
+                    Twine(cfg.padToken) + ")"
+              : Twine("")))
             .str();
     return failure();
   }
 
   FailureOr<std::string> prefix =
-      weightPrefix(r, "embeddings.word_embeddings.weight", "bert.");
+      weightPrefix(r, "embeddings.word_embeddings.weight",
+                   family == Family::Roberta ? "roberta." : "bert.");
   if (failed(prefix))
     return failure();
 
@@ -147,7 +204,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
     Value tt = typeIds ? embeddingLookup(tb, *tokenType, typeIds)
                        : tableRows(tb, *tokenType, 0, 1);
     h = tb.add(embeddingLookup(tb, *word, ids), tt);
-    h = tb.add(h, tableRows(tb, *position, 0, o.seqLen));
+    h = tb.add(h, family == Family::Roberta
+                      ? embeddingLookup(tb, *position,
+                                        robertaPositions(tb, ids, cfg.padToken))
+                      : tableRows(tb, *position, 0, o.seqLen));
     FailureOr<Value> ln = layerNorm(mb, tb, h, "embeddings.LayerNorm", cfg.eps);
     if (failed(ln))
       return failure();
@@ -210,6 +270,14 @@ FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
   if (failed(emb))
     return failure();
   return mb.finish({*emb});
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildBert(ImportRequest &r) {
+  return buildFamily(r, Family::Bert);
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildRoberta(ImportRequest &r) {
+  return buildFamily(r, Family::Roberta);
 }
 
 } // namespace tfc::importer

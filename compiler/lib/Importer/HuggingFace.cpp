@@ -29,6 +29,24 @@ static const StringRef bertNames[] = {
     "BertLMHeadModel",
 };
 
+static const StringRef robertaNames[] = {
+    "RobertaModel",
+    "RobertaForMaskedLM",
+    "RobertaForSequenceClassification",
+    "RobertaForTokenClassification",
+    "RobertaForQuestionAnswering",
+    "RobertaForMultipleChoice",
+};
+
+static const StringRef xlmRobertaNames[] = {
+    "XLMRobertaModel",
+    "XLMRobertaForMaskedLM",
+    "XLMRobertaForSequenceClassification",
+    "XLMRobertaForTokenClassification",
+    "XLMRobertaForQuestionAnswering",
+    "XLMRobertaForMultipleChoice",
+};
+
 static const StringRef gpt2Names[] = {"GPT2Model", "GPT2LMHeadModel"};
 
 static const StringRef llamaNames[] = {"LlamaModel", "LlamaForCausalLM"};
@@ -41,9 +59,14 @@ static const StringRef qwen3Names[] = {"Qwen3Model", "Qwen3ForCausalLM"};
 
 ArrayRef<Architecture> architectures() {
   static const Architecture registry[] = {
-      {"bert", bertNames, buildBert},    {"gpt2", gpt2Names, buildGpt2},
-      {"llama", llamaNames, buildLlama}, {"mistral", mistralNames, buildLlama},
-      {"qwen2", qwen2Names, buildQwen2}, {"qwen3", qwen3Names, buildQwen3},
+      {"bert", bertNames, buildBert},
+      {"roberta", robertaNames, buildRoberta},
+      {"xlm-roberta", xlmRobertaNames, buildRoberta},
+      {"gpt2", gpt2Names, buildGpt2},
+      {"llama", llamaNames, buildLlama},
+      {"mistral", mistralNames, buildLlama},
+      {"qwen2", qwen2Names, buildQwen2},
+      {"qwen3", qwen3Names, buildQwen3},
   };
   return registry;
 }

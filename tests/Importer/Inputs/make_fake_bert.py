@@ -5,9 +5,10 @@
       [--vocab 32] [--max-pos 16] [--prefix bert.] [--dtype F32|F16]
       [--set FIELD=JSON]... [--unset FIELD]... [--drop TENSOR]...
       [--shape TENSOR=d0,d1]... [--no-sentence-transformers] [--pooling cls]
-      [--no-normalize] [--shards N]
+      [--no-normalize] [--shards N] [--family bert|roberta|xlm-roberta]
 
-Writes config.json, model.safetensors (plus the unused tensors a real
+--family roberta (or xlm-roberta) writes RobertaModel's config (pad_token_id
+1, one token type, layer_norm_eps 1e-5). Writes config.json, model.safetensors (plus the unused tensors a real
 checkpoint has: embeddings.position_ids, pooler.*), and unless
 --no-sentence-transformers, modules.json and 1_Pooling/config.json.
 """
@@ -23,7 +24,8 @@ def tensors(a):
     t = {
         "embeddings.word_embeddings.weight": [a.vocab, h],
         "embeddings.position_embeddings.weight": [a.max_pos, h],
-        "embeddings.token_type_embeddings.weight": [2, h],
+        "embeddings.token_type_embeddings.weight": [
+            1 if a.family != "bert" else 2, h],
         "embeddings.LayerNorm.weight": [h],
         "embeddings.LayerNorm.bias": [h],
     }
@@ -79,6 +81,8 @@ def main():
     ap.add_argument("--no-sentence-transformers", action="store_true")
     ap.add_argument("--pooling", default="mean", choices=["mean", "cls"])
     ap.add_argument("--no-normalize", action="store_true")
+    ap.add_argument("--family", default="bert",
+                    choices=["bert", "roberta", "xlm-roberta"])
     ap.add_argument("--shards", type=int, default=1,
                     help="write model-0000i-of-0000n.safetensors + index")
     a = ap.parse_args()
@@ -92,6 +96,12 @@ def main():
         "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_act": "gelu",
         "position_embedding_type": "absolute", "pad_token_id": 0,
     }
+    if a.family != "bert":
+        config.update({
+            "architectures": ["XLMRobertaModel" if a.family == "xlm-roberta"
+                              else "RobertaModel"],
+            "model_type": a.family, "pad_token_id": 1, "type_vocab_size": 1,
+            "layer_norm_eps": 1e-5})
     for s in a.set:
         k, v = s.split("=", 1)
         config[k] = json.loads(v)

@@ -115,6 +115,10 @@ def run(module_text, inputs, weights):
             v = a[0] - a[1]
         elif op == "tosa.mul":
             v = a[0] * a[1]
+        elif op == "tosa.equal":
+            v = a[0] == a[1]
+        elif op == "tosa.select":
+            v = np.where(a[0], a[1], a[2])
         elif op == "tosa.maximum":
             v = np.maximum(a[0], a[1])
         elif op == "tosa.exp":
@@ -167,7 +171,14 @@ def reference_bert(cfg, w, prefix, ids, mask, normalize=True, cls=False):
     erf = np.vectorize(math.erf)
     h = g("embeddings.word_embeddings.weight")[ids] + \
         g("embeddings.token_type_embeddings.weight")[0]
-    h = h + g("embeddings.position_embeddings.weight")[:S]
+    if cfg.get("model_type") in ("roberta", "xlm-roberta"):
+        # create_position_ids_from_input_ids
+        pad = cfg.get("pad_token_id", 1)
+        keep = (ids != pad).astype(np.int64)
+        h = h + g("embeddings.position_embeddings.weight")[
+            np.cumsum(keep, 1) * keep + pad]
+    else:
+        h = h + g("embeddings.position_embeddings.weight")[:S]
     h = ln(h, "embeddings.LayerNorm")
     ext = (1.0 - mask[:, None, None, :].astype(np.float64)) * np.finfo(np.float32).min
     for l in range(cfg["num_hidden_layers"]):
@@ -204,6 +215,8 @@ def main():
         B, S = shape
         rng = np.random.default_rng(0)
         ids = rng.integers(0, cfg["vocab_size"], size=(B, S)).astype(np.int64)
+        if cfg.get("model_type") in ("roberta", "xlm-roberta") and S > 2:
+            ids[0, 1] = cfg.get("pad_token_id", 1)  # a padding id inside
         mask = np.ones((B, S), dtype=np.int64)
         for b in range(B):  # row b keeps S - b tokens (at least one)
             mask[b, max(1, S - b):] = 0
