@@ -51,6 +51,8 @@ mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildQwen2(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildQwen3(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildPhi3(ImportRequest &request);
 
 /// The safetensors name prefix ("", "bert.", ...) under which the model's
 /// tensor `anchor` is stored; when it is missing, an error naming it and a

@@ -57,6 +57,8 @@ static const StringRef qwen2Names[] = {"Qwen2Model", "Qwen2ForCausalLM"};
 
 static const StringRef qwen3Names[] = {"Qwen3Model", "Qwen3ForCausalLM"};
 
+static const StringRef phi3Names[] = {"Phi3Model", "Phi3ForCausalLM"};
+
 ArrayRef<Architecture> architectures() {
   static const Architecture registry[] = {
       {"bert", bertNames, buildBert},
@@ -67,6 +69,7 @@ ArrayRef<Architecture> architectures() {
       {"mistral", mistralNames, buildLlama},
       {"qwen2", qwen2Names, buildQwen2},
       {"qwen3", qwen3Names, buildQwen3},
+      {"phi3", phi3Names, buildPhi3},
   };
   return registry;
 }

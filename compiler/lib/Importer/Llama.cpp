@@ -1,4 +1,4 @@
-//===- Llama.cpp - LLaMA-family decoders (LLaMA, Mistral, Qwen2, Qwen3) ---===//
+//===- Llama.cpp - LLaMA-family decoders (LLaMA, Mistral, Qwen, Phi-3) ---===//
 //
 // Follows transformers' modeling_llama.py (eager attention): token
 // embeddings, N pre-norm blocks (RMSNorm, Q/K/V projections, rotary
@@ -14,10 +14,12 @@
 // o_proj); Qwen3 (modeling_qwen3.py) normalises each head of Q and K (RMSNorm
 // over the head dimension: q_norm, k_norm) before the rotary embedding, its
 // head_dim 128 unless given; both use a sliding window only with
-// use_sliding_window, and then only while it covers the sequence. The result is
-// the last hidden state, or with --output=logits the LM head's logits
-// (lm_head.weight, or the token embeddings when tied); with a KV cache each
-// layer's keys and values follow (see KVCache).
+// use_sliding_window, and then only while it covers the sequence. Phi-3
+// (modeling_phi3.py) stores Q, K and V as one projection (qkv_proj, in that
+// order) and gate and up as one (gate_up_proj, gate first); its window is
+// Mistral's. The result is the last hidden state, or with --output=logits the
+// LM head's logits (lm_head.weight, or the token embeddings when tied); with a
+// KV cache each layer's keys and values follow (see KVCache).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace mlir;
 using namespace llvm;
@@ -35,7 +38,7 @@ namespace tfc::importer {
 
 namespace {
 /// The members of the family that differ in their layers.
-enum class Family { Llama, Qwen2, Qwen3 };
+enum class Family { Llama, Qwen2, Qwen3, Phi3 };
 
 struct LlamaConfig {
   int64_t hidden, layers, heads, kvHeads, headDim, intermediate, vocab,
@@ -44,6 +47,7 @@ struct LlamaConfig {
   Activation act;
   bool qkvBias, oBias, mlpBias;
   bool qkNorm; // RMSNorm over each head of Q and K (Qwen3)
+  bool fused;  // qkv_proj and gate_up_proj (Phi-3)
   /// The rotary inverse frequencies (headDim / 2 of them), scaling applied.
   SmallVector<float> invFreq;
 };
@@ -179,8 +183,24 @@ static FailureOr<LlamaConfig> readConfig(const JsonConfig &c, Family family,
   // Qwen2's Q, K and V always; Qwen3's attention_bias (all four).
   cfg.qkvBias = cfg.oBias = cfg.mlpBias = false;
   cfg.qkNorm = family == Family::Qwen3;
+  cfg.fused = family == Family::Phi3;
   if (family == Family::Qwen2) {
     cfg.qkvBias = true;
+  } else if (family == Family::Phi3) {
+    // Phi-3's rotary embedding may cover part of each head (Phi-4-mini).
+    FailureOr<double> partial = c.number("partial_rotary_factor", error, 1.0);
+    if (failed(partial))
+      return failure();
+    if (*partial != 1.0) {
+      char value[32];
+      std::snprintf(value, sizeof value, "%g", *partial);
+      (void)c.fieldError("partial_rotary_factor",
+                         Twine("unsupported value ") + value +
+                             " (supported: 1.0, a rotary embedding over the "
+                             "whole head)",
+                         error);
+      return failure();
+    }
   } else {
     FailureOr<bool> attentionBias = c.boolean("attention_bias", error, false);
     if (failed(attentionBias))
@@ -213,6 +233,13 @@ static FailureOr<LlamaConfig> readConfig(const JsonConfig &c, Family family,
   return cfg;
 }
 
+/// Features [first, first + count) of x [B, S, N]: one part of a fused
+/// projection.
+static Value features(TosaBuilder &tb, Value x, int64_t first, int64_t count) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
+  return tb.slice(x, {0, 0, first}, {shape[0], shape[1], count});
+}
+
 static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
                                                     Family family) {
   FailureOr<LlamaConfig> cfgOr = readConfig(r.config, family, r.error);
@@ -222,6 +249,7 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
   const ImportOptions &o = r.options;
   StringRef familyName = family == Family::Qwen2   ? "Qwen2"
                          : family == Family::Qwen3 ? "Qwen3"
+                         : family == Family::Phi3  ? "Phi-3"
                                                    : "LLaMA";
   if (failed(checkDecoderRequest(r, familyName, cfg.positions,
                                  "max_position_embeddings")))
@@ -229,7 +257,7 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
   // Mistral's sliding window (Qwen's with use_sliding_window): the same
   // graph while it covers the sequence.
   bool windowed = true;
-  if (family != Family::Llama) {
+  if (family == Family::Qwen2 || family == Family::Qwen3) {
     FailureOr<bool> use =
         r.config.boolean("use_sliding_window", r.error, false);
     if (failed(use))
@@ -296,18 +324,26 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
           rmsNorm(mb, tb, h, layer + ".input_layernorm", cfg.eps);
       if (failed(a))
         return failure();
-      FailureOr<Value> q =
-          linear(mb, tb, *a, name + ".q_proj", qWidth, cfg.qkvBias);
-      if (failed(q))
-        return failure();
-      FailureOr<Value> k =
-          linear(mb, tb, *a, name + ".k_proj", kvWidth, cfg.qkvBias);
-      if (failed(k))
-        return failure();
-      FailureOr<Value> v =
-          linear(mb, tb, *a, name + ".v_proj", kvWidth, cfg.qkvBias);
-      if (failed(v))
-        return failure();
+      FailureOr<Value> q, k, v;
+      if (cfg.fused) {
+        FailureOr<Value> qkv =
+            linear(mb, tb, *a, name + ".qkv_proj", qWidth + 2 * kvWidth, false);
+        if (failed(qkv))
+          return failure();
+        q = features(tb, *qkv, 0, qWidth);
+        k = features(tb, *qkv, qWidth, kvWidth);
+        v = features(tb, *qkv, qWidth + kvWidth, kvWidth);
+      } else {
+        q = linear(mb, tb, *a, name + ".q_proj", qWidth, cfg.qkvBias);
+        if (failed(q))
+          return failure();
+        k = linear(mb, tb, *a, name + ".k_proj", kvWidth, cfg.qkvBias);
+        if (failed(k))
+          return failure();
+        v = linear(mb, tb, *a, name + ".v_proj", kvWidth, cfg.qkvBias);
+        if (failed(v))
+          return failure();
+      }
       int64_t groups = cfg.heads / cfg.kvHeads;
       // Named temporaries keep the op order independent of the compiler's
       // argument evaluation order.
@@ -346,14 +382,24 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
           rmsNorm(mb, tb, h, layer + ".post_attention_layernorm", cfg.eps);
       if (failed(a))
         return failure();
-      FailureOr<Value> gate = linear(mb, tb, *a, name + ".gate_proj",
-                                     cfg.intermediate, cfg.mlpBias);
-      if (failed(gate))
-        return failure();
-      FailureOr<Value> up =
-          linear(mb, tb, *a, name + ".up_proj", cfg.intermediate, cfg.mlpBias);
-      if (failed(up))
-        return failure();
+      FailureOr<Value> gate, up;
+      if (cfg.fused) {
+        FailureOr<Value> gateUp = linear(mb, tb, *a, name + ".gate_up_proj",
+                                         2 * cfg.intermediate, false);
+        if (failed(gateUp))
+          return failure();
+        gate = features(tb, *gateUp, 0, cfg.intermediate);
+        up = features(tb, *gateUp, cfg.intermediate, cfg.intermediate);
+      } else {
+        gate = linear(mb, tb, *a, name + ".gate_proj", cfg.intermediate,
+                      cfg.mlpBias);
+        if (failed(gate))
+          return failure();
+        up = linear(mb, tb, *a, name + ".up_proj", cfg.intermediate,
+                    cfg.mlpBias);
+        if (failed(up))
+          return failure();
+      }
       Value act = tb.mul(activation(tb, *gate, cfg.act), *up);
       FailureOr<Value> down =
           linear(mb, tb, act, name + ".down_proj", cfg.hidden, cfg.mlpBias);
@@ -380,6 +426,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildQwen2(ImportRequest &r) {
 
 FailureOr<OwningOpRef<ModuleOp>> buildQwen3(ImportRequest &r) {
   return buildFamily(r, Family::Qwen3);
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildPhi3(ImportRequest &r) {
+  return buildFamily(r, Family::Phi3);
 }
 
 } // namespace tfc::importer

@@ -3,8 +3,9 @@
 float64 numpy model written from transformers' modeling_llama.py (eager
 attention: RMSNorm, rotary embeddings, grouped-query attention with the
 combined causal + padding mask of finfo.min, SwiGLU), with Qwen2's Q/K/V
-biases (modeling_qwen2.py) and Qwen3's per-head RMSNorm of Q and K
-(modeling_qwen3.py): random weights, odd sizes, a padded batch row.
+biases (modeling_qwen2.py), Qwen3's per-head RMSNorm of Q and K
+(modeling_qwen3.py) and Phi-3's fused projections (modeling_phi3.py): random
+weights, odd sizes, a padded batch row.
 
 usage: llama.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                 [--gpu-binary=cubin|ptx] [--cases=NAME,...]
@@ -59,6 +60,12 @@ QWEN3 = dict({k: v for k, v in CFG.items() if k != "mlp_bias"},
              architectures=["Qwen3ForCausalLM"], model_type="qwen3",
              head_dim=16, rope_theta=1000000.0, use_sliding_window=False,
              sliding_window=None)
+# Phi-3: Q, K and V in one projection (qkv_proj), gate and up in another
+# (gate_up_proj), a sliding window that covers the sequence.
+PHI3 = dict({k: v for k, v in CFG.items()
+             if k not in ("attention_bias", "mlp_bias")},
+            architectures=["Phi3ForCausalLM"], model_type="phi3",
+            sliding_window=47, original_max_position_embeddings=64)
 
 
 def head_dim(cfg):
@@ -83,6 +90,10 @@ def weights(rng, cfg, prefix):
                 "v_proj": (hkv * d, h), "o_proj": (h, hq * d)}
         mlp = {"gate_proj": (inner, h), "up_proj": (inner, h),
                "down_proj": (h, inner)}
+        if family == "phi3":
+            attn = {"qkv_proj": ((hq + 2 * hkv) * d, h),
+                    "o_proj": (h, hq * d)}
+            mlp = {"gate_up_proj": (2 * inner, h), "down_proj": (h, inner)}
         for name, shape in attn.items():
             w[p + "self_attn." + name + ".weight"] = shape
             if (name != "o_proj" if family == "qwen2"
@@ -150,6 +161,15 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
          v.astype(np.float64) for k, v in w.items()}
     hq, hkv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], \
         head_dim(cfg)
+    for name in list(w):  # Phi-3's fused projections, split in order
+        if name.endswith("qkv_proj.weight"):
+            parts = np.split(w.pop(name), [hq * d, (hq + hkv) * d])
+            for p, x in zip(("q", "k", "v"), parts):
+                w[name.replace("qkv_proj", p + "_proj")] = x
+        elif name.endswith("gate_up_proj.weight"):
+            gate, up = np.split(w.pop(name), 2)
+            w[name.replace("gate_up_proj", "gate_proj")] = gate
+            w[name.replace("gate_up_proj", "up_proj")] = up
     eps = cfg["rms_norm_eps"]
     b, s = ids.shape
     x = w["embed_tokens.weight"][ids]
@@ -237,7 +257,7 @@ def main():
             if a.startswith("--cases=")]
     h, rng, target = start(argv)
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL),
-             ("qwen2", QWEN2), ("qwen3", QWEN3)]
+             ("qwen2", QWEN2), ("qwen3", QWEN3), ("phi3", PHI3)]
     if not only or "logits" in only[0]:
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
         model, w, ids, mask, ref = logits_model(h, rng, "llama_logits", CFG,
