@@ -53,6 +53,12 @@ mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildQwen3(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildPhi3(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildGemma(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildGemma2(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildGemma3(ImportRequest &request);
 
 /// The safetensors name prefix ("", "bert.", ...) under which the model's
 /// tensor `anchor` is stored; when it is missing, an error naming it and a
@@ -104,10 +110,17 @@ std::string tokenCountText(const ImportOptions &options);
 /// logits (ImportOutput::Logits; lm_head.weight [vocab, hidden], or the
 /// token embedding table `embeddings` when config.json's
 /// tie_word_embeddings, default `tiedByDefault`, says they are tied), then
-/// the cache's keys and values.
+/// the cache's keys and values. `logitSoftcap` > 0 caps the logits
+/// (Gemma 2: tanh(logits / cap) * cap in the compute type).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 finishDecoder(ImportRequest &request, ModelBuilder &mb, const KVCache &cache,
-              mlir::Value hidden, mlir::Value embeddings, bool tiedByDefault);
+              mlir::Value hidden, mlir::Value embeddings, bool tiedByDefault,
+              double logitSoftcap = 0);
+
+/// Whether a sliding window of `window` keys covers every token the model
+/// is compiled for (then it changes nothing); else an error, as
+/// sliding-window attention is not supported.
+mlir::LogicalResult checkWindowCovers(ImportRequest &request, int64_t window);
 
 /// What a decoder family (`family`: "GPT-2", "LLaMA") cannot import: a
 /// sentence-embedding output, token_type_ids, a sequence longer than its

@@ -59,6 +59,12 @@ static const StringRef qwen3Names[] = {"Qwen3Model", "Qwen3ForCausalLM"};
 
 static const StringRef phi3Names[] = {"Phi3Model", "Phi3ForCausalLM"};
 
+static const StringRef gemmaNames[] = {"GemmaModel", "GemmaForCausalLM"};
+
+static const StringRef gemma2Names[] = {"Gemma2Model", "Gemma2ForCausalLM"};
+
+static const StringRef gemma3Names[] = {"Gemma3TextModel", "Gemma3ForCausalLM"};
+
 ArrayRef<Architecture> architectures() {
   static const Architecture registry[] = {
       {"bert", bertNames, buildBert},
@@ -70,6 +76,9 @@ ArrayRef<Architecture> architectures() {
       {"qwen2", qwen2Names, buildQwen2},
       {"qwen3", qwen3Names, buildQwen3},
       {"phi3", phi3Names, buildPhi3},
+      {"gemma", gemmaNames, buildGemma},
+      {"gemma2", gemma2Names, buildGemma2},
+      {"gemma3_text", gemma3Names, buildGemma3},
   };
   return registry;
 }
@@ -156,7 +165,8 @@ std::string tokenCountText(const ImportOptions &o) {
 
 FailureOr<OwningOpRef<ModuleOp>>
 finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
-              Value hidden, Value embeddings, bool tiedByDefault) {
+              Value hidden, Value embeddings, bool tiedByDefault,
+              double logitSoftcap) {
   if (r.options.output != ImportOutput::Logits)
     return cache.finish(mb, hidden, "last_hidden_state");
   FailureOr<bool> tied =
@@ -180,8 +190,23 @@ finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
   Value wt = tb.transpose(tb.reshape(w, {1, vocab, width}), {0, 2, 1});
   Value y = tb.matmul(tb.reshape(hidden, {1, b * s, width}), wt, f32);
   // The head's output in the compute type, as the framework rounds it.
-  y = tb.cast(tb.cast(y, x.getElementType()), f32);
+  if (logitSoftcap > 0)
+    y = tb.cast(softcapped(tb, tb.cast(y, x.getElementType()), logitSoftcap),
+                f32);
+  else
+    y = tb.cast(tb.cast(y, x.getElementType()), f32);
   return cache.finish(mb, tb.reshape(y, {b, s, vocab}), "logits");
+}
+
+LogicalResult checkWindowCovers(ImportRequest &r, int64_t window) {
+  const ImportOptions &o = r.options;
+  if (window >= o.pastLen + o.seqLen)
+    return success();
+  r.error = (tokenCountText(o) + " exceeds sliding_window (" + Twine(window) +
+             ") in " + r.config.path() +
+             ": sliding-window attention is not supported")
+                .str();
+  return failure();
 }
 
 LogicalResult checkDecoderRequest(ImportRequest &r, StringRef family,

@@ -149,6 +149,15 @@ FailureOr<Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
   });
 }
 
+/// x * rsqrt(mean(x * x) + eps) over the last axis, in f32 (x cast in).
+static Value rmsNormalised(TosaBuilder &tb, Value x, double eps) {
+  Value x32 = tb.cast(x, tb.builder().getF32Type());
+  int64_t rank = typeOf(x).getRank(), n = typeOf(x).getShape().back();
+  Value invN = scalarLike(tb, 1.0 / static_cast<double>(n), x32);
+  Value var = tb.mul(tb.reduceSum(tb.mul(x32, x32), rank - 1), invN);
+  return tb.mul(x32, tb.rsqrt(tb.add(var, scalarLike(tb, eps, x32))));
+}
+
 FailureOr<Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
                          StringRef name, double eps) {
   RankedTensorType t = typeOf(x);
@@ -156,12 +165,113 @@ FailureOr<Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
   FailureOr<Value> gamma = mb.weight((name + ".weight").str(), {n});
   if (failed(gamma))
     return failure();
-  Value x32 = tb.cast(x, tb.builder().getF32Type());
-  Value invN = scalarLike(tb, 1.0 / static_cast<double>(n), x32);
-  Value var = tb.mul(tb.reduceSum(tb.mul(x32, x32), t.getRank() - 1), invN);
-  Value y = tb.mul(x32, tb.rsqrt(tb.add(var, scalarLike(tb, eps, x32))));
+  Value y = rmsNormalised(tb, x, eps);
   Value g = tb.expandToRank(*gamma, t.getRank());
   return tb.mul(g, tb.cast(y, t.getElementType()));
+}
+
+FailureOr<Value> gemmaRmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                              StringRef name, double eps) {
+  RankedTensorType t = typeOf(x);
+  int64_t n = t.getShape().back();
+  FailureOr<Value> w = mb.weight((name + ".weight").str(), {n});
+  if (failed(w))
+    return failure();
+  Value y = rmsNormalised(tb, x, eps);
+  Value w32 = tb.cast(*w, tb.builder().getF32Type());
+  Value g = tb.expandToRank(tb.add(w32, scalarLike(tb, 1.0, w32)), t.getRank());
+  return tb.cast(tb.mul(y, g), t.getElementType());
+}
+
+/// rope_scaling: absent/null or rope_type "default" (none), "linear"
+/// (positions divided by factor, i.e. every frequency), "llama3" (Llama
+/// 3.1's per-band rescaling, as transformers'
+/// _compute_llama3_parameters). Applied to `invFreq` in place.
+static LogicalResult applyRopeScaling(const JsonConfig &c,
+                                      MutableArrayRef<float> invFreq,
+                                      std::string &error) {
+  const json::Value *v = c.object().get("rope_scaling");
+  if (!v || v->kind() == json::Value::Null)
+    return success();
+  const json::Object *o = v->getAsObject();
+  if (!o)
+    return c.fieldError("rope_scaling", "expected an object or null", error);
+  std::optional<StringRef> type = o->getString("rope_type");
+  if (!type)
+    type = o->getString("type");
+  if (!type)
+    return c.fieldError("rope_scaling", "missing string \"rope_type\"", error);
+  auto number = [&](StringRef key) -> FailureOr<double> {
+    std::optional<double> n = o->getNumber(key);
+    if (!n || !(*n > 0)) {
+      (void)c.fieldError("rope_scaling",
+                         "\"" + key + "\" must be a positive number", error);
+      return failure();
+    }
+    return *n;
+  };
+  if (*type == "default")
+    return success();
+  if (*type == "linear") {
+    FailureOr<double> factor = number("factor");
+    if (failed(factor))
+      return failure();
+    for (float &f : invFreq)
+      f = static_cast<float>(f / *factor);
+    return success();
+  }
+  if (*type == "llama3") {
+    FailureOr<double> factor = number("factor"),
+                      low = number("low_freq_factor"),
+                      high = number("high_freq_factor"),
+                      original = number("original_max_position_embeddings");
+    if (failed(factor) || failed(low) || failed(high) || failed(original))
+      return failure();
+    if (!(*high > *low))
+      return c.fieldError(
+          "rope_scaling",
+          "\"high_freq_factor\" must exceed \"low_freq_factor\"", error);
+    double lowWavelen = *original / *low, highWavelen = *original / *high;
+    for (float &f : invFreq) {
+      double wavelen = 2 * M_PI / f;
+      if (wavelen < highWavelen)
+        continue; // high frequencies keep theirs
+      if (wavelen > lowWavelen) {
+        f = static_cast<float>(f / *factor);
+        continue;
+      }
+      double smooth = (*original / wavelen - *low) / (*high - *low);
+      f = static_cast<float>((1 - smooth) * f / *factor + smooth * f);
+    }
+    return success();
+  }
+  return c.fieldError("rope_scaling",
+                      "unsupported rope_type \"" + *type +
+                          "\" (supported: default, linear, llama3)",
+                      error);
+}
+
+FailureOr<SmallVector<float>>
+readRotaryFrequencies(const JsonConfig &c, int64_t headDim,
+                      StringRef thetaField, double thetaDefault, bool scaled,
+                      std::string &error) {
+  FailureOr<double> theta = c.number(thetaField, error, thetaDefault);
+  if (failed(theta))
+    return failure();
+  if (*theta <= 1) {
+    (void)c.fieldError(thetaField, "expected a number above 1", error);
+    return failure();
+  }
+  // inv_freq = 1 / theta^(2i / D), in f32 as transformers computes it.
+  SmallVector<float> invFreq;
+  for (int64_t i = 0; i < headDim / 2; ++i) {
+    float exponent = static_cast<float>(2 * i) / static_cast<float>(headDim);
+    invFreq.push_back(1.0f /
+                      static_cast<float>(std::pow(*theta, double(exponent))));
+  }
+  if (scaled && failed(applyRopeScaling(c, invFreq, error)))
+    return failure();
+  return invFreq;
 }
 
 RotaryTables rotaryTables(TosaBuilder &tb, ArrayRef<float> invFreq,
@@ -292,8 +402,14 @@ Value extendedAttentionMask(TosaBuilder &tb, Value mask, Type type) {
   return tb.mul(inverted, scalarLike(tb, lowest, m));
 }
 
+Value softcapped(TosaBuilder &tb, Value x, double cap) {
+  return tb.mul(tb.tanh(tb.mul(x, scalarLike(tb, 1.0 / cap, x))),
+                scalarLike(tb, cap, x));
+}
+
 Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
-                                Value mask, double scale, bool causal) {
+                                Value mask, double scale, bool causal,
+                                double softcap) {
   ArrayRef<int64_t> qs = typeOf(q).getShape(), ks = typeOf(k).getShape(),
                     vs = typeOf(v).getShape();
   int64_t b = qs[0], h = qs[1], sq = qs[2], d = qs[3], skv = ks[2], dv = vs[3];
@@ -304,6 +420,8 @@ Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
   Value scores = tb.matmul(q3, kt3);
   scores = tb.reshape(scores, {b, h, sq, skv});
   scores = tb.mul(scores, scalarLike(tb, scale, scores));
+  if (softcap > 0)
+    scores = softcapped(tb, scores, softcap);
   if (causal) {
     // Key j is visible to query i iff j <= i + skv - sq.
     OpBuilder &ob = tb.builder();

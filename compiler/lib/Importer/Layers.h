@@ -63,6 +63,24 @@ mlir::FailureOr<mlir::Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb,
                                      mlir::Value x, llvm::StringRef name,
                                      double eps);
 
+/// GemmaRMSNorm: x * rsqrt(mean(x * x) + eps) times (1 + gamma), gamma =
+/// `name`.weight, all in f32 (x and gamma cast in), rounded back to x's type
+/// at the end (where LlamaRMSNorm rounds before its product).
+mlir::FailureOr<mlir::Value> gemmaRmsNorm(ModelBuilder &mb, TosaBuilder &tb,
+                                          mlir::Value x, llvm::StringRef name,
+                                          double eps);
+
+/// The rotary inverse frequencies 1 / theta^(2i / D), i < D / 2 (in f32,
+/// as transformers computes them), theta read from `thetaField` (default
+/// `thetaDefault`, which must exceed 1), and with `scaled` the config's
+/// rope_scaling applied: absent/null or rope_type "default" (none),
+/// "linear" (every frequency divided by factor) or "llama3" (Llama 3.1's
+/// per-band rescaling).
+mlir::FailureOr<llvm::SmallVector<float>>
+readRotaryFrequencies(const JsonConfig &config, int64_t headDim,
+                      llvm::StringRef thetaField, double thetaDefault,
+                      bool scaled, std::string &error);
+
 /// The rotary position embedding's cos and sin for positions
 /// first..first+S-1, each [1, 1, S, D] of the compute type: emb = cat(freqs,
 /// freqs) with freqs[p][i] = p * invFreq[i] (D = 2 * invFreq.size()), computed
@@ -120,10 +138,15 @@ mlir::Value extendedAttentionMask(TosaBuilder &tb, mlir::Value mask,
 /// whose every visible key is padding (transformers then spreads the weight
 /// over the future keys too), and only -inf keeps the graph equal to one
 /// fused causal attention with the padding mask.
+/// With `softcap` > 0 the scaled scores are capped first (Gemma 2):
+/// tanh(scores / softcap) * softcap.
 mlir::Value scaledDotProductAttention(TosaBuilder &tb, mlir::Value q,
                                       mlir::Value k, mlir::Value v,
                                       mlir::Value mask, double scale,
-                                      bool causal = false);
+                                      bool causal = false, double softcap = 0);
+
+/// Gemma's soft cap: tanh(x / cap) * cap, in x's type.
+mlir::Value softcapped(TosaBuilder &tb, mlir::Value x, double cap);
 
 /// sentence-transformers mean pooling: sum(h * m, 1) / max(sum(m, 1), 1e-9)
 /// with h [B, S, H], mask [B, S] -> [B, H].

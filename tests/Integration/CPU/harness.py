@@ -32,15 +32,19 @@ def parse_args(argv):
 
 def start(argv):
     """The harness and random generator of a test's command line (BINDIR
-    WORKDIR [SEED] [--target=...] [tfc-compile flags]); a seed not given is
-    drawn, and printed either way. Returns (harness, rng, target)."""
+    WORKDIR [SEED] [--target=...] [--cases=NAME,...] [tfc-compile flags]);
+    a seed not given is drawn, and printed either way. Returns (harness,
+    rng, target)."""
     args, target, flags = parse_args(argv)
     bindir, workdir = args[:2]
     seed = int(args[2]) if len(args) > 2 else \
         np.random.SeedSequence().entropy % (2**32)
     print("seed", seed)
-    return (Harness(bindir, workdir, target, flags),
-            np.random.default_rng(seed), target)
+    h = Harness(bindir, workdir, target, flags)
+    for a in argv:
+        if a.startswith("--cases="):
+            h.cases = a[len("--cases="):].split(",")
+    return h, np.random.default_rng(seed), target
 
 
 class Harness:
@@ -53,6 +57,11 @@ class Harness:
         os.makedirs(workdir, exist_ok=True)
         self.failures = 0
         self.checks = 0
+        self.cases = None  # --cases=NAME,...: run only those
+
+    def wants(self, case):
+        """Whether the command line selects `case` (all without --cases)."""
+        return self.cases is None or case in self.cases
 
     def path(self, name):
         return os.path.join(self.workdir, name)
@@ -125,6 +134,29 @@ class Harness:
         self.expect("%s: an id past the vocabulary is refused" % label,
                     proc.returncode == 1 and message in proc.stderr and
                     len(proc.stderr.strip().splitlines()) == 1)
+
+    def check_hidden_states(self, name, model, ids, mask, ref):
+        """The decoder `model` built for [B, S] = ids.shape in f32, f16 and
+        bf16, fused (its fusion summary printed) and unfused: each build's
+        last hidden state against the float64 `ref`. f32 within 1e-4; f16
+        and bf16 (--dtype: weights rounded to the type, f32 matmul sums,
+        norm statistics and activations in f32) within 10 units of the
+        type's roundoff (2^-11, 2^-8) on the norm-wise error."""
+        b, s = ids.shape
+        for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11),
+                           ("bf16", 10 * 2.0**-8)):
+            for fused in (True, False):
+                lib, summary = self.build_hf(name + "_" + dtype, model, b, s,
+                                             fused, ["--dtype=" + dtype])
+                if fused:
+                    print(summary)
+                out = self.run_hf(lib, model, [ids, mask])
+                if dtype == "bf16":  # '<u2' in .npy: widen the bits to f32
+                    out = bf16_to_f32(out)
+                self.expect_close("%s last hidden state %s %s" %
+                                  (name, dtype,
+                                   "fused" if fused else "unfused"),
+                                  out, ref, tol)
 
     def check_kv_cache(self, name, reference, cfg, layers, model, w, ids,
                        mask, dtype, tol):

@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 import gpt2
-from harness import bf16_to_f32, random_tokens, start
+from harness import random_tokens, start
 
 CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
        "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -252,13 +252,10 @@ def logits_model(h, rng, name, cfg, head):
 def main():
     if sys.argv[1] == "--write":
         return gpt2.write_only(sys.argv[2:], CFG, write_model, prefix_of)
-    argv = [a for a in sys.argv[1:] if not a.startswith("--cases=")]
-    only = [a.split("=", 1)[1].split(",") for a in sys.argv[1:]
-            if a.startswith("--cases=")]
-    h, rng, target = start(argv)
+    h, rng, target = start(sys.argv[1:])
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL),
              ("qwen2", QWEN2), ("qwen3", QWEN3), ("phi3", PHI3)]
-    if not only or "logits" in only[0]:
+    if h.wants("logits"):
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
         model, w, ids, mask, ref = logits_model(h, rng, "llama_logits", CFG,
                                                 "lm_head.weight")
@@ -283,7 +280,7 @@ def main():
                     wts["lm_head.weight"].astype(np.float64).T
             h.check_quantized("llama logits", logits, model, w, [ids, mask],
                               axes, 1e-4, ["--output=logits"])
-    if not only or "kv" in only[0]:
+    if h.wants("kv"):
         # The KV cache: the GQA layout, f32 and f16.
         model = h.path("llama_kv")
         w = write_model(model, rng, CFG)
@@ -293,7 +290,7 @@ def main():
                              model, w, ids, mask, dtype, tol)
         h.check_fixed_cache("llama", reference, CFG, CFG["num_hidden_layers"],
                             model, w, ids, mask, "f32", 1e-4)
-    if not only or "qwen" in only[0]:
+    if h.wants("qwen"):
         # Qwen2's head, tied to the token embeddings: the logits.
         model, w, ids, mask, ref = logits_model(
             h, rng, "qwen2_logits", QWEN2, "model.embed_tokens.weight")
@@ -309,29 +306,14 @@ def main():
                          QWEN3["num_hidden_layers"], model, w, ids, mask,
                          "f32", 1e-4)
     for name, cfg in cases:
-        if only and name not in only[0]:
+        if not h.wants(name):
             continue
         model = h.path(name)
         w = write_model(model, rng, cfg)
         # right padding in the second row
         ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 4)
-        ref = reference(cfg, w, ids, mask)
-        # f32: 1e-4; f16 and bf16 (--dtype: weights rounded to the type, f32
-        # matmul sums, RMSNorm statistics and SiLU in f32): 10 units of the
-        # type's roundoff (2^-11, 2^-8) on the norm-wise error.
-        for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11),
-                           ("bf16", 10 * 2.0**-8)):
-            for fused in (True, False):
-                lib, summary = h.build_hf(name + "_" + dtype, model, BATCH,
-                                          SEQ, fused, ["--dtype=" + dtype])
-                if fused:
-                    print(summary)
-                out = h.run_hf(lib, model, [ids, mask])
-                if dtype == "bf16":  # '<u2' in .npy: widen the bits to f32
-                    out = bf16_to_f32(out)
-                h.expect_close("%s last hidden state %s %s" %
-                               (name, dtype, "fused" if fused else "unfused"),
-                               out, ref, tol)
+        h.check_hidden_states(name, model, ids, mask,
+                              reference(cfg, w, ids, mask))
     h.finish()
 
 

@@ -1,0 +1,264 @@
+//===- RotaryDecoder.cpp - Decoders of LLaMA's shape and its variants -----===//
+//
+// Follows transformers' modeling_llama.py (eager attention): token
+// embeddings, N pre-norm blocks (RMSNorm, Q/K/V projections, rotary
+// position embedding on Q and K, K/V heads repeated to the query heads
+// (grouped-query attention), causal attention, o_proj, residual; RMSNorm,
+// down(act(gate(x)) * up(x)), residual), then the final RMSNorm. The causal
+// mask is written as GPT-2's where(tril, scores, -inf) with the padding mask
+// added after it: transformers builds one additive mask holding finfo.min
+// for future and padded keys, and the two agree except in rows whose every
+// visible key is padding (see scaledDotProductAttention). The result is the
+// last hidden state, or with --output=logits the LM head's logits
+// (lm_head.weight, or the token embeddings when tied); with a KV cache each
+// layer's keys and values follow (see KVCache). The variations a
+// RotaryDecoder names come in where the families put them (Llama.cpp,
+// Gemma.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RotaryDecoder.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace mlir;
+using namespace llvm;
+
+namespace tfc::importer {
+
+/// Features [first, first + count) of x [B, S, N]: one part of a fused
+/// projection.
+static Value features(TosaBuilder &tb, Value x, int64_t first, int64_t count) {
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
+  return tb.slice(x, {0, 0, first}, {shape[0], shape[1], count});
+}
+
+LogicalResult readDecoderShape(const JsonConfig &c, int64_t headDimDefault,
+                               RotaryDecoder &d, std::string &error) {
+  if (failed(readPositiveInts(c,
+                              {{"hidden_size", &d.hidden},
+                               {"num_hidden_layers", &d.layers},
+                               {"num_attention_heads", &d.heads},
+                               {"intermediate_size", &d.intermediate},
+                               {"vocab_size", &d.vocab},
+                               {"max_position_embeddings", &d.positions}},
+                              error)))
+    return failure();
+  // num_key_value_heads and head_dim: absent or null take their defaults.
+  auto optionalInt = [&](StringRef field, int64_t fallback,
+                         int64_t &out) -> LogicalResult {
+    const json::Value *v = c.object().get(field);
+    if (!v || v->kind() == json::Value::Null) {
+      out = fallback;
+      return success();
+    }
+    return readPositiveInts(c, {{field, &out}}, error);
+  };
+  if (failed(optionalInt("num_key_value_heads", d.heads, d.kvHeads)))
+    return failure();
+  if (d.heads % d.kvHeads != 0) {
+    (void)c.fieldError(
+        "num_key_value_heads",
+        "does not divide num_attention_heads (" + Twine(d.heads) + ")", error);
+    return failure();
+  }
+  if (headDimDefault == 0 && !c.has("head_dim") && d.hidden % d.heads != 0) {
+    (void)c.fieldError("num_attention_heads",
+                       "does not divide hidden_size (" + Twine(d.hidden) + ")",
+                       error);
+    return failure();
+  }
+  if (failed(optionalInt("head_dim",
+                         headDimDefault ? headDimDefault : d.hidden / d.heads,
+                         d.headDim)))
+    return failure();
+  if (d.headDim % 2 != 0) {
+    (void)c.fieldError("head_dim",
+                       "the rotary embedding needs an even head dimension (" +
+                           Twine(d.headDim) + ")",
+                       error);
+    return failure();
+  }
+  FailureOr<double> eps = c.positiveNumber("rms_norm_eps", error, 1e-6);
+  if (failed(eps))
+    return failure();
+  d.eps = *eps;
+  return success();
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
+                                                    const RotaryDecoder &d) {
+  const ImportOptions &o = r.options;
+  if (failed(checkDecoderRequest(r, d.family, d.positions,
+                                 "max_position_embeddings")))
+    return failure();
+  // Sliding-window layers are the same graph while the window covers the
+  // sequence.
+  if (d.window > 0 && is_contained(d.sliding, true) &&
+      failed(checkWindowCovers(r, d.window)))
+    return failure();
+
+  FailureOr<std::string> prefix =
+      weightPrefix(r, "embed_tokens.weight", "model.");
+  if (failed(prefix))
+    return failure();
+  ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
+                  r.error);
+  TokenInputs tokens = addTokenInputs(mb, o);
+  KVCache cache(mb, o, d.layers, d.kvHeads, d.headDim);
+  Type computeType = mb.getComputeType();
+  auto norm = [&](TosaBuilder &tb, Value x, const std::string &name) {
+    return d.gemmaNorms ? gemmaRmsNorm(mb, tb, x, name, d.eps)
+                        : rmsNorm(mb, tb, x, name, d.eps);
+  };
+
+  FailureOr<Value> embeddings =
+      mb.weight("embed_tokens.weight", {d.vocab, d.hidden});
+  if (failed(embeddings))
+    return failure();
+  Value h = [&] {
+    TosaBuilder tb = mb.at("embed_tokens");
+    Value e = embeddingLookup(tb, *embeddings, tokens.ids);
+    if (!d.scaledEmbeddings)
+      return e;
+    // Gemma's normalizer sqrt(hidden_size), a tensor of the compute type.
+    return tb.mul(
+        e, tb.splat(std::sqrt(static_cast<double>(d.hidden)), computeType, 3));
+  }();
+  Value extMask = [&] {
+    TosaBuilder tb = mb.at("attention_mask");
+    return extendedAttentionMask(tb, tokens.mask, computeType);
+  }();
+  auto rotary = [&](ArrayRef<float> invFreq, StringRef scope) {
+    TosaBuilder tb = mb.at(scope);
+    if (!tokens.positions)
+      return rotaryTables(tb, invFreq, o.pastLen, o.seqLen, computeType);
+    // Every position the clamped inputs can name, gathered per token.
+    return gatherRotary(
+        tb, rotaryTables(tb, invFreq, 0, o.pastLen + o.seqLen, computeType),
+        tokens.positions);
+  };
+  RotaryTables rope = rotary(d.invFreq, "rotary_emb");
+  std::optional<RotaryTables> localRope;
+  if (!d.localFreq.empty() && is_contained(d.sliding, true))
+    localRope = rotary(d.localFreq, "rotary_emb_local");
+  double scale = d.attnScale > 0
+                     ? d.attnScale
+                     : 1.0 / std::sqrt(static_cast<double>(d.headDim));
+  int64_t qWidth = d.heads * d.headDim, kvWidth = d.kvHeads * d.headDim;
+
+  for (int64_t l = 0; l < d.layers; ++l) {
+    std::string layer = "layers." + std::to_string(l);
+    bool sliding = l < static_cast<int64_t>(d.sliding.size()) && d.sliding[l];
+    {
+      std::string name = layer + ".self_attn";
+      TosaBuilder tb = mb.at(name);
+      FailureOr<Value> a = norm(tb, h, layer + ".input_layernorm");
+      if (failed(a))
+        return failure();
+      FailureOr<Value> q, k, v;
+      if (d.fusedProjections) {
+        FailureOr<Value> qkv =
+            linear(mb, tb, *a, name + ".qkv_proj", qWidth + 2 * kvWidth, false);
+        if (failed(qkv))
+          return failure();
+        q = features(tb, *qkv, 0, qWidth);
+        k = features(tb, *qkv, qWidth, kvWidth);
+        v = features(tb, *qkv, qWidth + kvWidth, kvWidth);
+      } else {
+        q = linear(mb, tb, *a, name + ".q_proj", qWidth, d.qkvBias);
+        if (failed(q))
+          return failure();
+        k = linear(mb, tb, *a, name + ".k_proj", kvWidth, d.qkvBias);
+        if (failed(k))
+          return failure();
+        v = linear(mb, tb, *a, name + ".v_proj", kvWidth, d.qkvBias);
+        if (failed(v))
+          return failure();
+      }
+      // Named temporaries keep the op order independent of the compiler's
+      // argument evaluation order.
+      Value qSplit = splitHeads(tb, *q, d.heads);
+      Value kSplit = splitHeads(tb, *k, d.kvHeads);
+      if (d.qkNorm) {
+        FailureOr<Value> qn = norm(tb, qSplit, name + ".q_norm");
+        if (failed(qn))
+          return failure();
+        FailureOr<Value> kn = norm(tb, kSplit, name + ".k_norm");
+        if (failed(kn))
+          return failure();
+        qSplit = *qn;
+        kSplit = *kn;
+      }
+      const RotaryTables &tables = localRope && sliding ? *localRope : rope;
+      Value qh = applyRotary(tb, qSplit, tables);
+      Value kNew = applyRotary(tb, kSplit, tables);
+      Value vNew = splitHeads(tb, *v, d.kvHeads);
+      auto [kh, vh] = cache.append(tb, l, kNew, vNew);
+      int64_t groups = d.heads / d.kvHeads;
+      Value kr = repeatKV(tb, kh, groups);
+      Value vr = repeatKV(tb, vh, groups);
+      Value ctx = scaledDotProductAttention(tb, qh, kr, vr, extMask, scale,
+                                            /*causal=*/true, d.attnSoftcap);
+      FailureOr<Value> proj = linear(mb, tb, mergeHeads(tb, ctx),
+                                     name + ".o_proj", d.hidden, d.oBias);
+      if (failed(proj))
+        return failure();
+      if (d.postNorms) {
+        proj = norm(tb, *proj, layer + ".post_attention_layernorm");
+        if (failed(proj))
+          return failure();
+      }
+      h = tb.add(h, *proj);
+    }
+    {
+      std::string name = layer + ".mlp";
+      TosaBuilder tb = mb.at(name);
+      FailureOr<Value> a =
+          norm(tb, h,
+               layer + (d.postNorms ? ".pre_feedforward_layernorm"
+                                    : ".post_attention_layernorm"));
+      if (failed(a))
+        return failure();
+      FailureOr<Value> gate, up;
+      if (d.fusedProjections) {
+        FailureOr<Value> gateUp = linear(mb, tb, *a, name + ".gate_up_proj",
+                                         2 * d.intermediate, false);
+        if (failed(gateUp))
+          return failure();
+        gate = features(tb, *gateUp, 0, d.intermediate);
+        up = features(tb, *gateUp, d.intermediate, d.intermediate);
+      } else {
+        gate =
+            linear(mb, tb, *a, name + ".gate_proj", d.intermediate, d.mlpBias);
+        if (failed(gate))
+          return failure();
+        up = linear(mb, tb, *a, name + ".up_proj", d.intermediate, d.mlpBias);
+        if (failed(up))
+          return failure();
+      }
+      Value act = tb.mul(activation(tb, *gate, d.act), *up);
+      FailureOr<Value> down =
+          linear(mb, tb, act, name + ".down_proj", d.hidden, d.mlpBias);
+      if (failed(down))
+        return failure();
+      if (d.postNorms) {
+        down = norm(tb, *down, layer + ".post_feedforward_layernorm");
+        if (failed(down))
+          return failure();
+      }
+      h = tb.add(h, *down);
+    }
+  }
+  TosaBuilder tb = mb.at("norm");
+  FailureOr<Value> out = norm(tb, h, "norm");
+  if (failed(out))
+    return failure();
+  return finishDecoder(r, mb, cache, *out, *embeddings, d.tiedByDefault,
+                       d.logitSoftcap);
+}
+
+} // namespace tfc::importer

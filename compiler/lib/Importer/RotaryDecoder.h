@@ -1,0 +1,62 @@
+//===- RotaryDecoder.h - Decoders of LLaMA's shape and its variants -*- C++
+//-*-===//
+//
+// One graph serves the decoder families that share LLaMA's shape: token
+// embeddings, pre-norm blocks of grouped-query attention with rotary
+// position embeddings and a gated MLP, a final norm and an optional LM head.
+// Llama.cpp (LLaMA, Mistral, Qwen2, Qwen3, Phi-3) and Gemma.cpp (Gemma 1-3)
+// read their config.json into a RotaryDecoder that names the variations.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_LIB_IMPORTER_ROTARYDECODER_H
+#define TFC_LIB_IMPORTER_ROTARYDECODER_H
+
+#include "Architectures.h"
+#include "Layers.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+
+namespace tfc::importer {
+
+struct RotaryDecoder {
+  std::string family; ///< In errors: "LLaMA", "Gemma 2", ...
+  int64_t hidden, layers, heads, kvHeads, headDim, intermediate, vocab,
+      positions;
+  double eps;
+  Activation act;
+  bool qkvBias = false, oBias = false, mlpBias = false;
+  bool qkNorm = false; ///< Q and K normalised per head (q_norm, k_norm)
+  bool fusedProjections = false; ///< qkv_proj and gate_up_proj (Phi-3)
+  bool gemmaNorms = false;       ///< GemmaRMSNorm: 1 + gamma, in f32
+  bool postNorms = false; ///< Gemma 2's norms of the attention and MLP outputs
+  bool scaledEmbeddings = false; ///< Embeddings times sqrt(hidden)
+  double attnScale = 0;          ///< Of the scores (0: 1 / sqrt(headDim))
+  double attnSoftcap = 0, logitSoftcap = 0; ///< 0: none
+  int64_t window = 0;                       ///< Sliding window; 0: none
+  llvm::SmallVector<bool> sliding; ///< Per layer, whether it is windowed
+  /// The rotary inverse frequencies (headDim / 2 of them), scaling applied;
+  /// localFreq, when not empty, those of the sliding layers.
+  llvm::SmallVector<float> invFreq, localFreq;
+  bool tiedByDefault = false; ///< tie_word_embeddings' default
+};
+
+/// Reads the sizes every family shares: hidden_size, num_hidden_layers,
+/// num_attention_heads, intermediate_size, vocab_size,
+/// max_position_embeddings; num_key_value_heads (absent or null: the heads)
+/// dividing the heads; head_dim (absent or null: `headDimDefault`, or
+/// hidden_size / heads when that is 0), even; rms_norm_eps (1e-6).
+mlir::LogicalResult readDecoderShape(const JsonConfig &config,
+                                     int64_t headDimDefault, RotaryDecoder &d,
+                                     std::string &error);
+
+/// The decoder `d` with the weights and options of `request`: a sequence
+/// the sliding window does not cover is refused.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildRotaryDecoder(ImportRequest &request, const RotaryDecoder &d);
+
+} // namespace tfc::importer
+
+#endif // TFC_LIB_IMPORTER_ROTARYDECODER_H
