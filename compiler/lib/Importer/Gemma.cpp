@@ -75,6 +75,7 @@ static LogicalResult readLayerTypes(const JsonConfig &c, int64_t pattern,
 }
 
 static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
+                                           const ImportOptions &options,
                                            std::string &error) {
   RotaryDecoder cfg;
   cfg.family =
@@ -147,26 +148,27 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
   if (cfg.window == 0) // no window: every layer attends to every key
     cfg.sliding.assign(cfg.layers, false);
 
-  FailureOr<SmallVector<float>> invFreq = readRotaryFrequencies(
+  FailureOr<RotaryFrequencies> rope = readRotaryFrequencies(
       c, cfg.headDim, "rope_theta", generation == 3 ? 1000000.0 : 10000.0,
-      /*scaled=*/true, error);
-  if (failed(invFreq))
+      /*scaled=*/true, rotaryPositions(options), error);
+  if (failed(rope))
     return failure();
-  cfg.invFreq = std::move(*invFreq);
+  cfg.rope = std::move(*rope);
   if (generation == 3) {
-    FailureOr<SmallVector<float>> local =
-        readRotaryFrequencies(c, cfg.headDim, "rope_local_base_freq", 10000.0,
-                              /*scaled=*/false, error);
+    FailureOr<RotaryFrequencies> local = readRotaryFrequencies(
+        c, cfg.headDim, "rope_local_base_freq", 10000.0, /*scaled=*/false,
+        rotaryPositions(options), error);
     if (failed(local))
       return failure();
-    cfg.localFreq = std::move(*local);
+    cfg.localRope = std::move(*local);
   }
   return cfg;
 }
 
 static FailureOr<OwningOpRef<ModuleOp>> buildGeneration(ImportRequest &r,
                                                         int generation) {
-  FailureOr<RotaryDecoder> d = readConfig(r.config, generation, r.error);
+  FailureOr<RotaryDecoder> d =
+      readConfig(r.config, generation, r.options, r.error);
   if (failed(d))
     return failure();
   return buildRotaryDecoder(r, *d);

@@ -186,10 +186,15 @@ FailureOr<Value> gemmaRmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
 /// rope_scaling: absent/null or rope_type "default" (none), "linear"
 /// (positions divided by factor, i.e. every frequency), "llama3" (Llama
 /// 3.1's per-band rescaling, as transformers'
-/// _compute_llama3_parameters). Applied to `invFreq` in place.
-static LogicalResult applyRopeScaling(const JsonConfig &c,
-                                      MutableArrayRef<float> invFreq,
+/// _compute_llama3_parameters), "longrope" (Phi-3's, see
+/// readRotaryFrequencies). Applied to `f` in place; `exponents` are the
+/// 2i / D of its frequencies and `theta` their base.
+static LogicalResult applyRopeScaling(const JsonConfig &c, double theta,
+                                      ArrayRef<float> exponents,
+                                      const RotaryPositions &positions,
+                                      RotaryFrequencies &f,
                                       std::string &error) {
+  MutableArrayRef<float> invFreq = f.invFreq;
   const json::Value *v = c.object().get("rope_scaling");
   if (!v || v->kind() == json::Value::Null)
     return success();
@@ -220,6 +225,72 @@ static LogicalResult applyRopeScaling(const JsonConfig &c,
       f = static_cast<float>(f / *factor);
     return success();
   }
+  if (*type == "longrope") {
+    // transformers' _compute_longrope_parameters with the dynamic update of
+    // its rotary embedding: short_factor while the positions stay within
+    // original_max_position_embeddings, long_factor past it, and cos and sin
+    // scaled by attention_factor (default sqrt(1 + ln(factor) /
+    // ln(original)), factor = max_position_embeddings / original).
+    auto factors = [&](StringRef key) -> FailureOr<SmallVector<double>> {
+      const json::Array *a = o->getArray(key);
+      SmallVector<double> out;
+      if (a)
+        for (const json::Value &x : *a)
+          if (std::optional<double> n = x.getAsNumber(); n && *n > 0)
+            out.push_back(*n);
+      if (!a || out.size() != a->size() || out.size() != invFreq.size()) {
+        (void)c.fieldError("rope_scaling",
+                           "\"" + key + "\" must be " + Twine(invFreq.size()) +
+                               " positive numbers (half the rotary dimension)",
+                           error);
+        return failure();
+      }
+      return out;
+    };
+    FailureOr<SmallVector<double>> shortFactor = factors("short_factor");
+    if (failed(shortFactor))
+      return failure();
+    FailureOr<SmallVector<double>> longFactor = factors("long_factor");
+    if (failed(longFactor))
+      return failure();
+    FailureOr<double> maxPositions = c.number("max_position_embeddings", error);
+    if (failed(maxPositions))
+      return failure();
+    double original = *maxPositions, factor = 1;
+    if (c.has("original_max_position_embeddings")) {
+      FailureOr<double> o = c.number("original_max_position_embeddings", error);
+      if (failed(o))
+        return failure();
+      if (!(*o > 1))
+        return c.fieldError("original_max_position_embeddings",
+                            "expected a number above 1", error);
+      original = *o;
+      factor = *maxPositions / original;
+    } else if (std::optional<double> given = o->getNumber("factor")) {
+      factor = *given;
+    }
+    f.scaling = static_cast<float>(
+        factor <= 1 ? 1.0
+                    : std::sqrt(1 + std::log(factor) / std::log(original)));
+    if (std::optional<double> given = o->getNumber("attention_factor"))
+      f.scaling = static_cast<float>(*given);
+    bool useLong = static_cast<double>(positions.count) > original;
+    if (useLong && positions.given)
+      return c.fieldError(
+          "rope_scaling",
+          "longrope uses long_factor past original_max_position_embeddings "
+          "(" +
+              Twine(static_cast<int64_t>(original)) +
+              ") only when a position there occurs, which --position-ids "
+              "leaves to run time: compile for at most that many positions",
+          error);
+    ArrayRef<double> ext = useLong ? *longFactor : *shortFactor;
+    for (auto [i, x] : llvm::enumerate(invFreq)) {
+      float base = static_cast<float>(std::pow(theta, double(exponents[i])));
+      x = 1.0f / (static_cast<float>(ext[i]) * base);
+    }
+    return success();
+  }
   if (*type == "llama3") {
     FailureOr<double> factor = number("factor"),
                       low = number("low_freq_factor"),
@@ -247,14 +318,14 @@ static LogicalResult applyRopeScaling(const JsonConfig &c,
   }
   return c.fieldError("rope_scaling",
                       "unsupported rope_type \"" + *type +
-                          "\" (supported: default, linear, llama3)",
+                          "\" (supported: default, linear, llama3, longrope)",
                       error);
 }
 
-FailureOr<SmallVector<float>>
-readRotaryFrequencies(const JsonConfig &c, int64_t headDim,
-                      StringRef thetaField, double thetaDefault, bool scaled,
-                      std::string &error) {
+FailureOr<RotaryFrequencies>
+readRotaryFrequencies(const JsonConfig &c, int64_t dim, StringRef thetaField,
+                      double thetaDefault, bool scaled,
+                      const RotaryPositions &positions, std::string &error) {
   FailureOr<double> theta = c.number(thetaField, error, thetaDefault);
   if (failed(theta))
     return failure();
@@ -263,19 +334,22 @@ readRotaryFrequencies(const JsonConfig &c, int64_t headDim,
     return failure();
   }
   // inv_freq = 1 / theta^(2i / D), in f32 as transformers computes it.
-  SmallVector<float> invFreq;
-  for (int64_t i = 0; i < headDim / 2; ++i) {
-    float exponent = static_cast<float>(2 * i) / static_cast<float>(headDim);
-    invFreq.push_back(1.0f /
-                      static_cast<float>(std::pow(*theta, double(exponent))));
+  RotaryFrequencies f;
+  SmallVector<float> exponents;
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    exponents.push_back(static_cast<float>(2 * i) / static_cast<float>(dim));
+    f.invFreq.push_back(
+        1.0f / static_cast<float>(std::pow(*theta, double(exponents.back()))));
   }
-  if (scaled && failed(applyRopeScaling(c, invFreq, error)))
+  if (scaled &&
+      failed(applyRopeScaling(c, *theta, exponents, positions, f, error)))
     return failure();
-  return invFreq;
+  return f;
 }
 
-RotaryTables rotaryTables(TosaBuilder &tb, ArrayRef<float> invFreq,
+RotaryTables rotaryTables(TosaBuilder &tb, const RotaryFrequencies &f,
                           int64_t first, int64_t seqLen, Type type) {
+  ArrayRef<float> invFreq = f.invFreq;
   int64_t half = invFreq.size(), d = 2 * half;
   const fltSemantics &sem = cast<FloatType>(type).getFloatSemantics();
   SmallVector<APFloat> cosValues, sinValues;
@@ -284,14 +358,15 @@ RotaryTables rotaryTables(TosaBuilder &tb, ArrayRef<float> invFreq,
   for (int64_t p = 0; p < seqLen; ++p) {
     for (int64_t j = 0; j < d; ++j) {
       float angle = static_cast<float>(first + p) * invFreq[j % half];
-      // cos/sin of the f32 angle, rounded to f32 and then to the type.
+      // cos/sin of the f32 angle, rounded to f32, times the scaling in f32,
+      // then rounded to the type.
       for (auto [values, v] :
            {std::pair{&cosValues, std::cos(static_cast<double>(angle))},
             std::pair{&sinValues, std::sin(static_cast<double>(angle))}}) {
-        APFloat f(static_cast<float>(v));
+        APFloat value(static_cast<float>(v) * f.scaling);
         bool lost;
-        f.convert(sem, APFloat::rmNearestTiesToEven, &lost);
-        values->push_back(f);
+        value.convert(sem, APFloat::rmNearestTiesToEven, &lost);
+        values->push_back(value);
       }
     }
   }

@@ -70,26 +70,42 @@ mlir::FailureOr<mlir::Value> gemmaRmsNorm(ModelBuilder &mb, TosaBuilder &tb,
                                           mlir::Value x, llvm::StringRef name,
                                           double eps);
 
-/// The rotary inverse frequencies 1 / theta^(2i / D), i < D / 2 (in f32,
-/// as transformers computes them), theta read from `thetaField` (default
-/// `thetaDefault`, which must exceed 1), and with `scaled` the config's
-/// rope_scaling applied: absent/null or rope_type "default" (none),
-/// "linear" (every frequency divided by factor) or "llama3" (Llama 3.1's
-/// per-band rescaling).
-mlir::FailureOr<llvm::SmallVector<float>>
-readRotaryFrequencies(const JsonConfig &config, int64_t headDim,
+/// The positions a rotary embedding is compiled for: 0..count-1, or with
+/// `given` (--position-ids) any of them, chosen at run time.
+struct RotaryPositions {
+  int64_t count;
+  bool given;
+};
+/// The rotary inverse frequencies (D / 2 of them, D the rotary dimension)
+/// and the factor cos and sin are scaled by.
+struct RotaryFrequencies {
+  llvm::SmallVector<float> invFreq;
+  float scaling = 1.0f;
+};
+/// 1 / theta^(2i / D), i < D / 2 = `dim` / 2 (in f32, as transformers
+/// computes them), theta read from `thetaField` (default `thetaDefault`,
+/// which must exceed 1), and with `scaled` the config's rope_scaling
+/// applied: absent/null or rope_type "default" (none), "linear" (every
+/// frequency divided by factor), "llama3" (Llama 3.1's per-band rescaling)
+/// or "longrope" (Phi-3's: short_factor or, when `positions` reach past
+/// original_max_position_embeddings, long_factor, and a scaling of cos and
+/// sin; refused with positions given at run time that may reach past it).
+mlir::FailureOr<RotaryFrequencies>
+readRotaryFrequencies(const JsonConfig &config, int64_t dim,
                       llvm::StringRef thetaField, double thetaDefault,
-                      bool scaled, std::string &error);
+                      bool scaled, const RotaryPositions &positions,
+                      std::string &error);
 
 /// The rotary position embedding's cos and sin for positions
 /// first..first+S-1, each [1, 1, S, D] of the compute type: emb = cat(freqs,
 /// freqs) with freqs[p][i] = p * invFreq[i] (D = 2 * invFreq.size()), computed
-/// in f32 and rounded, as transformers' LlamaRotaryEmbedding does. Positions
-/// are known when the model is compiled, so the tables are constants.
+/// in f32, scaled by f.scaling and rounded, as transformers'
+/// LlamaRotaryEmbedding does. Positions are known when the model is
+/// compiled, so the tables are constants.
 struct RotaryTables {
   mlir::Value cos, sin;
 };
-RotaryTables rotaryTables(TosaBuilder &tb, llvm::ArrayRef<float> invFreq,
+RotaryTables rotaryTables(TosaBuilder &tb, const RotaryFrequencies &f,
                           int64_t first, int64_t seqLen, mlir::Type type);
 
 /// The rows of `tables` ([1, 1, N, D]) at `positions` [B, S] (i32 or i64,

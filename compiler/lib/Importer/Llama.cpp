@@ -9,7 +9,9 @@
 // embedding, head_dim 128 unless given (both Qwens use their sliding window
 // only with use_sliding_window); Phi-3 (modeling_phi3.py), Q, K and V stored
 // as one projection (qkv_proj, in that order) and gate and up as one
-// (gate_up_proj, gate first), its window Mistral's.
+// (gate_up_proj, gate first), its window Mistral's, its rotary embedding
+// over the first int(head_dim * partial_rotary_factor) features (Phi-4-mini)
+// and often scaled by longrope (readRotaryFrequencies).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +34,7 @@ enum class Family { Llama, Qwen2, Qwen3, Phi3 };
 } // namespace
 
 static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
+                                           const ImportOptions &options,
                                            std::string &error) {
   RotaryDecoder cfg;
   cfg.family = family == Family::Qwen2   ? "Qwen2"
@@ -54,17 +57,20 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
   if (family == Family::Qwen2) {
     cfg.qkvBias = true;
   } else if (family == Family::Phi3) {
-    // Phi-3's rotary embedding may cover part of each head (Phi-4-mini).
+    // Phi-3's rotary embedding may turn part of each head (Phi-4-mini:
+    // int(head_dim * partial_rotary_factor) features).
     FailureOr<double> partial = c.number("partial_rotary_factor", error, 1.0);
     if (failed(partial))
       return failure();
-    if (*partial != 1.0) {
+    cfg.rotaryDim = static_cast<int64_t>(cfg.headDim * *partial);
+    if (!(*partial > 0 && *partial <= 1) || cfg.rotaryDim < 2 ||
+        cfg.rotaryDim % 2 != 0) {
       char value[32];
       std::snprintf(value, sizeof value, "%g", *partial);
       (void)c.fieldError("partial_rotary_factor",
                          Twine("unsupported value ") + value +
-                             " (supported: 1.0, a rotary embedding over the "
-                             "whole head)",
+                             " (it must turn an even number of the head's " +
+                             Twine(cfg.headDim) + " features, at least 2)",
                          error);
       return failure();
     }
@@ -81,11 +87,12 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
     cfg.mlpBias = *mlpBias;
   }
 
-  FailureOr<SmallVector<float>> invFreq = readRotaryFrequencies(
-      c, cfg.headDim, "rope_theta", 10000.0, /*scaled=*/true, error);
-  if (failed(invFreq))
+  FailureOr<RotaryFrequencies> rope = readRotaryFrequencies(
+      c, cfg.rotaryDim > 0 ? cfg.rotaryDim : cfg.headDim, "rope_theta", 10000.0,
+      /*scaled=*/true, rotaryPositions(options), error);
+  if (failed(rope))
     return failure();
-  cfg.invFreq = std::move(*invFreq);
+  cfg.rope = std::move(*rope);
 
   // Mistral's and Phi-3's sliding window (Qwen's with use_sliding_window),
   // on every layer.
@@ -109,7 +116,7 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
 
 static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
                                                     Family family) {
-  FailureOr<RotaryDecoder> d = readConfig(r.config, family, r.error);
+  FailureOr<RotaryDecoder> d = readConfig(r.config, family, r.options, r.error);
   if (failed(d))
     return failure();
   return buildRotaryDecoder(r, *d);

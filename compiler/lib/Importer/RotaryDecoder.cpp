@@ -36,6 +36,10 @@ static Value features(TosaBuilder &tb, Value x, int64_t first, int64_t count) {
   return tb.slice(x, {0, 0, first}, {shape[0], shape[1], count});
 }
 
+RotaryPositions rotaryPositions(const ImportOptions &o) {
+  return {o.pastLen + o.seqLen, o.positionIds};
+}
+
 LogicalResult readDecoderShape(const JsonConfig &c, int64_t headDimDefault,
                                RotaryDecoder &d, std::string &error) {
   if (failed(readPositiveInts(c,
@@ -132,19 +136,31 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
     TosaBuilder tb = mb.at("attention_mask");
     return extendedAttentionMask(tb, tokens.mask, computeType);
   }();
-  auto rotary = [&](ArrayRef<float> invFreq, StringRef scope) {
+  auto rotary = [&](const RotaryFrequencies &f, StringRef scope) {
     TosaBuilder tb = mb.at(scope);
     if (!tokens.positions)
-      return rotaryTables(tb, invFreq, o.pastLen, o.seqLen, computeType);
+      return rotaryTables(tb, f, o.pastLen, o.seqLen, computeType);
     // Every position the clamped inputs can name, gathered per token.
     return gatherRotary(
-        tb, rotaryTables(tb, invFreq, 0, o.pastLen + o.seqLen, computeType),
+        tb, rotaryTables(tb, f, 0, o.pastLen + o.seqLen, computeType),
         tokens.positions);
   };
-  RotaryTables rope = rotary(d.invFreq, "rotary_emb");
+  RotaryTables rope = rotary(d.rope, "rotary_emb");
   std::optional<RotaryTables> localRope;
-  if (!d.localFreq.empty() && is_contained(d.sliding, true))
-    localRope = rotary(d.localFreq, "rotary_emb_local");
+  if (!d.localRope.invFreq.empty() && is_contained(d.sliding, true))
+    localRope = rotary(d.localRope, "rotary_emb_local");
+  // The rotary embedding of the first rotaryDim features of each head.
+  int64_t rotaryDim = d.rotaryDim > 0 ? d.rotaryDim : d.headDim;
+  auto rotate = [&](TosaBuilder &tb, Value x, const RotaryTables &tables) {
+    if (rotaryDim == d.headDim)
+      return applyRotary(tb, x, tables);
+    ArrayRef<int64_t> s = cast<RankedTensorType>(x.getType()).getShape();
+    Value turned = applyRotary(
+        tb, tb.slice(x, {0, 0, 0, 0}, {s[0], s[1], s[2], rotaryDim}), tables);
+    Value passed = tb.slice(x, {0, 0, 0, rotaryDim},
+                            {s[0], s[1], s[2], d.headDim - rotaryDim});
+    return tb.concat({turned, passed}, 3);
+  };
   double scale = d.attnScale > 0
                      ? d.attnScale
                      : 1.0 / std::sqrt(static_cast<double>(d.headDim));
@@ -194,8 +210,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
         kSplit = *kn;
       }
       const RotaryTables &tables = localRope && sliding ? *localRope : rope;
-      Value qh = applyRotary(tb, qSplit, tables);
-      Value kNew = applyRotary(tb, kSplit, tables);
+      Value qh = rotate(tb, qSplit, tables);
+      Value kNew = rotate(tb, kSplit, tables);
       Value vNew = splitHeads(tb, *v, d.kvHeads);
       auto [kh, vh] = cache.append(tb, l, kNew, vNew);
       int64_t groups = d.heads / d.kvHeads;

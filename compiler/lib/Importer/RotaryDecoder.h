@@ -37,11 +37,17 @@ struct RotaryDecoder {
   double attnSoftcap = 0, logitSoftcap = 0; ///< 0: none
   int64_t window = 0;                       ///< Sliding window; 0: none
   llvm::SmallVector<bool> sliding; ///< Per layer, whether it is windowed
-  /// The rotary inverse frequencies (headDim / 2 of them), scaling applied;
-  /// localFreq, when not empty, those of the sliding layers.
-  llvm::SmallVector<float> invFreq, localFreq;
+  /// The rotary frequencies (rotaryDim / 2 of them), scaling applied;
+  /// localRope, when it has any, those of the sliding layers.
+  RotaryFrequencies rope, localRope;
+  /// The leading features of each head the rotary embedding turns (0: all;
+  /// Phi-3's partial_rotary_factor), the others passing through.
+  int64_t rotaryDim = 0;
   bool tiedByDefault = false; ///< tie_word_embeddings' default
 };
+
+/// The positions a model of `options` is compiled for.
+RotaryPositions rotaryPositions(const ImportOptions &options);
 
 /// Reads the sizes every family shares: hidden_size, num_hidden_layers,
 /// num_attention_heads, intermediate_size, vocab_size,

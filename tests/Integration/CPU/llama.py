@@ -66,6 +66,15 @@ PHI3 = dict({k: v for k, v in CFG.items()
              if k not in ("attention_bias", "mlp_bias")},
             architectures=["Phi3ForCausalLM"], model_type="phi3",
             sliding_window=47, original_max_position_embeddings=64)
+# Phi-4-mini's layout: the rotary embedding turns 12 of each head's 16
+# features, longrope scaling from an original context of 8 (the test's 13
+# tokens take long_factor, 6 would take short_factor; cos and sin scaled by
+# sqrt(1 + ln 8 / ln 8)), the head tied to the embeddings.
+PHI4 = dict(PHI3, head_dim=16, partial_rotary_factor=0.75,
+            original_max_position_embeddings=8, tie_word_embeddings=True,
+            rope_scaling={"type": "longrope",
+                          "short_factor": [1.0, 1.1, 1.3, 1.7, 2.3, 3.0],
+                          "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0]})
 
 
 def head_dim(cfg):
@@ -122,17 +131,38 @@ def weights(rng, cfg, prefix):
     return out
 
 
-def inv_freq(cfg):
+def rotary_dim(cfg):
+    """The features of each head the rotary embedding turns (Phi-3's
+    partial_rotary_factor)."""
+    return int(head_dim(cfg) * cfg.get("partial_rotary_factor", 1.0))
+
+
+def inv_freq(cfg, tokens=None):
     """transformers' rotary inverse frequencies with rope_scaling, in
-    float64."""
-    d = head_dim(cfg)
+    float64, and the factor of cos and sin; `tokens` positions in use
+    (longrope: long_factor past original_max_position_embeddings). Without
+    `tokens`, only the frequencies."""
+    d = rotary_dim(cfg)
     f = 1.0 / cfg["rope_theta"] ** (np.arange(0, d, 2) / d)
     rs = cfg.get("rope_scaling")
-    if not rs or rs.get("rope_type", rs.get("type")) == "default":
-        return f
-    if rs.get("rope_type", rs.get("type")) == "linear":
-        return f / rs["factor"]
-    assert rs["rope_type"] == "llama3", rs
+    kind = rs.get("rope_type", rs.get("type")) if rs else "default"
+    scaling = 1.0
+    if kind == "longrope":  # _compute_longrope_parameters
+        original = cfg["original_max_position_embeddings"]
+        factor = cfg["max_position_embeddings"] / original
+        scaling = math.sqrt(1 + math.log(factor) / math.log(original)) \
+            if factor > 1 else 1.0
+        ext = rs["long_factor"] if tokens > original else rs["short_factor"]
+        f = f / np.array(ext)
+    elif kind == "linear":
+        f = f / rs["factor"]
+    elif kind == "llama3":
+        f = llama3_frequencies(f, rs)
+    return f if tokens is None else (f, scaling)
+
+
+def llama3_frequencies(f, rs):
+    """Llama 3.1's per-band rescaling of the frequencies f."""
     factor, low, high = rs["factor"], rs["low_freq_factor"], \
         rs["high_freq_factor"]
     old = rs["original_max_position_embeddings"]
@@ -173,13 +203,16 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
     eps = cfg["rms_norm_eps"]
     b, s = ids.shape
     x = w["embed_tokens.weight"][ids]
-    freqs = np.outer(np.arange(s), inv_freq(cfg))
+    inv, scaling = inv_freq(cfg, s)
+    freqs = np.outer(np.arange(s), inv)
     emb = np.concatenate([freqs, freqs], -1)
-    cos, sin = np.cos(emb), np.sin(emb)
+    cos, sin = np.cos(emb) * scaling, np.sin(emb) * scaling
+    rd = rotary_dim(cfg)
 
-    def rope(t):  # [b, heads, s, d]
-        rotated = np.concatenate([-t[..., d // 2:], t[..., :d // 2]], -1)
-        return t * cos + rotated * sin
+    def rope(t):  # [b, heads, s, d]: the first rd features turn
+        r = t[..., :rd]
+        rotated = np.concatenate([-r[..., rd // 2:], r[..., :rd // 2]], -1)
+        return np.concatenate([r * cos + rotated * sin, t[..., rd:]], -1)
 
     # _update_causal_mask: finfo.min where the key is in the future or
     # padding, added to the scores.
@@ -254,7 +287,8 @@ def main():
         return gpt2.write_only(sys.argv[2:], CFG, write_model, prefix_of)
     h, rng, target = start(sys.argv[1:])
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL),
-             ("qwen2", QWEN2), ("qwen3", QWEN3), ("phi3", PHI3)]
+             ("qwen2", QWEN2), ("qwen3", QWEN3), ("phi3", PHI3),
+             ("phi4", PHI4)]
     if h.wants("logits"):
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
         model, w, ids, mask, ref = logits_model(h, rng, "llama_logits", CFG,
@@ -305,6 +339,23 @@ def main():
         h.check_kv_cache("qwen3", reference, QWEN3,
                          QWEN3["num_hidden_layers"], model, w, ids, mask,
                          "f32", 1e-4)
+    if h.wants("phi4"):
+        # Phi-4-mini's layout within its original context: short_factor.
+        model = h.path("phi4_short")
+        w = write_model(model, rng, PHI4)
+        ids, mask = random_tokens(rng, PHI4["vocab_size"], BATCH, 6, 2)
+        ref = reference(PHI4, w, ids, mask)
+        for fused in (True, False):
+            lib, _ = h.build_hf("phi4_short", model, BATCH, 6, fused)
+            h.expect_close("phi4 f32 6 tokens (short_factor) %s" %
+                           ("fused" if fused else "unfused"),
+                           h.run_hf(lib, model, [ids, mask]), ref, 1e-4)
+        # ... and through the KV cache (13 tokens: long_factor).
+        model = h.path("phi4_kv")
+        w = write_model(model, rng, PHI4)
+        ids, mask = random_tokens(rng, PHI4["vocab_size"], BATCH, SEQ, 3)
+        h.check_kv_cache("phi4", reference, PHI4, PHI4["num_hidden_layers"],
+                         model, w, ids, mask, "f32", 1e-4)
     for name, cfg in cases:
         if not h.wants(name):
             continue
