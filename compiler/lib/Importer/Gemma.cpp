@@ -122,7 +122,7 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
       }
       *out = *cap;
     }
-    // sliding_window: 4096 when absent; null leaves every layer global.
+    // sliding_window: 4096 when absent; null: no window.
     cfg.window = 4096;
     if (const json::Value *w = c.object().get("sliding_window");
         w && w->kind() == json::Value::Null) {
@@ -144,9 +144,9 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
     if (failed(readLayerTypes(c, pattern, cfg, error)))
       return failure();
   }
+  // A window of 0 (null) restricts no layer; Gemma 3's sliding layers keep
+  // their own rotary base even then.
   cfg.sliding.resize(cfg.layers, false);
-  if (cfg.window == 0) // no window: every layer attends to every key
-    cfg.sliding.assign(cfg.layers, false);
 
   FailureOr<RotaryFrequencies> rope = readRotaryFrequencies(
       c, cfg.headDim, "rope_theta", generation == 3 ? 1000000.0 : 10000.0,
