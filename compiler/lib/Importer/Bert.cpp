@@ -14,7 +14,6 @@
 #include "Architectures.h"
 #include "Layers.h"
 
-#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "llvm/ADT/Twine.h"
 
 #include <cmath>
@@ -108,27 +107,24 @@ static FailureOr<Value> denseAddNorm(ModelBuilder &mb,
 }
 
 /// RoBERTa's position ids [B, S] (i32) of token ids `ids`:
-/// cumsum(ids != pad) * (ids != pad) + pad, the sums as i32 reductions of
-/// the not-padding flags under a lower-triangular mask.
+/// cumsum(ids != pad) * (ids != pad) + pad.
 static Value robertaPositions(TosaBuilder &tb, Value ids, int64_t pad) {
-  OpBuilder &ob = tb.builder();
-  Type i32 = ob.getI32Type();
+  Type i32 = tb.builder().getI32Type();
   auto idsType = cast<RankedTensorType>(ids.getType());
   int64_t b = idsType.getDimSize(0), s = idsType.getDimSize(1);
   Value notPad = tb.select(
       tb.equal(ids, tb.splat(double(pad), idsType.getElementType(), 2)),
       tb.splat(0, i32, 2), tb.splat(1, i32, 2));
-  // counted[b, i, j] = notPad[b, j] for j <= i, else 0.
-  auto type = RankedTensorType::get({1, s, s}, i32);
-  SmallVector<int32_t> lower;
-  lower.reserve(s * s);
-  for (int64_t i = 0; i < s; ++i)
-    for (int64_t j = 0; j < s; ++j)
-      lower.push_back(j <= i ? 1 : 0);
-  Value tril = tosa::ConstOp::create(
-      ob, tb.getLoc(), type, DenseElementsAttr::get(type, ArrayRef(lower)));
-  Value counted = tb.mul(tb.reshape(notPad, {b, 1, s}), tril);
-  Value cumsum = tb.reshape(tb.reduceSum(counted, 2), {b, s});
+  // The prefix sums along S in log2(S) shifted adds (Hillis-Steele): after
+  // the add of `shift`, each entry holds the sum of the 2 * shift entries
+  // ending at it. No S x S operand, for long sequences too.
+  Value cumsum = notPad;
+  for (int64_t shift = 1; shift < s; shift *= 2) {
+    Value zeros = tb.constant(RankedTensorType::get({b, shift}, i32), 0);
+    Value shifted =
+        tb.concat({zeros, tb.slice(cumsum, {0, 0}, {b, s - shift})}, 1);
+    cumsum = tb.add(cumsum, shifted);
+  }
   return tb.add(tb.mul(cumsum, notPad), tb.splat(double(pad), i32, 2));
 }
 

@@ -117,6 +117,9 @@ def run(module_text, inputs, weights):
             v = a[0] * a[1]
         elif op == "tosa.equal":
             v = a[0] == a[1]
+        elif op == "tosa.concat":
+            axis = int(re.search(r"axis = (-?\d+)", attrs).group(1))
+            v = np.concatenate(a, axis=axis)
         elif op == "tosa.select":
             v = np.where(a[0], a[1], a[2])
         elif op == "tosa.maximum":
