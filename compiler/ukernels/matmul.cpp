@@ -273,15 +273,17 @@ void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
 
 /// The layout of B packed for integer dot products (intdot.h): panels of
 /// intdot::kCols columns, each K rounded up to whole blocks of kABlock rows
-/// (padding rows 0), then the scales of every panel's groups, then for an
-/// int8 weight the sums of each block's values of each column (which take
-/// A's bias off in intdot's VNNI form).
+/// (padding rows 0), then the scales of every panel's groups, then in
+/// intdot's VNNI form for an int8 weight the sums of each block's values of
+/// each column (which take A's bias off).
 struct DotPanels {
   int64_t panels, blocks;
   bool i4;
+  bool sums; // the column sums are packed
   explicit DotPanels(const Matmul &p)
       : panels((p.n + intdot::kCols - 1) / intdot::kCols),
-        blocks((p.k + kABlock - 1) / kABlock), i4(p.quant == Quant::I4) {}
+        blocks((p.k + kABlock - 1) / kABlock), i4(p.quant == Quant::I4),
+        sums(intdot::kVnni && !i4) {}
   int64_t quadsPerBlock() const { return kABlock / 4; }
   size_t panelBytes() const {
     return size_t(blocks * quadsPerBlock() * intdot::quadBytes(i4));
@@ -289,7 +291,7 @@ struct DotPanels {
   size_t bytes(const Matmul &p) const {
     return size_t(panels) * panelBytes() +
            size_t(panels * p.groups() * intdot::kCols) * sizeof(float) +
-           size_t(i4 ? 0 : panels * blocks * intdot::kCols) * sizeof(int32_t);
+           size_t(sums ? panels * blocks * intdot::kCols : 0) * sizeof(int32_t);
   }
   /// The scales, after the panels: those of group g of panel pn's columns
   /// at [(pn * groups + g) * kCols].
@@ -314,7 +316,7 @@ void packBDot(const Matmul &p, int64_t bt, void *packed) {
   auto *bytes = static_cast<uint8_t *>(packed);
   int64_t quadBytes = intdot::quadBytes(d.i4);
   std::memset(bytes, 0, size_t(d.panels) * d.panelBytes());
-  int32_t *sums = d.i4 ? nullptr : d.columnSums(p, bytes);
+  int32_t *sums = d.sums ? d.columnSums(p, bytes) : nullptr;
   if (sums)
     std::fill_n(sums, d.panels * d.blocks * intdot::kCols, 0);
   quantizePanels(
@@ -324,7 +326,8 @@ void packBDot(const Matmul &p, int64_t bt, void *packed) {
             bytes + size_t(pn) * d.panelBytes() + (l / 4) * quadBytes;
         if (!d.i4) {
           quad[(j / 8) * 32 + (j % 8) * 4 + l % 4] = uint8_t(int8_t(q));
-          sums[(pn * d.blocks + l / kABlock) * intdot::kCols + j] += q;
+          if (sums)
+            sums[(pn * d.blocks + l / kABlock) * intdot::kCols + j] += q;
         } else
           quad[(j % 8) * 4 + l % 4] |=
               uint8_t((q + intdot::kBias) << (j < 8 ? 0 : 4));
@@ -601,8 +604,8 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
       const uint8_t *panel = packed + size_t(pn) * d.panelBytes();
       const float *bScales = scales + pn * p.groups() * intdot::kCols;
       const int32_t *bSums =
-          I4 ? nullptr
-             : d.columnSums(p, packed) + pn * d.blocks * intdot::kCols;
+          d.sums ? d.columnSums(p, packed) + pn * d.blocks * intdot::kCols
+                 : nullptr;
       float *c = cb + pn * intdot::kCols;
       int64_t cols = std::min(intdot::kCols, p.n - pn * intdot::kCols);
       int64_t i0 = 0;

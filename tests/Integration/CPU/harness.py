@@ -135,16 +135,18 @@ class Harness:
                     proc.returncode == 1 and message in proc.stderr and
                     len(proc.stderr.strip().splitlines()) == 1)
 
-    def check_hidden_states(self, name, model, ids, mask, ref):
-        """The decoder `model` built for [B, S] = ids.shape in f32, f16 and
-        bf16, fused (its fusion summary printed) and unfused: each build's
-        last hidden state against the float64 `ref`. f32 within 1e-4; f16
-        and bf16 (--dtype: weights rounded to the type, f32 matmul sums,
-        norm statistics and activations in f32) within 10 units of the
-        type's roundoff (2^-11, 2^-8) on the norm-wise error."""
+    def check_hidden_states(self, name, model, ids, mask, ref,
+                            dtypes=(("f32", 1e-4), ("f16", 10 * 2.0**-11),
+                                    ("bf16", 10 * 2.0**-8)),
+                            what="last hidden state"):
+        """The model built for [B, S] = ids.shape in each of `dtypes` (with
+        its tolerance), fused (its fusion summary printed) and unfused: each
+        build's output (`what`) against the float64 `ref`. The defaults: f32
+        within 1e-4; f16 and bf16 (--dtype: weights rounded to the type, f32
+        matmul sums, norm statistics and activations in f32) within 10 units
+        of the type's roundoff (2^-11, 2^-8) on the norm-wise error."""
         b, s = ids.shape
-        for dtype, tol in (("f32", 1e-4), ("f16", 10 * 2.0**-11),
-                           ("bf16", 10 * 2.0**-8)):
+        for dtype, tol in dtypes:
             for fused in (True, False):
                 lib, summary = self.build_hf(name + "_" + dtype, model, b, s,
                                              fused, ["--dtype=" + dtype])
@@ -153,8 +155,8 @@ class Harness:
                 out = self.run_hf(lib, model, [ids, mask])
                 if dtype == "bf16":  # '<u2' in .npy: widen the bits to f32
                     out = bf16_to_f32(out)
-                self.expect_close("%s last hidden state %s %s" %
-                                  (name, dtype,
+                self.expect_close("%s %s %s %s" %
+                                  (name, what, dtype,
                                    "fused" if fused else "unfused"),
                                   out, ref, tol)
 

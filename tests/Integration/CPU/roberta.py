@@ -43,18 +43,10 @@ def main():
         w = tosa_eval.read_safetensors(model)
         ids, mask = random_tokens(rng, VOCAB, BATCH, SEQ, 4)
         ids[0, 3] = cfg["pad_token_id"]
-        ref = tosa_eval.reference_bert(cfg, w, "", ids, mask)
-        for dtype, tol in (("f32", 1e-5), ("f16", 10 * 2.0**-11)):
-            for fused in (True, False):
-                lib, summary = h.build_hf(family + "_" + dtype, model, BATCH,
-                                          SEQ, fused, ["--dtype=" + dtype])
-                if fused:
-                    print(summary)
-                out = h.run_hf(lib, model, [ids, mask])
-                h.expect_close("%s sentence embeddings %s %s" %
-                               (family, dtype,
-                                "fused" if fused else "unfused"), out, ref,
-                               tol)
+        h.check_hidden_states(family, model, ids, mask,
+                              tosa_eval.reference_bert(cfg, w, "", ids, mask),
+                              (("f32", 1e-5), ("f16", 10 * 2.0**-11)),
+                              "sentence embeddings")
     h.finish()
 
 
