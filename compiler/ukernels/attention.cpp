@@ -58,6 +58,7 @@ struct Problem {
   float *out;
   int64_t qs[4], ks[4], vs[4], ms[4], os[4];
   float scale;
+  float softcap; // > 0: scaled scores capped to softcap * tanh(s / softcap)
   bool causal;
   int64_t causalOffset; // key j visible to query i iff j <= i + offset
 };
@@ -199,6 +200,8 @@ void attentionReference(const Problem &p) {
           for (int64_t d = 0; d < p.D; ++d)
             dot += qi[d * p.qs[3]] * kj[d * p.ks[3]];
           float x = dot * p.scale;
+          if (p.softcap > 0)
+            x = float(p.softcap * std::tanh(double(x) / p.softcap));
           if (p.mask)
             x += p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]];
           if (p.causal && j > i + p.causalOffset)
@@ -244,6 +247,20 @@ constexpr int kMaxRows = 8;
 void attendRowsAnyDim(const Problem &p, int64_t b, int64_t kh,
                       const QueryRow *rows, int nrows, int64_t kvBegin,
                       int64_t kvEnd, float *m, float *l, float *o);
+
+/// What the kernels that pre-scale Q multiply it by: scale * log2(e), which
+/// leaves the dot products as scores in base 2; with a soft cap, scale /
+/// softcap, which leaves them as the argument of the cap's tanh (capped()
+/// then takes them to base 2).
+float queryFactor(const Problem &p) {
+  return p.softcap > 0 ? p.scale / p.softcap : p.scale * kLog2e;
+}
+
+/// Soft-capped scores factor * tanh(u) from u = scale * q.k / softcap:
+/// in base 2 with factor = softcap * log2(e), else with factor = softcap.
+inline tfc::uk::VecF capped(tfc::uk::VecF u, tfc::uk::VecF factor) {
+  return tfc::uk::vmul(tfc::uk::vtanh(u), factor);
+}
 #endif
 
 #ifdef __AVX512F__
@@ -272,6 +289,9 @@ template <int NV> struct ScoreEpilogue {
   /// `rows` is where row 0 of the block is stored.
   const float *keyBias = nullptr;
   const float *rows = nullptr;
+  /// With a soft cap (Q pre-scaled by queryFactor), softcap * log2(e): the
+  /// products are capped into base 2 before anything else.
+  float capLog2e = 0;
   __m512 max[NV], sum[NV];
   /// Where to keep the max of the first register block and use it as the
   /// reference, when there is no running max yet.
@@ -320,6 +340,10 @@ template <int NV> struct ScoreEpilogue {
   template <int MR>
   void operator()(__m512 (&acc)[MR][NV], const tfc::uk::Tile<NV> &t,
                   Exponentiate &side) {
+    if (capLog2e > 0)
+      for (int r = 0; r < MR; ++r)
+        for (int v = 0; v < NV; ++v)
+          acc[r][v] = capped(acc[r][v], _mm512_set1_ps(capLog2e));
     if (keyBias) {
       const float *bias = keyBias + (t.c - rows) / t.ldc;
       for (int r = 0; r < MR; ++r)
@@ -375,7 +399,7 @@ template <int NV>
 void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                  int64_t kvBegin, int64_t kvEnd, BlockState<NV> &st) {
   constexpr int64_t Br = NV * 16;
-  alignas(64) float qt[kMaxDim * Br]; // Qt[d][query], pre-scaled, base 2
+  alignas(64) float qt[kMaxDim * Br]; // Qt[d][query], by queryFactor
   alignas(64) float sc[kBc * Br];     // St[key][query], then P
   int64_t kh = h / (p.Hq / p.Hkv);
   const float *qb = p.q + b * p.qs[0] + h * p.qs[1];
@@ -385,7 +409,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
 
   // Qt[d][i] = Q[i0 + i][d] * qscale, 16 x 16 blocks transposed in
   // registers.
-  const __m512 qscale = _mm512_set1_ps(p.scale * kLog2e);
+  const __m512 qscale = _mm512_set1_ps(queryFactor(p));
   for (int v = 0; v < NV; ++v) {
     int64_t rows = std::min<int64_t>(16, nq - v * 16);
     const float *qv = qb + (i0 + v * 16) * p.qs[2];
@@ -423,6 +447,8 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   alignas(64) float keyBias[kBc];
   auto scoreEpilogue = [&] {
     ScoreEpilogue<NV> epilogue;
+    if (p.softcap > 0)
+      epilogue.capLog2e = p.softcap * kLog2e;
     if (mb && !queryMask) {
       epilogue.keyBias = keyBias;
       epilogue.rows = sc;
@@ -619,7 +645,7 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
     for (int c = 0; c < ND; ++c) {
       _mm512_store_ps(q[r] + 16 * c,
                       _mm512_mul_ps(_mm512_maskz_loadu_ps(dl[c], qr + 16 * c),
-                                    _mm512_set1_ps(p.scale * kLog2e)));
+                                    _mm512_set1_ps(queryFactor(p))));
       _mm512_store_ps(acc[r] + 16 * c, _mm512_setzero_ps());
     }
     m[r] = kNegInf;
@@ -638,6 +664,8 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
   // factor in alpha (1 when m did not move) and the weights in weight[r].
   auto softmaxStep = [&](int r, int64_t j0, __m512 s, float &alpha) {
     __mmask16 live = firstLanes(visible[r]);
+    if (p.softcap > 0)
+      s = capped(s, _mm512_set1_ps(p.softcap * kLog2e));
     if (maskRow[r] && visible[r] > 0) {
       alignas(64) float bias[16];
       for (int64_t j = 0; j < visible[r]; ++j)
@@ -966,11 +994,16 @@ void attentionPanels(const Problem &p) {
             // to base 2 kept finite where it is (a framework's finfo.min
             // mask must not become -inf). Keys past `visible` are -inf;
             // lanes up to the panel's end are read (S rows hold kBc).
+            // A soft cap is applied first, the scale with it.
             VecF mxv = vset1(kNegInf), negInf = vset1(kNegInf);
+            float scale = p.softcap > 0 ? 1.0f : p.scale;
             for (int64_t j = 0; j < kb; j += kLanes) {
               VecF x = vloadu(sr + j);
+              if (p.softcap > 0)
+                x = capped(vmul(x, vset1(p.scale / p.softcap)),
+                           vset1(p.softcap));
               if (sharedMask) {
-                x = vfmadd(x, vset1(p.scale * kLog2e), vloadu(bias + j));
+                x = vfmadd(x, vset1(scale * kLog2e), vloadu(bias + j));
               } else if (mr) {
                 VecF add;
                 // A contiguous mask row (the usual) takes vector loads: a
@@ -986,9 +1019,9 @@ void attentionPanels(const Problem &p) {
                     lanes[c] = j + c < kb ? mr[(j0 + j + c) * p.ms[3]] : 0.0f;
                   add = vloadu(lanes);
                 }
-                x = toLog2Domain(vfmadd(x, vset1(p.scale), add), vset1(kLog2e));
+                x = toLog2Domain(vfmadd(x, vset1(scale), add), vset1(kLog2e));
               } else {
-                x = vmul(x, vset1(p.scale * kLog2e));
+                x = vmul(x, vset1(scale * kLog2e));
               }
               x = vselect(firstLanes(visible - j), x, negInf);
               vstoreu(sr + j, x);
@@ -1088,8 +1121,8 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
   float m[R], l[R];
   int64_t end[R];
   const float *maskRow[R];
-  // Queries scaled into base 2, zero past D.
-  VecF qScale = vset1(p.scale * kLog2e);
+  // Queries scaled by queryFactor, zero past D.
+  VecF qScale = vset1(queryFactor(p));
   for (int r = 0; r < R; ++r) {
     const float *qr =
         p.q + b * p.qs[0] + rows[r].h * p.qs[1] + rows[r].i * p.qs[2];
@@ -1149,6 +1182,8 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
       VecF top = negInf;
       for (int64_t j = 0; j < kKeys; j += kLanes) {
         VecF x = vloadu(w[r] + j);
+        if (p.softcap > 0)
+          x = capped(x, vset1(p.softcap * kLog2e));
         if (maskRow[r]) {
           float bias[kLanes];
           for (int64_t c = 0; c < kLanes; ++c)
@@ -1352,7 +1387,7 @@ bool fastPathApplies(const Problem &p) {
 /// The call of `q` on keys and values of `k`'s and `v`'s shapes.
 Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
                   const MemRef<4> *mask, MemRef<4> &out, float scale,
-                  int32_t hasMask, int32_t causal, int64_t skv) {
+                  int32_t hasMask, int32_t causal, float softcap, int64_t skv) {
   Problem p;
   p.B = q.sizes[0];
   p.Hq = q.sizes[1];
@@ -1375,6 +1410,7 @@ Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
     p.ms[d] = hasMask && mask->sizes[d] != 1 ? mask->strides[d] : 0;
   }
   p.scale = scale;
+  p.softcap = softcap > 0 ? softcap : 0;
   p.causal = causal != 0;
   p.causalOffset = p.Skv - p.Sq;
   return p;
@@ -1414,13 +1450,11 @@ MemRef<4> contiguous(std::vector<float> &storage, int64_t b, int64_t h,
 
 } // namespace
 
-extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
-                                                  MemRef<4> *v, MemRef<4> *mask,
-                                                  MemRef<4> *out, float scale,
-                                                  int32_t hasMask,
-                                                  int32_t causal) {
-  Problem p =
-      problemOf(*q, *k, *v, mask, *out, scale, hasMask, causal, k->sizes[2]);
+extern "C" void _mlir_ciface_tfc_uk_attention_f32(
+    MemRef<4> *q, MemRef<4> *k, MemRef<4> *v, MemRef<4> *mask, MemRef<4> *out,
+    float scale, int32_t hasMask, int32_t causal, float softcap) {
+  Problem p = problemOf(*q, *k, *v, mask, *out, scale, hasMask, causal, softcap,
+                        k->sizes[2]);
   if (isEmpty(p))
     return;
   // Keys a padding mask hides from every row: the few-row kernel skips
@@ -1453,9 +1487,10 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
 extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
     MemRef<4> *q, MemRef<4> *k0, MemRef<4> *k1, MemRef<4> *v0, MemRef<4> *v1,
     MemRef<4> *mask, MemRef<4> *out, float scale, int32_t hasMask,
-    int32_t causal) {
+    int32_t causal, float softcap) {
   int64_t split = k0->sizes[2], skv = split + k1->sizes[2];
-  Problem p = problemOf(*q, *k0, *v0, mask, *out, scale, hasMask, causal, skv);
+  Problem p =
+      problemOf(*q, *k0, *v0, mask, *out, scale, hasMask, causal, softcap, skv);
   if (isEmpty(p))
     return;
 #ifdef TFC_UK_VECTOR
@@ -1475,5 +1510,5 @@ extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
   copyPart(*k0, *v0, 0, kc, vc);
   copyPart(*k1, *v1, split, kc, vc);
   _mlir_ciface_tfc_uk_attention_f32(q, &kc, &vc, mask, out, scale, hasMask,
-                                    causal);
+                                    causal, softcap);
 }

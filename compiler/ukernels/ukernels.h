@@ -30,24 +30,17 @@ template <int Rank, typename T = float> struct MemRef {
   T *data() const { return aligned + offset; }
 };
 
-/// Parameters of one attention call.
-struct AttentionParams {
-  float scale;
-  bool causal;
-};
-
 } // namespace tfc::uk
 
 extern "C" {
 /// out[B,Hq,Sq,Dv] = attention(q[B,Hq,Sq,D], k[B,Hkv,Skv,D], v[B,Hkv,Skv,Dv],
-/// mask broadcast to [B,Hq,Sq,Skv] (size-1 dims broadcast), scale, causal).
-/// `hasMask` = 0 ignores `mask`.
-void _mlir_ciface_tfc_uk_attention_f32(tfc::uk::MemRef<4> *q,
-                                       tfc::uk::MemRef<4> *k,
-                                       tfc::uk::MemRef<4> *v,
-                                       tfc::uk::MemRef<4> *mask,
-                                       tfc::uk::MemRef<4> *out, float scale,
-                                       int32_t hasMask, int32_t causal);
+/// mask broadcast to [B,Hq,Sq,Skv] (size-1 dims broadcast), scale, causal,
+/// softcap): `transformer.attention`. `hasMask` = 0 ignores `mask`;
+/// `softcap` <= 0 leaves the scores uncapped.
+void _mlir_ciface_tfc_uk_attention_f32(
+    tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4> *k, tfc::uk::MemRef<4> *v,
+    tfc::uk::MemRef<4> *mask, tfc::uk::MemRef<4> *out, float scale,
+    int32_t hasMask, int32_t causal, float softcap);
 
 /// The same attention with the keys and values in two parts along the key
 /// axis: k = concat(k0, k1), v = concat(v0, v1) (a decoder's cache and its
@@ -55,7 +48,8 @@ void _mlir_ciface_tfc_uk_attention_f32(tfc::uk::MemRef<4> *q,
 void _mlir_ciface_tfc_uk_attention_kv2_f32(
     tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4> *k0, tfc::uk::MemRef<4> *k1,
     tfc::uk::MemRef<4> *v0, tfc::uk::MemRef<4> *v1, tfc::uk::MemRef<4> *mask,
-    tfc::uk::MemRef<4> *out, float scale, int32_t hasMask, int32_t causal);
+    tfc::uk::MemRef<4> *out, float scale, int32_t hasMask, int32_t causal,
+    float softcap);
 
 /// Flags of the matmul kernels.
 enum : int32_t {

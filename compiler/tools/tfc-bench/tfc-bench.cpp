@@ -2,7 +2,8 @@
 //
 //   tfc-bench [--kernel=attention|softmax|layer_norm|rms_norm|matmul]
 //             [--shapes=S1;S2;...]
-//             [--causal] [--threads=N] [--repeat=R] [--json=FILE]
+//             [--causal] [--softcap=C] [--threads=N] [--repeat=R]
+//             [--json=FILE]
 //             [--target=cpu|nvptx] [--dtype=f32|f16|bf16]
 //             [--compile-flags="FLAGS"]
 //
@@ -59,6 +60,7 @@ struct Options {
   std::string kernel = "attention";
   std::string shapes;
   bool causal = false;
+  double softcap = 0; ///< > 0: attention's scores soft-capped (Gemma 2)
   int threads = 1;
   int repeat = 15;
   std::string json;
@@ -159,10 +161,18 @@ KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
     std::string tq = tensorType(q, o.dtype), tkv = tensorType(kv, o.dtype);
     k.inputs = {q, kv, kv};
     k.output = q;
+    std::string attrs;
+    if (o.causal)
+      attrs = "is_causal";
+    if (o.softcap > 0) {
+      char cap[64];
+      std::snprintf(cap, sizeof cap, "softcap = %.9g : f32", o.softcap);
+      attrs += (attrs.empty() ? "" : ", ") + std::string(cap);
+    }
     k.mlir = "func.func @main(%q: " + tq + ", %k: " + tkv + ", %v: " + tkv +
              ") -> " + tq + " {\n  %o = transformer.attention %q, %k, %v " +
-             (o.causal ? "{is_causal} " : "") + ": " + tq + ", " + tkv + ", " +
-             tkv + " -> " + tq + "\n  return %o : " + tq + "\n}\n";
+             (attrs.empty() ? "" : "{" + attrs + "} ") + ": " + tq + ", " +
+             tkv + ", " + tkv + " -> " + tq + "\n  return %o : " + tq + "\n}\n";
     // Query i sees keys j <= i + Skv - Sq when causal (S(S+1)/2 of the S^2
     // pairs for Sq = Skv = S), every key otherwise.
     double pairs = double(sq) * skv;
@@ -414,7 +424,13 @@ int main(int argc, char **argv) {
       o.shapes = v;
     else if (a == "--causal")
       o.causal = true;
-    else if (const char *v = value("--threads="))
+    else if (const char *v = value("--softcap=")) {
+      char *end = nullptr;
+      o.softcap = std::strtod(v, &end);
+      if (end == v || *end || !(o.softcap > 0) || !std::isfinite(o.softcap))
+        die(std::string("--softcap must be a positive number, got '") + v +
+            "'");
+    } else if (const char *v = value("--threads="))
       o.threads = std::atoi(v);
     else if (const char *v = value("--repeat="))
       o.repeat = std::atoi(v);
@@ -431,7 +447,8 @@ int main(int argc, char **argv) {
     } else if (a == "--help" || a == "-h") {
       std::printf("usage: tfc-bench "
                   "[--kernel=attention|softmax|layer_norm|rms_norm|matmul] "
-                  "[--shapes=S1;S2;...] [--causal] [--threads=N] "
+                  "[--shapes=S1;S2;...] [--causal] [--softcap=C] "
+                  "[--threads=N] "
                   "[--repeat=R] [--json=FILE] [--target=cpu|nvptx] "
                   "[--dtype=f32|f16|bf16] [--compile-flags=\"FLAGS\"]\n"
                   "shapes: attention BxHxSxD, BxHxSqxSkvxD (decode: Sq = 1) "
@@ -453,6 +470,8 @@ int main(int argc, char **argv) {
     die("unknown --kernel '" + o.kernel +
         "' (attention, softmax, layer_norm, rms_norm or matmul)");
   bool matmul = o.kernel == "matmul";
+  if (o.softcap > 0 && o.kernel != "attention")
+    die("--softcap applies to --kernel=attention only");
   if (o.threads < 1 || o.repeat < 3)
     die("--threads must be at least 1 and --repeat at least 3");
   if (o.shapes.empty())
@@ -721,15 +740,22 @@ int main(int argc, char **argv) {
   }
 
   bool att = computeBound;
+  std::string variant;
+  if (att && (o.causal || o.softcap > 0)) {
+    char cap[64] = "";
+    if (o.softcap > 0)
+      std::snprintf(cap, sizeof cap, "%ssoftcap %g", o.causal ? ", " : "",
+                    o.softcap);
+    variant = std::string(" (") + (o.causal ? "causal" : "") + cap + ")";
+  }
   if (o.gpu())
     std::printf("tfc-bench: %s%s, nvptx %s, median of %d interleaved runs "
                 "(kernels, CUDA events)\n",
-                o.kernel.c_str(), att && o.causal ? " (causal)" : "",
-                o.dtype.c_str(), o.repeat);
+                o.kernel.c_str(), variant.c_str(), o.dtype.c_str(), o.repeat);
   else
     std::printf("tfc-bench: %s%s, %s%d thread%s, median of %d interleaved "
                 "runs\n",
-                o.kernel.c_str(), att && o.causal ? " (causal)" : "",
+                o.kernel.c_str(), variant.c_str(),
                 o.dtype == "f32" ? "" : (o.dtype + ", ").c_str(), o.threads,
                 o.threads == 1 ? "" : "s", o.repeat);
   if (matmul)

@@ -77,6 +77,27 @@ func.func @plain_f32(%q: tensor<1x2x33x64xf32>, %k: tensor<1x2x47x64xf32>, %v: t
 
 // -----
 
+// A soft cap (Gemma 2) in the score epilogue of the tensor-core kernel: each
+// product times scale / softcap (1/8 / 50), through tanh's rational form
+// (clamped, one division), times softcap * log2(e), before the exponentials.
+// CHECK-LABEL: func.func @softcap_f16
+// CHECK: gpu.func @attention_0
+// CHECK: nvvm.mma.sync
+// CHECK: arith.constant 2.500000e-03 : f32
+// CHECK: arith.constant 7.90531111 : f32
+// CHECK: arith.minimumf
+// CHECK: arith.maximumf
+// CHECK: arith.divf
+// CHECK: arith.constant 72.1347503 : f32
+// CHECK: arith.mulf
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+func.func @softcap_f16(%q: tensor<1x4x70x64xf16>, %k: tensor<1x2x90x64xf16>, %v: tensor<1x2x90x64xf16>) -> tensor<1x4x70x64xf16> {
+  %o = transformer.attention %q, %k, %v {is_causal, softcap = 50.0 : f32} : tensor<1x4x70x64xf16>, tensor<1x2x90x64xf16>, tensor<1x2x90x64xf16> -> tensor<1x4x70x64xf16>
+  return %o : tensor<1x4x70x64xf16>
+}
+
+// -----
+
 // Odd head dimensions in f16 are left to the decomposition.
 // CHECK-LABEL: func.func @odd_head_dim_f16
 // CHECK: transformer.attention

@@ -92,6 +92,28 @@ func.func @decode_one_chunk_f32(%q: tensor<1x2x2x40xf32>, %k: tensor<1x1x70x40xf
 
 // -----
 
+// A soft cap of 4 with scale 0.5: Q pre-scaled by scale / softcap = 0.125,
+// each score (summed over its lanes) through tanh, times softcap * log2(e);
+// the same in the tiled f32 kernel.
+// CHECK-LABEL: func.func @decode_softcap_f32
+// CHECK: gpu.func @attention_decode_0
+// CHECK: arith.constant 1.250000e-01 : f32
+// CHECK: gpu.shuffle
+// CHECK: arith.divf
+// CHECK: arith.constant 5.770780e+00 : f32
+// TILED-LABEL: func.func @decode_softcap_f32
+// TILED: gpu.func @attention_0
+// TILED: arith.constant 1.250000e-01 : f32
+// TILED: scf.for
+// TILED: arith.divf
+// TILED: arith.constant 5.770780e+00 : f32
+func.func @decode_softcap_f32(%q: tensor<1x2x1x40xf32>, %k: tensor<1x1x70x40xf32>, %v: tensor<1x1x70x40xf32>) -> tensor<1x2x1x40xf32> {
+  %o = transformer.attention %q, %k, %v {scale = 0.5 : f32, softcap = 4.0 : f32} : tensor<1x2x1x40xf32>, tensor<1x1x70x40xf32>, tensor<1x1x70x40xf32> -> tensor<1x2x1x40xf32>
+  return %o : tensor<1x2x1x40xf32>
+}
+
+// -----
+
 // 16 query rows per KV head (16 heads on one) are too many: the tiled
 // kernel. So are odd head dimensions in f16 (cp.async copies 4 bytes or
 // more): the decomposition.

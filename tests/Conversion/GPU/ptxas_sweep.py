@@ -1,8 +1,8 @@
 """ptxas accepts the PTX of every kernel and example tfc builds for NVIDIA
 GPUs: fused and unfused attention in f32, f16 and bf16 (causal, grouped-query
-heads, masks, odd sizes, one query row, Dv != D; the decode kernel for few
-query rows per KV head, its combine where the keys are split, and its
-reading of a cache and new keys from two buffers), softmax,
+heads, masks, soft caps, odd sizes, one query row, Dv != D; the decode
+kernel for few query rows per KV head, its combine where the keys are split,
+and its reading of a cache and new keys from two buffers), softmax,
 layer_norm, rms_norm, a matmul and both example layers; f16/bf16 attention and matmuls also in
 their wgmma builds (ptxas -arch=sm_90a, which must not have to add
 warpgroup fences or waits). Fused f16/bf16 attention must run on tensor
@@ -38,7 +38,8 @@ def t(shape, dt):
     return "tensor<%sx%s>" % ("x".join(map(str, shape)), dt)
 
 
-def attention(b, hq, hkv, sq, skv, d, dv, dt, causal=False, mask=None):
+def attention(b, hq, hkv, sq, skv, d, dv, dt, causal=False, mask=None,
+              softcap=None):
     q, k, v = t((b, hq, sq, d), dt), t((b, hkv, skv, d), dt), t((b, hkv, skv, dv), dt)
     r = t((b, hq, sq, dv), dt)
     args = "%%q: %s, %%k: %s, %%v: %s" % (q, k, v)
@@ -49,7 +50,10 @@ def attention(b, hq, hkv, sq, skv, d, dv, dt, causal=False, mask=None):
         args += ", %%m: %s" % m
         types.append(m)
         operands += " mask %m"
-    attrs = " {is_causal}" if causal else ""
+    attrs = ["is_causal"] if causal else []
+    if softcap:
+        attrs.append("softcap = %r : f32" % softcap)
+    attrs = " {%s}" % ", ".join(attrs) if attrs else ""
     return ("func.func @main(%s) -> %s {\n  %%o = transformer.attention %s%s : "
             "%s -> %s\n  return %%o : %s\n}\n" %
             (args, r, operands, attrs, ", ".join(types), r, r))
@@ -115,6 +119,10 @@ for dt in ("f32", "f16", "bf16"):
         ("attn_d128_causal_" + dt,
          attention(1, 2, 2, 256, 256, 128, 128, dt, causal=True), dt),
         ("attn_dv32_" + dt, attention(1, 2, 2, 64, 80, 64, 32, dt), dt),
+        # Gemma 2's soft cap in the score epilogue.
+        ("attn_softcap_causal_" + dt,
+         attention(1, 4, 2, 100, 100, 64, 64, dt, causal=True, softcap=50.0),
+         dt),
         ("softmax_" + dt, unary("softmax", (33, 100), dt,
                                 " {dimension = 1 : i64}"), dt),
         ("layer_norm_" + dt, layer_norm((17, 96), dt), dt),
@@ -130,6 +138,8 @@ for dt in ("f32", "f16", "bf16"):
          attention(2, 8, 2, 2, 700, 64, 64, dt, causal=True,
                    mask=(2, 1, 1, 700)), dt),
         ("dec_d96_" + dt, attention(1, 8, 1, 1, 300, 96, 96, dt), dt),
+        ("dec_softcap_" + dt,
+         attention(1, 8, 2, 1, 500, 64, 64, dt, softcap=30.0), dt),
         # The cache and the new keys in two buffers each, read in place.
         ("dec_two_parts_" + dt, attention_two_parts(4, 2, 1000, 3, 64, dt),
          dt),

@@ -93,6 +93,25 @@ func.func @attention(%q: tensor<2x4x16x32xf32>, %k: tensor<2x4x24x32xf32>, %v: t
 
 // -----
 
+// A soft cap: the scaled scores go through softcap * tanh(s / softcap)
+// before the mask is added.
+// CHECK-LABEL: func @attention_softcap
+// CHECK:      %[[SC:.*]] = "tosa.const"() <{values = dense<2.500000e-01> : tensor<1x1x1x1xf32>}>
+// CHECK:      %[[SS:.*]] = tosa.mul %{{.*}}, %[[SC]]
+// CHECK:      %[[INV:.*]] = "tosa.const"() <{values = dense<2.000000e-02> : tensor<1x1x1x1xf32>}>
+// CHECK:      %[[U:.*]] = tosa.mul %[[SS]], %[[INV]]
+// CHECK:      %[[T:.*]] = tosa.tanh %[[U]]
+// CHECK:      %[[CAP:.*]] = "tosa.const"() <{values = dense<5.000000e+01> : tensor<1x1x1x1xf32>}>
+// CHECK:      %[[C:.*]] = tosa.mul %[[T]], %[[CAP]]
+// CHECK:      tosa.add %[[C]], %{{.*}}
+// CHECK:      tosa.reduce_max
+func.func @attention_softcap(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xf32>, %v: tensor<1x2x5x16xf32>, %m: tensor<1x1x1x5xf32>) -> tensor<1x2x3x16xf32> {
+  %o = transformer.attention %q, %k, %v mask %m {softcap = 50.0 : f32} : tensor<1x2x3x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32>, tensor<1x1x1x5xf32> -> tensor<1x2x3x16xf32>
+  return %o : tensor<1x2x3x16xf32>
+}
+
+// -----
+
 // Grouped-query attention with a mask and causal masking where Sq > Skv: the
 // query is viewed as [B*Hkv, G*Sq, D], keys visible iff j <= i + (Skv - Sq),
 // and rows that see no key give zeros.

@@ -226,3 +226,48 @@ func.func @negative_scores_reshape_not_head_split(%q: tensor<4x3x8xf32>, %k: ten
   %o = tosa.matmul %p3, %v, %zp, %zp : (tensor<4x5x3xf32>, tensor<4x3x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<4x5x8xf32>
   return %o : tensor<4x5x8xf32>
 }
+
+// -----
+
+// Soft caps the op cannot take: scores scaled after the cap (the op scales
+// first), a mask added before it (the op adds it after), and a cap whose
+// inner factor is not its reciprocal (tanh(s / 10) * 50: the walk then
+// meets the tanh).
+// CHECK-LABEL: func.func @negative_softcaps
+// CHECK-COUNT-6: tosa.matmul
+func.func @negative_softcaps(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %mask: tensor<1x4x4xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>) {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %scale = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %inv = "tosa.const"() <{values = dense<0.02> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %tenth = "tosa.const"() <{values = dense<0.1> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %cap = "tosa.const"() <{values = dense<50.0> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
+
+  %s1 = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %u1 = tosa.mul %s1, %inv, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %t1 = tosa.tanh %u1 : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %c1 = tosa.mul %t1, %cap, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %x1 = tosa.mul %c1, %scale, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %p1 = transformer.softmax %x1 {dimension = 2 : i64} : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  // expected-remark @+1 {{attention not fused: scores are scaled after the soft cap}}
+  %o1 = tosa.matmul %p1, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+
+  %s2 = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %m2 = tosa.add %s2, %mask : (tensor<2x4x4xf32>, tensor<1x4x4xf32>) -> tensor<2x4x4xf32>
+  %u2 = tosa.mul %m2, %inv, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %t2 = tosa.tanh %u2 : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %c2 = tosa.mul %t2, %cap, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %p2 = transformer.softmax %c2 {dimension = 2 : i64} : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  // expected-remark @+1 {{attention not fused: mask is added before the soft cap}}
+  %o2 = tosa.matmul %p2, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+
+  %s3 = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
+  %u3 = tosa.mul %s3, %tenth, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %t3 = tosa.tanh %u3 : (tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+  %c3 = tosa.mul %t3, %cap, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
+  %p3 = transformer.softmax %c3 {dimension = 2 : i64} : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+  // expected-remark @+1 {{attention not fused: scores are not computed by a tosa.matmul (found 'tosa.tanh')}}
+  %o3 = tosa.matmul %p3, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o1, %o2, %o3 : tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>
+}

@@ -742,3 +742,33 @@ func.func @attention_combined(%v1: tensor<2x4x3x8xf32>, %v2: tensor<2x2x8x5xf32>
   %v43 = tosa.reshape %v41, %s42 : (tensor<8x3x8xf32>, !tosa.shape<4>) -> tensor<2x4x3x8xf32>
   return %v43 : tensor<2x4x3x8xf32>
 }
+
+// -----
+
+// Gemma 2: the scaled scores soft-capped, tanh(s * (1/50)) * 50, before the
+// additive mask; the cap becomes the op's softcap.
+// CHECK-LABEL: func.func @attention_softcap_mask
+// CHECK-NOT: tosa.tanh
+// CHECK: transformer.attention %{{.*}}, %{{.*}}, %{{.*}} mask %{{.*}} {scale = 2.500000e-01 : f32, softcap = 5.000000e+01 : f32} : tensor<2x3x5x16xf32>, tensor<2x3x7x16xf32>, tensor<2x3x7x16xf32>, tensor<2x1x1x7xf32> -> tensor<2x3x5x16xf32>
+// CHECK-NOT: tosa.tanh
+func.func @attention_softcap_mask(%q: tensor<6x5x16xf32>, %k: tensor<6x7x16xf32>, %v: tensor<6x7x16xf32>, %m: tensor<2x1x1x7xf32>) -> tensor<6x5x16xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<6x7x16xf32>) -> tensor<6x16x7xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<6x5x16xf32>, tensor<6x16x7xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x5x7xf32>
+  %s4shape = tosa.const_shape {values = dense<[2, 3, 5, 7]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %s4 = tosa.reshape %s, %s4shape : (tensor<6x5x7xf32>, !tosa.shape<4>) -> tensor<2x3x5x7xf32>
+  %scale = "tosa.const"() <{values = dense<0.25> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %scaled = tosa.mul %s4, %scale, %shift : (tensor<2x3x5x7xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<2x3x5x7xf32>
+  %inv = "tosa.const"() <{values = dense<0.02> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %cap = "tosa.const"() <{values = dense<50.0> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+  %u = tosa.mul %scaled, %inv, %shift : (tensor<2x3x5x7xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<2x3x5x7xf32>
+  %t = tosa.tanh %u : (tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %c = tosa.mul %cap, %t, %shift : (tensor<1x1x1x1xf32>, tensor<2x3x5x7xf32>, tensor<1xi8>) -> tensor<2x3x5x7xf32>
+  %masked = tosa.add %c, %m : (tensor<2x3x5x7xf32>, tensor<2x1x1x7xf32>) -> tensor<2x3x5x7xf32>
+  %p = transformer.softmax %masked {dimension = 3 : i64} : tensor<2x3x5x7xf32> -> tensor<2x3x5x7xf32>
+  %p3shape = tosa.const_shape {values = dense<[6, 5, 7]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %p3 = tosa.reshape %p, %p3shape : (tensor<2x3x5x7xf32>, !tosa.shape<3>) -> tensor<6x5x7xf32>
+  %o = tosa.matmul %p3, %v, %zp, %zp : (tensor<6x5x7xf32>, tensor<6x7x16xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<6x5x16xf32>
+  return %o : tensor<6x5x16xf32>
+}

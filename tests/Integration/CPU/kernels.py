@@ -1,7 +1,7 @@
 """Numerics of the compiled attention, softmax, layer_norm and rms_norm
 kernels, fused and unfused, against float64 references over many shapes (odd
 sizes, one query row, causal with Sq != Skv, fully masked rows, grouped-query
-heads, f16/bf16 norms).
+heads, soft-capped scores, f16/bf16 norms).
 
 usage: kernels.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                   [--gpu-binary=cubin|ptx]
@@ -15,11 +15,13 @@ from harness import (Harness, bf16_to_f32, f32_to_bf16, parse_args,
                      tensor_type)
 
 
-def attention_ref(q, k, v, mask, scale, causal):
+def attention_ref(q, k, v, mask, scale, causal, softcap=None):
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
     g = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     s = q @ k.transpose(0, 1, 3, 2) * scale
+    if softcap is not None:
+        s = softcap * np.tanh(s / softcap)
     if mask is not None:
         s = s + mask.astype(np.float64)
     sq, skv = q.shape[2], k.shape[2]
@@ -37,11 +39,12 @@ def attention_ref(q, k, v, mask, scale, causal):
 
 def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
                    causal=False, scale=None, dtype="f32", key_growth=0.0,
-                   key_spike=None):
+                   key_spike=None, softcap=None):
     """key_growth > 0 scales key j by 1 + key_growth * j / skv: later key
     blocks then exceed the running max of the earlier ones by far.
     key_spike = j scales key j by 64: its scores dwarf those of the keys
-    before it in the same block."""
+    before it in the same block. softcap caps the scaled scores to
+    softcap * tanh(s / softcap) (Gemma 2)."""
     dv = dv or d
     np_dtype = np.float16 if dtype == "f16" else np.float32
     q = rng.standard_normal((b, hq, sq, d)).astype(np_dtype)
@@ -64,6 +67,8 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         attrs.append("is_causal")
     if scale is not None:
         attrs.append("scale = %r : f32" % scale)
+    if softcap is not None:
+        attrs.append("softcap = %r : f32" % softcap)
     args = ", ".join("%%a%d: %s" % (i, t) for i, t in enumerate(types))
     operands = "%a0, %a1, %a2" + (" mask %a3" if m is not None else "")
     mlir = """func.func @main(%s) -> %s {
@@ -73,7 +78,7 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
 """ % (args, rt, operands, "{%s}" % ", ".join(attrs) if attrs else "",
        ", ".join(types), rt, rt)
     eff_scale = scale if scale is not None else 1.0 / np.sqrt(d)
-    ref = attention_ref(q, k, v, m, eff_scale, causal)
+    ref = attention_ref(q, k, v, m, eff_scale, causal, softcap)
     # f16 inputs and outputs carry 11 significant bits (the unfused build
     # also computes in f16): a few units of 2^-11 in a norm-wise error.
     tol = 5e-3 if dtype == "f16" else 1e-4
@@ -393,6 +398,19 @@ def main():
       scale=0.3)
     A(h, rng, "rank2_mask_causal_dv", 2, 4, 1, 24, 24, 32, dv=48,
       mask=row_mask, causal=True)
+    # Soft caps of 1.5 to 3 on scores growing to several times that (the
+    # cap's tanh saturates), and Gemma 2's 50 on scores up to about 100:
+    # query blocks, decode, f16 on the tensor-core kernels.
+    A(h, rng, "softcap_causal_gqa_padding", 2, 4, 2, 40, 90, 64, causal=True,
+      mask=padding_mask, softcap=2.0, key_growth=3.0)
+    A(h, rng, "softcap_50_scale", 1, 2, 2, 70, 150, 32, scale=0.9,
+      softcap=50.0, key_growth=2.0)
+    A(h, rng, "decode_softcap_finfo", 2, 8, 2, 1, 300, 64,
+      mask=key_padding_finfo, softcap=1.5)
+    A(h, rng, "f16_softcap_causal", 1, 4, 2, 40, 70, 64, dtype="f16",
+      causal=True, softcap=3.0, key_growth=3.0)
+    A(h, rng, "f16_decode_softcap", 1, 8, 2, 1, 200, 64, dtype="f16",
+      softcap=2.0)
     A(h, rng, "f16", 1, 4, 2, 19, 37, 64, dtype="f16")
     A(h, rng, "f16_causal_gqa_padding", 2, 8, 2, 70, 130, 64, dtype="f16",
       causal=True, mask=padding_mask)

@@ -55,7 +55,8 @@ TEST_F(TransformerOpsTest, AttentionBuilderInfersResultType) {
                 tensor({2, 4, 200, 48})});
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
                                 args[1], args[2], /*mask=*/Value(),
-                                /*scale=*/FloatAttr(), /*is_causal=*/false);
+                                /*scale=*/FloatAttr(), /*is_causal=*/false,
+                                /*softcap=*/FloatAttr());
   EXPECT_EQ(op.getType(), tensor({2, 12, 77, 48}));
   EXPECT_TRUE(succeeded(verify(op)));
   EXPECT_NEAR(op.getEffectiveScale(), 1.0 / std::sqrt(80.0), 1e-12);
@@ -65,20 +66,22 @@ TEST_F(TransformerOpsTest, AttentionExplicitScaleAndCausal) {
   SmallVector<Value> args =
       makeArgs({tensor({1, 2, 5, 16}), tensor({1, 2, 9, 16}),
                 tensor({1, 2, 9, 16}), tensor({5, 9})});
-  auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
-                                args[1], args[2], args[3],
-                                builder.getF32FloatAttr(0.5f), true);
+  auto op = AttentionOp::create(
+      builder, builder.getUnknownLoc(), args[0], args[1], args[2], args[3],
+      builder.getF32FloatAttr(0.5f), true, builder.getF32FloatAttr(30.0f));
   EXPECT_TRUE(succeeded(verify(op)));
   EXPECT_TRUE(op.getIsCausal());
   EXPECT_EQ(op.getEffectiveScale(), 0.5);
+  EXPECT_EQ(op.getEffectiveSoftcap(), 30.0);
 }
 
 TEST_F(TransformerOpsTest, DecomposeProducesResultOfSameType) {
   SmallVector<Value> args =
       makeArgs({tensor({1, 6, 9, 16}), tensor({1, 2, 5, 16}),
                 tensor({1, 2, 5, 4}), tensor({1, 1, 9, 5})});
-  auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
-                                args[1], args[2], args[3], FloatAttr(), true);
+  auto op =
+      AttentionOp::create(builder, builder.getUnknownLoc(), args[0], args[1],
+                          args[2], args[3], FloatAttr(), true, FloatAttr());
   auto aggregated = cast<linalg::AggregatedOpInterface>(op.getOperation());
   FailureOr<SmallVector<Value>> values = aggregated.decomposeOperation(builder);
   ASSERT_TRUE(succeeded(values));

@@ -6,7 +6,8 @@
 // visible key average over the hidden keys they see, as transformers'
 // finfo.min masks make them do; a kernel that dropped those keys would
 // average over fewer. tfc_uk_attention_kv2_f32 must give the same results
-// with the keys and values in two parts.
+// with the keys and values in two parts. Soft-capped scores (Gemma 2) and
+// calls without a mask take the same paths.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,8 @@ enum class Mask {
   RightPaddingInf,
   /// A different random set of hidden keys for every query row.
   PerQuery,
+  /// No mask (hasMask = 0).
+  None,
 };
 
 struct Case {
@@ -48,6 +51,7 @@ struct Case {
   bool causal;
   Mask mask;
   std::vector<int64_t> used; // per batch element
+  float softcap = 0; // > 0: scores capped to softcap * tanh(s / softcap)
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -63,7 +67,7 @@ std::vector<float> makeMask(const Case &c, std::mt19937 &rng) {
   for (int64_t b = 0; b < c.B; ++b)
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < c.Skv; ++j) {
-        int64_t used = perQuery ? 0 : c.used[size_t(b)];
+        int64_t used = c.used.empty() ? 0 : c.used[size_t(b)];
         bool hidden = false;
         switch (c.mask) {
         case Mask::FixedCache:
@@ -78,6 +82,8 @@ std::vector<float> makeMask(const Case &c, std::mt19937 &rng) {
           break;
         case Mask::PerQuery:
           hidden = hide(rng);
+          break;
+        case Mask::None:
           break;
         }
         float value = c.mask == Mask::RightPaddingInf
@@ -117,10 +123,11 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
   MemRef<4> mm = memref(mask, c.B, 1, mRows, c.Skv);
   MemRef<4> mo = memref(out, c.B, c.Hq, c.Sq, c.Dv);
   float scale = 1.0f / std::sqrt(float(c.D));
+  int32_t hasMask = c.mask != Mask::None;
   omp_set_num_threads(2);
   if (split < 0) {
-    _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale,
-                                      /*hasMask=*/1, c.causal ? 1 : 0);
+    _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale, hasMask,
+                                      c.causal ? 1 : 0, c.softcap);
   } else {
     // Keys [0, split) in a view of a longer buffer (a cache with spare
     // slots), the others in a buffer of their own.
@@ -147,8 +154,8 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
     MemRef<4> mk1 = memref(k1, c.B, c.Hkv, rest, c.D);
     MemRef<4> mv1 = memref(v1, c.B, c.Hkv, rest, c.Dv);
     _mlir_ciface_tfc_uk_attention_kv2_f32(&mq, &mk0, &mk1, &mv0, &mv1, &mm, &mo,
-                                          scale, /*hasMask=*/1,
-                                          c.causal ? 1 : 0);
+                                          scale, hasMask, c.causal ? 1 : 0,
+                                          c.softcap);
   }
 
   double worst = 0, vMax = 0;
@@ -169,8 +176,10 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
             dot += double(qi[x]) * kj[x];
           double m =
               mask[size_t((b * mRows + (mRows > 1 ? i : 0)) * c.Skv + j)];
-          s[size_t(j)] =
-              c.causal && j > i + offset ? -INFINITY : dot * scale + m;
+          double x = dot * scale;
+          if (c.softcap > 0)
+            x = c.softcap * std::tanh(x / c.softcap);
+          s[size_t(j)] = c.causal && j > i + offset ? -INFINITY : x + m;
           mx = std::max(mx, s[size_t(j)]);
         }
         std::vector<double> acc(size_t(c.Dv), 0.0);
@@ -365,6 +374,71 @@ INSTANTIATE_TEST_SUITE_P(
              24,
              false,
              Mask::PerQuery,
-             {}}));
+             {}},
+        // Soft-capped scores (cap 1.5 to 3 on scores of unit variance: far
+        // from linear) through every path: query blocks with a padding
+        // mask, a per-query mask and none; decode over a fixed cache; few
+        // rows without a mask.
+        Case{"prefill_softcap_right_padding_causal",
+             2,
+             4,
+             2,
+             45,
+             45,
+             32,
+             32,
+             true,
+             Mask::RightPadding,
+             {45, 30},
+             1.5f},
+        Case{"prefill_softcap_per_query",
+             1,
+             2,
+             1,
+             20,
+             33,
+             24,
+             16,
+             false,
+             Mask::PerQuery,
+             {},
+             2.0f},
+        Case{"prefill_softcap_no_mask_causal",
+             1,
+             3,
+             3,
+             130,
+             130,
+             64,
+             64,
+             true,
+             Mask::None,
+             {},
+             1.5f},
+        Case{"prefill_no_mask", 1, 2, 1, 50, 61, 16, 24, false, Mask::None, {}},
+        Case{"decode_softcap_fixed_cache",
+             2,
+             8,
+             2,
+             1,
+             301,
+             64,
+             64,
+             true,
+             Mask::FixedCache,
+             {10, 200},
+             1.5f},
+        Case{"few_rows_softcap_no_mask_causal",
+             1,
+             4,
+             1,
+             2,
+             150,
+             40,
+             40,
+             true,
+             Mask::None,
+             {},
+             3.0f}));
 
 } // namespace

@@ -3,7 +3,7 @@
 // The operations the shared kernels are written against (VecF, LaneMask),
 // on whichever ISA the kernels were built for here (AVX-512 or AVX2), against
 // scalar references: lane masks, masked loads and stores that touch nothing
-// outside their lanes, reductions, vexp2 and toLog2Domain.
+// outside their lanes, reductions, vexp2, vtanh and toLog2Domain.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,6 +106,37 @@ TEST(VectorLayer, ToLog2DomainKeepsFiniteValuesFinite) {
                {big, big},     {-INFINITY, -INFINITY},  {INFINITY, INFINITY}};
   for (const Case &c : cases)
     EXPECT_EQ(lanesOf(toLog2Domain(vset1(c.x), log2e))[0], c.expected) << c.x;
+}
+
+TEST(VectorLayer, TanhWithinItsStatedError) {
+  // A dense sweep of [-12, 12] with random offsets, tiny values, and the
+  // saturated ends.
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> jitter(0.0f, 1.0f / 8192);
+  double worstAbs = 0, worstRel = 0;
+  for (double x0 = -12; x0 < 12; x0 += double(kLanes) / 8192) {
+    std::vector<float> x(kLanes);
+    for (int64_t i = 0; i < kLanes; ++i)
+      x[i] = float(x0 + double(i) / 8192) + jitter(rng);
+    std::vector<float> y = lanesOf(vtanh(vloadu(x.data())));
+    for (int64_t i = 0; i < kLanes; ++i) {
+      double ref = std::tanh(double(x[i]));
+      double err = std::fabs(y[i] - ref);
+      worstAbs = std::max(worstAbs, err);
+      if (std::fabs(x[i]) > 1e-3)
+        worstRel = std::max(worstRel, err / std::fabs(ref));
+    }
+  }
+  EXPECT_LT(worstAbs, 3e-7);
+  EXPECT_LT(worstRel, 3e-7);
+  for (float x : {1e-30f, -3e-8f, 2.5e-4f, -7e-4f}) {
+    float y = lanesOf(vtanh(vset1(x)))[0];
+    EXPECT_NEAR(y, x, 3e-7 * std::fabs(x)) << x;
+  }
+  for (float x : {8.0f, 100.0f, 3e38f, INFINITY}) {
+    EXPECT_NEAR(lanesOf(vtanh(vset1(x)))[0], 1.0f, 3e-7) << x;
+    EXPECT_NEAR(lanesOf(vtanh(vset1(-x)))[0], -1.0f, 3e-7) << x;
+  }
 }
 
 } // namespace

@@ -526,8 +526,11 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     // scale) the scores stay raw: the running max is taken on them and the
     // scale folds into the exponent's FMA, exp2(s·c - m·c), one
     // instruction per score fewer.
+    // A soft cap takes the products through tanh first:
+    // softcap * log2(e) * tanh(s · scale / softcap).
     double scaleLog2 = s.scale * kLog2e;
-    bool raw = !mask && s.scale > 0;
+    bool capped = s.softcap > 0;
+    bool raw = !mask && s.scale > 0 && !capped;
     Value scaleC = a.f(scaleLog2), log2e = a.f(kLog2e), ninf = a.negInf();
     SmallVector<SmallVector<SmallVector<Value>>> sc(
         slabs, SmallVector<SmallVector<Value>>(bc / 8));
@@ -605,7 +608,12 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         for (int i = 0; i < 4; ++i) {
           int64_t ri = 2 * sl + i / 2;
           Value key = a.add(a.add(kv0, t2), nt * 8 + i % 2);
-          Value x = raw ? acc[sl][i] : a.fmul(acc[sl][i], scaleC);
+          Value x =
+              capped
+                  ? a.fmul(a.tanh(a.fmul(acc[sl][i], a.f(s.scale / s.softcap))),
+                           a.f(s.softcap * kLog2e))
+              : raw ? acc[sl][i]
+                    : a.fmul(acc[sl][i], scaleC);
           if (mask)
             x = a.fadd(x, a.toLog2Domain(maskValue(a, mask, s.mask, bi, hi,
                                                    a.umin(row[ri], s.seqQ - 1),
@@ -910,8 +918,8 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
   Value rowValid = a.ult(row, s.seqQ);
   Value safeRow = a.umin(row, s.seqQ - 1);
 
-  // The query row, pre-scaled into the log2 domain.
-  Value scaleC = a.f(s.scale * kLog2e), log2e = a.f(kLog2e);
+  // The query row, pre-scaled by queryFactor.
+  Value scaleC = a.f(queryFactor(s)), log2e = a.f(kLog2e);
   SmallVector<Value> qv;
   for (int64_t i = 0; i < d; ++i)
     qv.push_back(a.fmul(
@@ -953,6 +961,8 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
         dot = a.fma(qv[i],
                     memref::LoadOp::create(b, ks, ValueRange{a.c(jj), a.c(i)}),
                     dot);
+      if (s.softcap > 0)
+        dot = a.fmul(a.tanh(dot), a.f(s.softcap * kLog2e));
       Value key = a.add(kv0, jj);
       if (mask)
         dot = a.fadd(dot,
@@ -1090,6 +1100,10 @@ SmallVector<Type, 4> attentionInputTypes(const AttentionShape &s) {
 MemRefType attentionOutputType(const AttentionShape &s) {
   return MemRefType::get({s.batch, s.headsQ, s.seqQ, s.valueDim},
                          s.elementType);
+}
+
+double queryFactor(const AttentionShape &s) {
+  return s.softcap > 0 ? s.scale / s.softcap : s.scale * kLog2e;
 }
 
 bool attentionKernelFits(const AttentionShape &s) {

@@ -21,6 +21,8 @@ struct AttentionShape {
   llvm::SmallVector<int64_t, 4> mask;
   bool causal = false;
   double scale = 1.0;
+  /// > 0: the scaled scores are capped, softcap * tanh(s / softcap).
+  double softcap = 0;
   /// f16/bf16: fragments of K and V by ldmatrix (V staged row-major and
   /// loaded transposed) instead of 4-byte shared loads of a transposed V.
   bool ldmatrix = false;
@@ -69,6 +71,12 @@ struct AttentionLaunch {
   /// buffers (TMA builds: K, then V).
   llvm::SmallVector<TensorMapSpec, 2> tensorMaps;
 };
+
+/// What kernels that pre-scale Q multiply it by: scale * log2(e), which
+/// leaves the dot products as scores in base 2; with a soft cap, scale /
+/// softcap, which leaves them as the cap's tanh argument u (the score in
+/// base 2 is then softcap * log2(e) * tanh(u)).
+double queryFactor(const AttentionShape &s);
 
 /// The memref types of q, k, v[, mask] and of the output of `shape`.
 llvm::SmallVector<mlir::Type, 4> attentionInputTypes(const AttentionShape &s);

@@ -159,8 +159,8 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
   auto headOf = [&](Value r) { return a.add(firstHead, a.div(r, s.seqQ)); };
   Value zero = a.f(0.0), ninf = a.negInf();
 
-  // Q, scaled into the log2 domain, zero beyond D.
-  Value scaleC = a.f(s.scale * kLog2e);
+  // Q, scaled by queryFactor, zero beyond D.
+  Value scaleC = a.f(queryFactor(s));
   int64_t qElements = rows * g.dPad;
   for (int64_t it = 0; it * kThreads < qElements; ++it) {
     Value idx = a.add(tid, it * kThreads);
@@ -267,6 +267,8 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
     SmallVector<Value> p(rows);
     for (int64_t r = 0; r < rows; ++r) {
       Value x = a.quadReduce(sc[r], 4, /*isMax=*/false);
+      if (s.softcap > 0)
+        x = a.fmul(a.tanh(x), a.f(s.softcap * kLog2e));
       int64_t query = r % s.seqQ;
       if (mask)
         x = a.fadd(

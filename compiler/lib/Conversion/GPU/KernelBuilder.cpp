@@ -338,6 +338,23 @@ Value Arith::exp2FlushSubnormals(Value x) {
       .getResult(0);
 }
 
+Value Arith::tanh(Value x) {
+  Value c = f(7.90531110763549805);
+  x = arith::MaximumFOp::create(b, arith::MinimumFOp::create(b, x, c),
+                                f(-7.90531110763549805));
+  Value x2 = fmul(x, x);
+  Value p = f(-2.76076847742355e-16);
+  for (double coefficient :
+       {2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
+        1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03})
+    p = fma(p, x2, f(coefficient));
+  Value q = f(1.19825839466702e-06);
+  for (double coefficient :
+       {1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03})
+    q = fma(q, x2, f(coefficient));
+  return arith::DivFOp::create(b, fmul(x, p), q);
+}
+
 void setMaxRegisters(Arith &a, int64_t count, bool increase) {
   assert(count >= 24 && count <= 256 && count % 8 == 0 &&
          "setmaxnreg takes 24 to 256 registers, a multiple of 8");

@@ -88,6 +88,9 @@ struct Arith {
   /// for with 3 more instructions around each MUFU.EX2 (a compare, a
   /// halving and a conditional square).
   Value exp2FlushSubnormals(Value x);
+  /// tanh(x) (f32) in the CPU kernels' form (simd.h vtanh): x clamped to
+  /// +-7.90531, then x * P(x^2) / Q(x^2), within 3e-7 of tanh.
+  Value tanh(Value x);
   Value isNegInf(Value x) {
     return mlir::arith::CmpFOp::create(b, mlir::arith::CmpFPredicate::OEQ, x,
                                        negInf());

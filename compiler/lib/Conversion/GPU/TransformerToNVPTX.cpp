@@ -53,6 +53,7 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
   s.elementType = q.getElementType();
   s.causal = op.getIsCausal();
   s.scale = op.getEffectiveScale();
+  s.softcap = op.getEffectiveSoftcap();
   // Empty tensors (the decomposition's loops have nothing to do) stay with
   // the decomposition.
   for (int64_t d :

@@ -85,6 +85,12 @@ double AttentionOp::getEffectiveScale() {
   return 1.0 / std::sqrt(static_cast<double>(d));
 }
 
+double AttentionOp::getEffectiveSoftcap() {
+  if (std::optional<APFloat> c = getSoftcap())
+    return c->convertToDouble();
+  return 0.0;
+}
+
 LogicalResult AttentionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
@@ -164,6 +170,11 @@ LogicalResult AttentionOp::verify() {
     if (!std::isfinite(sv) || sv == 0.0)
       return emitOpError() << "scale must be finite and non-zero, got " << sv;
   }
+  if (std::optional<APFloat> c = getSoftcap()) {
+    double cv = c->convertToDouble();
+    if (!std::isfinite(cv) || !(cv > 0.0))
+      return emitOpError() << "softcap must be finite and positive, got " << cv;
+  }
 
   SmallVector<int64_t> expectedR = {b, hq, sq, dv};
   RankedTensorType r = getResult().getType();
@@ -225,6 +236,9 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
   Value scores = t.matmul(q3, t.transpose(k3, {0, 2, 1}), acc);
   scores = t.reshape(scores, {batch, hq, sq, skv});
   scores = t.mul(scores, t.splat(getEffectiveScale(), acc, 4));
+  if (double cap = getEffectiveSoftcap(); cap > 0)
+    scores = t.mul(t.tanh(t.mul(scores, t.splat(1.0 / cap, acc, 4))),
+                   t.splat(cap, acc, 4));
   if (Value mask = getMask())
     scores = t.add(scores, t.cast(t.expandToRank(mask, 4), acc));
   if (getIsCausal())

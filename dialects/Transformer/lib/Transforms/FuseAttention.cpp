@@ -111,7 +111,9 @@ struct FuseAttentionPattern : OpRewritePattern<tosa::MatMulOp> {
 
     Value out = AttentionOp::create(
         rewriter, loc, q, k, v, mask,
-        rewriter.getF32FloatAttr(static_cast<float>(m.scale)), m.isCausal);
+        rewriter.getF32FloatAttr(static_cast<float>(m.scale)), m.isCausal,
+        m.softcap > 0 ? rewriter.getF32FloatAttr(static_cast<float>(m.softcap))
+                      : FloatAttr());
     if (reorderHeads)
       out = swapHeadFactors(t, out, hkv, m.groups);
 

@@ -454,6 +454,7 @@ namespace {
 struct ScoresWalk {
   double scale = 1.0;
   bool scaled = false;
+  double softcap = 0; ///< > 0 once a soft cap was peeled.
   Value mask;
   bool isCausal = false;
   double causalFill = 0; ///< What the causal select writes for hidden keys.
@@ -537,6 +538,31 @@ static bool finiteCausalFillWithMask(const ScoresWalk &w, std::string &why) {
   return true;
 }
 
+/// `tanh(x * a) * c` with splat constants, a = 1 / c to the rounding of
+/// the element type and c > 0: the soft cap `c * tanh(x / c)`. Returns c
+/// and sets `x`; nullopt when `mul` is not of that form.
+static std::optional<double> matchSoftcap(tosa::MulOp mul, Value &x) {
+  for (int i = 0; i < 2; ++i) {
+    auto tanh = mul->getOperand(i).getDefiningOp<tosa::TanhOp>();
+    std::optional<double> c = getSplatFloat(mul->getOperand(1 - i));
+    if (!tanh || !c || !(*c > 0) || !std::isfinite(*c) || !tanh->hasOneUse())
+      continue;
+    auto inner = tanh.getInput().getDefiningOp<tosa::MulOp>();
+    if (!inner || !inner->hasOneUse() || !hasZeroShift(inner))
+      continue;
+    auto type = cast<FloatType>(getElementTypeOrSelf(inner.getType()));
+    double tolerance = std::ldexp(1.0, 1 - int(type.getFPMantissaWidth()));
+    for (int j = 0; j < 2; ++j) {
+      std::optional<double> a = getSplatFloat(inner->getOperand(j));
+      if (a && std::fabs(*a * *c - 1.0) <= tolerance) {
+        x = inner->getOperand(1 - j);
+        return *c;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
                        ScoresWalk &w, std::string &why) {
   bool otherUse = allowedUsers.empty()
@@ -568,6 +594,20 @@ static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
     return walkScores(reshape.getInput1(), {}, w, why);
   }
   if (auto mul = dyn_cast<tosa::MulOp>(op)) {
+    Value uncapped;
+    if (std::optional<double> cap = matchSoftcap(mul, uncapped)) {
+      if (w.softcap > 0) {
+        why = "scores are soft-capped twice";
+        return false;
+      }
+      // c * tanh(x / c) * s is not c * tanh(s * x / c).
+      if (w.scaled) {
+        why = "scores are scaled after the soft cap";
+        return false;
+      }
+      w.softcap = *cap;
+      return walkScores(uncapped, {}, w, why);
+    }
     if (w.scaled) {
       why = "scores are scaled twice";
       return false;
@@ -593,9 +633,14 @@ static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
       why = "scores have two masks";
       return false;
     }
-    // (s + m) * c is not s * c + m: the op adds the mask after scaling.
+    // (s + m) * c is not s * c + m: the op adds the mask after scaling
+    // and capping.
     if (w.scaled) {
       why = "mask is added before the scale";
+      return false;
+    }
+    if (w.softcap > 0) {
+      why = "mask is added before the soft cap";
       return false;
     }
     ScoresWalk best;
@@ -620,6 +665,10 @@ static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
   if (auto sel = dyn_cast<tosa::SelectOp>(op)) {
     if (w.scaled) {
       why = "mask is selected before the scale";
+      return false;
+    }
+    if (w.softcap > 0) {
+      why = "mask is selected before the soft cap";
       return false;
     }
     MatchOr<MaskSelect> sm = matchMaskSelect(sel);
@@ -840,6 +889,7 @@ MatchOr<AttentionMatch> matchAttention(tosa::MatMulOp outputMatmul) {
     return mismatch("scale " + std::to_string(m.scale) +
                     " is not finite and non-zero in f32");
   m.isCausal = w.isCausal;
+  m.softcap = w.softcap;
   if (w.mask) {
     RankedTensorType mt = rankedType(w.mask);
     if (!mt || !mt.hasStaticShape())

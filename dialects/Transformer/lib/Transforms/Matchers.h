@@ -177,6 +177,7 @@ struct AttentionMatch {
   mlir::tosa::MatMulOp outputMatmul;
   AttentionOperand query, key, value;
   double scale = 1.0; ///< Product of every peeled scale.
+  double softcap = 0; ///< c of a soft cap c * tanh(s / c), or 0.
   bool isCausal = false;
   mlir::Value mask; ///< Additive mask at the scores' rank (3 or 4), or null.
   std::optional<BooleanMask> booleanMask;
@@ -187,8 +188,8 @@ struct AttentionMatch {
   mlir::tosa::ReshapeOp outputReshape;
 };
 
-/// Matches `matmul(softmax(mask(scale(matmul(Q, Kᵀ)))), V)` rooted at the
-/// second matmul.
+/// Matches `matmul(softmax(mask(cap(scale(matmul(Q, Kᵀ))))), V)` rooted at
+/// the second matmul (the soft cap optional).
 MatchOr<AttentionMatch> matchAttention(mlir::tosa::MatMulOp outputMatmul);
 
 /// A tosa.matmul whose LHS comes (through reshapes) from a softmax-like op.

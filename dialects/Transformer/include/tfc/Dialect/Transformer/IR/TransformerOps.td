@@ -71,6 +71,9 @@ def Transformer_AttentionOp : Transformer_Op<"attention"> {
       (numpy rules: rank at most 4, each dimension 1 or equal). A mask value
       of `-inf` hides a key.
     - `scale` defaults to `1/sqrt(D)`.
+    - `softcap` (optional, positive): the scaled scores are capped before the
+      mask is added, `s = softcap * tanh(s / softcap)` (Gemma 2's logit soft
+      capping); without it the scores are not capped.
     - `is_causal`: key `j` is visible to query `i` iff `j <= i + (Skv - Sq)`
       (the last query sees every key).
     - A query row with no visible key (fully masked, or causal with
@@ -91,7 +94,8 @@ def Transformer_AttentionOp : Transformer_Op<"attention"> {
     Transformer_FloatTensor:$value,
     Optional<Transformer_FloatTensor>:$mask,
     OptionalAttr<F32Attr>:$scale,
-    UnitAttr:$is_causal
+    UnitAttr:$is_causal,
+    OptionalAttr<F32Attr>:$softcap
   );
   let results = (outs Transformer_FloatTensor:$result);
 
@@ -104,6 +108,8 @@ def Transformer_AttentionOp : Transformer_Op<"attention"> {
   let extraClassDeclaration = [{
     /// The scale applied to Q·Kᵀ: the attribute, or 1/sqrt(D) without it.
     double getEffectiveScale();
+    /// The soft cap of the scaled scores, or 0 when they are not capped.
+    double getEffectiveSoftcap();
   }];
 
   let hasVerifier = 1;
