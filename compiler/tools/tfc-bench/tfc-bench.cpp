@@ -166,7 +166,7 @@ KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
       attrs = "is_causal";
     if (o.softcap > 0) {
       char cap[64];
-      std::snprintf(cap, sizeof cap, "softcap = %.9g : f32", o.softcap);
+      std::snprintf(cap, sizeof cap, "softcap = %.9e : f32", o.softcap);
       attrs += (attrs.empty() ? "" : ", ") + std::string(cap);
     }
     k.mlir = "func.func @main(%q: " + tq + ", %k: " + tkv + ", %v: " + tkv +
