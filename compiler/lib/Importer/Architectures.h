@@ -117,11 +117,6 @@ finishDecoder(ImportRequest &request, ModelBuilder &mb, const KVCache &cache,
               mlir::Value hidden, mlir::Value embeddings, bool tiedByDefault,
               double logitSoftcap = 0);
 
-/// Whether a sliding window of `window` keys covers every token the model
-/// is compiled for (then it changes nothing); else an error, as
-/// sliding-window attention is not supported.
-mlir::LogicalResult checkWindowCovers(ImportRequest &request, int64_t window);
-
 /// What a decoder family (`family`: "GPT-2", "LLaMA") cannot import: a
 /// sentence-embedding output, token_type_ids, a sequence longer than its
 /// `positions` (config field `positionsField`).

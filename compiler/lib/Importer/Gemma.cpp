@@ -18,8 +18,8 @@
 //    the sliding-window layers' rotary embedding from rope_local_base_freq
 //    (unscaled) where the others use rope_theta and rope_scaling.
 // Sliding-window layers (Gemma 2's even ones, Gemma 3's all but every
-// sliding_window_pattern-th; or config.json's layer_types) are the same
-// graph while the window covers the sequence.
+// sliding_window_pattern-th; or config.json's layer_types) hide the keys
+// sliding_window or more positions back in their mask.
 //
 //===----------------------------------------------------------------------===//
 

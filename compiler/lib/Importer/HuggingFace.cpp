@@ -198,17 +198,6 @@ finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
   return cache.finish(mb, tb.reshape(y, {b, s, vocab}), "logits");
 }
 
-LogicalResult checkWindowCovers(ImportRequest &r, int64_t window) {
-  const ImportOptions &o = r.options;
-  if (window >= o.pastLen + o.seqLen)
-    return success();
-  r.error = (tokenCountText(o) + " exceeds sliding_window (" + Twine(window) +
-             ") in " + r.config.path() +
-             ": sliding-window attention is not supported")
-                .str();
-  return failure();
-}
-
 LogicalResult checkDecoderRequest(ImportRequest &r, StringRef family,
                                   int64_t positions, StringRef positionsField) {
   const ImportOptions &o = r.options;

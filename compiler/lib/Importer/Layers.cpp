@@ -477,6 +477,51 @@ Value extendedAttentionMask(TosaBuilder &tb, Value mask, Type type) {
   return tb.mul(inverted, scalarLike(tb, lowest, m));
 }
 
+Value slidingWindowMask(TosaBuilder &tb, Value mask, int64_t pastLen,
+                        int64_t seqLen, int64_t window, Value positions) {
+  OpBuilder &ob = tb.builder();
+  int64_t keys = pastLen + seqLen;
+  auto vector = [&](ArrayRef<int64_t> shape, ArrayRef<float> values) {
+    auto type = RankedTensorType::get(shape, ob.getF32Type());
+    return tosa::ConstOp::create(ob, tb.getLoc(), type,
+                                 DenseElementsAttr::get(type, values))
+        .getResult();
+  };
+  // A key at position k is hidden from a query at p when p - window >= k.
+  Value limit, keyPosition;
+  if (!positions) {
+    SmallVector<float> limits, slots;
+    for (int64_t i = 0; i < seqLen; ++i)
+      limits.push_back(static_cast<float>(pastLen + i - window));
+    for (int64_t j = 0; j < keys; ++j)
+      slots.push_back(static_cast<float>(j));
+    limit = vector({1, 1, seqLen, 1}, limits);
+    keyPosition = vector({1, 1, 1, keys}, slots);
+  } else {
+    int64_t batch = typeOf(positions).getDimSize(0);
+    Value p = tb.cast(positions, ob.getF32Type()); // exact below 2^24
+    limit = tb.reshape(tb.sub(p, vector({1, 1}, {float(window)})),
+                       {batch, 1, seqLen, 1});
+    Value k = p;
+    if (pastLen > 0) {
+      SmallVector<float> slots;
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t j = 0; j < pastLen; ++j)
+          slots.push_back(static_cast<float>(j));
+      k = tb.concat({vector({batch, pastLen}, slots), p}, 1);
+    }
+    keyPosition = tb.reshape(k, {batch, 1, 1, keys});
+  }
+  Value hidden = tb.greaterEqual(limit, keyPosition);
+  Type type = typeOf(mask).getElementType();
+  double lowest = APFloat::getLargest(cast<FloatType>(type).getFloatSemantics(),
+                                      /*Negative=*/true)
+                      .convertToDouble();
+  Value band =
+      tb.select(hidden, tb.splat(lowest, type, 4), tb.splat(0.0, type, 4));
+  return tb.add(mask, band);
+}
+
 Value softcapped(TosaBuilder &tb, Value x, double cap) {
   return tb.mul(tb.tanh(tb.mul(x, scalarLike(tb, 1.0 / cap, x))),
                 scalarLike(tb, cap, x));

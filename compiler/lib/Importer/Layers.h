@@ -145,6 +145,20 @@ mlir::Value mergeHeads(TosaBuilder &tb, mlir::Value x);
 mlir::Value extendedAttentionMask(TosaBuilder &tb, mlir::Value mask,
                                   mlir::Type type);
 
+/// `mask` ([B, 1, 1, pastLen + seqLen], additive) with the keys outside a
+/// sliding window of `window` positions hidden as well (finfo.min of its
+/// type), [B, 1, seqLen, pastLen + seqLen]: a query at position p sees a key
+/// at position k only when p - k < window (transformers' sliding_window).
+/// Positions: query i at pastLen + i and key j at j; with `positions`
+/// (position_ids, [B, seqLen] integers), query i at positions[b, i], the
+/// cache's key j at j (a fixed-size cache holds the key of position p in
+/// slot p) and new key pastLen + i at positions[b, i]. The band is computed
+/// in the graph from position vectors, not stored as a seqLen x
+/// (pastLen + seqLen) constant.
+mlir::Value slidingWindowMask(TosaBuilder &tb, mlir::Value mask,
+                              int64_t pastLen, int64_t seqLen, int64_t window,
+                              mlir::Value positions = {});
+
 /// Eager attention: softmax(Q K^T * scale + mask) V with Q, K, V
 /// [B, H, S, dh]; `mask` additive [B, 1, 1, S] or null. Softmax as
 /// reduce_max, sub, exp, reduce_sum, reciprocal, mul. With `causal`, GPT-2's

@@ -2,16 +2,17 @@
 //
 // config.json of LLaMA (modeling_llama.py) and the families that are its
 // graph with small changes, read into a RotaryDecoder (RotaryDecoder.cpp
-// builds it): Mistral, the same graph when its sliding window covers the
-// sequence; Qwen2 (modeling_qwen2.py), biases on the Q, K and V projections
+// builds it): Mistral, its sliding window in the mask of every layer;
+// Qwen2 (modeling_qwen2.py), biases on the Q, K and V projections
 // (not o_proj); Qwen3 (modeling_qwen3.py), each head of Q and K normalised
 // (RMSNorm over the head dimension: q_norm, k_norm) before the rotary
 // embedding, head_dim 128 unless given (both Qwens use their sliding window
-// only with use_sliding_window); Phi-3 (modeling_phi3.py), Q, K and V stored
-// as one projection (qkv_proj, in that order) and gate and up as one
-// (gate_up_proj, gate first), its window Mistral's, its rotary embedding
-// over the first int(head_dim * partial_rotary_factor) features (Phi-4-mini)
-// and often scaled by longrope (readRotaryFrequencies).
+// only with use_sliding_window, on layers max_window_layers and up); Phi-3
+// (modeling_phi3.py), Q, K and V stored as one projection (qkv_proj, in that
+// order) and gate and up as one (gate_up_proj, gate first), its window
+// Mistral's, its rotary embedding over the first int(head_dim *
+// partial_rotary_factor) features (Phi-4-mini) and often scaled by longrope
+// (readRotaryFrequencies).
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,14 +95,24 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
     return failure();
   cfg.rope = std::move(*rope);
 
-  // Mistral's and Phi-3's sliding window (Qwen's with use_sliding_window),
-  // on every layer.
+  // Mistral's and Phi-3's sliding window, on every layer; Qwen's with
+  // use_sliding_window, on layers max_window_layers (default 28) and up.
   bool windowed = true;
+  int64_t firstSliding = 0;
   if (family == Family::Qwen2 || family == Family::Qwen3) {
     FailureOr<bool> use = c.boolean("use_sliding_window", error, false);
     if (failed(use))
       return failure();
     windowed = *use;
+    FailureOr<double> first = c.number("max_window_layers", error, 28.0);
+    if (failed(first))
+      return failure();
+    if (*first < 0 || *first != std::floor(*first) || *first > 1e9) {
+      (void)c.fieldError("max_window_layers", "expected a non-negative integer",
+                         error);
+      return failure();
+    }
+    firstSliding = static_cast<int64_t>(*first);
   }
   if (const json::Value *w = c.object().get("sliding_window");
       windowed && w && w->kind() != json::Value::Null) {
@@ -109,7 +120,8 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
     if (failed(window))
       return failure();
     cfg.window = *window;
-    cfg.sliding.assign(cfg.layers, true);
+    for (int64_t l = 0; l < cfg.layers; ++l)
+      cfg.sliding.push_back(l >= firstSliding);
   }
   return cfg;
 }

@@ -100,10 +100,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
                                  "max_position_embeddings")))
     return failure();
   // Sliding-window layers are the same graph while the window covers the
-  // sequence.
-  if (d.window > 0 && is_contained(d.sliding, true) &&
-      failed(checkWindowCovers(r, d.window)))
-    return failure();
+  // sequence; beyond it their mask hides the keys outside the window too.
+  bool windowed = d.window > 0 && is_contained(d.sliding, true) &&
+                  d.window < o.pastLen + o.seqLen;
 
   FailureOr<std::string> prefix =
       weightPrefix(r, "embed_tokens.weight", "model.");
@@ -136,6 +135,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
     TosaBuilder tb = mb.at("attention_mask");
     return extendedAttentionMask(tb, tokens.mask, computeType);
   }();
+  Value windowMask;
+  if (windowed) {
+    TosaBuilder tb = mb.at("sliding_window_mask");
+    windowMask = slidingWindowMask(tb, extMask, o.pastLen, o.seqLen, d.window,
+                                   tokens.positions);
+  }
   auto rotary = [&](const RotaryFrequencies &f, StringRef scope) {
     TosaBuilder tb = mb.at(scope);
     if (!tokens.positions)
@@ -217,8 +222,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
       int64_t groups = d.heads / d.kvHeads;
       Value kr = repeatKV(tb, kh, groups);
       Value vr = repeatKV(tb, vh, groups);
-      Value ctx = scaledDotProductAttention(tb, qh, kr, vr, extMask, scale,
-                                            /*causal=*/true, d.attnSoftcap);
+      Value ctx = scaledDotProductAttention(
+          tb, qh, kr, vr, sliding && windowMask ? windowMask : extMask, scale,
+          /*causal=*/true, d.attnSoftcap);
       FailureOr<Value> proj = linear(mb, tb, mergeHeads(tb, ctx),
                                      name + ".o_proj", d.hidden, d.oBias);
       if (failed(proj))

@@ -58,8 +58,9 @@ mlir::LogicalResult readDecoderShape(const JsonConfig &config,
                                      int64_t headDimDefault, RotaryDecoder &d,
                                      std::string &error);
 
-/// The decoder `d` with the weights and options of `request`: a sequence
-/// the sliding window does not cover is refused.
+/// The decoder `d` with the weights and options of `request`. The sliding
+/// layers' mask hides the keys outside the window where it does not cover
+/// the keys (slidingWindowMask).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildRotaryDecoder(ImportRequest &request, const RotaryDecoder &d);
 

@@ -45,6 +45,10 @@ GEMMA3 = dict(GEMMA, architectures=["Gemma3ForCausalLM"],
               rope_scaling={"rope_type": "linear", "factor": 2.0},
               query_pre_attn_scalar=16, attn_logit_softcapping=None,
               final_logit_softcapping=None)
+# ... with windows of 5 and 6 over the 13 tokens: their sliding layers'
+# masks hide the keys that many positions back.
+GEMMA2_WINDOW = dict(GEMMA2, sliding_window=5)
+GEMMA3_WINDOW = dict(GEMMA3, sliding_window=6)
 BATCH, SEQ = 2, 13
 
 
@@ -140,6 +144,11 @@ def reference(cfg, w, ids, mask, kv=None):
     hidden = np.triu(np.ones((s, s), dtype=bool), 1)[None, None] | \
         (mask == 0)[:, None, None, :]
     causal_mask = np.where(hidden, fmin, 0.0)
+    # The sliding layers: key j also hidden from query i when i - j >= W.
+    i, j = np.arange(s)[:, None], np.arange(s)[None, :]
+    window = cfg.get("sliding_window", 4096)
+    window_mask = causal_mask if window is None else \
+        np.where(hidden | (i - j >= window), fmin, 0.0)
     scale = cfg["query_pre_attn_scalar"] ** -0.5 if gen >= 2 else \
         d ** -0.5
     cap = cfg.get("attn_logit_softcapping", 50.0 if gen == 2 else None) \
@@ -167,7 +176,7 @@ def reference(cfg, w, ids, mask, kv=None):
         sc = q @ k.transpose(0, 1, 3, 2) * scale
         if cap:
             sc = np.tanh(sc / cap) * cap
-        sc = sc + causal_mask
+        sc = sc + (window_mask if slide else causal_mask)
         sc = np.exp(sc - sc.max(-1, keepdims=True))
         ctx = (sc / sc.sum(-1, keepdims=True)) @ v
         o = lin(ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d),
@@ -222,16 +231,19 @@ def main():
         h.expect_close("gemma2 f32 logits (capped, tied head)",
                        h.run_hf(lib, model, [ids, mask]),
                        logits(GEMMA2, w, ids, mask), 1e-4)
-    if h.wants("kv"):
-        # Gemma 3 through the KV cache: both rotary bases, normalised keys.
-        model = h.path("gemma3_kv")
-        w = write_model(model, rng, GEMMA3)
-        ids, mask = random_tokens(rng, GEMMA3["vocab_size"], BATCH, SEQ, 3)
-        h.check_kv_cache("gemma3", reference, GEMMA3,
-                         GEMMA3["num_hidden_layers"], model, w, ids, mask,
-                         "f32", 1e-4)
+    # Gemma 3 through the KV cache: both rotary bases, normalised keys; and
+    # with a window shorter than the sequence.
+    for case, name, cfg in (("kv", "gemma3", GEMMA3),
+                            ("gemma3_window", "gemma3_window", GEMMA3_WINDOW)):
+        if not h.wants(case):
+            continue
+        model = h.path(name + "_kv")
+        w = write_model(model, rng, cfg)
+        ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 3)
+        h.check_kv_cache(name, reference, cfg, cfg["num_hidden_layers"],
+                         model, w, ids, mask, "f32", 1e-4)
     for name, cfg in (("gemma", GEMMA), ("gemma2", GEMMA2),
-                      ("gemma3", GEMMA3)):
+                      ("gemma2_window", GEMMA2_WINDOW), ("gemma3", GEMMA3)):
         if not h.wants(name):
             continue
         model = h.path(name)

@@ -47,6 +47,9 @@ MISTRAL = dict(CFG, architectures=["MistralForCausalLM"],
                model_type="mistral", num_hidden_layers=1,
                num_key_value_heads=1, sliding_window=4096,
                rope_scaling=None)
+# ... with a window of 5 over the 13 tokens: the sliding layers' mask hides
+# the keys 5 or more positions back (transformers' sliding_window).
+MISTRAL_WINDOW = dict(MISTRAL, num_hidden_layers=2, sliding_window=5)
 # Qwen2: biases on Q, K and V (not o_proj), the head tied to the token
 # embeddings, a sliding window that use_sliding_window leaves unused.
 QWEN2 = dict({k: v for k, v in CFG.items()
@@ -54,6 +57,11 @@ QWEN2 = dict({k: v for k, v in CFG.items()
              architectures=["Qwen2ForCausalLM"], model_type="qwen2",
              rope_theta=1000000.0, tie_word_embeddings=True,
              use_sliding_window=False, sliding_window=4, max_window_layers=1)
+# ... using it (use_sliding_window) on layers max_window_layers (1) and up.
+# (A window of 5 over the 4 padding tokens of the second row leaves every
+# row a visible key: a row that sees none averages over hidden keys whose
+# finfo.min scores f16 sums make equal and the f32 kernels do not.)
+QWEN2_WINDOW = dict(QWEN2, use_sliding_window=True, sliding_window=5)
 # Qwen3: Q and K normalised per head (q_norm, k_norm over head_dim), a
 # head_dim apart from hidden / heads.
 QWEN3 = dict({k: v for k, v in CFG.items() if k != "mlp_bias"},
@@ -220,6 +228,20 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
     hidden = np.triu(np.ones((s, s), dtype=bool), 1)[None, None] | \
         (mask == 0)[:, None, None, :]
     causal_mask = np.where(hidden, fmin, 0.0)
+    # The sliding layers' window: key j hidden from query i when i - j >= W.
+    window = cfg.get("sliding_window")
+    if cfg.get("model_type", "").startswith("qwen") and \
+            not cfg.get("use_sliding_window"):
+        window = None
+    i, j = np.arange(s)[:, None], np.arange(s)[None, :]
+    window_mask = causal_mask if window is None else \
+        np.where(hidden | (i - j >= window), fmin, 0.0)
+
+    def sliding(l):
+        if window is None:
+            return False
+        return not cfg.get("model_type", "").startswith("qwen") or \
+            l >= cfg.get("max_window_layers", 28)
 
     def lin(a, name):
         y = (act(a) if act else a) @ w[name + ".weight"].T
@@ -240,7 +262,8 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         if kv is not None:
             kv.append((k, v))
         k, v = (np.repeat(t, hq // hkv, axis=1) for t in (k, v))
-        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + causal_mask
+        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + \
+            (window_mask if sliding(l) else causal_mask)
         sc = np.exp(sc - sc.max(-1, keepdims=True))
         ctx = (sc / sc.sum(-1, keepdims=True)) @ v
         ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d)
@@ -287,8 +310,8 @@ def main():
         return gpt2.write_only(sys.argv[2:], CFG, write_model, prefix_of)
     h, rng, target = start(sys.argv[1:])
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL),
-             ("qwen2", QWEN2), ("qwen3", QWEN3), ("phi3", PHI3),
-             ("phi4", PHI4)]
+             ("qwen2", QWEN2), ("qwen2_window", QWEN2_WINDOW),
+             ("qwen3", QWEN3), ("phi3", PHI3), ("phi4", PHI4)]
     if h.wants("logits"):
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
         model, w, ids, mask, ref = logits_model(h, rng, "llama_logits", CFG,
@@ -339,6 +362,23 @@ def main():
         h.check_kv_cache("qwen3", reference, QWEN3,
                          QWEN3["num_hidden_layers"], model, w, ids, mask,
                          "f32", 1e-4)
+    if h.wants("mistral_window"):
+        # Mistral's window shorter than the sequence, through the KV cache
+        # too (a chunk and a decode step whose window starts in the past).
+        model = h.path("mistral_window")
+        w = write_model(model, rng, MISTRAL_WINDOW)
+        ids, mask = random_tokens(rng, MISTRAL_WINDOW["vocab_size"], BATCH,
+                                  SEQ, 4)
+        h.check_hidden_states("mistral_window", model, ids, mask,
+                              reference(MISTRAL_WINDOW, w, ids, mask))
+        h.check_kv_cache("mistral_window", reference, MISTRAL_WINDOW,
+                         MISTRAL_WINDOW["num_hidden_layers"], model, w, ids,
+                         mask, "f32", 1e-4)
+        # ... and one build for the decode steps over a fixed-size cache
+        # (--position-ids: the window over the tokens' positions).
+        h.check_fixed_cache("mistral_window", reference, MISTRAL_WINDOW,
+                            MISTRAL_WINDOW["num_hidden_layers"], model, w,
+                            ids, mask, "f32", 1e-4)
     if h.wants("phi4"):
         # Phi-4-mini's layout within its original context: short_factor.
         model = h.path("phi4_short")
