@@ -54,6 +54,8 @@ buildQwen3(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildPhi3(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildGranite(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGemma(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGemma2(ImportRequest &request);
@@ -111,11 +113,13 @@ std::string tokenCountText(const ImportOptions &options);
 /// token embedding table `embeddings` when config.json's
 /// tie_word_embeddings, default `tiedByDefault`, says they are tied), then
 /// the cache's keys and values. `logitSoftcap` > 0 caps the logits
-/// (Gemma 2: tanh(logits / cap) * cap in the compute type).
+/// (Gemma 2: tanh(logits / cap) * cap in the compute type);
+/// `logitDivisor` divides them (Granite's logits_scaling, in the compute
+/// type).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 finishDecoder(ImportRequest &request, ModelBuilder &mb, const KVCache &cache,
               mlir::Value hidden, mlir::Value embeddings, bool tiedByDefault,
-              double logitSoftcap = 0);
+              double logitSoftcap = 0, double logitDivisor = 1);
 
 /// What a decoder family (`family`: "GPT-2", "LLaMA") cannot import: a
 /// sentence-embedding output, token_type_ids, a sequence longer than its

@@ -80,7 +80,8 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
   RotaryDecoder cfg;
   cfg.family =
       generation == 1 ? "Gemma" : "Gemma " + std::to_string(generation);
-  cfg.gemmaNorms = cfg.scaledEmbeddings = cfg.tiedByDefault = true;
+  cfg.gemmaNorms = cfg.tiedByDefault = true;
+  cfg.embeddingScale = std::sqrt(static_cast<double>(cfg.hidden));
   cfg.postNorms = generation >= 2;
   cfg.qkNorm = generation == 3;
   // GemmaConfig's head_dim defaults to 256.

@@ -59,6 +59,8 @@ static const StringRef qwen3Names[] = {"Qwen3Model", "Qwen3ForCausalLM"};
 
 static const StringRef phi3Names[] = {"Phi3Model", "Phi3ForCausalLM"};
 
+static const StringRef graniteNames[] = {"GraniteModel", "GraniteForCausalLM"};
+
 static const StringRef gemmaNames[] = {"GemmaModel", "GemmaForCausalLM"};
 
 static const StringRef gemma2Names[] = {"Gemma2Model", "Gemma2ForCausalLM"};
@@ -76,6 +78,7 @@ ArrayRef<Architecture> architectures() {
       {"qwen2", qwen2Names, buildQwen2},
       {"qwen3", qwen3Names, buildQwen3},
       {"phi3", phi3Names, buildPhi3},
+      {"granite", graniteNames, buildGranite},
       {"gemma", gemmaNames, buildGemma},
       {"gemma2", gemma2Names, buildGemma2},
       {"gemma3_text", gemma3Names, buildGemma3},
@@ -166,7 +169,7 @@ std::string tokenCountText(const ImportOptions &o) {
 FailureOr<OwningOpRef<ModuleOp>>
 finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
               Value hidden, Value embeddings, bool tiedByDefault,
-              double logitSoftcap) {
+              double logitSoftcap, double logitDivisor) {
   if (r.options.output != ImportOutput::Logits)
     return cache.finish(mb, hidden, "last_hidden_state");
   FailureOr<bool> tied =
@@ -190,11 +193,13 @@ finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
   Value wt = tb.transpose(tb.reshape(w, {1, vocab, width}), {0, 2, 1});
   Value y = tb.matmul(tb.reshape(hidden, {1, b * s, width}), wt, f32);
   // The head's output in the compute type, as the framework rounds it.
+  Value logits = tb.cast(y, x.getElementType());
+  if (logitDivisor != 1)
+    logits =
+        tb.mul(logits, tb.splat(1.0 / logitDivisor, x.getElementType(), 3));
   if (logitSoftcap > 0)
-    y = tb.cast(softcapped(tb, tb.cast(y, x.getElementType()), logitSoftcap),
-                f32);
-  else
-    y = tb.cast(tb.cast(y, x.getElementType()), f32);
+    logits = softcapped(tb, logits, logitSoftcap);
+  y = tb.cast(logits, f32);
   return cache.finish(mb, tb.reshape(y, {b, s, vocab}), "logits");
 }
 

@@ -1,4 +1,4 @@
-//===- Llama.cpp - LLaMA-family decoders (LLaMA, Mistral, Qwen, Phi-3) ---===//
+//===- Llama.cpp - LLaMA-family decoders (LLaMA, Mistral, Qwen, Phi-3...) ===//
 //
 // config.json of LLaMA (modeling_llama.py) and the families that are its
 // graph with small changes, read into a RotaryDecoder (RotaryDecoder.cpp
@@ -12,7 +12,10 @@
 // order) and gate and up as one (gate_up_proj, gate first), its window
 // Mistral's, its rotary embedding over the first int(head_dim *
 // partial_rotary_factor) features (Phi-4-mini) and often scaled by longrope
-// (readRotaryFrequencies).
+// (readRotaryFrequencies); Granite (modeling_granite.py), LLaMA with four
+// factors: embedding_multiplier on the embeddings, attention_multiplier as
+// the scores' scale, residual_multiplier on each block's output before its
+// residual add, and the logits divided by logits_scaling.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +33,7 @@ namespace tfc::importer {
 
 namespace {
 /// The members of the family that differ in their layers.
-enum class Family { Llama, Qwen2, Qwen3, Phi3 };
+enum class Family { Llama, Qwen2, Qwen3, Phi3, Granite };
 
 } // namespace
 
@@ -38,10 +41,11 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
                                            const ImportOptions &options,
                                            std::string &error) {
   RotaryDecoder cfg;
-  cfg.family = family == Family::Qwen2   ? "Qwen2"
-               : family == Family::Qwen3 ? "Qwen3"
-               : family == Family::Phi3  ? "Phi-3"
-                                         : "LLaMA";
+  cfg.family = family == Family::Qwen2     ? "Qwen2"
+               : family == Family::Qwen3   ? "Qwen3"
+               : family == Family::Phi3    ? "Phi-3"
+               : family == Family::Granite ? "Granite"
+                                           : "LLaMA";
   // Qwen3Config's head_dim defaults to 128, the others' to hidden / heads.
   if (failed(
           readDecoderShape(c, family == Family::Qwen3 ? 128 : 0, cfg, error)))
@@ -81,7 +85,20 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
       return failure();
     cfg.qkvBias = cfg.oBias = *attentionBias;
   }
-  if (family == Family::Llama) {
+  if (family == Family::Granite) {
+    // GraniteConfig's multipliers, 1 when absent.
+    for (auto [field, out] :
+         {std::pair{StringRef("embedding_multiplier"), &cfg.embeddingScale},
+          std::pair{StringRef("attention_multiplier"), &cfg.attnScale},
+          std::pair{StringRef("residual_multiplier"), &cfg.residualScale},
+          std::pair{StringRef("logits_scaling"), &cfg.logitDivisor}}) {
+      FailureOr<double> v = c.positiveNumber(field, error, 1.0);
+      if (failed(v))
+        return failure();
+      *out = *v;
+    }
+  }
+  if (family == Family::Llama || family == Family::Granite) {
     FailureOr<bool> mlpBias = c.boolean("mlp_bias", error, false);
     if (failed(mlpBias))
       return failure();
@@ -148,6 +165,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildQwen3(ImportRequest &r) {
 
 FailureOr<OwningOpRef<ModuleOp>> buildPhi3(ImportRequest &r) {
   return buildFamily(r, Family::Phi3);
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildGranite(ImportRequest &r) {
+  return buildFamily(r, Family::Granite);
 }
 
 } // namespace tfc::importer

@@ -125,11 +125,11 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
   Value h = [&] {
     TosaBuilder tb = mb.at("embed_tokens");
     Value e = embeddingLookup(tb, *embeddings, tokens.ids);
-    if (!d.scaledEmbeddings)
+    if (d.embeddingScale == 1)
       return e;
-    // Gemma's normalizer sqrt(hidden_size), a tensor of the compute type.
-    return tb.mul(
-        e, tb.splat(std::sqrt(static_cast<double>(d.hidden)), computeType, 3));
+    // Gemma's normalizer sqrt(hidden_size), Granite's embedding_multiplier:
+    // a factor of the compute type.
+    return tb.mul(e, tb.splat(d.embeddingScale, computeType, 3));
   }();
   Value extMask = [&] {
     TosaBuilder tb = mb.at("attention_mask");
@@ -165,6 +165,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
     Value passed = tb.slice(x, {0, 0, 0, rotaryDim},
                             {s[0], s[1], s[2], d.headDim - rotaryDim});
     return tb.concat({turned, passed}, 3);
+  };
+  // A block's output as the residual stream adds it (Granite scales it).
+  auto residual = [&](TosaBuilder &tb, Value x) {
+    return d.residualScale == 1
+               ? x
+               : tb.mul(x, tb.splat(d.residualScale, computeType, 3));
   };
   double scale = d.attnScale > 0
                      ? d.attnScale
@@ -234,7 +240,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
         if (failed(proj))
           return failure();
       }
-      h = tb.add(h, *proj);
+      h = tb.add(h, residual(tb, *proj));
     }
     {
       std::string name = layer + ".mlp";
@@ -272,7 +278,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
         if (failed(down))
           return failure();
       }
-      h = tb.add(h, *down);
+      h = tb.add(h, residual(tb, *down));
     }
   }
   TosaBuilder tb = mb.at("norm");
@@ -280,7 +286,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
   if (failed(out))
     return failure();
   return finishDecoder(r, mb, cache, *out, *embeddings, d.tiedByDefault,
-                       d.logitSoftcap);
+                       d.logitSoftcap, d.logitDivisor);
 }
 
 } // namespace tfc::importer

@@ -4,7 +4,8 @@
 // One graph serves the decoder families that share LLaMA's shape: token
 // embeddings, pre-norm blocks of grouped-query attention with rotary
 // position embeddings and a gated MLP, a final norm and an optional LM head.
-// Llama.cpp (LLaMA, Mistral, Qwen2, Qwen3, Phi-3) and Gemma.cpp (Gemma 1-3)
+// Llama.cpp (LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Granite) and Gemma.cpp
+// (Gemma 1-3)
 // read their config.json into a RotaryDecoder that names the variations.
 //
 //===----------------------------------------------------------------------===//
@@ -32,8 +33,15 @@ struct RotaryDecoder {
   bool fusedProjections = false; ///< qkv_proj and gate_up_proj (Phi-3)
   bool gemmaNorms = false;       ///< GemmaRMSNorm: 1 + gamma, in f32
   bool postNorms = false; ///< Gemma 2's norms of the attention and MLP outputs
-  bool scaledEmbeddings = false; ///< Embeddings times sqrt(hidden)
-  double attnScale = 0;          ///< Of the scores (0: 1 / sqrt(headDim))
+  /// The embeddings' factor (Gemma: sqrt(hidden); Granite's
+  /// embedding_multiplier), in the compute type.
+  double embeddingScale = 1;
+  /// The blocks' outputs' factor before each residual add (Granite's
+  /// residual_multiplier).
+  double residualScale = 1;
+  /// The logits' divisor (Granite's logits_scaling).
+  double logitDivisor = 1;
+  double attnScale = 0; ///< Of the scores (0: 1 / sqrt(headDim))
   double attnSoftcap = 0, logitSoftcap = 0; ///< 0: none
   int64_t window = 0;                       ///< Sliding window; 0: none
   llvm::SmallVector<bool> sliding; ///< Per layer, whether it is windowed

@@ -74,6 +74,13 @@ PHI3 = dict({k: v for k, v in CFG.items()
              if k not in ("attention_bias", "mlp_bias")},
             architectures=["Phi3ForCausalLM"], model_type="phi3",
             sliding_window=47, original_max_position_embeddings=64)
+# Granite: LLaMA's blocks with the embeddings, the scores (instead of
+# 1/sqrt(head_dim)), each block's output and the logits (divided) scaled by
+# factors of Granite 3's kind; its head tied to the embeddings.
+GRANITE = dict(CFG, architectures=["GraniteForCausalLM"],
+               model_type="granite", embedding_multiplier=12.0,
+               attention_multiplier=0.125, residual_multiplier=0.22,
+               logits_scaling=8.0, tie_word_embeddings=True)
 # Phi-4-mini's layout: the rotary embedding turns 12 of each head's 16
 # features, longrope scaling from an original context of 8 (the test's 13
 # tokens take long_factor, 6 would take short_factor; cos and sin scaled by
@@ -210,7 +217,10 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
             w[name.replace("gate_up_proj", "up_proj")] = up
     eps = cfg["rms_norm_eps"]
     b, s = ids.shape
-    x = w["embed_tokens.weight"][ids]
+    x = w["embed_tokens.weight"][ids] * cfg.get("embedding_multiplier", 1.0)
+    # Granite's factors (1 elsewhere).
+    scale = cfg.get("attention_multiplier", 1 / math.sqrt(d))
+    residual = cfg.get("residual_multiplier", 1.0)
     inv, scaling = inv_freq(cfg, s)
     freqs = np.outer(np.arange(s), inv)
     emb = np.concatenate([freqs, freqs], -1)
@@ -262,15 +272,15 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         if kv is not None:
             kv.append((k, v))
         k, v = (np.repeat(t, hq // hkv, axis=1) for t in (k, v))
-        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + \
+        sc = q @ k.transpose(0, 1, 3, 2) * scale + \
             (window_mask if sliding(l) else causal_mask)
         sc = np.exp(sc - sc.max(-1, keepdims=True))
         ctx = (sc / sc.sum(-1, keepdims=True)) @ v
         ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d)
-        x = x + lin(ctx, p + "self_attn.o_proj")
+        x = x + lin(ctx, p + "self_attn.o_proj") * residual
         a = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         m = silu(lin(a, p + "mlp.gate_proj")) * lin(a, p + "mlp.up_proj")
-        x = x + lin(m, p + "mlp.down_proj")
+        x = x + lin(m, p + "mlp.down_proj") * residual
     return rms_norm(x, w["norm.weight"], eps)
 
 
@@ -302,7 +312,7 @@ def logits_model(h, rng, name, cfg, head):
     w = write_model(model, rng, cfg)
     ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ)
     ref = reference(cfg, w, ids, mask) @ w[head].astype(np.float64).T
-    return model, w, ids, mask, ref
+    return model, w, ids, mask, ref / cfg.get("logits_scaling", 1.0)
 
 
 def main():
@@ -311,7 +321,8 @@ def main():
     h, rng, target = start(sys.argv[1:])
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL),
              ("qwen2", QWEN2), ("qwen2_window", QWEN2_WINDOW),
-             ("qwen3", QWEN3), ("phi3", PHI3), ("phi4", PHI4)]
+             ("qwen3", QWEN3), ("phi3", PHI3), ("phi4", PHI4),
+             ("granite", GRANITE)]
     if h.wants("logits"):
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
         model, w, ids, mask, ref = logits_model(h, rng, "llama_logits", CFG,
@@ -347,14 +358,21 @@ def main():
                              model, w, ids, mask, dtype, tol)
         h.check_fixed_cache("llama", reference, CFG, CFG["num_hidden_layers"],
                             model, w, ids, mask, "f32", 1e-4)
-    if h.wants("qwen"):
-        # Qwen2's head, tied to the token embeddings: the logits.
+    # Heads tied to the token embeddings: Qwen2's logits; Granite's, divided
+    # by logits_scaling.
+    for case, name, cfg, what in (
+            ("qwen", "qwen2", QWEN2, "tied head"),
+            ("granite_logits", "granite", GRANITE,
+             "tied head, divided by logits_scaling")):
+        if not h.wants(case):
+            continue
         model, w, ids, mask, ref = logits_model(
-            h, rng, "qwen2_logits", QWEN2, "model.embed_tokens.weight")
-        lib, _ = h.build_hf("qwen2_logits", model, BATCH, SEQ, True,
+            h, rng, name + "_logits", cfg, "model.embed_tokens.weight")
+        lib, _ = h.build_hf(name + "_logits", model, BATCH, SEQ, True,
                             ["--output=logits"])
-        h.expect_close("qwen2 f32 logits (tied head)",
+        h.expect_close("%s f32 logits (%s)" % (name, what),
                        h.run_hf(lib, model, [ids, mask]), ref, 1e-4)
+    if h.wants("qwen"):
         # Qwen3's normalised keys through the KV cache.
         model = h.path("qwen3_kv")
         w = write_model(model, rng, QWEN3)
