@@ -795,12 +795,15 @@ int main(int argc, char **argv) {
     std::printf("(oneDNN not found: no sgemm reference)\n");
 
   if (FILE *f = jsonFile) {
+    char softcapJson[32] = "null";
+    if (o.softcap > 0)
+      std::snprintf(softcapJson, sizeof softcapJson, "%.9g", o.softcap);
     std::fprintf(f,
-                 "{\"kernel\": \"%s\", \"causal\": %s, \"threads\": %d, "
-                 "\"repeat\": %d, \"target\": \"%s\", \"dtype\": \"%s\", "
-                 "\"rows\": [\n",
-                 o.kernel.c_str(), o.causal ? "true" : "false", o.threads,
-                 o.repeat, o.target.c_str(), o.dtype.c_str());
+                 "{\"kernel\": \"%s\", \"causal\": %s, \"softcap\": %s, "
+                 "\"threads\": %d, \"repeat\": %d, \"target\": \"%s\", "
+                 "\"dtype\": \"%s\", \"rows\": [\n",
+                 o.kernel.c_str(), o.causal ? "true" : "false", softcapJson,
+                 o.threads, o.repeat, o.target.c_str(), o.dtype.c_str());
     // GPU builds: no host reference and no memory count (null); a matmul
     // has no unfused build (null) and is checked against float64.
     auto value = [](bool known, double v, const char *format) {
