@@ -81,12 +81,13 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
   cfg.family =
       generation == 1 ? "Gemma" : "Gemma " + std::to_string(generation);
   cfg.gemmaNorms = cfg.tiedByDefault = true;
-  cfg.embeddingScale = std::sqrt(static_cast<double>(cfg.hidden));
   cfg.postNorms = generation >= 2;
   cfg.qkNorm = generation == 3;
   // GemmaConfig's head_dim defaults to 256.
   if (failed(readDecoderShape(c, 256, cfg, error)))
     return failure();
+  // The embeddings' normalizer sqrt(hidden_size).
+  cfg.embeddingScale = std::sqrt(static_cast<double>(cfg.hidden));
   // Gemma's MLP takes hidden_activation (its hidden_act is a legacy field).
   FailureOr<Activation> act =
       readActivation(c, "hidden_activation", "gelu_pytorch_tanh", error);
