@@ -56,6 +56,8 @@ buildPhi3(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGranite(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildOlmo2(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGemma(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGemma2(ImportRequest &request);

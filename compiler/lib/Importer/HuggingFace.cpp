@@ -61,6 +61,8 @@ static const StringRef phi3Names[] = {"Phi3Model", "Phi3ForCausalLM"};
 
 static const StringRef graniteNames[] = {"GraniteModel", "GraniteForCausalLM"};
 
+static const StringRef olmo2Names[] = {"Olmo2Model", "Olmo2ForCausalLM"};
+
 static const StringRef gemmaNames[] = {"GemmaModel", "GemmaForCausalLM"};
 
 static const StringRef gemma2Names[] = {"Gemma2Model", "Gemma2ForCausalLM"};
@@ -79,6 +81,7 @@ ArrayRef<Architecture> architectures() {
       {"qwen3", qwen3Names, buildQwen3},
       {"phi3", phi3Names, buildPhi3},
       {"granite", graniteNames, buildGranite},
+      {"olmo2", olmo2Names, buildOlmo2},
       {"gemma", gemmaNames, buildGemma},
       {"gemma2", gemma2Names, buildGemma2},
       {"gemma3_text", gemma3Names, buildGemma3},

@@ -15,7 +15,9 @@
 // (readRotaryFrequencies); Granite (modeling_granite.py), LLaMA with four
 // factors: embedding_multiplier on the embeddings, attention_multiplier as
 // the scores' scale, residual_multiplier on each block's output before its
-// residual add, and the logits divided by logits_scaling.
+// residual add, and the logits divided by logits_scaling; OLMo 2
+// (modeling_olmo2.py), norms of the attention's and the MLP's outputs
+// instead of their inputs, and Q and K normalised over all their heads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,7 +35,7 @@ namespace tfc::importer {
 
 namespace {
 /// The members of the family that differ in their layers.
-enum class Family { Llama, Qwen2, Qwen3, Phi3, Granite };
+enum class Family { Llama, Qwen2, Qwen3, Phi3, Granite, Olmo2 };
 
 } // namespace
 
@@ -45,6 +47,7 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
                : family == Family::Qwen3   ? "Qwen3"
                : family == Family::Phi3    ? "Phi-3"
                : family == Family::Granite ? "Granite"
+               : family == Family::Olmo2   ? "OLMo 2"
                                            : "LLaMA";
   // Qwen3Config's head_dim defaults to 128, the others' to hidden / heads.
   if (failed(
@@ -58,6 +61,8 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
   // Qwen2's Q, K and V always; Qwen3's attention_bias (all four).
   cfg.qkvBias = cfg.oBias = cfg.mlpBias = false;
   cfg.qkNorm = family == Family::Qwen3;
+  cfg.qkNormAcrossHeads = cfg.postNorms = family == Family::Olmo2;
+  cfg.preNorms = family != Family::Olmo2;
   cfg.fusedProjections = family == Family::Phi3;
   if (family == Family::Qwen2) {
     cfg.qkvBias = true;
@@ -169,6 +174,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildPhi3(ImportRequest &r) {
 
 FailureOr<OwningOpRef<ModuleOp>> buildGranite(ImportRequest &r) {
   return buildFamily(r, Family::Granite);
+}
+
+FailureOr<OwningOpRef<ModuleOp>> buildOlmo2(ImportRequest &r) {
+  return buildFamily(r, Family::Olmo2);
 }
 
 } // namespace tfc::importer

@@ -183,7 +183,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
     {
       std::string name = layer + ".self_attn";
       TosaBuilder tb = mb.at(name);
-      FailureOr<Value> a = norm(tb, h, layer + ".input_layernorm");
+      FailureOr<Value> a =
+          d.preNorms ? norm(tb, h, layer + ".input_layernorm") : h;
       if (failed(a))
         return failure();
       FailureOr<Value> q, k, v;
@@ -204,6 +205,14 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
           return failure();
         v = linear(mb, tb, *a, name + ".v_proj", kvWidth, d.qkvBias);
         if (failed(v))
+          return failure();
+      }
+      if (d.qkNormAcrossHeads) {
+        q = norm(tb, *q, name + ".q_norm");
+        if (failed(q))
+          return failure();
+        k = norm(tb, *k, name + ".k_norm");
+        if (failed(k))
           return failure();
       }
       // Named temporaries keep the op order independent of the compiler's
@@ -246,9 +255,11 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
       std::string name = layer + ".mlp";
       TosaBuilder tb = mb.at(name);
       FailureOr<Value> a =
-          norm(tb, h,
-               layer + (d.postNorms ? ".pre_feedforward_layernorm"
-                                    : ".post_attention_layernorm"));
+          !d.preNorms
+              ? h
+              : norm(tb, h,
+                     layer + (d.postNorms ? ".pre_feedforward_layernorm"
+                                          : ".post_attention_layernorm"));
       if (failed(a))
         return failure();
       FailureOr<Value> gate, up;

@@ -4,7 +4,8 @@
 // One graph serves the decoder families that share LLaMA's shape: token
 // embeddings, pre-norm blocks of grouped-query attention with rotary
 // position embeddings and a gated MLP, a final norm and an optional LM head.
-// Llama.cpp (LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Granite) and Gemma.cpp
+// Llama.cpp (LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Granite, OLMo 2) and
+// Gemma.cpp
 // (Gemma 1-3)
 // read their config.json into a RotaryDecoder that names the variations.
 //
@@ -24,12 +25,19 @@ namespace tfc::importer {
 
 struct RotaryDecoder {
   std::string family; ///< In errors: "LLaMA", "Gemma 2", ...
-  int64_t hidden, layers, heads, kvHeads, headDim, intermediate, vocab,
-      positions;
-  double eps;
+  int64_t hidden = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0,
+          intermediate = 0, vocab = 0, positions = 0;
+  double eps = 0;
   Activation act;
   bool qkvBias = false, oBias = false, mlpBias = false;
   bool qkNorm = false; ///< Q and K normalised per head (q_norm, k_norm)
+  /// Q and K normalised over all their heads' features instead (OLMo 2's
+  /// q_norm, k_norm of num_heads * head_dim), before the heads are split.
+  bool qkNormAcrossHeads = false;
+  /// The norms of the attention's and the MLP's inputs (input_layernorm,
+  /// post_attention_layernorm or with postNorms pre_feedforward_layernorm);
+  /// OLMo 2 has only the post-norms.
+  bool preNorms = true;
   bool fusedProjections = false; ///< qkv_proj and gate_up_proj (Phi-3)
   bool gemmaNorms = false;       ///< GemmaRMSNorm: 1 + gamma, in f32
   bool postNorms = false; ///< Gemma 2's norms of the attention and MLP outputs

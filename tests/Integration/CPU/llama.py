@@ -81,6 +81,10 @@ GRANITE = dict(CFG, architectures=["GraniteForCausalLM"],
                model_type="granite", embedding_multiplier=12.0,
                attention_multiplier=0.125, residual_multiplier=0.22,
                logits_scaling=8.0, tie_word_embeddings=True)
+# OLMo 2: norms of the attention's and the MLP's outputs (none of their
+# inputs), Q and K normalised over all their heads' features.
+OLMO2 = dict(CFG, architectures=["Olmo2ForCausalLM"], model_type="olmo2",
+             rms_norm_eps=1e-5)
 # Phi-4-mini's layout: the rotary embedding turns 12 of each head's 16
 # features, longrope scaling from an original context of 8 (the test's 13
 # tokens take long_factor, 6 would take short_factor; cos and sin scaled by
@@ -126,12 +130,18 @@ def weights(rng, cfg, prefix):
         if family == "qwen3":
             w[p + "self_attn.q_norm.weight"] = (d,)
             w[p + "self_attn.k_norm.weight"] = (d,)
+        if family == "olmo2":
+            w[p + "self_attn.q_norm.weight"] = (hq * d,)
+            w[p + "self_attn.k_norm.weight"] = (hkv * d,)
         for name, shape in mlp.items():
             w[p + "mlp." + name + ".weight"] = shape
             if family in ("llama", "mistral") and cfg.get("mlp_bias"):
                 w[p + "mlp." + name + ".bias"] = (shape[0],)
-        w[p + "input_layernorm.weight"] = (h,)
         w[p + "post_attention_layernorm.weight"] = (h,)
+        if family == "olmo2":
+            w[p + "post_feedforward_layernorm.weight"] = (h,)
+        else:
+            w[p + "input_layernorm.weight"] = (h,)
     out = {}
     for name, shape in w.items():
         if name.endswith("layernorm.weight") or name.endswith("norm.weight"):
@@ -257,14 +267,23 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         y = (act(a) if act else a) @ w[name + ".weight"].T
         return y + w[name + ".bias"] if name + ".bias" in w else y
 
+    # OLMo 2: post-norms only, Q and K normalised across their heads.
+    olmo2 = cfg.get("model_type") == "olmo2"
+
+    def post_norm(y, name):
+        return rms_norm(y, w[name], eps) if olmo2 else y
+
     for l in range(cfg["num_hidden_layers"]):
         p = "layers.%d." % l
-        a = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        a = x if olmo2 else rms_norm(x, w[p + "input_layernorm.weight"], eps)
 
         def heads(t, n, norm=None):
+            qk_norm = p + "self_attn." + str(norm) + ".weight"
+            if olmo2 and qk_norm in w:  # over all the heads' features
+                t = rms_norm(t, w[qk_norm], eps)
             t = t.reshape(b, s, n, d)
-            if p + "self_attn." + str(norm) + ".weight" in w:  # Qwen3
-                t = rms_norm(t, w[p + "self_attn." + norm + ".weight"], eps)
+            if not olmo2 and qk_norm in w:  # Qwen3: per head
+                t = rms_norm(t, w[qk_norm], eps)
             return t.transpose(0, 2, 1, 3)
         q = rope(heads(lin(a, p + "self_attn.q_proj"), hq, "q_norm"))
         k = rope(heads(lin(a, p + "self_attn.k_proj"), hkv, "k_norm"))
@@ -277,10 +296,13 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         sc = np.exp(sc - sc.max(-1, keepdims=True))
         ctx = (sc / sc.sum(-1, keepdims=True)) @ v
         ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d)
-        x = x + lin(ctx, p + "self_attn.o_proj") * residual
-        a = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        x = x + post_norm(lin(ctx, p + "self_attn.o_proj"),
+                          p + "post_attention_layernorm.weight") * residual
+        a = x if olmo2 else \
+            rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
         m = silu(lin(a, p + "mlp.gate_proj")) * lin(a, p + "mlp.up_proj")
-        x = x + lin(m, p + "mlp.down_proj") * residual
+        x = x + post_norm(lin(m, p + "mlp.down_proj"),
+                          p + "post_feedforward_layernorm.weight") * residual
     return rms_norm(x, w["norm.weight"], eps)
 
 
@@ -322,7 +344,7 @@ def main():
     cases = [("llama", CFG), ("llama3", LLAMA3), ("mistral", MISTRAL),
              ("qwen2", QWEN2), ("qwen2_window", QWEN2_WINDOW),
              ("qwen3", QWEN3), ("phi3", PHI3), ("phi4", PHI4),
-             ("granite", GRANITE)]
+             ("granite", GRANITE), ("olmo2", OLMO2)]
     if h.wants("logits"):
         # LlamaForCausalLM's head (untied lm_head.weight): the logits.
         model, w, ids, mask, ref = logits_model(h, rng, "llama_logits", CFG,
