@@ -466,15 +466,18 @@ Value mergeHeads(TosaBuilder &tb, Value x) {
   return tb.reshape(v, {s[0], s[2], s[1] * s[3]});
 }
 
+/// finfo(type).min, what transformers' masks hide keys with: -65504 in f16.
+static double lowestOf(Type type) {
+  return APFloat::getLargest(cast<FloatType>(type).getFloatSemantics(),
+                             /*Negative=*/true)
+      .convertToDouble();
+}
+
 Value extendedAttentionMask(TosaBuilder &tb, Value mask, Type type) {
   ArrayRef<int64_t> s = typeOf(mask).getShape();
   Value m = tb.reshape(tb.cast(mask, type), {s[0], 1, 1, s[1]});
   Value inverted = tb.sub(scalarLike(tb, 1.0, m), m);
-  // finfo(type).min: -65504 in f16.
-  double lowest = APFloat::getLargest(cast<FloatType>(type).getFloatSemantics(),
-                                      /*Negative=*/true)
-                      .convertToDouble();
-  return tb.mul(inverted, scalarLike(tb, lowest, m));
+  return tb.mul(inverted, scalarLike(tb, lowestOf(type), m));
 }
 
 Value slidingWindowMask(TosaBuilder &tb, Value mask, int64_t pastLen,
@@ -514,11 +517,8 @@ Value slidingWindowMask(TosaBuilder &tb, Value mask, int64_t pastLen,
   }
   Value hidden = tb.greaterEqual(limit, keyPosition);
   Type type = typeOf(mask).getElementType();
-  double lowest = APFloat::getLargest(cast<FloatType>(type).getFloatSemantics(),
-                                      /*Negative=*/true)
-                      .convertToDouble();
-  Value band =
-      tb.select(hidden, tb.splat(lowest, type, 4), tb.splat(0.0, type, 4));
+  Value band = tb.select(hidden, tb.splat(lowestOf(type), type, 4),
+                         tb.splat(0.0, type, 4));
   return tb.add(mask, band);
 }
 
