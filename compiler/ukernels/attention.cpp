@@ -17,8 +17,9 @@
 // against the running max directly; the max moves only when a block
 // exceeds it by more than kRescaleThreshold (lazy rescaling).
 // The exponentials of one register block run in the next one's k loop.
-// Causal blocks past the diagonal are skipped; grouped-query heads share
-// their K/V head without a copy.
+// Causal blocks past the diagonal, and with a sliding window the blocks
+// before it, are skipped; grouped-query heads share their K/V head without a
+// copy.
 //
 // Query blocks of at most kFewRows rows (decode) take attendRows instead:
 // the head dimension along the lanes, the rows that share a K/V head taken
@@ -61,7 +62,18 @@ struct Problem {
   float softcap; // > 0: scaled scores capped to softcap * tanh(s / softcap)
   bool causal;
   int64_t causalOffset; // key j visible to query i iff j <= i + offset
+  int64_t window; // > 0: key j hidden from query i if j <= i + offset - window
 };
+
+/// No key is below the window of any query: windowStart without a window.
+constexpr int64_t kNoWindow = std::numeric_limits<int64_t>::min() / 4;
+
+/// The first key of query i's sliding window (keys before it are hidden),
+/// or kNoWindow. Views of a call's later keys (partOf) move it with the
+/// causal offset.
+inline int64_t windowStart(const Problem &p, int64_t i) {
+  return p.window > 0 ? i + p.causalOffset - p.window + 1 : kNoWindow;
+}
 
 #ifdef TFC_UK_VECTOR
 /// The keys and values of a call may lie in consecutive parts (a decoder's
@@ -122,8 +134,9 @@ constexpr int64_t kMinGap = 32;
 /// element's last visible key sees that key); leading keys and the
 /// longest hidden run between visible ones go as well when every row sees
 /// a visible key (causal: each batch element's first visible key is within
-/// row 0's reach).
-KeyRanges keyRanges(const Problem &p) {
+/// row 0's reach). With a sliding window a row sees the keys of its window
+/// only: every key dropped needs every row to see a visible key there.
+KeyRanges paddingKeyRanges(const Problem &p) {
   KeyRanges r;
   r.end[0] = p.Skv;
   if (!p.mask || (p.ms[1] != 0 && p.Hq > 1) || (p.ms[2] != 0 && p.Sq > 1) ||
@@ -132,24 +145,40 @@ KeyRanges keyRanges(const Problem &p) {
   // hiddenAll[j]: key j is hidden in every batch element.
   static thread_local std::vector<char> hiddenAll;
   hiddenAll.assign(size_t(p.Skv), 1);
+  // seen[j]: visible keys before key j in the batch element (windows only).
+  static thread_local std::vector<int64_t> seen;
   bool rowsSeeVisible = true;
   int64_t last = -1;
   for (int64_t b = 0; b < p.B; ++b) {
     const float *m = p.mask + b * p.ms[0];
     int64_t first = -1;
+    if (p.window > 0)
+      seen.assign(size_t(p.Skv + 1), 0);
     for (int64_t j = 0; j < p.Skv; ++j) {
-      if (!(m[j * p.ms[3]] <= kHiddenKey)) { // NaN counts as visible
+      bool visible = !(m[j * p.ms[3]] <= kHiddenKey); // NaN counts as visible
+      if (visible) {
         hiddenAll[size_t(j)] = 0;
         if (first < 0)
           first = j;
         last = std::max(last, j);
       }
+      if (p.window > 0)
+        seen[size_t(j + 1)] = seen[size_t(j)] + visible;
     }
     if (first < 0)
       return r; // a batch element whose rows see no visible key
     if (p.causal && first > p.causalOffset)
       rowsSeeVisible = false;
+    for (int64_t i = 0; p.window > 0 && rowsSeeVisible && i < p.Sq; ++i) {
+      int64_t lo = std::clamp<int64_t>(windowStart(p, i), 0, p.Skv);
+      int64_t hi = p.causal
+                       ? std::clamp<int64_t>(i + p.causalOffset + 1, 0, p.Skv)
+                       : p.Skv;
+      rowsSeeVisible = hi > lo && seen[size_t(hi)] > seen[size_t(lo)];
+    }
   }
+  if (p.window > 0 && !rowsSeeVisible)
+    return r; // a row that sees only hidden keys of its window
   r.end[0] = last + 1;
   if (!rowsSeeVisible)
     return r;
@@ -182,6 +211,27 @@ KeyRanges keyRanges(const Problem &p) {
   return r;
 }
 
+/// paddingKeyRanges without the keys before row 0's sliding window, which
+/// every row's window leaves out.
+KeyRanges keyRanges(const Problem &p) {
+  KeyRanges r = paddingKeyRanges(p);
+  int64_t start = windowStart(p, 0);
+  KeyRanges kept;
+  kept.count = 0;
+  for (int s = 0; s < r.count; ++s) {
+    int64_t begin = std::max(r.begin[s], start);
+    if (begin < r.end[s]) {
+      kept.begin[kept.count] = begin;
+      kept.end[kept.count++] = r.end[s];
+    }
+  }
+  if (kept.count == 0) { // keys no row sees: an empty range at the end
+    kept.count = 1;
+    kept.begin[0] = kept.end[0] = r.end[r.count - 1];
+  }
+  return kept;
+}
+
 /// Float reference used when a layout or size is outside the fast path.
 void attentionReference(const Problem &p) {
   int64_t group = p.Hq / p.Hkv;
@@ -204,7 +254,7 @@ void attentionReference(const Problem &p) {
             x = float(p.softcap * std::tanh(double(x) / p.softcap));
           if (p.mask)
             x += p.mask[b * p.ms[0] + h * p.ms[1] + i * p.ms[2] + j * p.ms[3]];
-          if (p.causal && j > i + p.causalOffset)
+          if ((p.causal && j > i + p.causalOffset) || j < windowStart(p, i))
             x = kNegInf;
           s[j] = x;
           mx = std::max(mx, x);
@@ -432,9 +482,13 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   }
   std::memset(st.ot, 0, sizeof(float) * p.Dv * Br);
 
-  // Causal: no query of this block sees a key past the last one's limit.
+  // Causal: no query of this block sees a key past the last one's limit;
+  // none sees a key before the first one's window.
   if (p.causal)
     kvEnd = std::min(kvEnd, i0 + nq + p.causalOffset);
+  kvBegin = std::max(kvBegin, windowStart(p, i0));
+  // Keys from `inWindow` on are in every query's window.
+  int64_t inWindow = windowStart(p, i0 + nq - 1);
 
   const __m512 log2e = _mm512_set1_ps(kLog2e);
   const __m512i lane =
@@ -461,7 +515,10 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   int64_t visible = p.causal && !queryMask ? i0 + p.causalOffset + 1 : kvEnd;
   int64_t nb = 0;
   for (int64_t j0 = kvBegin; j0 < kvEnd; j0 += nb) {
-    nb = std::min(kBc, (j0 < visible ? std::min(visible, kvEnd) : kvEnd) - j0);
+    int64_t stop = j0 < inWindow  ? std::min(inWindow, kvEnd)
+                   : j0 < visible ? std::min(visible, kvEnd)
+                                  : kvEnd;
+    nb = std::min(kBc, stop - j0);
     if (mb && !queryMask)
       for (int64_t j = 0; j < nb; ++j)
         keyBias[j] = tfc::uk::toLog2Domain(mb[(j0 + j) * p.ms[3]]);
@@ -469,10 +526,11 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                                  /*accumulate=*/false, nullptr);
     auto values = packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot,
                                  /*accumulate=*/true, nullptr);
-    // Every key of the block visible to every query: no mask, and causal
-    // only if the block ends before the first query's limit.
-    bool unmasked =
-        !queryMask && (!p.causal || j0 + nb - 1 <= i0 + p.causalOffset);
+    // Every key of the block visible to every query: no mask, causal only
+    // if the block ends before the first query's limit, in every window.
+    bool unmasked = !queryMask &&
+                    (!p.causal || j0 + nb - 1 <= i0 + p.causalOffset) &&
+                    j0 >= inWindow;
 
     // Fast path: P straight from the score product, against the running
     // max (for the first block, the max of its first register block), as
@@ -533,6 +591,15 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
               _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(qbase)));
           __mmask16 hidden = _mm512_cmplt_epi32_mask(
               qi, _mm512_set1_epi32(int32_t(key - p.causalOffset)));
+          s = _mm512_mask_mov_ps(s, hidden, _mm512_set1_ps(kNegInf));
+        }
+        if (p.window > 0) {
+          // Before the window iff key < query + offset - window + 1, i.e.
+          // query >= key - offset + window.
+          __m512i qi =
+              _mm512_add_epi32(lane, _mm512_set1_epi32(int32_t(qbase)));
+          __mmask16 hidden = _mm512_cmpge_epi32_mask(
+              qi, _mm512_set1_epi32(int32_t(key - p.causalOffset + p.window)));
           s = _mm512_mask_mov_ps(s, hidden, _mm512_set1_ps(kNegInf));
         }
         _mm512_store_ps(sc + j * Br + v * 16, s);
@@ -636,7 +703,7 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
   // With MaxRows = 1 (one row) these live in registers.
   alignas(64) float q[MaxRows][W], acc[MaxRows][W];
   float m[MaxRows], l[MaxRows];
-  int64_t end[MaxRows];
+  int64_t begin[MaxRows], end[MaxRows];
   const float *maskRow[MaxRows];
   nrows = std::min(nrows, MaxRows);
   for (int r = 0; r < nrows; ++r) {
@@ -650,8 +717,9 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
     }
     m[r] = kNegInf;
     l[r] = 0;
-    // Causal: row i sees keys j <= i + offset.
+    // Causal: row i sees keys j <= i + offset; its window starts at begin.
     end[r] = p.causal ? std::min(kvEnd, rows[r].i + p.causalOffset + 1) : kvEnd;
+    begin[r] = windowStart(p, rows[r].i);
     maskRow[r] = p.mask ? p.mask + b * p.ms[0] + rows[r].h * p.ms[1] +
                               rows[r].i * p.ms[2]
                         : nullptr;
@@ -659,11 +727,12 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
   alignas(64) float weight[MaxRows][16];
   int64_t visible[MaxRows];
   // One row's online-softmax step over a block of 16 keys at j0 whose
-  // scores are s: the mask added, keys past visible[r] hidden; false when
+  // scores are s: the mask added, keys past visible[r] and before the row's
+  // window hidden; false when
   // no key is visible, else m and l updated, the accumulator's scale
   // factor in alpha (1 when m did not move) and the weights in weight[r].
   auto softmaxStep = [&](int r, int64_t j0, __m512 s, float &alpha) {
-    __mmask16 live = firstLanes(visible[r]);
+    __mmask16 live = firstLanes(visible[r]) & ~firstLanes(begin[r] - j0);
     if (p.softcap > 0)
       s = capped(s, _mm512_set1_ps(p.softcap * kLog2e));
     if (maskRow[r] && visible[r] > 0) {
@@ -859,7 +928,8 @@ static_assert(kMaxDim == 16 * 16, "attendRowsAnyDim covers D <= 256");
 // softmax runs along the rows of S in between. Queries are rows here (not
 // lanes as in the AVX-512 kernel), so the rescale of O is a pass over the
 // block of O, 1/(2 Bc) of the products' work. Causal key blocks past the
-// diagonal are skipped; grouped-query heads share their packed K/V head.
+// diagonal and the keys before a sliding window are skipped; grouped-query
+// heads share their packed K/V head.
 
 using namespace tfc::uk;
 
@@ -954,7 +1024,11 @@ void attentionPanels(const Problem &p) {
         int64_t keys = p.Skv;
         if (p.causal)
           keys = std::clamp<int64_t>(i0 + rows + p.causalOffset, 0, p.Skv);
-        for (int64_t j0 = 0; j0 < keys; j0 += kBc) {
+        // Keys before the first row's window are hidden from the block
+        // (blocks start on a panel).
+        int64_t start =
+            std::clamp<int64_t>(windowStart(p, i0), 0, p.Skv) / kPanel * kPanel;
+        for (int64_t j0 = start; j0 < keys; j0 += kBc) {
           int64_t kb = std::min(kBc, keys - j0);
           // S = Q . K^T (unscaled), one panel of keys at a time.
           for (int64_t t = 0; t < panelsOf(kb); ++t) {
@@ -989,6 +1063,8 @@ void attentionPanels(const Problem &p) {
                 p.causal
                     ? std::clamp<int64_t>(i + p.causalOffset + 1 - j0, 0, kb)
                     : kb;
+            // Keys before `below` are outside the row's window.
+            int64_t below = std::clamp<int64_t>(windowStart(p, i) - j0, 0, kb);
             // Scores in base 2: scale * log2(e) folded when there is no
             // mask (dot products are finite), else (s * scale + mask) taken
             // to base 2 kept finite where it is (a framework's finfo.min
@@ -1024,6 +1100,8 @@ void attentionPanels(const Problem &p) {
                 x = vmul(x, vset1(scale * kLog2e));
               }
               x = vselect(firstLanes(visible - j), x, negInf);
+              if (below > j)
+                x = vselect(firstLanes(below - j), negInf, x);
               vstoreu(sr + j, x);
               mxv = vmax(mxv, x);
             }
@@ -1119,7 +1197,7 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
   alignas(64) float q[R][kMaxDim], acc[R][kMaxDim + CV * kLanes];
   alignas(64) float w[R][kKeys];
   float m[R], l[R];
-  int64_t end[R];
+  int64_t begin[R], end[R];
   const float *maskRow[R];
   // Queries scaled by queryFactor, zero past D.
   VecF qScale = vset1(queryFactor(p));
@@ -1132,8 +1210,9 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
     std::fill(acc[r], acc[r] + (nv + CV) * kLanes, 0.0f);
     m[r] = kNegInf;
     l[r] = 0;
-    // Causal: row i sees keys j <= i + offset.
+    // Causal: row i sees keys j <= i + offset; its window starts at begin.
     end[r] = p.causal ? std::min(kvEnd, rows[r].i + p.causalOffset + 1) : kvEnd;
+    begin[r] = windowStart(p, rows[r].i);
     maskRow[r] = p.mask ? p.mask + b * p.ms[0] + rows[r].h * p.ms[1] +
                               rows[r].i * p.ms[2]
                         : nullptr;
@@ -1179,6 +1258,7 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
     // row's end hidden, the accumulator rescaled when the max moves.
     for (int r = 0; r < R; ++r) {
       int64_t visible = std::clamp<int64_t>(end[r] - j0, 0, n);
+      int64_t below = std::clamp<int64_t>(begin[r] - j0, 0, n);
       VecF top = negInf;
       for (int64_t j = 0; j < kKeys; j += kLanes) {
         VecF x = vloadu(w[r] + j);
@@ -1192,6 +1272,8 @@ void attendRowsFixed(const Problem &p, int64_t b, int64_t kh,
           x = vadd(x, toLog2Domain(vloadu(bias), log2e));
         }
         x = vselect(firstLanes(visible - j), x, negInf);
+        if (below > j)
+          x = vselect(firstLanes(below - j), negInf, x);
         vstoreu(w[r] + j, x);
         top = vmax(top, x);
       }
@@ -1387,7 +1469,8 @@ bool fastPathApplies(const Problem &p) {
 /// The call of `q` on keys and values of `k`'s and `v`'s shapes.
 Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
                   const MemRef<4> *mask, MemRef<4> &out, float scale,
-                  int32_t hasMask, int32_t causal, float softcap, int64_t skv) {
+                  int32_t hasMask, int32_t causal, float softcap,
+                  int64_t window, int64_t skv) {
   Problem p;
   p.B = q.sizes[0];
   p.Hq = q.sizes[1];
@@ -1413,6 +1496,8 @@ Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
   p.softcap = softcap > 0 ? softcap : 0;
   p.causal = causal != 0;
   p.causalOffset = p.Skv - p.Sq;
+  // A window of Skv or more keys hides none (windowStart <= 0 for every row).
+  p.window = window > 0 && window < p.Skv ? window : 0;
   return p;
 }
 
@@ -1450,11 +1535,14 @@ MemRef<4> contiguous(std::vector<float> &storage, int64_t b, int64_t h,
 
 } // namespace
 
-extern "C" void _mlir_ciface_tfc_uk_attention_f32(
-    MemRef<4> *q, MemRef<4> *k, MemRef<4> *v, MemRef<4> *mask, MemRef<4> *out,
-    float scale, int32_t hasMask, int32_t causal, float softcap) {
+extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
+                                                  MemRef<4> *v, MemRef<4> *mask,
+                                                  MemRef<4> *out, float scale,
+                                                  int32_t hasMask,
+                                                  int32_t causal, float softcap,
+                                                  int64_t window) {
   Problem p = problemOf(*q, *k, *v, mask, *out, scale, hasMask, causal, softcap,
-                        k->sizes[2]);
+                        window, k->sizes[2]);
   if (isEmpty(p))
     return;
   // Keys a padding mask hides from every row: the few-row kernel skips
@@ -1487,10 +1575,10 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(
 extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
     MemRef<4> *q, MemRef<4> *k0, MemRef<4> *k1, MemRef<4> *v0, MemRef<4> *v1,
     MemRef<4> *mask, MemRef<4> *out, float scale, int32_t hasMask,
-    int32_t causal, float softcap) {
+    int32_t causal, float softcap, int64_t window) {
   int64_t split = k0->sizes[2], skv = split + k1->sizes[2];
-  Problem p =
-      problemOf(*q, *k0, *v0, mask, *out, scale, hasMask, causal, softcap, skv);
+  Problem p = problemOf(*q, *k0, *v0, mask, *out, scale, hasMask, causal,
+                        softcap, window, skv);
   if (isEmpty(p))
     return;
 #ifdef TFC_UK_VECTOR
@@ -1510,5 +1598,5 @@ extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
   copyPart(*k0, *v0, 0, kc, vc);
   copyPart(*k1, *v1, split, kc, vc);
   _mlir_ciface_tfc_uk_attention_f32(q, &kc, &vc, mask, out, scale, hasMask,
-                                    causal, softcap);
+                                    causal, softcap, window);
 }

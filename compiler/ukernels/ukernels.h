@@ -35,12 +35,13 @@ template <int Rank, typename T = float> struct MemRef {
 extern "C" {
 /// out[B,Hq,Sq,Dv] = attention(q[B,Hq,Sq,D], k[B,Hkv,Skv,D], v[B,Hkv,Skv,Dv],
 /// mask broadcast to [B,Hq,Sq,Skv] (size-1 dims broadcast), scale, causal,
-/// softcap): `transformer.attention`. `hasMask` = 0 ignores `mask`;
-/// `softcap` <= 0 leaves the scores uncapped.
+/// softcap, window): `transformer.attention`. `hasMask` = 0 ignores `mask`;
+/// `softcap` <= 0 leaves the scores uncapped; `window` > 0 hides key j from
+/// query i when i + Skv - Sq - j >= window (a sliding window), <= 0 none.
 void _mlir_ciface_tfc_uk_attention_f32(
     tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4> *k, tfc::uk::MemRef<4> *v,
     tfc::uk::MemRef<4> *mask, tfc::uk::MemRef<4> *out, float scale,
-    int32_t hasMask, int32_t causal, float softcap);
+    int32_t hasMask, int32_t causal, float softcap, int64_t window);
 
 /// The same attention with the keys and values in two parts along the key
 /// axis: k = concat(k0, k1), v = concat(v0, v1) (a decoder's cache and its
@@ -49,7 +50,7 @@ void _mlir_ciface_tfc_uk_attention_kv2_f32(
     tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4> *k0, tfc::uk::MemRef<4> *k1,
     tfc::uk::MemRef<4> *v0, tfc::uk::MemRef<4> *v1, tfc::uk::MemRef<4> *mask,
     tfc::uk::MemRef<4> *out, float scale, int32_t hasMask, int32_t causal,
-    float softcap);
+    float softcap, int64_t window);
 
 /// Flags of the matmul kernels.
 enum : int32_t {

@@ -517,8 +517,9 @@ Value slidingWindowMask(TosaBuilder &tb, Value mask, int64_t pastLen,
   }
   Value hidden = tb.greaterEqual(limit, keyPosition);
   Type type = typeOf(mask).getElementType();
-  Value band = tb.select(hidden, tb.splat(lowestOf(type), type, 4),
-                         tb.splat(0.0, type, 4));
+  Value band = tb.select(
+      hidden, tb.splat(-std::numeric_limits<double>::infinity(), type, 4),
+      tb.splat(0.0, type, 4));
   return tb.add(mask, band);
 }
 

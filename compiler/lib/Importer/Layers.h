@@ -146,9 +146,11 @@ mlir::Value extendedAttentionMask(TosaBuilder &tb, mlir::Value mask,
                                   mlir::Type type);
 
 /// `mask` ([B, 1, 1, pastLen + seqLen], additive) with the keys outside a
-/// sliding window of `window` positions hidden as well (finfo.min of its
-/// type), [B, 1, seqLen, pastLen + seqLen]: a query at position p sees a key
-/// at position k only when p - k < window (transformers' sliding_window).
+/// sliding window of `window` positions hidden as well, [B, 1, seqLen,
+/// pastLen + seqLen]: a query at position p sees a key at position k only
+/// when p - k < window (transformers' sliding_window). The band adds -inf,
+/// as the causal limit hides keys outright (fusion then moves it into the
+/// attention's `window`); a query's own key is always inside it.
 /// Positions: query i at pastLen + i and key j at j; with `positions`
 /// (position_ids, [B, seqLen] integers), query i at positions[b, i], the
 /// cache's key j at j (a fixed-size cache holds the key of position p in

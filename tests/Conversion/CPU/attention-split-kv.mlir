@@ -7,7 +7,7 @@
 // RUN: tfc-opt %s --tfc-attention-split-kv | FileCheck %s
 
 !dyn = memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>
-func.func private @tfc_uk_attention_f32(!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) attributes {llvm.emit_c_interface}
+func.func private @tfc_uk_attention_f32(!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) attributes {llvm.emit_c_interface}
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%[[Q:.*]]: memref<1x4x1x8xf32>, %[[PK:.*]]: memref<1x2x5x8xf32>, %[[PV:.*]]: memref<1x2x5x8xf32>, %[[NK:.*]]: memref<1x2x1x8xf32>, %[[NV:.*]]: memref<1x2x1x8xf32>
@@ -17,12 +17,13 @@ func.func private @tfc_uk_attention_f32(!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, 
 // CHECK-DAG: %[[CNK:.*]] = memref.cast %[[NK]]
 // CHECK-DAG: %[[CPV:.*]] = memref.cast %[[PV]]
 // CHECK-DAG: %[[CNV:.*]] = memref.cast %[[NV]]
-// CHECK: call @tfc_uk_attention_kv2_f32(%{{.*}}, %[[CPK]], %[[CNK]], %[[CPV]], %[[CNV]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: call @tfc_uk_attention_kv2_f32(%{{.*}}, %[[CPK]], %[[CNK]], %[[CPV]], %[[CNV]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK-NOT: memref.dealloc
 // CHECK: return
 func.func @step(%q: memref<1x4x1x8xf32>, %pk: memref<1x2x5x8xf32>, %pv: memref<1x2x5x8xf32>, %nk: memref<1x2x1x8xf32>, %nv: memref<1x2x1x8xf32>, %mask: memref<1x1x1x6xf32>, %out: memref<1x4x1x8xf32>) {
   %scale = arith.constant 0.35 : f32
   %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
   %one = arith.constant 1 : i32
   %k = memref.alloc() {alignment = 64 : i64} : memref<1x2x6x8xf32>
   %v = memref.alloc() {alignment = 64 : i64} : memref<1x2x6x8xf32>
@@ -39,7 +40,7 @@ func.func @step(%q: memref<1x4x1x8xf32>, %pk: memref<1x2x5x8xf32>, %pv: memref<1
   %cv = memref.cast %v : memref<1x2x6x8xf32> to !dyn
   %cm = memref.cast %mask : memref<1x1x1x6xf32> to !dyn
   %co = memref.cast %out : memref<1x4x1x8xf32> to !dyn
-  call @tfc_uk_attention_f32(%cq, %ck, %cv, %cm, %co, %scale, %one, %one, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %cv, %cm, %co, %scale, %one, %one, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   memref.dealloc %k : memref<1x2x6x8xf32>
   memref.dealloc %v : memref<1x2x6x8xf32>
   return
@@ -62,6 +63,7 @@ func.func @step(%q: memref<1x4x1x8xf32>, %pk: memref<1x2x5x8xf32>, %pv: memref<1
 func.func @two_layers(%q: memref<1x2x1x4xf32>, %pk0: memref<1x2x3x4xf32>, %pk1: memref<1x2x3x4xf32>, %nk0: memref<1x2x1x4xf32>, %nk1: memref<1x2x1x4xf32>, %out0: memref<1x2x1x4xf32>, %out1: memref<1x2x1x4xf32>) {
   %scale = arith.constant 0.5 : f32
   %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
   %zero = arith.constant 0 : i32
   %k = memref.alloc() : memref<1x2x4x4xf32>
   %ck = memref.cast %k : memref<1x2x4x4xf32> to !dyn
@@ -72,12 +74,12 @@ func.func @two_layers(%q: memref<1x2x1x4xf32>, %pk0: memref<1x2x3x4xf32>, %pk1: 
   memref.copy %pk0, %a0 : memref<1x2x3x4xf32> to memref<1x2x3x4xf32, strided<[32, 16, 4, 1]>>
   %b0 = memref.subview %k[0, 0, 3, 0] [1, 2, 1, 4] [1, 1, 1, 1] : memref<1x2x4x4xf32> to memref<1x2x1x4xf32, strided<[32, 16, 4, 1], offset: 12>>
   memref.copy %nk0, %b0 : memref<1x2x1x4xf32> to memref<1x2x1x4xf32, strided<[32, 16, 4, 1], offset: 12>>
-  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co0, %scale, %zero, %zero, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co0, %scale, %zero, %zero, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   %a1 = memref.subview %k[0, 0, 0, 0] [1, 2, 3, 4] [1, 1, 1, 1] : memref<1x2x4x4xf32> to memref<1x2x3x4xf32, strided<[32, 16, 4, 1]>>
   memref.copy %pk1, %a1 : memref<1x2x3x4xf32> to memref<1x2x3x4xf32, strided<[32, 16, 4, 1]>>
   %b1 = memref.subview %k[0, 0, 3, 0] [1, 2, 1, 4] [1, 1, 1, 1] : memref<1x2x4x4xf32> to memref<1x2x1x4xf32, strided<[32, 16, 4, 1], offset: 12>>
   memref.copy %nk1, %b1 : memref<1x2x1x4xf32> to memref<1x2x1x4xf32, strided<[32, 16, 4, 1], offset: 12>>
-  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co1, %scale, %zero, %zero, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co1, %scale, %zero, %zero, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   memref.dealloc %k : memref<1x2x4x4xf32>
   return
 }
@@ -90,6 +92,7 @@ func.func @two_layers(%q: memref<1x2x1x4xf32>, %pk0: memref<1x2x3x4xf32>, %pk1: 
 func.func @returned(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: memref<1x2x1x4xf32>, %k: memref<1x2x4x4xf32>, %out: memref<1x2x1x4xf32>) {
   %scale = arith.constant 0.5 : f32
   %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
   %zero = arith.constant 0 : i32
   %a = memref.subview %k[0, 0, 0, 0] [1, 2, 3, 4] [1, 1, 1, 1] : memref<1x2x4x4xf32> to memref<1x2x3x4xf32, strided<[32, 16, 4, 1]>>
   memref.copy %pk, %a : memref<1x2x3x4xf32> to memref<1x2x3x4xf32, strided<[32, 16, 4, 1]>>
@@ -98,7 +101,7 @@ func.func @returned(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: memr
   %cq = memref.cast %q : memref<1x2x1x4xf32> to !dyn
   %ck = memref.cast %k : memref<1x2x4x4xf32> to !dyn
   %co = memref.cast %out : memref<1x2x1x4xf32> to !dyn
-  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   return
 }
 
@@ -112,6 +115,7 @@ func.func @returned(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: memr
 func.func @source_changes(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: memref<1x2x1x4xf32>, %out: memref<1x2x1x4xf32>) {
   %scale = arith.constant 0.5 : f32
   %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
   %zero = arith.constant 0 : i32
   %f = arith.constant 0.0 : f32
   %k = memref.alloc() : memref<1x2x4x4xf32>
@@ -123,7 +127,7 @@ func.func @source_changes(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk
   %cq = memref.cast %q : memref<1x2x1x4xf32> to !dyn
   %ck = memref.cast %k : memref<1x2x4x4xf32> to !dyn
   %co = memref.cast %out : memref<1x2x1x4xf32> to !dyn
-  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   memref.dealloc %k : memref<1x2x4x4xf32>
   return
 }
@@ -137,6 +141,7 @@ func.func @source_changes(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk
 func.func @read_after(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: memref<1x2x1x4xf32>, %out: memref<1x2x1x4xf32>, %keep: memref<1x2x4x4xf32>) {
   %scale = arith.constant 0.5 : f32
   %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
   %zero = arith.constant 0 : i32
   %k = memref.alloc() : memref<1x2x4x4xf32>
   %a = memref.subview %k[0, 0, 0, 0] [1, 2, 3, 4] [1, 1, 1, 1] : memref<1x2x4x4xf32> to memref<1x2x3x4xf32, strided<[32, 16, 4, 1]>>
@@ -146,7 +151,7 @@ func.func @read_after(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: me
   %cq = memref.cast %q : memref<1x2x1x4xf32> to !dyn
   %ck = memref.cast %k : memref<1x2x4x4xf32> to !dyn
   %co = memref.cast %out : memref<1x2x1x4xf32> to !dyn
-  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   memref.copy %k, %keep : memref<1x2x4x4xf32> to memref<1x2x4x4xf32>
   memref.dealloc %k : memref<1x2x4x4xf32>
   return
@@ -162,6 +167,7 @@ func.func @read_after(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: me
 func.func @read_between(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: memref<1x2x1x4xf32>, %out: memref<1x2x1x4xf32>, %keep: memref<1x2x4x4xf32>) {
   %scale = arith.constant 0.5 : f32
   %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
   %zero = arith.constant 0 : i32
   %k = memref.alloc() : memref<1x2x4x4xf32>
   %a = memref.subview %k[0, 0, 0, 0] [1, 2, 3, 4] [1, 1, 1, 1] : memref<1x2x4x4xf32> to memref<1x2x3x4xf32, strided<[32, 16, 4, 1]>>
@@ -172,7 +178,7 @@ func.func @read_between(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: 
   %cq = memref.cast %q : memref<1x2x1x4xf32> to !dyn
   %ck = memref.cast %k : memref<1x2x4x4xf32> to !dyn
   %co = memref.cast %out : memref<1x2x1x4xf32> to !dyn
-  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   memref.dealloc %k : memref<1x2x4x4xf32>
   return
 }
@@ -184,6 +190,7 @@ func.func @read_between(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: 
 func.func @different_splits(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %nk: memref<1x2x1x4xf32>, %pv: memref<1x2x2x4xf32>, %nv: memref<1x2x2x4xf32>, %out: memref<1x2x1x4xf32>) {
   %scale = arith.constant 0.5 : f32
   %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
   %zero = arith.constant 0 : i32
   %k = memref.alloc() : memref<1x2x4x4xf32>
   %v = memref.alloc() : memref<1x2x4x4xf32>
@@ -199,7 +206,7 @@ func.func @different_splits(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %
   %ck = memref.cast %k : memref<1x2x4x4xf32> to !dyn
   %cv = memref.cast %v : memref<1x2x4x4xf32> to !dyn
   %co = memref.cast %out : memref<1x2x1x4xf32> to !dyn
-  call @tfc_uk_attention_f32(%cq, %ck, %cv, %cq, %co, %scale, %zero, %zero, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %cv, %cq, %co, %scale, %zero, %zero, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   memref.dealloc %k : memref<1x2x4x4xf32>
   memref.dealloc %v : memref<1x2x4x4xf32>
   return
@@ -212,6 +219,7 @@ func.func @different_splits(%q: memref<1x2x1x4xf32>, %pk: memref<1x2x3x4xf32>, %
 func.func @three_parts(%q: memref<1x2x1x4xf32>, %x: memref<1x2x2x4xf32>, %y: memref<1x2x1x4xf32>, %z: memref<1x2x1x4xf32>, %out: memref<1x2x1x4xf32>) {
   %scale = arith.constant 0.5 : f32
   %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
   %zero = arith.constant 0 : i32
   %k = memref.alloc() : memref<1x2x4x4xf32>
   %a = memref.subview %k[0, 0, 0, 0] [1, 2, 2, 4] [1, 1, 1, 1] : memref<1x2x4x4xf32> to memref<1x2x2x4xf32, strided<[32, 16, 4, 1]>>
@@ -223,7 +231,7 @@ func.func @three_parts(%q: memref<1x2x1x4xf32>, %x: memref<1x2x2x4xf32>, %y: mem
   %cq = memref.cast %q : memref<1x2x1x4xf32> to !dyn
   %ck = memref.cast %k : memref<1x2x4x4xf32> to !dyn
   %co = memref.cast %out : memref<1x2x1x4xf32> to !dyn
-  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32) -> ()
+  call @tfc_uk_attention_f32(%cq, %ck, %ck, %cq, %co, %scale, %zero, %zero, %nocap, %nowin) : (!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
   memref.dealloc %k : memref<1x2x4x4xf32>
   return
 }

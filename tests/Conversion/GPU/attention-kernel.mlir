@@ -98,6 +98,50 @@ func.func @softcap_f16(%q: tensor<1x4x70x64xf16>, %k: tensor<1x2x90x64xf16>, %v:
 
 // -----
 
+// A sliding window of 50 keys (causal, 200 queries in blocks of 64): the
+// block's key tiles start at the tile of its first row's window,
+// (qBlock * 64 - 49) / 64 clamped to [0, the causal end], and the loop runs
+// over the tiles from there; the tiles that start before the window of the
+// warp's last row hide the scores before each row's window (key + 50 >
+// row). The f32 kernel's loop starts at its first tile too.
+// CHECK-LABEL: func.func @window_f16
+// CHECK: gpu.func @attention_0
+// CHECK: %[[END:.*]] = arith.ceildivui
+// CHECK: %[[C:.*]] = arith.constant -49 : index
+// CHECK: %[[S:.*]] = arith.addi %{{.*}}, %[[C]] : index
+// CHECK: %[[S0:.*]] = arith.maxsi %[[S]], %{{.*}} : index
+// CHECK: %[[T:.*]] = arith.divui %[[S0]], %{{.*}} : index
+// CHECK: %[[FIRST:.*]] = arith.minui %[[T]], %[[END]] : index
+// CHECK: %[[N:.*]] = arith.subi %[[END]], %[[FIRST]] : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[N]]
+// CHECK: nvvm.mma.sync
+// CHECK: %[[T50:.*]] = arith.addi %{{.*}}, %c50{{.*}} : index
+// CHECK: %[[BEFORE:.*]] = arith.cmpi sle, %[[T50]], %{{.*}} : index
+// CHECK: %[[NEEDED:.*]] = arith.ori %{{.*}}, %[[BEFORE]] : i1
+// CHECK: scf.if %[[NEEDED]]
+// CHECK: %[[K50:.*]] = arith.addi %{{.*}}, %c50{{.*}} : index
+// CHECK: arith.cmpi sgt, %[[K50]], %{{.*}} : index
+func.func @window_f16(%q: tensor<1x4x200x64xf16>, %k: tensor<1x2x200x64xf16>, %v: tensor<1x2x200x64xf16>) -> tensor<1x4x200x64xf16> {
+  %o = transformer.attention %q, %k, %v {is_causal, window = 50 : i64} : tensor<1x4x200x64xf16>, tensor<1x2x200x64xf16>, tensor<1x2x200x64xf16> -> tensor<1x4x200x64xf16>
+  return %o : tensor<1x4x200x64xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @window_f32
+// CHECK: gpu.func @attention_0
+// CHECK: arith.maxsi
+// CHECK: %[[T32:.*]] = arith.divui
+// CHECK: %[[FIRST32:.*]] = arith.minui %[[T32]], %[[SIX:.*]] : index
+// CHECK: scf.for %{{.*}} = %[[FIRST32]] to %[[SIX]]
+// CHECK: arith.cmpi sgt
+func.func @window_f32(%q: tensor<1x2x70x40xf32>, %k: tensor<1x1x90x40xf32>, %v: tensor<1x1x90x40xf32>) -> tensor<1x2x70x40xf32> {
+  %o = transformer.attention %q, %k, %v {window = 9 : i64} : tensor<1x2x70x40xf32>, tensor<1x1x90x40xf32>, tensor<1x1x90x40xf32> -> tensor<1x2x70x40xf32>
+  return %o : tensor<1x2x70x40xf32>
+}
+
+// -----
+
 // Odd head dimensions in f16 are left to the decomposition.
 // CHECK-LABEL: func.func @odd_head_dim_f16
 // CHECK: transformer.attention

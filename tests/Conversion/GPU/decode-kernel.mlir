@@ -114,6 +114,22 @@ func.func @decode_softcap_f32(%q: tensor<1x2x1x40xf32>, %k: tensor<1x1x70x40xf32
 
 // -----
 
+// A window of 100 over 700 keys: the keys from 600 on, tiles 18 to 21 (of
+// 32 keys) in one chunk, each key hidden unless key > 699 - 100 = 599.
+// CHECK-LABEL: func.func @decode_window_f16
+// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 blocks in (%c1, %c1{{.*}}, %c1{{.*}})
+// CHECK: gpu.func @attention_decode_0
+// CHECK: %[[C18:.*]] = arith.constant 18 : index
+// CHECK: arith.addi %{{.*}}, %[[C18]] : index
+// CHECK: %[[L:.*]] = arith.constant 599 : index
+// CHECK: arith.cmpi sgt, %{{.*}}, %[[L]] : index
+func.func @decode_window_f16(%q: tensor<1x2x1x40xf16>, %k: tensor<1x1x700x40xf16>, %v: tensor<1x1x700x40xf16>) -> tensor<1x2x1x40xf16> {
+  %o = transformer.attention %q, %k, %v {is_causal, window = 100 : i64} : tensor<1x2x1x40xf16>, tensor<1x1x700x40xf16>, tensor<1x1x700x40xf16> -> tensor<1x2x1x40xf16>
+  return %o : tensor<1x2x1x40xf16>
+}
+
+// -----
+
 // 16 query rows per KV head (16 heads on one) are too many: the tiled
 // kernel. So are odd head dimensions in f16 (cp.async copies 4 bytes or
 // more): the decomposition.

@@ -39,7 +39,7 @@ def t(shape, dt):
 
 
 def attention(b, hq, hkv, sq, skv, d, dv, dt, causal=False, mask=None,
-              softcap=None):
+              softcap=None, window=None):
     q, k, v = t((b, hq, sq, d), dt), t((b, hkv, skv, d), dt), t((b, hkv, skv, dv), dt)
     r = t((b, hq, sq, dv), dt)
     args = "%%q: %s, %%k: %s, %%v: %s" % (q, k, v)
@@ -53,6 +53,8 @@ def attention(b, hq, hkv, sq, skv, d, dv, dt, causal=False, mask=None,
     attrs = ["is_causal"] if causal else []
     if softcap:
         attrs.append("softcap = %r : f32" % softcap)
+    if window:
+        attrs.append("window = %d : i64" % window)
     attrs = " {%s}" % ", ".join(attrs) if attrs else ""
     return ("func.func @main(%s) -> %s {\n  %%o = transformer.attention %s%s : "
             "%s -> %s\n  return %%o : %s\n}\n" %
@@ -123,6 +125,10 @@ for dt in ("f32", "f16", "bf16"):
         ("attn_softcap_causal_" + dt,
          attention(1, 4, 2, 100, 100, 64, 64, dt, causal=True, softcap=50.0),
          dt),
+        # A sliding window: the key tiles from the first row's window on.
+        ("attn_window_causal_" + dt,
+         attention(1, 4, 2, 300, 300, 64, 64, dt, causal=True, window=100),
+         dt),
         ("softmax_" + dt, unary("softmax", (33, 100), dt,
                                 " {dimension = 1 : i64}"), dt),
         ("layer_norm_" + dt, layer_norm((17, 96), dt), dt),
@@ -140,6 +146,9 @@ for dt in ("f32", "f16", "bf16"):
         ("dec_d96_" + dt, attention(1, 8, 1, 1, 300, 96, 96, dt), dt),
         ("dec_softcap_" + dt,
          attention(1, 8, 2, 1, 500, 64, 64, dt, softcap=30.0), dt),
+        ("dec_window_" + dt,
+         attention(1, 8, 2, 1, 2000, 64, 64, dt, causal=True, window=256),
+         dt),
         # The cache and the new keys in two buffers each, read in place.
         ("dec_two_parts_" + dt, attention_two_parts(4, 2, 1000, 3, 64, dt),
          dt),

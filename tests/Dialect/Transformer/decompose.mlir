@@ -112,6 +112,26 @@ func.func @attention_softcap(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xf32>,
 
 // -----
 
+// A sliding window without a causal limit: key j is visible to query i iff
+// j + 2 > i + (Skv - Sq), the others -inf.
+// CHECK-LABEL: func @attention_window
+// CHECK:      linalg.generic
+// CHECK:        %[[I:.*]] = linalg.index 2
+// CHECK:        %[[J:.*]] = linalg.index 3
+// CHECK:        %[[OFF:.*]] = arith.constant 2 : index
+// CHECK:        %[[POS:.*]] = arith.addi %[[I]], %[[OFF]]
+// CHECK:        %[[W:.*]] = arith.constant 2 : index
+// CHECK:        %[[JW:.*]] = arith.addi %[[J]], %[[W]]
+// CHECK:        %[[IN:.*]] = arith.cmpi sgt, %[[JW]], %[[POS]]
+// CHECK:        arith.select %[[IN]], %{{.*}}, %{{.*}}
+// CHECK:      tosa.reduce_max
+func.func @attention_window(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xf32>, %v: tensor<1x2x5x16xf32>) -> tensor<1x2x3x16xf32> {
+  %o = transformer.attention %q, %k, %v {window = 2 : i64} : tensor<1x2x3x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32> -> tensor<1x2x3x16xf32>
+  return %o : tensor<1x2x3x16xf32>
+}
+
+// -----
+
 // Grouped-query attention with a mask and causal masking where Sq > Skv: the
 // query is viewed as [B*Hkv, G*Sq, D], keys visible iff j <= i + (Skv - Sq),
 // and rows that see no key give zeros.

@@ -144,6 +144,14 @@ func.func @negative_softcap_negative(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10
 
 // -----
 
+func.func @negative_window_zero(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10x16xf32>, %v: tensor<1x2x10x16xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{window must be positive, got 0}}
+  %o = transformer.attention %q, %k, %v {window = 0 : i64} : tensor<1x4x8x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x16xf32> -> tensor<1x4x8x16xf32>
+  return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
 func.func @negative_result_shape(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10x16xf32>, %v: tensor<1x2x10x16xf32>) -> tensor<1x4x8x15xf32> {
   // expected-error @+1 {{result must have shape [B, Hq, Sq, Dv] = [1, 4, 8, 16] of 'f32', got 'tensor<1x4x8x15xf32>'}}
   %o = transformer.attention %q, %k, %v : tensor<1x4x8x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x16xf32> -> tensor<1x4x8x15xf32>

@@ -1,7 +1,7 @@
 """Numerics of the compiled attention, softmax, layer_norm and rms_norm
 kernels, fused and unfused, against float64 references over many shapes (odd
 sizes, one query row, causal with Sq != Skv, fully masked rows, grouped-query
-heads, soft-capped scores, f16/bf16 norms).
+heads, soft-capped scores, sliding windows, f16/bf16 norms).
 
 usage: kernels.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                   [--gpu-binary=cubin|ptx]
@@ -15,7 +15,7 @@ from harness import (Harness, bf16_to_f32, f32_to_bf16, parse_args,
                      tensor_type)
 
 
-def attention_ref(q, k, v, mask, scale, causal, softcap=None):
+def attention_ref(q, k, v, mask, scale, causal, softcap=None, window=None):
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
     g = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
@@ -25,10 +25,12 @@ def attention_ref(q, k, v, mask, scale, causal, softcap=None):
     if mask is not None:
         s = s + mask.astype(np.float64)
     sq, skv = q.shape[2], k.shape[2]
+    i = np.arange(sq)[:, None]
+    j = np.arange(skv)[None, :]
     if causal:
-        i = np.arange(sq)[:, None]
-        j = np.arange(skv)[None, :]
         s = np.where(j <= i + skv - sq, s, -np.inf)
+    if window is not None:
+        s = np.where(i + skv - sq - j < window, s, -np.inf)
     mx = s.max(-1, keepdims=True)
     empty = ~np.isfinite(mx)
     p = np.exp(s - np.where(empty, 0, mx))
@@ -39,12 +41,13 @@ def attention_ref(q, k, v, mask, scale, causal, softcap=None):
 
 def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
                    causal=False, scale=None, dtype="f32", key_growth=0.0,
-                   key_spike=None, softcap=None):
+                   key_spike=None, softcap=None, window=None):
     """key_growth > 0 scales key j by 1 + key_growth * j / skv: later key
     blocks then exceed the running max of the earlier ones by far.
     key_spike = j scales key j by 64: its scores dwarf those of the keys
     before it in the same block. softcap caps the scaled scores to
-    softcap * tanh(s / softcap) (Gemma 2)."""
+    softcap * tanh(s / softcap) (Gemma 2). window hides key j from query i
+    when i + skv - sq - j >= window (a sliding window)."""
     dv = dv or d
     np_dtype = np.float16 if dtype == "f16" else np.float32
     q = rng.standard_normal((b, hq, sq, d)).astype(np_dtype)
@@ -69,6 +72,8 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         attrs.append("scale = %r : f32" % scale)
     if softcap is not None:
         attrs.append("softcap = %r : f32" % softcap)
+    if window is not None:
+        attrs.append("window = %d : i64" % window)
     args = ", ".join("%%a%d: %s" % (i, t) for i, t in enumerate(types))
     operands = "%a0, %a1, %a2" + (" mask %a3" if m is not None else "")
     mlir = """func.func @main(%s) -> %s {
@@ -78,7 +83,7 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
 """ % (args, rt, operands, "{%s}" % ", ".join(attrs) if attrs else "",
        ", ".join(types), rt, rt)
     eff_scale = scale if scale is not None else 1.0 / np.sqrt(d)
-    ref = attention_ref(q, k, v, m, eff_scale, causal, softcap)
+    ref = attention_ref(q, k, v, m, eff_scale, causal, softcap, window)
     # f16 inputs and outputs carry 11 significant bits (the unfused build
     # also computes in f16): a few units of 2^-11 in a norm-wise error.
     tol = 5e-3 if dtype == "f16" else 1e-4
@@ -410,6 +415,17 @@ def main():
       mask=key_padding_finfo, softcap=1.5)
     A(h, rng, "f16_softcap_causal", 1, 4, 2, 40, 70, 64, dtype="f16",
       causal=True, softcap=3.0, key_growth=3.0)
+    # Sliding windows: query blocks whose first key tiles lie before their
+    # window (skipped) next to padding, without a causal limit, decode over
+    # keys that a padding mask hides entirely in one batch element (its row
+    # averages over its window only), f16 on the tensor-core kernels.
+    A(h, rng, "window_causal_gqa_padding", 2, 4, 2, 100, 100, 32, causal=True,
+      mask=padding_mask, window=17)
+    A(h, rng, "window_no_causal", 1, 2, 2, 40, 130, 32, window=50)
+    A(h, rng, "decode_window_finfo", 2, 4, 1, 1, 700, 64, causal=True,
+      mask=key_padding_finfo, window=100)
+    A(h, rng, "f16_window_causal", 1, 2, 1, 150, 150, 64, dtype="f16",
+      causal=True, window=40)
     A(h, rng, "f16", 1, 4, 2, 19, 37, 64, dtype="f16")
     A(h, rng, "f16_causal_gqa_padding", 2, 8, 2, 70, 130, 64, dtype="f16",
       causal=True, mask=padding_mask)

@@ -56,10 +56,12 @@ TEST_F(TransformerOpsTest, AttentionBuilderInfersResultType) {
   auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
                                 args[1], args[2], /*mask=*/Value(),
                                 /*scale=*/FloatAttr(), /*is_causal=*/false,
-                                /*softcap=*/FloatAttr());
+                                /*softcap=*/FloatAttr(),
+                                /*window=*/IntegerAttr());
   EXPECT_EQ(op.getType(), tensor({2, 12, 77, 48}));
   EXPECT_TRUE(succeeded(verify(op)));
   EXPECT_NEAR(op.getEffectiveScale(), 1.0 / std::sqrt(80.0), 1e-12);
+  EXPECT_EQ(op.getEffectiveWindow(), 0);
 }
 
 TEST_F(TransformerOpsTest, AttentionExplicitScaleAndCausal) {
@@ -68,20 +70,22 @@ TEST_F(TransformerOpsTest, AttentionExplicitScaleAndCausal) {
                 tensor({1, 2, 9, 16}), tensor({5, 9})});
   auto op = AttentionOp::create(
       builder, builder.getUnknownLoc(), args[0], args[1], args[2], args[3],
-      builder.getF32FloatAttr(0.5f), true, builder.getF32FloatAttr(30.0f));
+      builder.getF32FloatAttr(0.5f), true, builder.getF32FloatAttr(30.0f),
+      builder.getI64IntegerAttr(4));
   EXPECT_TRUE(succeeded(verify(op)));
   EXPECT_TRUE(op.getIsCausal());
   EXPECT_EQ(op.getEffectiveScale(), 0.5);
   EXPECT_EQ(op.getEffectiveSoftcap(), 30.0);
+  EXPECT_EQ(op.getEffectiveWindow(), 4);
 }
 
 TEST_F(TransformerOpsTest, DecomposeProducesResultOfSameType) {
   SmallVector<Value> args =
       makeArgs({tensor({1, 6, 9, 16}), tensor({1, 2, 5, 16}),
                 tensor({1, 2, 5, 4}), tensor({1, 1, 9, 5})});
-  auto op =
-      AttentionOp::create(builder, builder.getUnknownLoc(), args[0], args[1],
-                          args[2], args[3], FloatAttr(), true, FloatAttr());
+  auto op = AttentionOp::create(builder, builder.getUnknownLoc(), args[0],
+                                args[1], args[2], args[3], FloatAttr(), true,
+                                FloatAttr(), builder.getI64IntegerAttr(3));
   auto aggregated = cast<linalg::AggregatedOpInterface>(op.getOperation());
   FailureOr<SmallVector<Value>> values = aggregated.decomposeOperation(builder);
   ASSERT_TRUE(succeeded(values));

@@ -6,8 +6,10 @@
 // visible key average over the hidden keys they see, as transformers'
 // finfo.min masks make them do; a kernel that dropped those keys would
 // average over fewer. tfc_uk_attention_kv2_f32 must give the same results
-// with the keys and values in two parts. Soft-capped scores (Gemma 2) and
-// calls without a mask take the same paths.
+// with the keys and values in two parts. Soft-capped scores (Gemma 2),
+// sliding windows (whose keys before a row's window are hidden outright,
+// next to padding that may hide every key of a row's window) and calls
+// without a mask take the same paths.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +54,8 @@ struct Case {
   Mask mask;
   std::vector<int64_t> used; // per batch element
   float softcap = 0; // > 0: scores capped to softcap * tanh(s / softcap)
+  int64_t window =
+      0; // > 0: key j hidden from row i if i + Skv - Sq - j >= window
 };
 
 void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
@@ -127,7 +131,7 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
   omp_set_num_threads(2);
   if (split < 0) {
     _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale, hasMask,
-                                      c.causal ? 1 : 0, c.softcap);
+                                      c.causal ? 1 : 0, c.softcap, c.window);
   } else {
     // Keys [0, split) in a view of a longer buffer (a cache with spare
     // slots), the others in a buffer of their own.
@@ -155,7 +159,7 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
     MemRef<4> mv1 = memref(v1, c.B, c.Hkv, rest, c.Dv);
     _mlir_ciface_tfc_uk_attention_kv2_f32(&mq, &mk0, &mk1, &mv0, &mv1, &mm, &mo,
                                           scale, hasMask, c.causal ? 1 : 0,
-                                          c.softcap);
+                                          c.softcap, c.window);
   }
 
   double worst = 0, vMax = 0;
@@ -179,7 +183,9 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
           double x = dot * scale;
           if (c.softcap > 0)
             x = c.softcap * std::tanh(x / c.softcap);
-          s[size_t(j)] = c.causal && j > i + offset ? -INFINITY : x + m;
+          bool hidden = (c.causal && j > i + offset) ||
+                        (c.window > 0 && i + offset - j >= c.window);
+          s[size_t(j)] = hidden ? -INFINITY : x + m;
           mx = std::max(mx, s[size_t(j)]);
         }
         std::vector<double> acc(size_t(c.Dv), 0.0);
@@ -439,6 +445,131 @@ INSTANTIATE_TEST_SUITE_P(
              true,
              Mask::None,
              {},
-             3.0f}));
+             3.0f},
+        // Sliding windows. Query blocks: a window shorter than a block of
+        // rows and one longer, over more keys than a key block; right
+        // padding that leaves the last rows' windows with hidden keys only
+        // (they average over those); left padding under a window that
+        // starts after it; no causal limit; a per-query mask.
+        Case{"prefill_window_causal",
+             1,
+             4,
+             2,
+             600,
+             600,
+             32,
+             32,
+             true,
+             Mask::None,
+             {},
+             0.0f,
+             37},
+        Case{"prefill_window_long_right_padding_causal",
+             2,
+             2,
+             1,
+             531,
+             531,
+             64,
+             48,
+             true,
+             Mask::RightPadding,
+             {531, 400},
+             0.0f,
+             300},
+        Case{"prefill_window_short_right_padding_causal",
+             2,
+             2,
+             2,
+             90,
+             90,
+             32,
+             32,
+             true,
+             Mask::RightPadding,
+             {80, 70},
+             0.0f,
+             5},
+        Case{"prefill_window_left_padding_softcap_causal",
+             2,
+             2,
+             2,
+             150,
+             150,
+             32,
+             32,
+             true,
+             Mask::LeftPadding,
+             {0, 40},
+             2.0f,
+             64},
+        Case{"prefill_window_no_causal",
+             1,
+             2,
+             1,
+             70,
+             300,
+             16,
+             16,
+             false,
+             Mask::RightPadding,
+             {250},
+             0.0f,
+             100},
+        Case{"prefill_window_per_query",
+             1,
+             2,
+             2,
+             40,
+             60,
+             24,
+             24,
+             true,
+             Mask::PerQuery,
+             {},
+             0.0f,
+             9},
+        // Decode steps through a window over a fixed cache (the keys before
+        // it skipped), one whose window holds unused slots and the new key, and
+        // a few rows of a chunk.
+        Case{"decode_window_fixed_cache",
+             2,
+             8,
+             2,
+             1,
+             1025,
+             64,
+             64,
+             true,
+             Mask::FixedCache,
+             {1000, 700},
+             0.0f,
+             200},
+        Case{"decode_window_over_unused_slots",
+             1,
+             4,
+             1,
+             1,
+             513,
+             32,
+             32,
+             true,
+             Mask::FixedCache,
+             {100},
+             0.0f,
+             20},
+        Case{"few_rows_window_causal",
+             1,
+             4,
+             1,
+             5,
+             700,
+             40,
+             40,
+             true,
+             Mask::None,
+             {},
+             0.0f,
+             123}));
 
 } // namespace

@@ -153,6 +153,33 @@ Value numKeyTiles(Arith &a, const AttentionShape &s, Value qBlock, int64_t rows,
   return arith::CeilDivUIOp::create(b, end, a.c(tileKeys));
 }
 
+/// The key tiles [first, end) such a block visits: numKeyTiles' end, from
+/// the tile holding the start of the first row's sliding window
+/// (qBlock * rows + Skv - Sq - window + 1), or from tile 0 without one.
+struct KeyTiles {
+  Value first, end;
+};
+KeyTiles keyTiles(Arith &a, const AttentionShape &s, Value qBlock, int64_t rows,
+                  int64_t tileKeys) {
+  Value end = numKeyTiles(a, s, qBlock, rows, tileKeys);
+  if (s.window <= 0)
+    return {a.c(0), end};
+  ImplicitLocOpBuilder &b = a.b;
+  Value start = arith::AddIOp::create(b, a.mul(qBlock, rows),
+                                      a.c(s.seqKV - s.seqQ - s.window + 1));
+  start = arith::MaxSIOp::create(b, start, a.c(0));
+  Value first = arith::MinUIOp::create(b, a.div(start, tileKeys), end);
+  return {first, end};
+}
+
+/// Whether `key` is inside the sliding window of query `row` (i1): key >
+/// row + Skv - Sq - window, signed.
+Value inWindow(Arith &a, const AttentionShape &s, Value key, Value row) {
+  return arith::CmpIOp::create(a.b, arith::CmpIPredicate::sgt,
+                               a.add(key, s.window),
+                               a.add(row, s.seqKV - s.seqQ));
+}
+
 //===----------------------------------------------------------------------===//
 // Tensor-core kernel
 //===----------------------------------------------------------------------===//
@@ -222,6 +249,19 @@ struct MmaKernel {
   Value offsetBy(Value address, Value bytes) {
     return tmaOps.offsetBy(address, bytes);
   }
+  /// With a sliding window the block's key tiles start at firstTile: tile
+  /// indices (loop iterations, copy groups, stages) count from there, and
+  /// tile t holds keys from (firstTile + t) * bc. A negative t (V's tile
+  /// -1 ahead of the first) stays out of bounds.
+  Value firstTile = {};
+  Value firstKey(Value tile) {
+    if (s.window <= 0)
+      return a.mul(tile, bc);
+    Value shifted = a.mul(a.add(tile, firstTile), bc);
+    return a.sel(
+        arith::CmpIOp::create(b, arith::CmpIPredicate::slt, tile, a.c(0)),
+        a.mul(tile, bc), shifted);
+  }
   /// The stage (tile % 2) of a tile in the stages at `base`.
   Value stageAddress(Value base, Value tile, int64_t stageBytes) {
     return offsetBy(base, a.mul(a.rem(a.add(tile, 2), 2), stageBytes));
@@ -254,7 +294,7 @@ struct MmaKernel {
     auto load = [&](Value map, Value tile, Value base, int64_t cols,
                     int64_t stageBytes) {
       Value stage = stageAddress(base, tile, stageBytes);
-      Value key0 = toI32(a.mul(tile, bc));
+      Value key0 = toI32(firstKey(tile));
       for (int64_t r = 0; r < regions(cols); ++r)
         tmaOps.load3d(offsetBy(stage, a.c(r * bc * 128)), map,
                       {toI32(a.c(r * 64)), key0, bhk}, bar);
@@ -294,9 +334,9 @@ struct MmaKernel {
     };
     // (-1 compares unsigned: beyond numTiles.)
     SmallVector<Value> tokens =
-        copyTileAsync(a, k, {bi, hk}, a.mul(kTile, bc), s.seqKV, s.headDim,
+        copyTileAsync(a, k, {bi, hk}, firstKey(kTile), s.seqKV, s.headDim,
                       a.ult(kTile, numTiles), kl, ks, stageRow(kTile), tid);
-    tokens.append(copyTileAsync(a, v, {bi, hk}, a.mul(vTile, bc), s.seqKV,
+    tokens.append(copyTileAsync(a, v, {bi, hk}, firstKey(vTile), s.seqKV,
                                 s.valueDim, a.ult(vTile, numTiles), vl, vs,
                                 stageRow(vTile), tid));
     lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(
@@ -368,9 +408,13 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     kBase = tmaOps.alignedAddress(vts, 1024);
     vBase = offsetBy(kBase, a.c(2 * kStageBytes()));
   }
-  // Keys this block sees: causal rows stop at their diagonal.
+  // Keys this block sees: causal rows stop at their diagonal; with a
+  // sliding window they start at the first row's window.
   int64_t offset = s.seqKV - s.seqQ;
-  Value numTiles = numKeyTiles(a, s, qBlock, rows(), bc);
+  KeyTiles tiles = keyTiles(a, s, qBlock, rows(), bc);
+  firstTile = tiles.first;
+  Value numTiles =
+      s.window > 0 ? arith::SubIOp::create(b, tiles.end, firstTile) : tiles.end;
   // TMA: the mbarriers, then the first copy group goes in flight (K tile 0
   // and a zero V tile -1: V runs one tile behind K, below). Full barriers:
   // one arrival (with the bytes) per phase; empty barriers: one per
@@ -443,8 +487,8 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
     // softmax of tile j): K 0 and a zero V tile -1 first.
     copyTile(a.c(0), a.c(wgmma() ? -1 : 0), numTiles, k, v, ks, vts, bi, hk);
   } else {
-    kFirst = loadKV(k, a.c(0), s.headDim, kLayout, bi, hk);
-    vFirst = loadKV(v, a.c(0), s.valueDim, vLayout, bi, hk);
+    kFirst = loadKV(k, firstKey(a.c(0)), s.headDim, kLayout, bi, hk);
+    vFirst = loadKV(v, firstKey(a.c(0)), s.valueDim, vLayout, bi, hk);
   }
   int64_t numState = int64_t(init.size());
   init.append(kFirst.values.begin(), kFirst.values.end());
@@ -486,7 +530,7 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
       for (int64_t dn = 0; dn < dvp / 8; ++dn)
         o[0][dn].assign(flat.begin() + 4 * dn, flat.begin() + 4 * dn + 4);
     };
-    Value kv0 = a.mul(j, bc);
+    Value kv0 = firstKey(j);
 
     TileChunks nextK{kLayout, {}}, nextV{vLayout, {}};
     Value stageRow = a.c(0);
@@ -625,10 +669,11 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
         sc[sl][nt] = acc[sl];
     }
 
-    // Keys past the end (a partial last tile) and past a row's causal
-    // limit are hidden (-inf). Only the tiles that have such keys for this
-    // warp pay for it: the last tile, and the causal tiles reaching beyond
-    // the warp's first row. Elsewhere the branch skips the per-score
+    // Keys past the end (a partial last tile), past a row's causal limit
+    // and before its window are hidden (-inf). Only the tiles that have
+    // such keys for this warp pay for it: the last tile, the causal tiles
+    // reaching beyond the warp's first row, the tiles starting before the
+    // window of its last row. Elsewhere the branch skips the per-score
     // compare and select. (Not in the register-staged builds beyond
     // D = 64: their prefetched tile leaves no registers for the branch's
     // two sets of scores, and ptxas spills.)
@@ -646,11 +691,15 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
               Value below = a.sle(key, a.add(row[ri], offset));
               visible = visible ? a.andi(visible, below) : below;
             }
+            if (s.window > 0) {
+              Value above = inWindow(a, s, key, row[ri]);
+              visible = visible ? a.andi(visible, above) : above;
+            }
             hidden.push_back(a.sel(visible, sc[sl][nt][i], ninf));
           }
       return hidden;
     };
-    if (s.causal || s.seqKV % bc != 0) {
+    if (s.causal || s.seqKV % bc != 0 || s.window > 0) {
       Value needed; // null: hide in every tile
       if (branch && s.seqKV % bc != 0)
         needed = a.ult(a.c(s.seqKV), a.add(kv0, bc));
@@ -660,6 +709,14 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
             arith::CmpIOp::create(b, arith::CmpIPredicate::sgt,
                                   a.add(kv0, bc - 1), a.add(firstRow, offset));
         needed = needed ? arith::OrIOp::create(b, needed, beyond) : beyond;
+      }
+      if (branch && s.window > 0) {
+        // Before the window of the warp's last row.
+        Value lastRow = a.add(firstRow, 16 * slabs - 1);
+        Value before =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::sle,
+                                  a.add(kv0, s.window), a.add(lastRow, offset));
+        needed = needed ? arith::OrIOp::create(b, needed, before) : before;
       }
       updateWhere(b, needed, sc, hide);
     }
@@ -927,11 +984,11 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
         scaleC));
 
   int64_t offset = s.seqKV - s.seqQ;
-  Value numTiles = numKeyTiles(a, s, qBlock, rowsPerBlock, bc);
+  KeyTiles tiles = keyTiles(a, s, qBlock, rowsPerBlock, bc);
   Value zeroF = a.f(0.0), ninf = a.negInf();
   SmallVector<Value> init(dv, zeroF);
   init.append({ninf, zeroF}); // m, l
-  auto loop = scf::ForOp::create(b, a.c(0), numTiles, a.c(1), init);
+  auto loop = scf::ForOp::create(b, tiles.first, tiles.end, a.c(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -972,6 +1029,8 @@ void buildFmaKernel(const AttentionShape &s, Arith &a, gpu::GPUFuncOp func,
       Value visible = a.ult(key, s.seqKV);
       if (s.causal)
         visible = a.andi(visible, a.sle(key, a.add(row, offset)));
+      if (s.window > 0)
+        visible = a.andi(visible, inWindow(a, s, key, row));
       dot = a.sel(visible, dot, ninf);
       sc.push_back(dot);
       tileMax = a.fmax(tileMax, dot);

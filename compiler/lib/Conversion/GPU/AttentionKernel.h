@@ -23,6 +23,10 @@ struct AttentionShape {
   double scale = 1.0;
   /// > 0: the scaled scores are capped, softcap * tanh(s / softcap).
   double softcap = 0;
+  /// > 0 (and < seqKV): a sliding window, key j hidden from query i when
+  /// i + seqKV - seqQ - j >= window; blocks skip the key tiles below the
+  /// window of their first row.
+  int64_t window = 0;
   /// f16/bf16: fragments of K and V by ldmatrix (V staged row-major and
   /// loaded transposed) instead of 4-byte shared loads of a transposed V.
   bool ldmatrix = false;

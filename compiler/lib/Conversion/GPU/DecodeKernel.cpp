@@ -77,8 +77,10 @@ struct Geometry {
   /// (pairs where Dv is even) at a time, 32 lanes a row of 32 vPair;
   /// columns padded with zeros to dvPad.
   int64_t vWidth, vPair, dvPad;
-  /// Key tiles, tiles per chunk, chunks.
-  int64_t tiles, tilesPerSplit, splits;
+  /// The first key tile any row sees (with a sliding window, the tile of
+  /// row 0's window start; else 0), the tiles from there to the end, tiles
+  /// per chunk, chunks.
+  int64_t firstTile, tiles, tilesPerSplit, splits;
 
   int64_t groups() const { return dvPad / (32 * vPair); }
   /// Q [rows][dPad] f32, two stages of K [32][kStride] and of V
@@ -111,7 +113,11 @@ Geometry geometry(const AttentionShape &s) {
   g.vWidth = chunkWidth(s.valueDim, most);
   g.vPair = s.valueDim % 2 ? 1 : 2;
   g.dvPad = roundUp(s.valueDim, 32 * g.vPair);
-  g.tiles = (s.seqKV + kTileKeys - 1) / kTileKeys;
+  g.firstTile =
+      s.window > 0
+          ? std::max<int64_t>(0, s.seqKV - s.seqQ - s.window + 1) / kTileKeys
+          : 0;
+  g.tiles = (s.seqKV + kTileKeys - 1) / kTileKeys - g.firstTile;
   int64_t blocks = s.batch * s.headsKV;
   int64_t splits =
       std::clamp<int64_t>((kTargetBlocks + blocks - 1) / blocks, 1,
@@ -177,9 +183,11 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
   }
 
   // The block's chunk: tiles [tile0, tile0 + numTiles).
-  Value tile0 = a.mul(split, g.tilesPerSplit);
+  Value chunkStart = a.mul(split, g.tilesPerSplit);
+  Value tile0 = a.add(chunkStart, g.firstTile);
   Value numTiles = arith::MinUIOp::create(
-      b, a.c(g.tilesPerSplit), arith::SubIOp::create(b, a.c(g.tiles), tile0));
+      b, a.c(g.tilesPerSplit),
+      arith::SubIOp::create(b, a.c(g.tiles), chunkStart));
   TileLayout kLayout{kTileKeys, g.dPad, g.kWidth, kThreads};
   TileLayout vLayout{kTileKeys, g.dvPad, g.vWidth, kThreads};
   // Key tile `tile`, the chunk's tile `tileInChunk`, into stage
@@ -279,6 +287,12 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
       if (s.causal) {
         Value below = a.sle(key, a.c(query + offset));
         visible = visible ? a.andi(visible, below) : below;
+      }
+      if (s.window > 0) {
+        // Inside the row's sliding window: key > query + offset - window.
+        Value above = arith::CmpIOp::create(b, arith::CmpIPredicate::sgt, key,
+                                            a.c(query + offset - s.window));
+        visible = visible ? a.andi(visible, above) : above;
       }
       if (visible)
         x = a.sel(visible, x, ninf);

@@ -54,6 +54,9 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
   s.causal = op.getIsCausal();
   s.scale = op.getEffectiveScale();
   s.softcap = op.getEffectiveSoftcap();
+  // A window of seqKV keys or more hides none.
+  if (int64_t w = op.getEffectiveWindow(); w < k.getDimSize(2))
+    s.window = w;
   // Empty tensors (the decomposition's loops have nothing to do) stay with
   // the decomposition.
   for (int64_t d :

@@ -36,7 +36,8 @@ KernelSignature kernelFor(Operation *op) {
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
   if (isa<transformer::AttentionOp>(op)) {
     MemRefType m = dynamicF32MemRef(ctx, 4);
-    return {"tfc_uk_attention_f32", {m, m, m, m, m, f32, i32, i32, f32}};
+    Type i64 = IntegerType::get(ctx, 64);
+    return {"tfc_uk_attention_f32", {m, m, m, m, m, f32, i32, i32, f32, i64}};
   }
   MemRefType m1 = dynamicF32MemRef(ctx, 1), m2 = dynamicF32MemRef(ctx, 2);
   if (isa<transformer::SoftmaxOp>(op))
@@ -102,7 +103,7 @@ struct PrepareForKernel : RewritePattern {
           rewriter, a.getLoc(), t.cast(a.getQuery(), f32),
           t.cast(a.getKey(), f32), t.cast(a.getValue(), f32), mask,
           rewriter.getF32FloatAttr(float(a.getEffectiveScale())),
-          a.getIsCausal(), a.getSoftcapAttr());
+          a.getIsCausal(), a.getSoftcapAttr(), a.getWindowAttr());
       result = fused.getResult();
     } else if (auto s = dyn_cast<transformer::SoftmaxOp>(op)) {
       int64_t rank = resultType.getRank(), dim = s.getDimension();
@@ -224,7 +225,10 @@ struct KernelCallBufferization
               f32(a.getEffectiveScale()),
               i32(hasMask),
               i32(a.getIsCausal()),
-              f32(a.getEffectiveSoftcap())};
+              f32(a.getEffectiveSoftcap()),
+              arith::ConstantOp::create(
+                  rewriter, loc,
+                  rewriter.getI64IntegerAttr(a.getEffectiveWindow()))};
     } else if (isa<transformer::SoftmaxOp>(op)) {
       args = {buffers[0], toDynamic(out)};
     } else if (auto rms = dyn_cast<transformer::RmsNormOp>(op)) {

@@ -91,6 +91,12 @@ double AttentionOp::getEffectiveSoftcap() {
   return 0.0;
 }
 
+int64_t AttentionOp::getEffectiveWindow() {
+  if (std::optional<uint64_t> w = getWindow())
+    return static_cast<int64_t>(*w);
+  return 0;
+}
+
 LogicalResult AttentionOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferredReturnTypes) {
@@ -175,6 +181,8 @@ LogicalResult AttentionOp::verify() {
     if (!std::isfinite(cv) || !(cv > 0.0))
       return emitOpError() << "softcap must be finite and positive, got " << cv;
   }
+  if (IntegerAttr w = getWindowAttr(); w && w.getInt() <= 0)
+    return emitOpError() << "window must be positive, got " << w.getInt();
 
   SmallVector<int64_t> expectedR = {b, hq, sq, dv};
   RankedTensorType r = getResult().getType();
@@ -185,9 +193,11 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
-/// Masks scores [B, H, Sq, Skv] to -inf where key j is not visible to query
-/// i under causal attention (j > i + Skv - Sq).
-static Value applyCausalMask(OpBuilder &b, Location loc, Value scores) {
+/// Masks scores [B, H, Sq, Skv] to -inf where key j is hidden from query i
+/// (at position i + Skv - Sq): past it when `causal` (j > i + Skv - Sq),
+/// `window` or more positions before it when `window` > 0.
+static Value applyKeyLimits(OpBuilder &b, Location loc, Value scores,
+                            bool causal, int64_t window) {
   auto type = cast<RankedTensorType>(scores.getType());
   int64_t sq = type.getDimSize(2), skv = type.getDimSize(3);
   Type et = type.getElementType();
@@ -201,9 +211,21 @@ static Value applyCausalMask(OpBuilder &b, Location loc, Value scores) {
         Value i = linalg::IndexOp::create(nb, nloc, 2);
         Value j = linalg::IndexOp::create(nb, nloc, 3);
         Value offset = arith::ConstantIndexOp::create(nb, nloc, skv - sq);
-        Value limit = arith::AddIOp::create(nb, nloc, i, offset);
-        Value visible = arith::CmpIOp::create(
-            nb, nloc, arith::CmpIPredicate::sle, j, limit);
+        Value position = arith::AddIOp::create(nb, nloc, i, offset);
+        Value visible;
+        if (causal)
+          visible = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::sle,
+                                          j, position);
+        if (window > 0) {
+          // j > position - window, as j + window > position.
+          Value w = arith::ConstantIndexOp::create(nb, nloc, window);
+          Value inWindow = arith::CmpIOp::create(
+              nb, nloc, arith::CmpIPredicate::sgt,
+              arith::AddIOp::create(nb, nloc, j, w), position);
+          visible = visible ? arith::AndIOp::create(nb, nloc, visible, inWindow)
+                                  .getResult()
+                            : inWindow;
+        }
         Value negInf = arith::ConstantOp::create(
             nb, nloc,
             nb.getFloatAttr(et, -std::numeric_limits<double>::infinity()));
@@ -241,8 +263,9 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
                    t.splat(cap, acc, 4));
   if (Value mask = getMask())
     scores = t.add(scores, t.cast(t.expandToRank(mask, 4), acc));
-  if (getIsCausal())
-    scores = applyCausalMask(b, getLoc(), scores);
+  if (getIsCausal() || getEffectiveWindow() > 0)
+    scores = applyKeyLimits(b, getLoc(), scores, getIsCausal(),
+                            getEffectiveWindow());
 
   // A row may see no key at all only with a mask, or causally with Sq > Skv.
   bool rowsMayBeEmpty = getMask() || (getIsCausal() && sq > skv);

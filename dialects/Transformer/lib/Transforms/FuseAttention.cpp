@@ -1,8 +1,10 @@
 //===- FuseAttention.cpp - TOSA attention to transformer.attention --------===//
 //
-// One pattern: `fusion::matchAttention` decides, this file only rebuilds the
-// operands in the op's layout ([B, H, S, X], un-repeated K/V, a rank-4
-// additive mask) and replaces the output.
+// `fusion::matchAttention` decides, this file only rebuilds the operands in
+// the op's layout ([B, H, S, X], un-repeated K/V, a rank-4 additive mask)
+// and replaces the output. A second pattern moves a sliding-window band out
+// of the mask into the op's `window` (fusion::matchWindowBand), where the
+// kernels skip the keys it hides instead of adding a mask to every score.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,7 +115,8 @@ struct FuseAttentionPattern : OpRewritePattern<tosa::MatMulOp> {
         rewriter, loc, q, k, v, mask,
         rewriter.getF32FloatAttr(static_cast<float>(m.scale)), m.isCausal,
         m.softcap > 0 ? rewriter.getF32FloatAttr(static_cast<float>(m.softcap))
-                      : FloatAttr());
+                      : FloatAttr(),
+        IntegerAttr());
     if (reorderHeads)
       out = swapHeadFactors(t, out, hkv, m.groups);
 
@@ -124,6 +127,27 @@ struct FuseAttentionPattern : OpRewritePattern<tosa::MatMulOp> {
     rewriter.setInsertionPoint(m.outputMatmul);
     rewriter.replaceOp(m.outputMatmul,
                        t.reshape(out, shapeOf(m.outputMatmul.getOutput())));
+    return success();
+  }
+};
+
+struct AbsorbWindowBandPattern : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getMask() || op.getWindowAttr())
+      return failure();
+    ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
+    fusion::MatchOr<fusion::WindowBand> band =
+        fusion::matchWindowBand(op.getMask(), q[2], k[2]);
+    if (!band)
+      return rewriter.notifyMatchFailure(op, band.getReason());
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getMaskMutable().assign(band->rest ? ValueRange{band->rest}
+                                            : ValueRange{});
+      op.setWindowAttr(rewriter.getI64IntegerAttr(band->window));
+    });
     return success();
   }
 };
@@ -144,7 +168,8 @@ struct FuseAttentionPass
 } // namespace
 
 void populateFuseAttentionPatterns(RewritePatternSet &patterns) {
-  patterns.add<FuseAttentionPattern>(patterns.getContext());
+  patterns.add<FuseAttentionPattern, AbsorbWindowBandPattern>(
+      patterns.getContext());
 }
 
 } // namespace tfc::transformer

@@ -911,4 +911,102 @@ bool isAttentionCandidate(Operation *op) {
   return def && (isa<SoftmaxOp>(def) || isSoftmaxCandidate(def));
 }
 
+//===----------------------------------------------------------------------===//
+// Sliding-window bands
+//===----------------------------------------------------------------------===//
+
+/// The values of a constant of shape [1, .., 1, n] along dimension `dim`
+/// (every other dimension 1) as exact integers; nullopt otherwise.
+static std::optional<SmallVector<int64_t>> integersAlong(Value v, int64_t dim,
+                                                         int64_t n) {
+  DenseElementsAttr attr;
+  RankedTensorType type = rankedType(v);
+  if (!type || !matchPattern(v, m_Constant(&attr)) || type.getRank() != 4)
+    return std::nullopt;
+  for (int64_t d = 0; d < 4; ++d)
+    if (type.getDimSize(d) != (d == dim ? n : 1))
+      return std::nullopt;
+  SmallVector<int64_t> out;
+  out.reserve(n);
+  if (isa<FloatType>(attr.getElementType())) {
+    for (APFloat x : attr.getValues<APFloat>()) {
+      double d = x.convertToDouble();
+      if (!std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 0x1p52)
+        return std::nullopt;
+      out.push_back(static_cast<int64_t>(d));
+    }
+  } else if (attr.getElementType().isSignlessInteger()) {
+    for (APInt x : attr.getValues<APInt>())
+      out.push_back(x.getSExtValue());
+  } else {
+    return std::nullopt;
+  }
+  return out;
+}
+
+/// The window of `band` = select(L >= K, fill, 0) or select(L > K, fill, 0)
+/// with L and K as matchWindowBand describes; sets `fill`.
+static MatchOr<int64_t> matchBand(Value band, int64_t sq, int64_t skv,
+                                  double &fill) {
+  auto sel = band.getDefiningOp<tosa::SelectOp>();
+  if (!sel)
+    return mismatch("not a tosa.select");
+  std::optional<double> hidden = getSplatFloat(sel.getOnTrue());
+  std::optional<double> shown = getSplatFloat(sel.getOnFalse());
+  if (!hidden || !shown || *shown != 0.0 || *hidden > -1.0e4)
+    return mismatch("select does not choose between a large negative "
+                    "constant and 0");
+  fill = *hidden;
+  Operation *cond = sel.getPred().getDefiningOp();
+  bool strict = isa_and_nonnull<tosa::GreaterOp>(cond);
+  if (!cond || !(strict || isa<tosa::GreaterEqualOp>(cond)))
+    return mismatch("band condition is not a tosa.greater_equal or "
+                    "tosa.greater");
+  std::optional<SmallVector<int64_t>> limits =
+      integersAlong(cond->getOperand(0), 2, sq);
+  std::optional<SmallVector<int64_t>> keys =
+      integersAlong(cond->getOperand(1), 3, skv);
+  if (!limits || !keys)
+    return mismatch("band compares no constant query limits [1, 1, Sq, 1] "
+                    "with constant key positions [1, 1, 1, Skv]");
+  // Hidden iff L[i] >= K[0] + j (L[i] - 1 for >), i.e.
+  // j <= i + Skv - Sq - window.
+  for (int64_t j = 0; j < skv; ++j)
+    if ((*keys)[j] != (*keys)[0] + j)
+      return mismatch("band's key positions are not consecutive");
+  int64_t window = 0;
+  for (int64_t i = 0; i < sq; ++i) {
+    int64_t w = i + (skv - sq) - ((*limits)[i] - (strict ? 1 : 0)) + (*keys)[0];
+    if (i > 0 && w != window)
+      return mismatch("band's query limits do not move with the queries");
+    window = w;
+  }
+  if (window < 1)
+    return mismatch("band hides a query's own position");
+  return window;
+}
+
+MatchOr<WindowBand> matchWindowBand(Value mask, int64_t sq, int64_t skv) {
+  double fill = 0;
+  MatchOr<int64_t> whole = matchBand(mask, sq, skv, fill);
+  if (whole)
+    return WindowBand{Value(), *whole};
+  auto add = mask.getDefiningOp<tosa::AddOp>();
+  if (!add)
+    return mismatch("mask is neither a band nor a sum with one");
+  std::string reason = whole.getReason();
+  for (int i = 0; i < 2; ++i) {
+    MatchOr<int64_t> w = matchBand(add->getOperand(i), sq, skv, fill);
+    if (!w) {
+      reason = w.getReason();
+      continue;
+    }
+    if (!std::isinf(fill))
+      return mismatch("band fills with a finite value next to another mask: "
+                      "rows whose window that mask hides would differ");
+    return WindowBand{add->getOperand(1 - i), *w};
+  }
+  return mismatch(reason);
+}
+
 } // namespace tfc::transformer::fusion

@@ -195,6 +195,22 @@ MatchOr<AttentionMatch> matchAttention(mlir::tosa::MatMulOp outputMatmul);
 /// A tosa.matmul whose LHS comes (through reshapes) from a softmax-like op.
 bool isAttentionCandidate(mlir::Operation *op);
 
+/// A sliding-window band in an attention's additive mask: key j hidden from
+/// query i (at position i + Skv - Sq) when i + Skv - Sq - j >= window.
+struct WindowBand {
+  mlir::Value rest;   ///< The mask without the band; null when it is all band.
+  int64_t window = 0; ///< At least 1.
+};
+
+/// The mask `band` or `add(rest, band)` of an attention of `sq` queries and
+/// `skv` keys, band = `select(L >= K, fill, 0)` (or `L > K`) with constant
+/// query limits L [1, 1, Sq, 1] and key positions K [1, 1, 1, Skv] such that
+/// K[j] = K[0] + j and L[i] = K[0] + i + Skv - Sq - window (integers), as
+/// importers compute transformers' sliding window. The op hides the band's
+/// keys outright, so with `rest` the fill must be -inf: a finite one would
+/// count where `rest` hides every key of a row's window.
+MatchOr<WindowBand> matchWindowBand(mlir::Value mask, int64_t sq, int64_t skv);
+
 } // namespace tfc::transformer::fusion
 
 #endif // TFC_DIALECT_TRANSFORMER_LIB_TRANSFORMS_MATCHERS_H

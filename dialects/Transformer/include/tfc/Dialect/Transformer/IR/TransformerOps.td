@@ -76,6 +76,11 @@ def Transformer_AttentionOp : Transformer_Op<"attention"> {
       capping); without it the scores are not capped.
     - `is_causal`: key `j` is visible to query `i` iff `j <= i + (Skv - Sq)`
       (the last query sees every key).
+    - `window` (optional, positive): a sliding window; key `j` is hidden
+      from query `i` when `i + (Skv - Sq) - j >= window` (query `i` at
+      position `i + Skv - Sq`, as `is_causal` places it: transformers'
+      `sliding_window`). Hidden keys are left out as `is_causal`'s are; the
+      kernels skip the key blocks below a query block's window.
     - A query row with no visible key (fully masked, or causal with
       `Sq > Skv`) yields zeros, never NaN.
 
@@ -95,7 +100,8 @@ def Transformer_AttentionOp : Transformer_Op<"attention"> {
     Optional<Transformer_FloatTensor>:$mask,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$is_causal,
-    OptionalAttr<F32Attr>:$softcap
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<I64Attr>:$window
   );
   let results = (outs Transformer_FloatTensor:$result);
 
@@ -110,6 +116,8 @@ def Transformer_AttentionOp : Transformer_Op<"attention"> {
     double getEffectiveScale();
     /// The soft cap of the scaled scores, or 0 when they are not capped.
     double getEffectiveSoftcap();
+    /// The sliding window's length, or 0 without one.
+    int64_t getEffectiveWindow();
   }];
 
   let hasVerifier = 1;
