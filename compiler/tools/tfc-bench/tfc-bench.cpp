@@ -2,7 +2,8 @@
 //
 //   tfc-bench [--kernel=attention|softmax|layer_norm|rms_norm|matmul]
 //             [--shapes=S1;S2;...]
-//             [--causal] [--softcap=C] [--threads=N] [--repeat=R]
+//             [--causal] [--softcap=C] [--window=W] [--threads=N]
+//             [--repeat=R]
 //             [--json=FILE]
 //             [--target=cpu|nvptx] [--dtype=f32|f16|bf16]
 //             [--compile-flags="FLAGS"]
@@ -38,6 +39,7 @@
 #include "tfc/runtime/api.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -61,6 +63,7 @@ struct Options {
   std::string shapes;
   bool causal = false;
   double softcap = 0; ///< > 0: attention's scores soft-capped (Gemma 2)
+  int64_t window = 0; ///< > 0: attention's sliding window (Mistral, Gemma)
   int threads = 1;
   int repeat = 15;
   std::string json;
@@ -169,17 +172,28 @@ KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
       std::snprintf(cap, sizeof cap, "softcap = %.9e : f32", o.softcap);
       attrs += (attrs.empty() ? "" : ", ") + std::string(cap);
     }
+    if (o.window > 0)
+      attrs += (attrs.empty() ? "" : ", ") + std::string("window = ") +
+               std::to_string(o.window) + " : i64";
     k.mlir = "func.func @main(%q: " + tq + ", %k: " + tkv + ", %v: " + tkv +
              ") -> " + tq + " {\n  %o = transformer.attention %q, %k, %v " +
              (attrs.empty() ? "" : "{" + attrs + "} ") + ": " + tq + ", " +
              tkv + ", " + tkv + " -> " + tq + "\n  return %o : " + tq + "\n}\n";
     // Query i sees keys j <= i + Skv - Sq when causal (S(S+1)/2 of the S^2
-    // pairs for Sq = Skv = S), every key otherwise.
+    // pairs for Sq = Skv = S), every key otherwise; with a window only
+    // those with j > i + Skv - Sq - window.
     double pairs = double(sq) * skv;
-    if (o.causal) {
+    if (o.causal || o.window > 0) {
       pairs = 0;
-      for (int64_t i = 0; i < sq; ++i)
-        pairs += double(std::clamp<int64_t>(i + skv - sq + 1, 0, skv));
+      for (int64_t i = 0; i < sq; ++i) {
+        int64_t end =
+            o.causal ? std::clamp<int64_t>(i + skv - sq + 1, 0, skv) : skv;
+        int64_t begin =
+            o.window > 0
+                ? std::clamp<int64_t>(i + skv - sq - o.window + 1, 0, skv)
+                : 0;
+        pairs += double(std::max<int64_t>(0, end - begin));
+      }
     }
     k.flops = 4.0 * b * h * d * pairs;
     return k;
@@ -430,6 +444,14 @@ int main(int argc, char **argv) {
       if (end == v || *end || !(o.softcap > 0) || !std::isfinite(o.softcap))
         die(std::string("--softcap must be a positive number, got '") + v +
             "'");
+    } else if (const char *v = value("--window=")) {
+      char *end = nullptr;
+      errno = 0;
+      long long w = std::strtoll(v, &end, 10);
+      if (end == v || *end || errno || w <= 0)
+        die(std::string("--window must be a positive integer, got '") + v +
+            "'");
+      o.window = w;
     } else if (const char *v = value("--threads="))
       o.threads = std::atoi(v);
     else if (const char *v = value("--repeat="))
@@ -448,7 +470,7 @@ int main(int argc, char **argv) {
       std::printf("usage: tfc-bench "
                   "[--kernel=attention|softmax|layer_norm|rms_norm|matmul] "
                   "[--shapes=S1;S2;...] [--causal] [--softcap=C] "
-                  "[--threads=N] "
+                  "[--window=W] [--threads=N] "
                   "[--repeat=R] [--json=FILE] [--target=cpu|nvptx] "
                   "[--dtype=f32|f16|bf16] [--compile-flags=\"FLAGS\"]\n"
                   "shapes: attention BxHxSxD, BxHxSqxSkvxD (decode: Sq = 1) "
@@ -472,6 +494,8 @@ int main(int argc, char **argv) {
   bool matmul = o.kernel == "matmul";
   if (o.softcap > 0 && o.kernel != "attention")
     die("--softcap applies to --kernel=attention only");
+  if (o.window > 0 && o.kernel != "attention")
+    die("--window applies to --kernel=attention only");
   if (o.threads < 1 || o.repeat < 3)
     die("--threads must be at least 1 and --repeat at least 3");
   if (o.shapes.empty())
@@ -741,12 +765,21 @@ int main(int argc, char **argv) {
 
   bool att = computeBound;
   std::string variant;
-  if (att && (o.causal || o.softcap > 0)) {
-    char cap[64] = "";
-    if (o.softcap > 0)
-      std::snprintf(cap, sizeof cap, "%ssoftcap %g", o.causal ? ", " : "",
-                    o.softcap);
-    variant = std::string(" (") + (o.causal ? "causal" : "") + cap + ")";
+  if (att) {
+    std::vector<std::string> parts;
+    if (o.causal)
+      parts.push_back("causal");
+    if (o.window > 0)
+      parts.push_back("window " + std::to_string(o.window));
+    if (o.softcap > 0) {
+      char cap[64];
+      std::snprintf(cap, sizeof cap, "softcap %g", o.softcap);
+      parts.push_back(cap);
+    }
+    for (size_t i = 0; i < parts.size(); ++i)
+      variant += (i ? ", " : " (") + parts[i];
+    if (!parts.empty())
+      variant += ")";
   }
   if (o.gpu())
     std::printf("tfc-bench: %s%s, nvptx %s, median of %d interleaved runs "
@@ -798,12 +831,15 @@ int main(int argc, char **argv) {
     char softcapJson[32] = "null";
     if (o.softcap > 0)
       std::snprintf(softcapJson, sizeof softcapJson, "%.9g", o.softcap);
+    std::string windowJson =
+        o.window > 0 ? std::to_string(o.window) : std::string("null");
     std::fprintf(f,
                  "{\"kernel\": \"%s\", \"causal\": %s, \"softcap\": %s, "
-                 "\"threads\": %d, \"repeat\": %d, \"target\": \"%s\", "
-                 "\"dtype\": \"%s\", \"rows\": [\n",
+                 "\"window\": %s, \"threads\": %d, \"repeat\": %d, "
+                 "\"target\": \"%s\", \"dtype\": \"%s\", \"rows\": [\n",
                  o.kernel.c_str(), o.causal ? "true" : "false", softcapJson,
-                 o.threads, o.repeat, o.target.c_str(), o.dtype.c_str());
+                 windowJson.c_str(), o.threads, o.repeat, o.target.c_str(),
+                 o.dtype.c_str());
     // GPU builds: no host reference and no memory count (null); a matmul
     // has no unfused build (null) and is checked against float64.
     auto value = [](bool known, double v, const char *format) {
