@@ -43,6 +43,7 @@ def main():
     h = Harness(args[0], args[1])
     seed = np.random.SeedSequence().entropy % (2**32)
     print("seed", seed)
+    h.seed = seed
     rng = np.random.default_rng(seed)
     for path in args[2:]:
         chunks = open(path).read().split("// -----")

@@ -22,7 +22,7 @@ import numpy as np
 
 import gpt2
 import llama
-from harness import random_tokens, start
+from harness import random_tokens, rounded_weights, start
 
 GEMMA = {"architectures": ["GemmaForCausalLM"], "model_type": "gemma",
          "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -249,8 +249,9 @@ def main():
         model = h.path(name)
         w = write_model(model, rng, cfg)
         ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 4)
-        h.check_hidden_states(name, model, ids, mask,
-                              reference(cfg, w, ids, mask))
+        h.check_hidden_states(
+            name, model, ids, mask,
+            lambda dtype: reference(cfg, rounded_weights(w, dtype), ids, mask))
     h.finish()
 
 

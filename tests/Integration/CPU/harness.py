@@ -41,6 +41,7 @@ def start(argv):
         np.random.SeedSequence().entropy % (2**32)
     print("seed", seed)
     h = Harness(bindir, workdir, target, flags)
+    h.seed = seed
     for a in argv:
         if a.startswith("--cases="):
             h.cases = a[len("--cases="):].split(",")
@@ -56,6 +57,8 @@ class Harness:
         self.workdir = workdir
         os.makedirs(workdir, exist_ok=True)
         self.failures = 0
+        self.failed = []  # the lines of the failed checks
+        self.seed = None  # printed again with them when known
         self.checks = 0
         self.cases = None  # --cases=NAME,...: run only those
 
@@ -141,12 +144,15 @@ class Harness:
                             what="last hidden state"):
         """The model built for [B, S] = ids.shape in each of `dtypes` (with
         its tolerance), fused (its fusion summary printed) and unfused: each
-        build's output (`what`) against the float64 `ref`. The defaults: f32
-        within 1e-4; f16 and bf16 (--dtype: weights rounded to the type, f32
-        matmul sums, norm statistics and activations in f32) within 10 units
-        of the type's roundoff (2^-11, 2^-8) on the norm-wise error."""
+        build's output (`what`) against the float64 reference `ref(dtype)`,
+        the model on its weights rounded to that type (rounded_weights), as
+        --dtype rounds them: what is left is the build's arithmetic. The
+        defaults: f32 within 1e-4; f16 and bf16 (f32 matmul sums, norm
+        statistics and activations in f32) within 10 units of the type's
+        roundoff (2^-11, 2^-8) on the norm-wise error."""
         b, s = ids.shape
         for dtype, tol in dtypes:
+            expected = ref(dtype)
             for fused in (True, False):
                 lib, summary = self.build_hf(name + "_" + dtype, model, b, s,
                                              fused, ["--dtype=" + dtype])
@@ -158,7 +164,7 @@ class Harness:
                 self.expect_close("%s %s %s %s" %
                                   (name, what, dtype,
                                    "fused" if fused else "unfused"),
-                                  out, ref, tol)
+                                  out, expected, tol)
 
     def check_kv_cache(self, name, reference, cfg, layers, model, w, ids,
                        mask, dtype, tol):
@@ -300,10 +306,7 @@ class Harness:
         got64 = got.astype(np.float64)
         err = np.linalg.norm(got64 - ref) / max(np.linalg.norm(ref), 1e-30)
         ok = np.all(np.isfinite(got64)) and err <= tol
-        print("%s %-60s rel.err %.2e (tol %.0e)" %
-              ("ok  " if ok else "FAIL", label, err, tol))
-        if not ok:
-            self.failures += 1
+        self.report(ok, "%-60s rel.err %.2e (tol %.0e)" % (label, err, tol))
         return ok
 
     def expect_rows_close(self, label, got, ref, tol, share=0.25,
@@ -326,23 +329,42 @@ class Harness:
         close = int(np.sum(err <= tol))
         ok = (np.all(np.isfinite(got64)) and close >= share * len(err) and
               err.max() <= cap)
-        print("%s %-60s %d of %d rows within %.0e (at least %d%%), worst "
-              "%.2e (cap %.0e)" % ("ok  " if ok else "FAIL", label, close,
-                                   len(err), tol, 100 * share, err.max(), cap))
-        if not ok:
-            self.failures += 1
+        self.report(ok, "%-60s %d of %d rows within %.0e (at least %d%%), "
+                    "worst %.2e (cap %.0e)" % (label, close, len(err), tol,
+                                               100 * share, err.max(), cap))
         return ok
 
     def expect(self, label, condition):
         self.checks += 1
-        print("%s %s" % ("ok  " if condition else "FAIL", label))
-        if not condition:
+        self.report(condition, label)
+
+    def report(self, ok, line):
+        """Prints one check's line, `ok` or FAIL; keeps the failed ones."""
+        print("%s %s" % ("ok  " if ok else "FAIL", line))
+        if not ok:
             self.failures += 1
+            self.failed.append(line)
 
     def finish(self):
+        """The failed checks again with the seed (next to the summary, where
+        a log that shows only the end of the output still has them), then
+        the counts; exits 1 on a failure."""
+        for line in self.failed:
+            print("FAIL (seed %s) %s" % (self.seed, line))
         print("%d passed, %d failed" % (self.checks - self.failures,
                                        self.failures))
         sys.exit(1 if self.failures else 0)
+
+
+def rounded_weights(w, dtype):
+    """The weights `w` (name -> f32 array) rounded to `dtype` (f16 or
+    bf16, to nearest even) and back to f32; f32 leaves them."""
+    if dtype == "f16":
+        return {k: v.astype(np.float16).astype(np.float32)
+                for k, v in w.items()}
+    if dtype == "bf16":
+        return {k: bf16_to_f32(f32_to_bf16(v)) for k, v in w.items()}
+    return w
 
 
 def random_tokens(rng, vocab, batch, seq, padding=0):

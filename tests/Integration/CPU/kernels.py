@@ -361,6 +361,7 @@ def main():
     seed = int(args[2]) if len(args) > 2 else np.random.SeedSequence(
     ).entropy % (2**32)
     print("seed", seed)
+    h.seed = seed
     rng = np.random.default_rng(seed)
     A = attention_case
     A(h, rng, "odd_sizes", 1, 12, 12, 77, 200, 80)

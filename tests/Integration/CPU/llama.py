@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 import gpt2
-from harness import random_tokens, start
+from harness import random_tokens, rounded_weights, start
 
 CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
        "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -409,8 +409,10 @@ def main():
         w = write_model(model, rng, MISTRAL_WINDOW)
         ids, mask = random_tokens(rng, MISTRAL_WINDOW["vocab_size"], BATCH,
                                   SEQ, 4)
-        h.check_hidden_states("mistral_window", model, ids, mask,
-                              reference(MISTRAL_WINDOW, w, ids, mask))
+        h.check_hidden_states(
+            "mistral_window", model, ids, mask,
+            lambda dtype: reference(MISTRAL_WINDOW, rounded_weights(w, dtype),
+                                    ids, mask))
         h.check_kv_cache("mistral_window", reference, MISTRAL_WINDOW,
                          MISTRAL_WINDOW["num_hidden_layers"], model, w, ids,
                          mask, "f32", 1e-4)
@@ -443,8 +445,9 @@ def main():
         w = write_model(model, rng, cfg)
         # right padding in the second row
         ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 4)
-        h.check_hidden_states(name, model, ids, mask,
-                              reference(cfg, w, ids, mask))
+        h.check_hidden_states(
+            name, model, ids, mask,
+            lambda dtype: reference(cfg, rounded_weights(w, dtype), ids, mask))
     h.finish()
 
 
