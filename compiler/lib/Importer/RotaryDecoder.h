@@ -1,13 +1,11 @@
-//===- RotaryDecoder.h - Decoders of LLaMA's shape and its variants -*- C++
-//-*-===//
+//===- RotaryDecoder.h - Decoders of LLaMA's shape --------------*- C++ -*-===//
 //
 // One graph serves the decoder families that share LLaMA's shape: token
 // embeddings, pre-norm blocks of grouped-query attention with rotary
 // position embeddings and a gated MLP, a final norm and an optional LM head.
 // Llama.cpp (LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Granite, OLMo 2) and
-// Gemma.cpp
-// (Gemma 1-3)
-// read their config.json into a RotaryDecoder that names the variations.
+// Gemma.cpp (Gemma 1-3) read their config.json into a RotaryDecoder that
+// names the variations.
 //
 //===----------------------------------------------------------------------===//
 
