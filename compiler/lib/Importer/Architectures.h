@@ -63,6 +63,12 @@ mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGemma2(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGemma3(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildGptNeoX(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildPhi(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildStableLm(ImportRequest &request);
 
 /// The safetensors name prefix ("", "bert.", ...) under which the model's
 /// tensor `anchor` is stored; when it is missing, an error naming it and a
@@ -109,19 +115,28 @@ private:
 /// count a model is compiled for, in errors.
 std::string tokenCountText(const ImportOptions &options);
 
+/// A decoder's language-model head (finishDecoder).
+struct DecoderHead {
+  bool tiedByDefault = false; ///< tie_word_embeddings' default
+  /// > 0: the logits capped, tanh(logits / cap) * cap in the compute type
+  /// (Gemma 2's final_logit_softcapping).
+  double softcap = 0;
+  /// The logits' divisor, in the compute type (Granite's logits_scaling).
+  double divisor = 1;
+  std::string name = "lm_head"; ///< Its tensors' name, unprefixed
+  bool bias = false;            ///< Whether it adds name.bias [vocab] (Phi)
+};
+
 /// Finishes a decoder: it returns the last hidden state
 /// (last_hidden_state), or with --output=logits the language-model head's
-/// logits (ImportOutput::Logits; lm_head.weight [vocab, hidden], or the
+/// logits (ImportOutput::Logits; head.name.weight [vocab, hidden], or the
 /// token embedding table `embeddings` when config.json's
-/// tie_word_embeddings, default `tiedByDefault`, says they are tied), then
-/// the cache's keys and values. `logitSoftcap` > 0 caps the logits
-/// (Gemma 2: tanh(logits / cap) * cap in the compute type);
-/// `logitDivisor` divides them (Granite's logits_scaling, in the compute
-/// type).
+/// tie_word_embeddings, default head.tiedByDefault, says they are tied),
+/// then the cache's keys and values.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 finishDecoder(ImportRequest &request, ModelBuilder &mb, const KVCache &cache,
-              mlir::Value hidden, mlir::Value embeddings, bool tiedByDefault,
-              double logitSoftcap = 0, double logitDivisor = 1);
+              mlir::Value hidden, mlir::Value embeddings,
+              const DecoderHead &head);
 
 /// What a decoder family (`family`: "GPT-2", "LLaMA") cannot import: a
 /// sentence-embedding output, token_type_ids, a sequence longer than its

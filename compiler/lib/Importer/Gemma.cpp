@@ -80,7 +80,8 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
   RotaryDecoder cfg;
   cfg.family =
       generation == 1 ? "Gemma" : "Gemma " + std::to_string(generation);
-  cfg.gemmaNorms = cfg.tiedByDefault = true;
+  cfg.normKind = RotaryDecoder::Norm::GemmaRms;
+  cfg.tiedByDefault = true;
   cfg.postNorms = generation >= 2;
   cfg.qkNorm = generation == 3;
   // GemmaConfig's head_dim defaults to 256.
@@ -167,25 +168,16 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
   return cfg;
 }
 
-static FailureOr<OwningOpRef<ModuleOp>> buildGeneration(ImportRequest &r,
-                                                        int generation) {
-  FailureOr<RotaryDecoder> d =
-      readConfig(r.config, generation, r.options, r.error);
-  if (failed(d))
-    return failure();
-  return buildRotaryDecoder(r, *d);
-}
-
 FailureOr<OwningOpRef<ModuleOp>> buildGemma(ImportRequest &r) {
-  return buildGeneration(r, 1);
+  return buildRotaryDecoder(r, readConfig(r.config, 1, r.options, r.error));
 }
 
 FailureOr<OwningOpRef<ModuleOp>> buildGemma2(ImportRequest &r) {
-  return buildGeneration(r, 2);
+  return buildRotaryDecoder(r, readConfig(r.config, 2, r.options, r.error));
 }
 
 FailureOr<OwningOpRef<ModuleOp>> buildGemma3(ImportRequest &r) {
-  return buildGeneration(r, 3);
+  return buildRotaryDecoder(r, readConfig(r.config, 3, r.options, r.error));
 }
 
 } // namespace tfc::importer

@@ -175,7 +175,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   if (failed(out))
     return failure();
   // GPT2LMHeadModel's head is tied to wte.
-  return finishDecoder(r, mb, cache, *out, wteValue, /*tiedByDefault=*/true);
+  DecoderHead head;
+  head.tiedByDefault = true;
+  return finishDecoder(r, mb, cache, *out, wteValue, head);
 }
 
 } // namespace tfc::importer

@@ -69,6 +69,13 @@ static const StringRef gemma2Names[] = {"Gemma2Model", "Gemma2ForCausalLM"};
 
 static const StringRef gemma3Names[] = {"Gemma3TextModel", "Gemma3ForCausalLM"};
 
+static const StringRef neoxNames[] = {"GPTNeoXModel", "GPTNeoXForCausalLM"};
+
+static const StringRef phiNames[] = {"PhiModel", "PhiForCausalLM"};
+
+static const StringRef stableLmNames[] = {"StableLmModel",
+                                          "StableLmForCausalLM"};
+
 ArrayRef<Architecture> architectures() {
   static const Architecture registry[] = {
       {"bert", bertNames, buildBert},
@@ -85,6 +92,9 @@ ArrayRef<Architecture> architectures() {
       {"gemma", gemmaNames, buildGemma},
       {"gemma2", gemma2Names, buildGemma2},
       {"gemma3_text", gemma3Names, buildGemma3},
+      {"gpt_neox", neoxNames, buildGptNeoX},
+      {"phi", phiNames, buildPhi},
+      {"stablelm", stableLmNames, buildStableLm},
   };
   return registry;
 }
@@ -171,23 +181,22 @@ std::string tokenCountText(const ImportOptions &o) {
 
 FailureOr<OwningOpRef<ModuleOp>>
 finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
-              Value hidden, Value embeddings, bool tiedByDefault,
-              double logitSoftcap, double logitDivisor) {
+              Value hidden, Value embeddings, const DecoderHead &head) {
   if (r.options.output != ImportOutput::Logits)
     return cache.finish(mb, hidden, "last_hidden_state");
   FailureOr<bool> tied =
-      r.config.boolean("tie_word_embeddings", r.error, tiedByDefault);
+      r.config.boolean("tie_word_embeddings", r.error, head.tiedByDefault);
   if (failed(tied))
     return failure();
   auto table = cast<RankedTensorType>(embeddings.getType());
   int64_t vocab = table.getDimSize(0), width = table.getDimSize(1);
   Value w = embeddings;
   if (!*tied) {
-    FailureOr<Value> head =
-        mb.weight("lm_head.weight", {vocab, width}, /*prefixed=*/false);
-    if (failed(head))
+    FailureOr<Value> weight =
+        mb.weight(head.name + ".weight", {vocab, width}, /*prefixed=*/false);
+    if (failed(weight))
       return failure();
-    w = *head;
+    w = *weight;
   }
   TosaBuilder tb = mb.at("lm_head");
   auto x = cast<RankedTensorType>(hidden.getType());
@@ -195,13 +204,20 @@ finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
   Type f32 = tb.builder().getF32Type();
   Value wt = tb.transpose(tb.reshape(w, {1, vocab, width}), {0, 2, 1});
   Value y = tb.matmul(tb.reshape(hidden, {1, b * s, width}), wt, f32);
+  if (head.bias) {
+    FailureOr<Value> bias =
+        mb.weight(head.name + ".bias", {vocab}, /*prefixed=*/false);
+    if (failed(bias))
+      return failure();
+    y = tb.add(y, tb.reshape(tb.cast(*bias, f32), {1, 1, vocab}));
+  }
   // The head's output in the compute type, as the framework rounds it.
   Value logits = tb.cast(y, x.getElementType());
-  if (logitDivisor != 1)
+  if (head.divisor != 1)
     logits =
-        tb.mul(logits, tb.splat(1.0 / logitDivisor, x.getElementType(), 3));
-  if (logitSoftcap > 0)
-    logits = softcapped(tb, logits, logitSoftcap);
+        tb.mul(logits, tb.splat(1.0 / head.divisor, x.getElementType(), 3));
+  if (head.softcap > 0)
+    logits = softcapped(tb, logits, head.softcap);
   y = tb.cast(logits, f32);
   return cache.finish(mb, tb.reshape(y, {b, s, vocab}), "logits");
 }

@@ -26,7 +26,6 @@
 #include "llvm/ADT/Twine.h"
 
 #include <cmath>
-#include <cstdio>
 
 using namespace mlir;
 using namespace llvm;
@@ -67,23 +66,9 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
   if (family == Family::Qwen2) {
     cfg.qkvBias = true;
   } else if (family == Family::Phi3) {
-    // Phi-3's rotary embedding may turn part of each head (Phi-4-mini:
-    // int(head_dim * partial_rotary_factor) features).
-    FailureOr<double> partial = c.number("partial_rotary_factor", error, 1.0);
-    if (failed(partial))
+    // Phi-3's rotary embedding may turn part of each head (Phi-4-mini).
+    if (failed(readPartialRotary(c, "partial_rotary_factor", 1.0, cfg, error)))
       return failure();
-    cfg.rotaryDim = static_cast<int64_t>(cfg.headDim * *partial);
-    if (!(*partial > 0 && *partial <= 1) || cfg.rotaryDim < 2 ||
-        cfg.rotaryDim % 2 != 0) {
-      char value[32];
-      std::snprintf(value, sizeof value, "%g", *partial);
-      (void)c.fieldError("partial_rotary_factor",
-                         Twine("unsupported value ") + value +
-                             " (it must turn an even number of the head's " +
-                             Twine(cfg.headDim) + " features, at least 2)",
-                         error);
-      return failure();
-    }
   } else {
     FailureOr<bool> attentionBias = c.boolean("attention_bias", error, false);
     if (failed(attentionBias))
@@ -148,36 +133,34 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
   return cfg;
 }
 
-static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
-                                                    Family family) {
-  FailureOr<RotaryDecoder> d = readConfig(r.config, family, r.options, r.error);
-  if (failed(d))
-    return failure();
-  return buildRotaryDecoder(r, *d);
-}
-
 FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
-  return buildFamily(r, Family::Llama);
+  return buildRotaryDecoder(
+      r, readConfig(r.config, Family::Llama, r.options, r.error));
 }
 
 FailureOr<OwningOpRef<ModuleOp>> buildQwen2(ImportRequest &r) {
-  return buildFamily(r, Family::Qwen2);
+  return buildRotaryDecoder(
+      r, readConfig(r.config, Family::Qwen2, r.options, r.error));
 }
 
 FailureOr<OwningOpRef<ModuleOp>> buildQwen3(ImportRequest &r) {
-  return buildFamily(r, Family::Qwen3);
+  return buildRotaryDecoder(
+      r, readConfig(r.config, Family::Qwen3, r.options, r.error));
 }
 
 FailureOr<OwningOpRef<ModuleOp>> buildPhi3(ImportRequest &r) {
-  return buildFamily(r, Family::Phi3);
+  return buildRotaryDecoder(
+      r, readConfig(r.config, Family::Phi3, r.options, r.error));
 }
 
 FailureOr<OwningOpRef<ModuleOp>> buildGranite(ImportRequest &r) {
-  return buildFamily(r, Family::Granite);
+  return buildRotaryDecoder(
+      r, readConfig(r.config, Family::Granite, r.options, r.error));
 }
 
 FailureOr<OwningOpRef<ModuleOp>> buildOlmo2(ImportRequest &r) {
-  return buildFamily(r, Family::Olmo2);
+  return buildRotaryDecoder(
+      r, readConfig(r.config, Family::Olmo2, r.options, r.error));
 }
 
 } // namespace tfc::importer

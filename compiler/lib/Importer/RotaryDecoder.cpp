@@ -22,6 +22,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 using namespace mlir;
@@ -93,8 +94,31 @@ LogicalResult readDecoderShape(const JsonConfig &c, int64_t headDimDefault,
   return success();
 }
 
-FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
-                                                    const RotaryDecoder &d) {
+LogicalResult readPartialRotary(const JsonConfig &c, StringRef field,
+                                double fallback, RotaryDecoder &d,
+                                std::string &error) {
+  FailureOr<double> fraction = c.number(field, error, fallback);
+  if (failed(fraction))
+    return failure();
+  d.rotaryDim = *fraction > 0 && *fraction <= 1
+                    ? static_cast<int64_t>(d.headDim * *fraction)
+                    : 0;
+  if (d.rotaryDim >= 2 && d.rotaryDim % 2 == 0)
+    return success();
+  char value[32];
+  std::snprintf(value, sizeof value, "%g", *fraction);
+  return c.fieldError(field,
+                      Twine("unsupported value ") + value +
+                          " (it must turn an even number of the head's " +
+                          Twine(d.headDim) + " features, at least 2)",
+                      error);
+}
+
+FailureOr<OwningOpRef<ModuleOp>>
+buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
+  if (failed(decoder))
+    return failure();
+  const RotaryDecoder &d = *decoder;
   const ImportOptions &o = r.options;
   if (failed(checkDecoderRequest(r, d.family, d.positions,
                                  "max_position_embeddings")))
@@ -104,8 +128,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
   bool windowed = d.window > 0 && is_contained(d.sliding, true) &&
                   d.window < o.pastLen + o.seqLen;
 
+  const RotaryDecoder::Names &names = d.names;
   FailureOr<std::string> prefix =
-      weightPrefix(r, "embed_tokens.weight", "model.");
+      weightPrefix(r, names.embed + ".weight", names.prefixExample);
   if (failed(prefix))
     return failure();
   ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
@@ -114,16 +139,23 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
   KVCache cache(mb, o, d.layers, d.kvHeads, d.headDim);
   Type computeType = mb.getComputeType();
   auto norm = [&](TosaBuilder &tb, Value x, const std::string &name) {
-    return d.gemmaNorms ? gemmaRmsNorm(mb, tb, x, name, d.eps)
-                        : rmsNorm(mb, tb, x, name, d.eps);
+    switch (d.normKind) {
+    case RotaryDecoder::Norm::GemmaRms:
+      return gemmaRmsNorm(mb, tb, x, name, d.eps);
+    case RotaryDecoder::Norm::Layer:
+      return layerNorm(mb, tb, x, name, d.eps);
+    case RotaryDecoder::Norm::Rms:
+      break;
+    }
+    return rmsNorm(mb, tb, x, name, d.eps);
   };
 
   FailureOr<Value> embeddings =
-      mb.weight("embed_tokens.weight", {d.vocab, d.hidden});
+      mb.weight(names.embed + ".weight", {d.vocab, d.hidden});
   if (failed(embeddings))
     return failure();
   Value h = [&] {
-    TosaBuilder tb = mb.at("embed_tokens");
+    TosaBuilder tb = mb.at(names.embed);
     Value e = embeddingLookup(tb, *embeddings, tokens.ids);
     if (d.embeddingScale == 1)
       return e;
@@ -180,17 +212,37 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
   for (int64_t l = 0; l < d.layers; ++l) {
     std::string layer = "layers." + std::to_string(l);
     bool sliding = l < static_cast<int64_t>(d.sliding.size()) && d.sliding[l];
+    // The block's input, its normalised form the attention reads, and the
+    // attention's output as the residual stream adds it.
+    Value input = h, attended;
+    FailureOr<Value> a = h;
     {
-      std::string name = layer + ".self_attn";
+      std::string name = layer + "." + names.attention;
       TosaBuilder tb = mb.at(name);
-      FailureOr<Value> a =
-          d.preNorms ? norm(tb, h, layer + ".input_layernorm") : h;
+      if (d.preNorms)
+        a = norm(tb, h, layer + ".input_layernorm");
       if (failed(a))
         return failure();
       FailureOr<Value> q, k, v;
-      if (d.fusedProjections) {
+      if (d.fusedProjections && d.qkvPerHead) {
+        // [B, S, heads * 3 * headDim]: each head's Q, K and V in turn.
         FailureOr<Value> qkv =
-            linear(mb, tb, *a, name + ".qkv_proj", qWidth + 2 * kvWidth, false);
+            linear(mb, tb, *a, name + "." + names.qkv, 3 * qWidth, d.qkvBias);
+        if (failed(qkv))
+          return failure();
+        ArrayRef<int64_t> s = cast<RankedTensorType>(qkv->getType()).getShape();
+        Value perHead = tb.reshape(*qkv, {s[0], s[1], d.heads, 3 * d.headDim});
+        auto part = [&](int64_t i) {
+          return tb.reshape(tb.slice(perHead, {0, 0, 0, i * d.headDim},
+                                     {s[0], s[1], d.heads, d.headDim}),
+                            {s[0], s[1], qWidth});
+        };
+        q = part(0);
+        k = part(1);
+        v = part(2);
+      } else if (d.fusedProjections) {
+        FailureOr<Value> qkv = linear(mb, tb, *a, name + "." + names.qkv,
+                                      qWidth + 2 * kvWidth, d.qkvBias);
         if (failed(qkv))
           return failure();
         q = features(tb, *qkv, 0, qWidth);
@@ -241,7 +293,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
           tb, qh, kr, vr, sliding && windowMask ? windowMask : extMask, scale,
           /*causal=*/true, d.attnSoftcap);
       FailureOr<Value> proj = linear(mb, tb, mergeHeads(tb, ctx),
-                                     name + ".o_proj", d.hidden, d.oBias);
+                                     name + "." + names.o, d.hidden, d.oBias);
       if (failed(proj))
         return failure();
       if (d.postNorms) {
@@ -249,21 +301,31 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
         if (failed(proj))
           return failure();
       }
-      h = tb.add(h, residual(tb, *proj));
+      attended = residual(tb, *proj);
+      if (!d.parallelResidual)
+        h = tb.add(h, attended);
     }
     {
       std::string name = layer + ".mlp";
       TosaBuilder tb = mb.at(name);
-      FailureOr<Value> a =
-          !d.preNorms
-              ? h
-              : norm(tb, h,
-                     layer + (d.postNorms ? ".pre_feedforward_layernorm"
-                                          : ".post_attention_layernorm"));
+      // The MLP's input: the attention's with a shared norm, else the
+      // block's input (parallel) or the residual stream after the
+      // attention, normalised.
+      if (d.preNorms && !(d.parallelResidual && d.sharedNorm))
+        a = norm(tb, d.parallelResidual ? input : h,
+                 layer + (d.postNorms ? ".pre_feedforward_layernorm"
+                                      : ".post_attention_layernorm"));
+      else if (!d.preNorms)
+        a = h;
       if (failed(a))
         return failure();
       FailureOr<Value> gate, up;
-      if (d.fusedProjections) {
+      if (!d.gatedMlp) {
+        up = linear(mb, tb, *a, name + "." + names.up, d.intermediate,
+                    d.mlpBias);
+        if (failed(up))
+          return failure();
+      } else if (d.fusedProjections) {
         FailureOr<Value> gateUp = linear(mb, tb, *a, name + ".gate_up_proj",
                                          2 * d.intermediate, false);
         if (failed(gateUp))
@@ -275,13 +337,15 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
             linear(mb, tb, *a, name + ".gate_proj", d.intermediate, d.mlpBias);
         if (failed(gate))
           return failure();
-        up = linear(mb, tb, *a, name + ".up_proj", d.intermediate, d.mlpBias);
+        up = linear(mb, tb, *a, name + "." + names.up, d.intermediate,
+                    d.mlpBias);
         if (failed(up))
           return failure();
       }
-      Value act = tb.mul(activation(tb, *gate, d.act), *up);
+      Value act = d.gatedMlp ? tb.mul(activation(tb, *gate, d.act), *up)
+                             : activation(tb, *up, d.act);
       FailureOr<Value> down =
-          linear(mb, tb, act, name + ".down_proj", d.hidden, d.mlpBias);
+          linear(mb, tb, act, name + "." + names.down, d.hidden, d.mlpBias);
       if (failed(down))
         return failure();
       if (d.postNorms) {
@@ -289,15 +353,23 @@ FailureOr<OwningOpRef<ModuleOp>> buildRotaryDecoder(ImportRequest &r,
         if (failed(down))
           return failure();
       }
-      h = tb.add(h, residual(tb, *down));
+      // Parallel: (attn + mlp) + h, as GPT-NeoX and Phi add them.
+      h = d.parallelResidual
+              ? tb.add(tb.add(attended, residual(tb, *down)), input)
+              : tb.add(h, residual(tb, *down));
     }
   }
-  TosaBuilder tb = mb.at("norm");
-  FailureOr<Value> out = norm(tb, h, "norm");
+  TosaBuilder tb = mb.at(names.finalNorm);
+  FailureOr<Value> out = norm(tb, h, names.finalNorm);
   if (failed(out))
     return failure();
-  return finishDecoder(r, mb, cache, *out, *embeddings, d.tiedByDefault,
-                       d.logitSoftcap, d.logitDivisor);
+  DecoderHead head;
+  head.tiedByDefault = d.tiedByDefault;
+  head.softcap = d.logitSoftcap;
+  head.divisor = d.logitDivisor;
+  head.name = names.head;
+  head.bias = d.headBias;
+  return finishDecoder(r, mb, cache, *out, *embeddings, head);
 }
 
 } // namespace tfc::importer

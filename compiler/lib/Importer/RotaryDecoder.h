@@ -3,9 +3,10 @@
 // One graph serves the decoder families that share LLaMA's shape: token
 // embeddings, pre-norm blocks of grouped-query attention with rotary
 // position embeddings and a gated MLP, a final norm and an optional LM head.
-// Llama.cpp (LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Granite, OLMo 2) and
-// Gemma.cpp (Gemma 1-3) read their config.json into a RotaryDecoder that
-// names the variations.
+// Llama.cpp (LLaMA, Mistral, Qwen2, Qwen3, Phi-3, Granite, OLMo 2),
+// Gemma.cpp (Gemma 1-3) and NeoX.cpp (GPT-NeoX, Phi, StableLM: LayerNorm,
+// parallel residuals, a plain MLP) read their config.json into a
+// RotaryDecoder that names the variations.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,16 @@ namespace tfc::importer {
 
 struct RotaryDecoder {
   std::string family; ///< In errors: "LLaMA", "Gemma 2", ...
+  /// The tensors' names where a family's differ from LLaMA's (the layer
+  /// tensors' after "layers.N.", the others' after the model's prefix).
+  struct Names {
+    std::string prefixExample = "model."; ///< In the missing-prefix error
+    std::string embed = "embed_tokens";
+    std::string attention = "self_attn", qkv = "qkv_proj", o = "o_proj";
+    std::string up = "up_proj", down = "down_proj";
+    std::string finalNorm = "norm";
+    std::string head = "lm_head"; ///< Unprefixed
+  } names;
   int64_t hidden = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0,
           intermediate = 0, vocab = 0, positions = 0;
   double eps = 0;
@@ -37,7 +48,26 @@ struct RotaryDecoder {
   /// OLMo 2 has only the post-norms.
   bool preNorms = true;
   bool fusedProjections = false; ///< qkv_proj and gate_up_proj (Phi-3)
-  bool gemmaNorms = false;       ///< GemmaRMSNorm: 1 + gamma, in f32
+  /// The fused Q, K and V interleaved per head, [heads, 3, headDim] (GPT-NeoX's
+  /// query_key_value), instead of Q's heads, then K's, then V's.
+  bool qkvPerHead = false;
+  enum class Norm {
+    Rms,      ///< LlamaRMSNorm
+    GemmaRms, ///< GemmaRMSNorm: 1 + gamma, in f32
+    Layer,    ///< nn.LayerNorm with its bias (GPT-NeoX, Phi, StableLM)
+  } normKind = Norm::Rms;
+  /// Attention and MLP both read the block's input and their outputs are
+  /// added to it together, h + attn(n1(h)) + mlp(n2(h)) (GPT-NeoX's
+  /// use_parallel_residual, Phi, StableLM's), instead of one after the other.
+  bool parallelResidual = false;
+  /// With parallelResidual: the MLP reads the attention's normalised input
+  /// (n2 = n1: Phi, StableLM) instead of post_attention_layernorm's
+  /// (GPT-NeoX).
+  bool sharedNorm = false;
+  /// The MLP: down(act(gate(x)) * up(x)); false: down(act(up(x))), the
+  /// names' up and down (GPT-NeoX, Phi).
+  bool gatedMlp = true;
+  bool headBias = false;  ///< The LM head's bias (Phi)
   bool postNorms = false; ///< Gemma 2's norms of the attention and MLP outputs
   /// The embeddings' factor (Gemma: sqrt(hidden); Granite's
   /// embedding_multiplier), in the compute type.
@@ -72,11 +102,20 @@ mlir::LogicalResult readDecoderShape(const JsonConfig &config,
                                      int64_t headDimDefault, RotaryDecoder &d,
                                      std::string &error);
 
-/// The decoder `d` with the weights and options of `request`. The sliding
+/// d.rotaryDim from the fraction of each head the rotary embedding turns,
+/// config field `field` (default `fallback`): int(head_dim * fraction),
+/// which must be even and at least 2 (0 < fraction <= 1).
+mlir::LogicalResult readPartialRotary(const JsonConfig &config,
+                                      llvm::StringRef field, double fallback,
+                                      RotaryDecoder &d, std::string &error);
+
+/// The decoder `d` with the weights and options of `request`; failure when
+/// reading `d` failed (its error already in request.error). The sliding
 /// layers' mask hides the keys outside the window where it does not cover
 /// the keys (slidingWindowMask).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildRotaryDecoder(ImportRequest &request, const RotaryDecoder &d);
+buildRotaryDecoder(ImportRequest &request,
+                   const mlir::FailureOr<RotaryDecoder> &d);
 
 } // namespace tfc::importer
 
