@@ -13,16 +13,14 @@ usage: gemma.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                 [--shape TENSOR=d0,d1]...   (only write the model directory)
 """
 
-import json
 import math
-import os
 import sys
 
 import numpy as np
 
 import gpt2
 import llama
-from harness import random_tokens, rounded_weights, start
+from harness import random_tokens, random_weights, start
 
 GEMMA = {"architectures": ["GemmaForCausalLM"], "model_type": "gemma",
          "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -93,16 +91,8 @@ def weights(rng, cfg, prefix):
             w[p + "mlp." + name + ".weight"] = shape
         for n in norms:
             w[p + n + ".weight"] = (h,)
-    out = {}
-    for name, shape in w.items():
-        if name.endswith("norm.weight"):  # Gemma's norms scale by 1 + gamma
-            x = 0.1 * rng.standard_normal(shape)
-        elif "embed_tokens" in name or "lm_head" in name:
-            x = rng.standard_normal(shape)
-        else:
-            x = rng.standard_normal(shape) / math.sqrt(shape[1]) * 1.5
-        out[name] = x.astype(np.float32)
-    return out
+    # Gemma's norms scale by 1 + gamma: gains near 0.
+    return random_weights(rng, w, ("embed_tokens", "lm_head"), gain=0.0)
 
 
 def norm(x, g, eps):
@@ -206,14 +196,8 @@ def logits(cfg, w, ids, mask):
 def write_model(directory, rng, cfg, shapes=None):
     """config.json and model.safetensors of a random Gemma in `directory`;
     `shapes` replaces the shapes of some tensors. Returns the weights."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "config.json"), "w") as f:
-        json.dump(cfg, f)
-    w = weights(rng, cfg, "model.")
-    for name, shape in (shapes or {}).items():
-        w[name] = rng.standard_normal(shape).astype(np.float32)
-    gpt2.write_safetensors(os.path.join(directory, "model.safetensors"), w)
-    return w
+    return gpt2.write_directory(directory, rng, cfg,
+                                weights(rng, cfg, "model."), shapes)
 
 
 def main():
@@ -237,21 +221,13 @@ def main():
                             ("gemma3_window", "gemma3_window", GEMMA3_WINDOW)):
         if not h.wants(case):
             continue
-        model = h.path(name + "_kv")
-        w = write_model(model, rng, cfg)
-        ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 3)
+        model, w, ids, mask = h.random_model(rng, write_model, name + "_kv",
+                                             cfg, BATCH, SEQ, 3)
         h.check_kv_cache(name, reference, cfg, cfg["num_hidden_layers"],
                          model, w, ids, mask, "f32", 1e-4)
-    for name, cfg in (("gemma", GEMMA), ("gemma2", GEMMA2),
-                      ("gemma2_window", GEMMA2_WINDOW), ("gemma3", GEMMA3)):
-        if not h.wants(name):
-            continue
-        model = h.path(name)
-        w = write_model(model, rng, cfg)
-        ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 4)
-        h.check_hidden_states(
-            name, model, ids, mask,
-            lambda dtype: reference(cfg, rounded_weights(w, dtype), ids, mask))
+    h.check_cases(rng, (("gemma", GEMMA), ("gemma2", GEMMA2),
+                        ("gemma2_window", GEMMA2_WINDOW), ("gemma3", GEMMA3)),
+                  write_model, reference, BATCH, SEQ)
     h.finish()
 
 

@@ -143,11 +143,18 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
 def write_model(directory, rng, cfg, shapes=None, prefix="transformer."):
     """config.json and model.safetensors of a random GPT-2 in `directory`;
     `shapes` replaces the shapes of some tensors. Returns the weights."""
+    w = weights(rng, {**CFG, **{k: v for k, v in cfg.items() if k in CFG}},
+                prefix)
+    return write_directory(directory, rng, cfg, w, shapes)
+
+
+def write_directory(directory, rng, cfg, w, shapes=None):
+    """`directory` with config.json (`cfg`) and model.safetensors (the
+    weights `w`, those named in `shapes` replaced by random ones of the
+    shape given). Returns the weights written."""
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(cfg, f)
-    w = weights(rng, {**CFG, **{k: v for k, v in cfg.items() if k in CFG}},
-                prefix)
     for name, shape in (shapes or {}).items():
         w[name] = rng.standard_normal(shape).astype(np.float32)
     write_safetensors(os.path.join(directory, "model.safetensors"), w)

@@ -6,6 +6,7 @@ poisons outputs with NaN before every run, so unwritten elements fail) and
 compares each with a float64 reference.
 """
 
+import math
 import os
 import subprocess
 import sys
@@ -165,6 +166,31 @@ class Harness:
                                   (name, what, dtype,
                                    "fused" if fused else "unfused"),
                                   out, expected, tol)
+
+    def random_model(self, rng, write_model, name, cfg, batch, seq,
+                     padding):
+        """A random model of `cfg` written by `write_model(directory, rng,
+        cfg)` under `name` and a batch of tokens for it whose second row
+        ends in `padding` padding tokens: (directory, weights, ids, mask)."""
+        model = self.path(name)
+        w = write_model(model, rng, cfg)
+        ids, mask = random_tokens(rng, cfg["vocab_size"], batch, seq, padding)
+        return model, w, ids, mask
+
+    def check_cases(self, rng, cases, write_model, reference, batch, seq):
+        """check_hidden_states for each (name, cfg) of `cases` the command
+        line selects: a random model of cfg on [batch, seq] tokens (4 of
+        padding in the second row) against reference(cfg, weights, ids,
+        mask)."""
+        for name, cfg in cases:
+            if not self.wants(name):
+                continue
+            model, w, ids, mask = self.random_model(rng, write_model, name,
+                                                    cfg, batch, seq, 4)
+            self.check_hidden_states(
+                name, model, ids, mask,
+                lambda dtype: reference(cfg, rounded_weights(w, dtype), ids,
+                                        mask))
 
     def check_kv_cache(self, name, reference, cfg, layers, model, w, ids,
                        mask, dtype, tol):
@@ -365,6 +391,25 @@ def rounded_weights(w, dtype):
     if dtype == "bf16":
         return {k: bf16_to_f32(f32_to_bf16(v)) for k, v in w.items()}
     return w
+
+
+def random_weights(rng, shapes, tables, gain=1.0):
+    """{name: f32 array} for {name: shape}: norm gains (names ending in
+    norm.weight) `gain` + 0.1 N(0, 1), token tables and LM heads (names
+    containing one of `tables`) N(0, 1), other matrices 1.5 / sqrt(fan-in)
+    N(0, 1), vectors (biases) 0.1 N(0, 1)."""
+    out = {}
+    for name, shape in shapes.items():
+        if name.endswith("norm.weight"):
+            x = gain + 0.1 * rng.standard_normal(shape)
+        elif len(shape) == 2 and any(t in name for t in tables):
+            x = rng.standard_normal(shape)
+        elif len(shape) == 2:
+            x = rng.standard_normal(shape) / math.sqrt(shape[1]) * 1.5
+        else:
+            x = 0.1 * rng.standard_normal(shape)
+        out[name] = x.astype(np.float32)
+    return out
 
 
 def random_tokens(rng, vocab, batch, seq, padding=0):

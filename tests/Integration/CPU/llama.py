@@ -13,15 +13,13 @@ usage: llama.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                 [--shape TENSOR=d0,d1]...   (only write the model directory)
 """
 
-import json
 import math
-import os
 import sys
 
 import numpy as np
 
 import gpt2
-from harness import random_tokens, rounded_weights, start
+from harness import random_tokens, random_weights, rounded_weights, start
 
 CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
        "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -142,18 +140,7 @@ def weights(rng, cfg, prefix):
             w[p + "post_feedforward_layernorm.weight"] = (h,)
         else:
             w[p + "input_layernorm.weight"] = (h,)
-    out = {}
-    for name, shape in w.items():
-        if name.endswith("layernorm.weight") or name.endswith("norm.weight"):
-            x = 1.0 + 0.1 * rng.standard_normal(shape)
-        elif len(shape) == 2:
-            x = rng.standard_normal(shape) / math.sqrt(shape[1]) * 1.5
-            if "embed_tokens" in name or "lm_head" in name:
-                x = rng.standard_normal(shape)
-        else:
-            x = 0.1 * rng.standard_normal(shape)
-        out[name] = x.astype(np.float32)
-    return out
+    return random_weights(rng, w, ("embed_tokens", "lm_head"))
 
 
 def rotary_dim(cfg):
@@ -199,6 +186,23 @@ def llama3_frequencies(f, rs):
     return np.where(medium, smoothed, scaled)
 
 
+def rotary(cfg, s):
+    """apply_rotary_pos_emb at positions 0..s-1 as a function of t [b,
+    heads, s, d]: its first rotary_dim(cfg) features turn, the others
+    pass."""
+    inv, scaling = inv_freq(cfg, s)
+    freqs = np.outer(np.arange(s), inv)
+    emb = np.concatenate([freqs, freqs], -1)
+    cos, sin = np.cos(emb) * scaling, np.sin(emb) * scaling
+    rd = rotary_dim(cfg)
+
+    def rope(t):
+        r = t[..., :rd]
+        rotated = np.concatenate([-r[..., rd // 2:], r[..., :rd // 2]], -1)
+        return np.concatenate([r * cos + rotated * sin, t[..., rd:]], -1)
+    return rope
+
+
 def rms_norm(x, g, eps):
     return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
 
@@ -231,16 +235,7 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
     # Granite's factors (1 elsewhere).
     scale = cfg.get("attention_multiplier", 1 / math.sqrt(d))
     residual = cfg.get("residual_multiplier", 1.0)
-    inv, scaling = inv_freq(cfg, s)
-    freqs = np.outer(np.arange(s), inv)
-    emb = np.concatenate([freqs, freqs], -1)
-    cos, sin = np.cos(emb) * scaling, np.sin(emb) * scaling
-    rd = rotary_dim(cfg)
-
-    def rope(t):  # [b, heads, s, d]: the first rd features turn
-        r = t[..., :rd]
-        rotated = np.concatenate([-r[..., rd // 2:], r[..., :rd // 2]], -1)
-        return np.concatenate([r * cos + rotated * sin, t[..., rd:]], -1)
+    rope = rotary(cfg, s)
 
     # _update_causal_mask: finfo.min where the key is in the future or
     # padding, added to the scores.
@@ -314,17 +309,11 @@ def prefix_of(cfg):
 def write_model(directory, rng, cfg, shapes=None):
     """config.json and model.safetensors of a random LLaMA in `directory`;
     `shapes` replaces the shapes of some tensors. Returns the weights."""
-    os.makedirs(directory, exist_ok=True)
-    with open(os.path.join(directory, "config.json"), "w") as f:
-        json.dump(cfg, f)
     full = dict(CFG)
     full.update({k: v for k, v in cfg.items()
                  if k in CFG or k == "head_dim"})
-    w = weights(rng, full, prefix_of(cfg))
-    for name, shape in (shapes or {}).items():
-        w[name] = rng.standard_normal(shape).astype(np.float32)
-    gpt2.write_safetensors(os.path.join(directory, "model.safetensors"), w)
-    return w
+    return gpt2.write_directory(directory, rng, cfg,
+                                weights(rng, full, prefix_of(cfg)), shapes)
 
 
 def logits_model(h, rng, name, cfg, head):
@@ -396,9 +385,8 @@ def main():
                        h.run_hf(lib, model, [ids, mask]), ref, 1e-4)
     if h.wants("qwen"):
         # Qwen3's normalised keys through the KV cache.
-        model = h.path("qwen3_kv")
-        w = write_model(model, rng, QWEN3)
-        ids, mask = random_tokens(rng, QWEN3["vocab_size"], BATCH, SEQ, 3)
+        model, w, ids, mask = h.random_model(rng, write_model, "qwen3_kv",
+                                             QWEN3, BATCH, SEQ, 3)
         h.check_kv_cache("qwen3", reference, QWEN3,
                          QWEN3["num_hidden_layers"], model, w, ids, mask,
                          "f32", 1e-4)
@@ -438,16 +426,7 @@ def main():
         ids, mask = random_tokens(rng, PHI4["vocab_size"], BATCH, SEQ, 3)
         h.check_kv_cache("phi4", reference, PHI4, PHI4["num_hidden_layers"],
                          model, w, ids, mask, "f32", 1e-4)
-    for name, cfg in cases:
-        if not h.wants(name):
-            continue
-        model = h.path(name)
-        w = write_model(model, rng, cfg)
-        # right padding in the second row
-        ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 4)
-        h.check_hidden_states(
-            name, model, ids, mask,
-            lambda dtype: reference(cfg, rounded_weights(w, dtype), ids, mask))
+    h.check_cases(rng, cases, write_model, reference, BATCH, SEQ)
     h.finish()
 
 
