@@ -3,7 +3,7 @@
 eager and ONNX Runtime, measured in one run.
 
   bash bench/minilm/setup_peers.sh          # once: bench/.venv
-  bench/.venv/bin/python bench/decoders/run.py [--family gpt2|llama]
+  bench/.venv/bin/python bench/decoders/run.py [--family gpt2|llama|neox]
       [--threads 2] [--batch 1] [--seq-len 128] [--layers 12] [--rounds 5]
       [--runs 10] [--past-len P] [--quantize]
 
@@ -11,8 +11,11 @@ gpt2: GPT-2 small's shape (hidden 768, 12 heads, 12 blocks, vocabulary
 50257). llama: a LLaMA of the same width (hidden 768, 12 query heads of 64
 on 4 K/V heads, SwiGLU of 2048, vocabulary 32000, 12 blocks). Weights come
 from transformers' own initialisation (seed 0): the arithmetic is the same
-as a released checkpoint's, which cannot be downloaded here. Every system
-computes the model's last hidden state (GPT2Model, LlamaModel) from int64
+as a released checkpoint's, which cannot be downloaded here. neox:
+Pythia-160M's shape (GPT-NeoX: hidden 768, 12 heads, 12 blocks, MLP of
+3072, a quarter of each head turned by the rotary embedding, parallel
+residuals, vocabulary 50304). Every system computes the model's last
+hidden state (GPT2Model, LlamaModel, GPTNeoXModel) from int64
 ids and an all-ones attention mask, with the same thread count.
 
 --past-len P times one decode step instead: --seq-len new tokens (1 for
@@ -57,17 +60,23 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 def model_class(family):
     import transformers
     return getattr(transformers, {"gpt2": "GPT2Model",
-                                  "llama": "LlamaModel"}[family])
+                                  "llama": "LlamaModel",
+                                  "neox": "GPTNeoXModel"}[family])
 
 
 def make_model(d, family, layers):
     if os.path.exists(os.path.join(d, "model.safetensors")):
         return
     import torch
-    from transformers import GPT2Config, LlamaConfig
+    from transformers import GPT2Config, GPTNeoXConfig, LlamaConfig
     torch.manual_seed(0)
     if family == "gpt2":
         cfg = GPT2Config(n_layer=layers)
+    elif family == "neox":
+        cfg = GPTNeoXConfig(hidden_size=768, intermediate_size=3072,
+                            num_hidden_layers=layers, num_attention_heads=12,
+                            vocab_size=50304, rotary_pct=0.25,
+                            max_position_embeddings=2048)
     else:
         cfg = LlamaConfig(hidden_size=768, intermediate_size=2048,
                           num_hidden_layers=layers, num_attention_heads=12,
@@ -193,7 +202,8 @@ def quantize_onnx(src, dst, bits, accuracy_level):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", nargs="?", default="bench")
-    ap.add_argument("--family", choices=("gpt2", "llama"), default="gpt2")
+    ap.add_argument("--family", choices=("gpt2", "llama", "neox"),
+                    default="gpt2")
     ap.add_argument("--system")
     ap.add_argument("--model")
     ap.add_argument("--onnx")
@@ -337,7 +347,8 @@ def main():
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout
     title = {"gpt2": "GPT-2 124M shape",
-             "llama": "LLaMA, hidden 768, GQA 12 on 4"}[a.family]
+             "llama": "LLaMA, hidden 768, GQA 12 on 4",
+             "neox": "Pythia-160M shape (GPT-NeoX)"}[a.family]
     step = ("seq %d" % s if not past_len else
             "%d new token%s after a cache of %d" % (s, "" if s == 1 else "s",
                                                    past_len))
