@@ -12,7 +12,10 @@
 // scale per column or int4 panels with a scale per column and 128 rows, a
 // quarter or an eighth of f32's bytes to stream. Its activations may be
 // quantized too (TFC_UK_QUANTIZE_A8): then the products are integer dot
-// products of int8 rows with the weight packed for them (intdot.h).
+// products of int8 rows with the weight packed for them (intdot.h). A bf16
+// B times an A of bf16 values (TFC_UK_A_BF16) runs on bf16 dot products
+// where AVX-512 BF16 is (vdpbf16ps: twice the FMA's products per
+// instruction), B packed in pairs of rows for them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +33,7 @@
 #include <mutex>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 using tfc::uk::MemRef;
@@ -93,6 +97,7 @@ struct Matmul {
   bool constantB;  // B holds the same values on every call (a weight)
   Quant quant;     // of a constant B
   bool quantizeA;  // with quant: A quantized too (TFC_UK_QUANTIZE_A8)
+  bool aBf16;      // A holds bf16 values (TFC_UK_A_BF16)
   BType btype;     // F32, F16 or BF16
   int64_t batch, m, n, k;
   const float *a;
@@ -334,6 +339,67 @@ void packBDot(const Matmul &p, int64_t bt, void *packed) {
       });
 }
 
+/// bf16 dot products (vdpbf16ps) where the kernels were built for them, or
+/// (TFC_UK_EMULATE_BF16DOT, for the tests of a host without them) emulated
+/// with AVX-512F.
+#if defined(__AVX512BF16__) ||                                                 \
+    (defined(TFC_UK_EMULATE_BF16DOT) && defined(__AVX512F__))
+#define TFC_UK_BF16DOT 1
+constexpr bool kBf16Dot = true;
+
+/// acc plus, in each f32 lane, the products of its two bf16 halves in a and
+/// b (the odd one first, then the even one: vdpbf16ps).
+inline __m512 dpbf16(__m512 acc, __m512i a, __m512i b) {
+#if defined(__AVX512BF16__)
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+#else
+  const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
+  acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(a, high)),
+                        _mm512_castsi512_ps(_mm512_and_si512(b, high)), acc);
+  return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(a, 16)),
+                         _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)), acc);
+#endif
+}
+#else
+constexpr bool kBf16Dot = false;
+#endif
+
+/// Whether the product runs on bf16 dot products.
+bool bf16Dot(const Matmul &p) {
+  return kBf16Dot && p.aBf16 && p.btype == BType::BF16 &&
+         p.quant == Quant::None;
+}
+
+/// The layout of B packed for bf16 dot products: panels of kDotCols
+/// columns, K in pairs of rows (an odd K's last pair padded with 0); pair kp
+/// of panel pn is the 32-bit words [(pn * pairs + kp) * kDotCols, + kDotCols),
+/// column j's holding rows 2kp (low half) and 2kp + 1 (high half).
+struct Bf16Panels {
+  static constexpr int64_t kDotCols = 16;
+  int64_t panels, pairs;
+  explicit Bf16Panels(const Matmul &p)
+      : panels((p.n + kDotCols - 1) / kDotCols), pairs((p.k + 1) / 2) {}
+  size_t bytes() const { return size_t(panels * pairs * kDotCols) * 4; }
+};
+
+/// Packs the bf16 B of batch element bt as Bf16Panels lays it out.
+void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
+  Bf16Panels d(p);
+  auto *words = static_cast<uint32_t *>(packed);
+  const auto *src = static_cast<const uint16_t *>(p.b) + p.bOffset(bt);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t pn = 0; pn < d.panels; ++pn)
+    for (int64_t j = 0; j < Bf16Panels::kDotCols; ++j) {
+      int64_t col = pn * Bf16Panels::kDotCols + j;
+      auto at = [&](int64_t l) -> uint32_t {
+        return col < p.n && l < p.k ? src[l * p.bs[1] + col * p.bs[2]] : 0;
+      };
+      for (int64_t kp = 0; kp < d.pairs; ++kp)
+        words[(pn * d.pairs + kp) * Bf16Panels::kDotCols + j] =
+            at(2 * kp) | at(2 * kp + 1) << 16;
+    }
+}
+
 /// Packs B of batch element bt into kNR-column panels, each holding all of
 /// K with row stride kNR (columns past N are zero, which is +0 in every
 /// type): a block of C reads its panel from start to end.
@@ -370,10 +436,13 @@ void packB(const Matmul &p, int64_t bt, int64_t panels, void *packed,
 class PackedWeights {
 public:
   const void *get(const Matmul &p, int64_t bt, int64_t panels) {
+    Layout layout = p.quantizeA  ? Layout::IntDot
+                    : bf16Dot(p) ? Layout::Bf16Dot
+                                 : Layout::Panels;
     Key key{static_cast<const char *>(p.b) +
                 p.bOffset(bt) * (p.btype == BType::F32 ? 4 : 2),
             p.panelType(),
-            p.quantizeA,
+            layout,
             p.k,
             p.n,
             p.bs[1],
@@ -382,11 +451,15 @@ public:
     auto it = cache.find(key);
     if (it != cache.end())
       return it->second.get();
-    size_t bytes = p.quantizeA ? DotPanels(p).bytes(p) : packedBytes(p, panels);
+    size_t bytes = layout == Layout::IntDot    ? DotPanels(p).bytes(p)
+                   : layout == Layout::Bf16Dot ? Bf16Panels(p).bytes()
+                                               : packedBytes(p, panels);
     std::unique_ptr<void, Free> buffer(
         std::aligned_alloc(64, (bytes + 63) / 64 * 64));
-    if (p.quantizeA)
+    if (layout == Layout::IntDot)
       packBDot(p, bt, buffer.get());
+    else if (layout == Layout::Bf16Dot)
+      packBBf16(p, bt, buffer.get(), /*parallel=*/true);
     else if (p.quant != Quant::None)
       packBQuantized(p, bt, panels, buffer.get());
     else
@@ -395,13 +468,16 @@ public:
   }
 
 private:
+  /// How B is packed: kNR-column panels, for integer dot products
+  /// (DotPanels) or for bf16 ones (Bf16Panels).
+  enum class Layout { Panels, IntDot, Bf16Dot };
   struct Key {
     const void *b;
     BType type;
-    bool dot; // laid out for integer dot products (DotPanels)
+    Layout layout;
     int64_t k, n, s1, s2;
     bool operator==(const Key &o) const {
-      return b == o.b && type == o.type && dot == o.dot && k == o.k &&
+      return b == o.b && type == o.type && layout == o.layout && k == o.k &&
              n == o.n && s1 == o.s1 && s2 == o.s2;
     }
   };
@@ -437,6 +513,17 @@ constexpr double kParallelFlops = 4e6;
 /// 10.5 ms (29 GB/s of weights, two cores' read bandwidth), bf16 11.5 ->
 /// 8.7 ms.
 constexpr size_t kParallelBytes = size_t(1) << 19;
+
+/// The threads' blocks of `m` rows: as many as a multiple of the threads,
+/// each at most about kMC rows and a multiple of `rows` (the kernel's);
+/// returns {count, rows per block} (the last block shorter).
+std::pair<int64_t, int64_t> rowBlocks(int64_t m, int64_t threads,
+                                      int64_t rows) {
+  int64_t blocks = std::max(threads, (m + kMC - 1) / kMC);
+  blocks = (blocks + threads - 1) / threads * threads;
+  int64_t mc = ((m + blocks - 1) / blocks + rows - 1) / rows * rows;
+  return {(m + mc - 1) / mc, mc};
+}
 
 /// A 64-byte aligned buffer of at least `floats` floats in `storage`.
 float *alignedScratch(std::vector<float> &storage, size_t floats) {
@@ -630,6 +717,156 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
     run(std::false_type());
 }
 
+#ifdef TFC_UK_BF16DOT
+/// R rows of C for P (1 or 2) adjacent panels of Bf16Panels over `n` of
+/// their pairs: A's rows as bf16 pairs from `a` (row stride `aStride`
+/// words), the first panel's pairs from `b` and the second's `bStride`
+/// words after them, into C's rows from `c` (stride `cStride`, the panels'
+/// first `cols` columns), added to them when `accumulate`. Two sets of sums
+/// (two panels, or one panel's even and odd pairs): enough independent
+/// vdpbf16ps chains, and two panels take two loads of B per 2R products.
+template <int R, int P>
+void bf16Rows(const uint32_t *a, int64_t aStride, const uint32_t *b,
+              int64_t bStride, int64_t n, float *c, int64_t cStride,
+              int64_t cols, bool accumulate) {
+  constexpr int64_t kCols = Bf16Panels::kDotCols;
+  __m512 acc[2][R];
+  for (int r = 0; r < R; ++r)
+    acc[0][r] = acc[1][r] = _mm512_setzero_ps();
+  if constexpr (P == 2) {
+    for (int64_t kp = 0; kp < n; ++kp) {
+      __m512i b0 = _mm512_loadu_si512(b + kp * kCols);
+      __m512i b1 = _mm512_loadu_si512(b + bStride + kp * kCols);
+      for (int r = 0; r < R; ++r) {
+        __m512i av = _mm512_set1_epi32(int(a[r * aStride + kp]));
+        acc[0][r] = dpbf16(acc[0][r], av, b0);
+        acc[1][r] = dpbf16(acc[1][r], av, b1);
+      }
+    }
+  } else {
+    auto pair = [&](int64_t kp, __m512(&into)[R]) {
+      __m512i bv = _mm512_loadu_si512(b + kp * kCols);
+      for (int r = 0; r < R; ++r)
+        into[r] =
+            dpbf16(into[r], _mm512_set1_epi32(int(a[r * aStride + kp])), bv);
+    };
+    int64_t kp = 0;
+    for (; kp + 2 <= n; kp += 2) {
+      pair(kp, acc[0]);
+      pair(kp + 1, acc[1]);
+    }
+    if (kp < n)
+      pair(kp, acc[0]);
+    for (int r = 0; r < R; ++r)
+      acc[0][r] = _mm512_add_ps(acc[0][r], acc[1][r]);
+  }
+  for (int h = 0; h < P; ++h) {
+    int64_t hc = std::min(kCols, cols - h * kCols);
+    __mmask16 mask = __mmask16((1u << hc) - 1);
+    for (int r = 0; r < R; ++r) {
+      float *cr = c + r * cStride + h * kCols;
+      __m512 sum = acc[h][r];
+      if (accumulate)
+        sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(mask, cr));
+      _mm512_mask_storeu_ps(cr, mask, sum);
+    }
+  }
+}
+
+/// Batch element `bt` of a product on bf16 dot products (bf16Dot): A's rows
+/// as bf16 pairs (its values are bf16: their high halves), then as the f32
+/// kernel splits the work: few rows, the threads split B's panels; else
+/// they split the rows in blocks, each running its block against every
+/// panel, K in slices that stay in L1. Rows six at a time.
+void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
+  Bf16Panels d(p);
+  static thread_local std::vector<float> bStorage;
+  const uint32_t *packed;
+  if (p.constantB) {
+    packed = static_cast<const uint32_t *>(packedWeights.get(p, bt, 0));
+  } else {
+    void *scratch = alignedScratch(bStorage, d.bytes() / 4);
+    packBBf16(p, bt, scratch, parallel);
+    packed = static_cast<const uint32_t *>(scratch);
+  }
+  static thread_local std::vector<uint32_t> aStorage;
+  aStorage.resize(size_t(p.m * d.pairs));
+  uint32_t *aPairs = aStorage.data();
+  const float *ab = p.a + bt * p.as[0];
+  // On the threads for many rows only: a parallel region costs more than a
+  // few rows' conversion.
+#pragma omp parallel for schedule(static) if (parallel && p.m >= 64)
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t kp = 0; kp < d.pairs; ++kp) {
+      auto bits = [&](int64_t l) -> uint32_t {
+        if (l >= p.k)
+          return 0;
+        uint32_t x;
+        std::memcpy(&x, ab + i * p.as[1] + l * p.as[2], 4);
+        return x >> 16;
+      };
+      aPairs[i * d.pairs + kp] = bits(2 * kp) | bits(2 * kp + 1) << 16;
+    }
+  float *cb = p.c + bt * p.cs[0];
+  constexpr int64_t kCols = Bf16Panels::kDotCols;
+  constexpr int kRows = 6;
+  // Rows [i0, i0 + rows) of panels pn and pn + 1 (when there is one) over
+  // pairs [kp0, kp0 + n).
+  auto block = [&](int64_t i0, int64_t rows, int64_t pn, int64_t kp0, int64_t n,
+                   bool accumulate) {
+    const uint32_t *b = packed + (pn * d.pairs + kp0) * kCols;
+    int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
+    auto run = [&](auto r, int64_t i) {
+      auto go = [&](auto panels) {
+        bf16Rows<decltype(r)::value, decltype(panels)::value>(
+            aPairs + i * d.pairs + kp0, d.pairs, b, d.pairs * kCols, n,
+            cb + i * p.cs[1] + pn * kCols, p.cs[1], cols, accumulate);
+      };
+      if (cols > kCols)
+        go(std::integral_constant<int, 2>());
+      else
+        go(std::integral_constant<int, 1>());
+    };
+    int64_t i = i0, end = i0 + rows;
+    for (; i + kRows <= end; i += kRows)
+      run(std::integral_constant<int, kRows>(), i);
+    switch (end - i) {
+    case 5:
+      return run(std::integral_constant<int, 5>(), i);
+    case 4:
+      return run(std::integral_constant<int, 4>(), i);
+    case 3:
+      return run(std::integral_constant<int, 3>(), i);
+    case 2:
+      return run(std::integral_constant<int, 2>(), i);
+    case 1:
+      return run(std::integral_constant<int, 1>(), i);
+    }
+  };
+  int64_t threads = parallel ? omp_get_max_threads() : 1;
+  if (p.m < 2 * kRows * threads) {
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t pn = 0; pn < d.panels; pn += 2)
+      block(0, p.m, pn, 0, d.pairs, p.accumulate);
+    return;
+  }
+  // Row blocks as the f32 kernel's (kMC rows at most, a multiple of the
+  // threads); slices of 128 pairs: 8 KiB of a panel.
+  constexpr int64_t kSlicePairs = 128;
+  // (Not a structured binding: OpenMP regions cannot capture one.)
+  std::pair<int64_t, int64_t> split = rowBlocks(p.m, threads, kRows);
+  int64_t blocks = split.first, mc = split.second;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t rb = 0; rb < blocks; ++rb) {
+    int64_t i0 = rb * mc, rows = std::min(mc, p.m - i0);
+    for (int64_t pn = 0; pn < d.panels; pn += 2)
+      for (int64_t kp0 = 0; kp0 < d.pairs; kp0 += kSlicePairs)
+        block(i0, rows, pn, kp0, std::min(kSlicePairs, d.pairs - kp0),
+              p.accumulate || kp0 > 0);
+  }
+}
+#endif
+
 /// Batch element `bt` of the product, on the threads if `parallel`.
 void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   using namespace tfc::uk;
@@ -637,6 +874,12 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
     matmulIntDot(p, bt, parallel);
     return;
   }
+#ifdef TFC_UK_BF16DOT
+  if (bf16Dot(p)) {
+    matmulBf16Dot(p, bt, parallel);
+    return;
+  }
+#endif
   int64_t panels = (p.n + kNR - 1) / kNR;
   const float *ab = p.a + bt * p.as[0];
   float *cb = p.c + bt * p.cs[0];
@@ -728,10 +971,8 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
     // its block into its own buffer and runs it against every panel: no
     // thread reads what another wrote (a transfer between cores costs more
     // than the packing), and B panels stay shared, read-only.
-    int64_t blocks = std::max(threads, (p.m + kMC - 1) / kMC);
-    blocks = (blocks + threads - 1) / threads * threads;
-    int64_t mc = ((p.m + blocks - 1) / blocks + kMR - 1) / kMR * kMR;
-    blocks = (p.m + mc - 1) / mc;
+    std::pair<int64_t, int64_t> split = rowBlocks(p.m, threads, kMR);
+    int64_t blocks = split.first, mc = split.second;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t rb = 0; rb < blocks; ++rb) {
       int64_t i0 = rb * mc, rows = std::min(mc, p.m - i0);
@@ -805,6 +1046,7 @@ void runDescriptors(MemRef<Rank> *a, MemRef<Rank, BElement> *b, MemRef<Rank> *c,
            constantB,
            quant,
            quant != Quant::None && (flags & TFC_UK_QUANTIZE_A8) != 0,
+           (flags & TFC_UK_A_BF16) != 0,
            btype,
            Rank == 3 ? c->sizes[0] : 1,
            c->sizes[d],

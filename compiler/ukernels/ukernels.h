@@ -74,6 +74,11 @@ enum : int32_t {
   /// where qa_g . qb_g is exact and scale_b the scale of b's values in
   /// block g (of the column, or of its group of 128 rows for int4).
   TFC_UK_QUANTIZE_A8 = 16,
+  /// a's values are bf16 values (a bf16 tensor widened to f32): with a
+  /// bf16 b, unquantized, the kernel may multiply them as bf16 pairs
+  /// (AVX-512 BF16's vdpbf16ps: the products exact, the sums f32 in
+  /// another order, subnormal inputs and sums flushed to zero).
+  TFC_UK_A_BF16 = 32,
 };
 
 /// c[b] (+)= a[b] . b[b] for a [B,M,K], b [B,K,N], c [B,M,N]; any strides

@@ -60,6 +60,17 @@
 // CHECK-NOT: memref.alloc
 // CHECK: arith.constant 1 : i32
 // CHECK: call @tfc_uk_matmul_f32_bf16(
+// A bf16 A times a bf16 B: A widened, flag 32 (A holds bf16 values: the
+// kernel may multiply on bf16 dot products), with a weight (1 | 2 | 32) or
+// another activation (1 | 32); an f16 A does not set it.
+// CHECK-LABEL: func.func @bf16_products
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: arith.constant 35 : i32
+// CHECK: call @tfc_uk_matmul_f32_bf16(
+// CHECK: arith.constant 33 : i32
+// CHECK: call @tfc_uk_matmul_f32_bf16(
+// CHECK: arith.constant 1 : i32
+// CHECK: call @tfc_uk_matmul_f32_bf16(
 // An f16 result is not the micro-kernel's.
 // CHECK-LABEL: func.func @f16_result
 // CHECK: linalg.matmul
@@ -73,6 +84,12 @@ func.func @f32_weight(%a: memref<16x32xf32>, %w: memref<32x24xf32> {tfc.role = "
 }
 func.func @bf16_activations(%a: memref<16x32xf32>, %b: memref<32x24xbf16>, %c: memref<16x24xf32>) {
   linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xbf16>) outs(%c : memref<16x24xf32>)
+  return
+}
+func.func @bf16_products(%a: memref<16x32xbf16>, %w: memref<32x24xbf16> {tfc.role = "weight"}, %b: memref<32x24xbf16>, %h: memref<16x32xf16>, %c: memref<16x24xf32>) {
+  linalg.matmul ins(%a, %w : memref<16x32xbf16>, memref<32x24xbf16>) outs(%c : memref<16x24xf32>)
+  linalg.matmul ins(%a, %b : memref<16x32xbf16>, memref<32x24xbf16>) outs(%c : memref<16x24xf32>)
+  linalg.matmul ins(%h, %b : memref<16x32xf16>, memref<32x24xbf16>) outs(%c : memref<16x24xf32>)
   return
 }
 func.func @f16_result(%a: memref<16x32xf16>, %w: memref<32x24xf16>, %c: memref<16x24xf16>) {

@@ -14,7 +14,8 @@
 // (TFC_UK_QUANTIZE_A8), against the product of both quantized operands,
 // whose sums are exact: the bound is then only that of the blocks' scaling
 // and adding, and one value of A's rounded the other way puts a row 50 to
-// 700 times over it.
+// 700 times over it. A bf16 B times an A of bf16 values (TFC_UK_A_BF16:
+// bf16 dot products where AVX-512 BF16 is) is held to the f32 bound.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +46,7 @@ struct Case {
   BType bType = BType::F32;
   int quantBits = 0;      // with weightB: 8 (TFC_UK_QUANTIZE_I8) or 4 (_I4)
   bool quantizeA = false; // with quantBits: TFC_UK_QUANTIZE_A8
+  bool aBf16 = false;     // A of bf16 values: TFC_UK_A_BF16
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -55,7 +57,8 @@ void PrintTo(const Case &c, std::ostream *os) {
           : c.bType == BType::BF16 ? ", B bf16"
                                    : "")
       << (c.quantBits ? ", quantized to int" + std::to_string(c.quantBits) : "")
-      << (c.quantizeA ? ", A to int8" : "");
+      << (c.quantizeA ? ", A to int8" : "")
+      << (c.aBf16 ? ", A bf16 values" : "");
 }
 
 /// Rows of a quantization group: all K for int8, 128 for int4.
@@ -168,7 +171,10 @@ double run(const Case &c, unsigned seed) {
                   (c.quantBits == 8   ? TFC_UK_QUANTIZE_I8
                    : c.quantBits == 4 ? TFC_UK_QUANTIZE_I4
                                       : 0) |
-                  (c.quantizeA ? TFC_UK_QUANTIZE_A8 : 0);
+                  (c.quantizeA ? TFC_UK_QUANTIZE_A8 : 0) |
+                  (c.aBf16 ? TFC_UK_A_BF16 : 0);
+  if (c.aBf16) // A's values rounded to bf16, as the flag promises
+    (void)toBits16(a, BType::BF16);
   omp_set_num_threads(c.threads);
   std::vector<uint16_t> b16;
   if (c.bType != BType::F32)
@@ -314,5 +320,28 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, 4, true},
         Case{1, 131, 300, 40, true, true, true, 3, BType::F32, 4, true},
         Case{2, 2, 130, 17, false, true, true, 1, BType::F32, 4, true}));
+
+// A bf16 weight (or B) times an A of bf16 values (TFC_UK_A_BF16; bf16 dot
+// products where AVX-512 BF16 is, which the emulated-BF16 build of a host
+// without it runs alone): a decode GEMV, one to thirteen rows (six at a
+// time), odd K (a last pair padded), odd N (a partial last panel),
+// transposed A, accumulation, a B of activations (packed per call), a
+// batch, B past L2.
+INSTANTIATE_TEST_SUITE_P(
+    Bf16Products, MatmulTest,
+    ::testing::Values(
+        Case{1, 1, 1100, 300, false, true, false, 2, BType::BF16, 0, false,
+             true},
+        Case{1, 13, 777, 130, false, true, true, 2, BType::BF16, 0, false,
+             true},
+        Case{1, 131, 513, 40, true, true, true, 3, BType::BF16, 0, false, true},
+        Case{1, 5, 301, 33, false, false, false, 2, BType::BF16, 0, false,
+             true},
+        Case{4, 9, 40, 17, false, false, true, 1, BType::BF16, 0, false, true},
+        Case{1, 64, 1100, 600, false, true, false, 2, BType::BF16, 0, false,
+             true},
+        // The flag with an f32 B changes nothing.
+        Case{1, 7, 300, 50, false, true, false, 2, BType::F32, 0, false,
+             true}));
 
 } // namespace

@@ -165,7 +165,9 @@ Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
 /// the kernel packs it in 16-bit panels (once for a weight) and widens them as
 /// it loads them; an f16/bf16 A is
 /// widened into an f32 temporary, freed after the call. Either way, the same
-/// products and f32 sums the op defines.
+/// products and f32 sums the op defines. A bf16 A times a bf16 B says so to
+/// the kernel (TFC_UK_A_BF16: its values are bf16, the products may run on
+/// bf16 dot products).
 /// A weight B is quantized as the kernel packs it when `quantizeFlag`
 /// (TFC_UK_QUANTIZE_I8 or _I4, perhaps with _A8) is not 0.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
@@ -212,6 +214,7 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
                                  : bType.isBF16() ? "_bf16"
                                                   : "");
     SmallVector<Value> temporaries;
+    bool bf16Products = elementType(operands[0]).isBF16() && bType.isBF16();
     if (!elementType(operands[0]).isF32()) {
       operands[0] = widenToF32(rewriter, loc, operands[0]);
       temporaries.push_back(operands[0]);
@@ -224,8 +227,10 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
       args.push_back(
           memref::CastOp::create(rewriter, loc, i == 1 ? dynB : dyn, v));
     // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B,
-    // 4 (8) B quantized to int8 (int4), 16 A quantized to int8 too.
-    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 | quantizeFlag : 0);
+    // 4 (8) B quantized to int8 (int4), 16 A quantized to int8 too, 32 A of
+    // bf16 values.
+    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 | quantizeFlag : 0) |
+                    (bf16Products ? 32 : 0);
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(flags)));
     declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), name,
