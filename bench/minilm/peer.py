@@ -109,7 +109,7 @@ def do_bench(a):
     stats = {"system": a.cmd, "threads": a.threads}
     ids = np.load(a.ids)
     mask = np.load(a.mask)
-    if a.cmd == "torch":
+    if a.cmd in ("torch", "torch-bf16"):
         import torch
 
         torch.set_num_threads(a.threads)
@@ -119,6 +119,8 @@ def do_bench(a):
             pass
         stats["rss_after_import_kib"] = rss_kib()
         w = make_wrapper(load_st(a.model_dir))
+        if a.cmd == "torch-bf16":
+            w = w.to(torch.bfloat16)
         t_ids, t_mask = torch.from_numpy(ids), torch.from_numpy(mask)
 
         def fn():
@@ -126,7 +128,7 @@ def do_bench(a):
                 return w(t_ids, t_mask)
 
         out, times = time_loop(fn, a.warmup, a.runs)
-        emb = out.numpy()
+        emb = out.float().numpy()
         stats["torch_num_threads"] = torch.get_num_threads()
         stats["version"] = torch.__version__
     else:
@@ -157,7 +159,8 @@ def do_bench(a):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("cmd", choices=["export", "quantize", "torch", "ort"])
+    p.add_argument("cmd", choices=["export", "quantize", "torch", "torch-bf16",
+                                   "ort"])
     p.add_argument("--model-dir", required=True)
     p.add_argument("--onnx")
     p.add_argument("--out")

@@ -23,7 +23,10 @@ tokenizer.json via `tokenizers`, padded to 128):
 and 128 values, integer dot products) and ONNX Runtime on its
 quantize_dynamic export (int8 weights, activations uint8 per tensor at run
 time). Their embeddings differ from PyTorch's by the quantization: their
-cosines are reported, not checked.
+cosines are reported, not checked. --bf16 adds tfc fused with --dtype=bf16
+(weights and activations in bf16, matmul sums and norm statistics in f32)
+and PyTorch eager on the model converted with .to(torch.bfloat16); their
+cosines are reported, not checked, too.
 Prints a markdown table and writes it plus JSON to bench/minilm/results/.
 Every system gets the same thread count (--threads) and its runtime's default
 thread wait policy.
@@ -51,6 +54,7 @@ with open(os.path.join(ROOT, "tests", "fixtures", "minilm", "sentences.json")) a
 
 SYSTEMS = ["tfc-fused", "tfc-unfused", "torch", "ort"]
 QUANTIZED = ["tfc-int8", "ort-int8"]
+BF16 = ["tfc-bf16", "torch-bf16"]
 LABELS = {
     "tfc-fused": "tfc fused",
     "tfc-unfused": "tfc unfused (--no-fusion)",
@@ -58,12 +62,18 @@ LABELS = {
     "ort": "ONNX Runtime",
     "tfc-int8": "tfc fused, int8 weights and activations",
     "ort-int8": "ONNX Runtime, quantize_dynamic int8",
+    "tfc-bf16": "tfc fused, --dtype=bf16",
+    "torch-bf16": "PyTorch eager, bfloat16",
 }
 TFC_FLAGS = {
     "tfc-fused": [],
     "tfc-unfused": ["--no-fusion"],
     "tfc-int8": ["--quantize-weights=int8", "--quantize-activations=int8"],
+    "tfc-bf16": ["--dtype=bf16"],
 }
+# The peers' commands (bench/minilm/peer.py).
+PEER_CMD = {"torch": "torch", "torch-bf16": "torch-bf16", "ort": "ort",
+            "ort-int8": "ort"}
 
 
 def log(*a):
@@ -173,6 +183,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs per system per round")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--quantize", action="store_true", help="add the int8 systems (" + ", ".join(QUANTIZED) + ")")
+    ap.add_argument("--bf16", action="store_true", help="add the bf16 systems (" + ", ".join(BF16) + ")")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"), help="tfc-compile/tfc-run directory")
     ap.add_argument("--work", default=os.path.join(HERE, "work"))
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -188,8 +199,10 @@ def main():
     systems = [s for s in a.systems.split(",") if s]
     if a.quantize:
         systems += [s for s in QUANTIZED if s not in systems]
+    if a.bf16:
+        systems += [s for s in BF16 if s not in systems]
     for s in systems:
-        assert s in SYSTEMS + QUANTIZED, s
+        assert s in SYSTEMS + QUANTIZED + BF16, s
     batches = [int(b) for b in a.batches.split(",")]
     T = a.threads
     os.makedirs(a.work, exist_ok=True)
@@ -291,11 +304,11 @@ def main():
                     med, mn = float(m.group(1)), float(m.group(2))
                 else:
                     st_p = os.path.join(a.work, f"stats_b{B}_{s}.json")
-                    cmd = [py, peer, "torch" if s == "torch" else "ort", "--model-dir", model_dir,
+                    cmd = [py, peer, PEER_CMD[s], "--model-dir", model_dir,
                            "--onnx", onnx_of.get(s, onnx_p), "--ids", ids_p,
                            "--mask", mask_p, "--threads", str(T), "--warmup", str(a.warmup),
                            "--runs", str(a.runs), "--emb", emb_p, "--stats", st_p]
-                    out, rss = timed_process(cmd, env=torch_env if s == "torch" else base_env)
+                    out, rss = timed_process(cmd, env=torch_env if s.startswith("torch") else base_env)
                     with open(st_p) as f:
                         st = json.load(f)
                     med, mn = statistics.median(st["times_ms"]), min(st["times_ms"])
@@ -306,7 +319,10 @@ def main():
                 rec[s]["round_min_ms"].append(mn)
                 rec[s]["peak_rss_kib"].append(rss)
                 rec[s]["cpu_percent"].append(timed_process.cpu_percent)
-                embs[s] = np.load(emb_p)
+                emb = np.load(emb_p)
+                if emb.dtype == np.uint16:  # bf16 bits: widen to f32
+                    emb = (emb.astype(np.uint32) << 16).view(np.float32)
+                embs[s] = emb
             loads.append(os.getloadavg()[0])
             log(f"run.py: b{B} round {r + 1}/{a.rounds}: " +
                 ", ".join(f"{s} {rec[s]['round_median_ms'][-1]:.1f}" for s in systems) +
@@ -321,7 +337,8 @@ def main():
             cos = (e * ref).sum(1) / np.linalg.norm(e, axis=1) / np.linalg.norm(ref, axis=1)
             agree[s] = {"min_cosine_vs_" + ref_name: float(cos.min()),
                         "max_abs_diff_vs_" + ref_name: float(np.abs(e - ref).max())}
-        ok = all(v["min_cosine_vs_" + ref_name] > 0.9999 for s, v in agree.items() if s not in QUANTIZED)
+        ok = all(v["min_cosine_vs_" + ref_name] > 0.9999 for s, v in agree.items()
+                 if s not in QUANTIZED + BF16)
         log(f"run.py: b{B} embeddings agree (cosine vs {ref_name} > 0.9999, unquantized systems): "
             f"{'yes' if ok else 'NO'} " +
             ", ".join(f"{s} {agree[s]['min_cosine_vs_' + ref_name]:.7f}" for s in systems))
