@@ -5,7 +5,7 @@ eager and ONNX Runtime, measured in one run.
   bash bench/minilm/setup_peers.sh          # once: bench/.venv
   bench/.venv/bin/python bench/decoders/run.py [--family gpt2|llama|neox]
       [--threads 2] [--batch 1] [--seq-len 128] [--layers 12] [--rounds 5]
-      [--runs 10] [--past-len P] [--quantize]
+      [--runs 10] [--past-len P] [--quantize] [--bf16]
 
 gpt2: GPT-2 small's shape (hidden 768, 12 heads, 12 blocks, vocabulary
 50257). llama: a LLaMA of the same width (hidden 768, 12 query heads of 64
@@ -36,7 +36,9 @@ their outputs differ from PyTorch's by the quantization (the last column
 says how much). And ONNX Runtime's own weight-only int8 and
 int4 (MatMulNBits from its MatMulNBitsQuantizer: symmetric, a scale per
 128 weights along K), computing in f32 ("accuracy level 0") and with its
-activations quantized to int8 too (accuracy level 4, MLAS's int8 kernels). Each round runs every
+activations quantized to int8 too (accuracy level 4, MLAS's int8 kernels).
+--bf16 (without --past-len) adds "tfc fused --dtype=bf16" and PyTorch eager
+on the model converted with .to(torch.bfloat16). Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -93,10 +95,12 @@ def peer(a):
             for k, v in zip(a.past[0::2], a.past[1::2])] if a.past else None
     past_len = past[0][0].shape[2] if past else 0
     mask = np.ones((ids.shape[0], past_len + ids.shape[1]), dtype=np.int64)
-    if a.system in ("torch", "prefill"):
+    if a.system in ("torch", "torch-bf16", "prefill"):
         m = model_class(a.family).from_pretrained(
             a.model, attn_implementation="eager")
         m.eval()
+        if a.system == "torch-bf16":
+            m = m.to(torch.bfloat16)
         ti, tm = torch.from_numpy(ids), torch.from_numpy(mask)
         if a.system == "prefill":
             # The KV cache of these tokens, one .npy per layer's keys and
@@ -114,7 +118,8 @@ def peer(a):
         def call():
             with torch.inference_mode():
                 if past is None:
-                    return m(input_ids=ti, attention_mask=tm)[0].numpy()
+                    return m(input_ids=ti,
+                             attention_mask=tm)[0].float().numpy()
                 return m(input_ids=ti, attention_mask=tm,
                          past_key_values=tuple(past),
                          use_cache=True)[0].numpy()
@@ -217,12 +222,15 @@ def main():
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--past-len", type=int, default=0)
     ap.add_argument("--quantize", action="store_true")
+    ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--past", nargs="*", default=[],
                     help="(peer) the cache's .npy files, keys and values "
                          "by layer")
     a = ap.parse_args()
     if a.mode == "peer":
         return peer(a)
+    if a.bf16 and a.past_len:
+        sys.exit("run.py: --bf16 times prefill only (no --past-len)")
 
     work = os.path.join(HERE, "work")
     os.makedirs(work, exist_ok=True)
@@ -276,6 +284,9 @@ def main():
                                            ["--no-fusion"])]
     if past_len:
         builds.append((NEW, "fused_new", ["--present=new"]))
+    BF16 = "tfc fused --dtype=bf16"
+    if a.bf16:
+        builds.append((BF16, "fused_bf16", ["--dtype=bf16"]))
     quantized = ["tfc fused --quantize-weights=int%d%s" % (b, act)
                  for b in (8, 4)
                  for act in ("", " --quantize-activations=int8")]
@@ -297,6 +308,8 @@ def main():
     systems = ["tfc fused", "tfc unfused", "PyTorch eager", "ONNX Runtime"]
     if past_len:
         systems.append(NEW)
+    if a.bf16:
+        systems += [BF16, "PyTorch eager bfloat16"]
     onnx_of = {"ONNX Runtime": onnx}
     if a.quantize:
         systems += quantized
@@ -330,7 +343,8 @@ def main():
                         "--threads", str(a.threads)]
             else:
                 cmd = [sys.executable, __file__, "peer", "--system",
-                       "torch" if x == "PyTorch eager" else "ort",
+                       {"PyTorch eager": "torch",
+                        "PyTorch eager bfloat16": "torch-bf16"}.get(x, "ort"),
                        "--family", a.family, "--model",
                        model, "--onnx", onnx_of.get(x, onnx), "--ids", ids_p,
                        "--out", out,
@@ -338,11 +352,16 @@ def main():
                        "--past"] + past
             text = subprocess.run(cmd, check=True, capture_output=True,
                                   text=True, env=torch_env
-                                  if x == "PyTorch eager" else env)
+                                  if x.startswith("PyTorch") else env)
             m = re.search(r"median ([0-9.]+) ms", text.stdout + text.stderr)
             medians[x].append(float(m.group(1)))
             outs[x] = out
-    ref = np.load(outs["PyTorch eager"]).astype(np.float64)
+    def load(path):  # bf16 outputs ('<u2' bits) widened
+        x = np.load(path)
+        if x.dtype == np.uint16:
+            x = (x.astype(np.uint32) << 16).view(np.float32)
+        return x.astype(np.float64)
+    ref = load(outs["PyTorch eager"])
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short",
                              "HEAD"], capture_output=True, text=True).stdout
@@ -361,7 +380,7 @@ def main():
     base = statistics.median(medians["tfc fused"])
     for x in systems:
         med = statistics.median(medians[x])
-        diff = np.abs(np.load(outs[x]).astype(np.float64) - ref).max()
+        diff = np.abs(load(outs[x]) - ref).max()
         if x == "tfc fused":
             versus = "-"
         elif x.startswith("tfc fused"):  # a variant: its own speed-up
