@@ -48,8 +48,9 @@ struct RotaryDecoder {
   /// OLMo 2 has only the post-norms.
   bool preNorms = true;
   bool fusedProjections = false; ///< qkv_proj and gate_up_proj (Phi-3)
-  /// The fused Q, K and V interleaved per head, [heads, 3, headDim] (GPT-NeoX's
-  /// query_key_value), instead of Q's heads, then K's, then V's.
+  /// The fused Q, K and V interleaved per head, [heads, 3, headDim]
+  /// (GPT-NeoX's query_key_value), instead of Q's heads, then K's, then V's;
+  /// K and V then have every head (kvHeads == heads).
   bool qkvPerHead = false;
   enum class Norm {
     Rms,      ///< LlamaRMSNorm
