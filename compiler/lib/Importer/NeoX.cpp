@@ -22,8 +22,6 @@
 
 #include "RotaryDecoder.h"
 
-#include "llvm/ADT/Twine.h"
-
 using namespace mlir;
 using namespace llvm;
 
@@ -40,17 +38,10 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
   cfg.family = family == Family::NeoX  ? "GPT-NeoX"
                : family == Family::Phi ? "Phi"
                                        : "StableLM";
-  if (failed(readDecoderShape(c, 0, cfg, error)))
-    return failure();
   // Their heads are hidden_size / num_attention_heads wide whatever head_dim
   // says, and GPT-NeoX has no grouped-query attention.
-  if (cfg.hidden % cfg.heads != 0) {
-    (void)c.fieldError(
-        "num_attention_heads",
-        "does not divide hidden_size (" + Twine(cfg.hidden) + ")", error);
+  if (failed(readDecoderShape(c, -1, cfg, error)))
     return failure();
-  }
-  cfg.headDim = cfg.hidden / cfg.heads;
   if (family == Family::NeoX)
     cfg.kvHeads = cfg.heads;
   FailureOr<double> eps = c.positiveNumber("layer_norm_eps", error, 1e-5);

@@ -70,15 +70,19 @@ LogicalResult readDecoderShape(const JsonConfig &c, int64_t headDimDefault,
         "does not divide num_attention_heads (" + Twine(d.heads) + ")", error);
     return failure();
   }
-  if (headDimDefault == 0 && !c.has("head_dim") && d.hidden % d.heads != 0) {
+  bool headDimField = headDimDefault >= 0;
+  if (headDimDefault <= 0 && !(headDimField && c.has("head_dim")) &&
+      d.hidden % d.heads != 0) {
     (void)c.fieldError("num_attention_heads",
                        "does not divide hidden_size (" + Twine(d.hidden) + ")",
                        error);
     return failure();
   }
-  if (failed(optionalInt("head_dim",
-                         headDimDefault ? headDimDefault : d.hidden / d.heads,
-                         d.headDim)))
+  if (!headDimField)
+    d.headDim = d.hidden / d.heads;
+  else if (failed(optionalInt(
+               "head_dim", headDimDefault ? headDimDefault : d.hidden / d.heads,
+               d.headDim)))
     return failure();
   if (d.headDim % 2 != 0) {
     (void)c.fieldError("head_dim",

@@ -98,7 +98,8 @@ RotaryPositions rotaryPositions(const ImportOptions &options);
 /// num_attention_heads, intermediate_size, vocab_size,
 /// max_position_embeddings; num_key_value_heads (absent or null: the heads)
 /// dividing the heads; head_dim (absent or null: `headDimDefault`, or
-/// hidden_size / heads when that is 0), even; rms_norm_eps (1e-6).
+/// hidden_size / heads when that is 0; not read at all, hidden_size / heads,
+/// when it is negative), even; rms_norm_eps (1e-6).
 mlir::LogicalResult readDecoderShape(const JsonConfig &config,
                                      int64_t headDimDefault, RotaryDecoder &d,
                                      std::string &error);
