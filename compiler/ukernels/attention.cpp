@@ -44,6 +44,7 @@ using tfc::uk::kLog2e;
 using tfc::uk::kNegInf;
 using tfc::uk::MemRef;
 #ifdef __AVX512F__
+using tfc::uk::ARows;
 using tfc::uk::blockProduct;
 using tfc::uk::exp2;
 using tfc::uk::firstLanes;
@@ -63,6 +64,10 @@ struct Problem {
   bool causal;
   int64_t causalOffset; // key j visible to query i iff j <= i + offset
   int64_t window; // > 0: key j hidden from query i if j <= i + offset - window
+  bool bf16;      // Q, K and V hold bf16 values (TFC_UK_ATTENTION_BF16)
+  /// With bf16 dot products: K and V as bf16 pairs, packed once per call
+  /// (packPairs), or null.
+  const uint32_t *kPairs = nullptr, *vPairs = nullptr;
 };
 
 /// No key is below the window of any query: windowStart without a window.
@@ -339,6 +344,9 @@ template <int NV> struct ScoreEpilogue {
   /// `rows` is where row 0 of the block is stored.
   const float *keyBias = nullptr;
   const float *rows = nullptr;
+  /// Not 0: what the products are multiplied by first (queryFactor, for
+  /// products of a Q that was not pre-scaled: bf16 pairs).
+  float factor = 0;
   /// With a soft cap (Q pre-scaled by queryFactor), softcap * log2(e): the
   /// products are capped into base 2 before anything else.
   float capLog2e = 0;
@@ -387,9 +395,18 @@ template <int NV> struct ScoreEpilogue {
     return x;
   }
 
+  /// Inlined into the kernel: called, it takes `side` by reference, which
+  /// then lives in memory, and every exponential of the k loop's side work
+  /// stores its sums there (1x12x4096x64 causal on 2 threads: bf16 pairs
+  /// 65 -> 47 ms, f32 81 -> 78 ms).
   template <int MR>
-  void operator()(__m512 (&acc)[MR][NV], const tfc::uk::Tile<NV> &t,
-                  Exponentiate &side) {
+  __attribute__((always_inline)) void operator()(__m512 (&acc)[MR][NV],
+                                                 const tfc::uk::Tile<NV> &t,
+                                                 Exponentiate &side) {
+    if (factor != 0)
+      for (int r = 0; r < MR; ++r)
+        for (int v = 0; v < NV; ++v)
+          acc[r][v] = _mm512_mul_ps(acc[r][v], _mm512_set1_ps(factor));
     if (capLog2e > 0)
       for (int r = 0; r < MR; ++r)
         for (int v = 0; v < NV; ++v)
@@ -443,22 +460,108 @@ template <int NV> struct ScoreEpilogue {
 /// 4). Each query's max is exact again whenever a block exceeds it by more.
 constexpr float kRescaleThreshold = 8.0f;
 
-/// Walks keys [kvBegin, kvEnd) for queries [i0, i0 + nq) of (b, h), leaving
-/// the unnormalised accumulator and the softmax state in `st`.
+#ifdef TFC_UK_BF16DOT
+/// The words of the bf16 pairs of one (batch, K/V head): K's rows by pairs
+/// of channels, V's channels by pairs of keys.
+int64_t keyPairWords(const Problem &p) { return p.Skv * ((p.D + 1) / 2); }
+int64_t valuePairWords(const Problem &p) { return (p.Skv + 1) / 2 * p.Dv; }
+
+/// K and V of every (batch, K/V head) as bf16 pairs into `kp` and `vp`:
+/// key j's channels 2d, 2d + 1 at kp[j * (D + 1) / 2 + d] (an odd D's last
+/// high half 0), keys 2t, 2t + 1 of channel c at vp[t * Dv + c] (an odd
+/// Skv's last high half 0).
+void packPairs(const Problem &p, uint32_t *kp, uint32_t *vp) {
+  using tfc::uk::bf16PairsInOrder;
+  using tfc::uk::bf16PairsOfRows;
+  int64_t dp = (p.D + 1) / 2;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t kh = 0; kh < p.Hkv; ++kh) {
+      const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
+      const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
+      uint32_t *kd = kp + (b * p.Hkv + kh) * keyPairWords(p);
+      uint32_t *vd = vp + (b * p.Hkv + kh) * valuePairWords(p);
+      for (int64_t j = 0; j < p.Skv; ++j)
+        for (int64_t d0 = 0; d0 < p.D; d0 += 32) {
+          const float *src = kb + j * p.ks[2] + d0;
+          __m512 x0 = _mm512_maskz_loadu_ps(firstLanes(p.D - d0), src);
+          __m512 x1 =
+              _mm512_maskz_loadu_ps(firstLanes(p.D - d0 - 16), src + 16);
+          _mm512_mask_storeu_epi32(kd + j * dp + d0 / 2,
+                                   firstLanes(dp - d0 / 2),
+                                   bf16PairsInOrder(x0, x1));
+        }
+      for (int64_t t = 0; 2 * t < p.Skv; ++t)
+        for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
+          __mmask16 cols = firstLanes(p.Dv - c0);
+          const float *src = vb + 2 * t * p.vs[2] + c0;
+          __m512 lo = _mm512_maskz_loadu_ps(cols, src);
+          __m512 hi = 2 * t + 1 < p.Skv
+                          ? _mm512_maskz_loadu_ps(cols, src + p.vs[2])
+                          : _mm512_setzero_ps();
+          _mm512_mask_storeu_epi32(vd + t * p.Dv + c0, cols,
+                                   bf16PairsOfRows(lo, hi));
+        }
+    }
+}
+
+/// P[j][query] (rows j < nb of Br lanes, key j0 + j) as bf16 pairs of keys
+/// from the even key at or before j0 (`odd`: j0 is odd, the first pair's
+/// low half 0): pair t at pp[t * Br], keys past the block 0.
 template <int NV>
+void pairProbabilities(const float *sc, int64_t nb, bool odd, float *pp) {
+  constexpr int64_t Br = NV * 16;
+  for (int64_t t = 0, lo = -int64_t(odd); lo < nb; ++t, lo += 2)
+    for (int v = 0; v < NV; ++v) {
+      __m512 x =
+          lo >= 0 ? _mm512_load_ps(sc + lo * Br + v * 16) : _mm512_setzero_ps();
+      __m512 y = lo + 1 < nb ? _mm512_load_ps(sc + (lo + 1) * Br + v * 16)
+                             : _mm512_setzero_ps();
+      _mm512_store_si512(pp + t * Br + v * 16, tfc::uk::bf16PairsOfRows(x, y));
+    }
+}
+#endif
+
+/// Walks keys [kvBegin, kvEnd) for queries [i0, i0 + nq) of (b, h), leaving
+/// the unnormalised accumulator and the softmax state in `st`. With `Pairs`
+/// (p.kPairs and p.vPairs set) both products run on bf16 dot products:
+/// St = K_blk . Qt on K's and Q's bf16 pairs of channels (exact products of
+/// bf16 values, f32 sums, multiplied by queryFactor in the epilogue), Ot +=
+/// Vt . P on pairs of keys, P rounded to bf16 (as FlashAttention's tensor
+/// cores take it; the sums l stay those of the f32 P).
+template <int NV, bool Pairs>
 void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                  int64_t kvBegin, int64_t kvEnd, BlockState<NV> &st) {
   constexpr int64_t Br = NV * 16;
-  alignas(64) float qt[kMaxDim * Br]; // Qt[d][query], by queryFactor
-  alignas(64) float sc[kBc * Br];     // St[key][query], then P
+  constexpr tfc::uk::BPanel Panel =
+      Pairs ? tfc::uk::BPanel::BF16Dot : tfc::uk::BPanel::F32;
+  // The score product's k loop runs half as many steps on pairs: its side
+  // work (the previous register block's exponentials) is offered twice as
+  // often, so that it still runs in the loop's shadow.
+  constexpr int ScoreUnroll = Pairs ? kUnroll / 2 : kUnroll;
+  // Qt[d][query], by queryFactor; or Qt's pairs of channels, unscaled.
+  alignas(64) float qt[kMaxDim * Br];
+  alignas(64) float sc[kBc * Br]; // St[key][query], then P
+  // P's pairs of keys (Pairs).
+  alignas(64) float pp[Pairs ? (kBc / 2 + 1) * Br : 1];
   int64_t kh = h / (p.Hq / p.Hkv);
   const float *qb = p.q + b * p.qs[0] + h * p.qs[1];
   const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
   const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
   const float *mb = p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] : nullptr;
+  const int64_t dp = (p.D + 1) / 2;
+  const float *kpb = nullptr, *vpb = nullptr;
+#ifdef TFC_UK_BF16DOT
+  if constexpr (Pairs) {
+    kpb = reinterpret_cast<const float *>(p.kPairs +
+                                          (b * p.Hkv + kh) * keyPairWords(p));
+    vpb = reinterpret_cast<const float *>(p.vPairs +
+                                          (b * p.Hkv + kh) * valuePairWords(p));
+  }
+#endif
 
   // Qt[d][i] = Q[i0 + i][d] * qscale, 16 x 16 blocks transposed in
-  // registers.
+  // registers (Pairs: pairs of Qt's rows, unscaled).
   const __m512 qscale = _mm512_set1_ps(queryFactor(p));
   for (int v = 0; v < NV; ++v) {
     int64_t rows = std::min<int64_t>(16, nq - v * 16);
@@ -470,6 +573,14 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
         r[i] = i < rows ? _mm512_maskz_loadu_ps(cols, qv + i * p.qs[2] + d0)
                         : _mm512_setzero_ps();
       tfc::uk::transpose16(r);
+#ifdef TFC_UK_BF16DOT
+      if constexpr (Pairs) {
+        for (int64_t j = 0; j < std::min<int64_t>(16, p.D - d0); j += 2)
+          _mm512_store_si512(qt + (d0 + j) / 2 * Br + v * 16,
+                             tfc::uk::bf16PairsOfRows(r[j], r[j + 1]));
+        continue;
+      }
+#endif
       for (int64_t j = 0; j < std::min<int64_t>(16, p.D - d0); ++j)
         _mm512_store_ps(qt + (d0 + j) * Br + v * 16,
                         _mm512_mul_ps(r[j], qscale));
@@ -501,6 +612,8 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   alignas(64) float keyBias[kBc];
   auto scoreEpilogue = [&] {
     ScoreEpilogue<NV> epilogue;
+    if (Pairs)
+      epilogue.factor = queryFactor(p);
     if (p.softcap > 0)
       epilogue.capLog2e = p.softcap * kLog2e;
     if (mb && !queryMask) {
@@ -522,10 +635,24 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     if (mb && !queryMask)
       for (int64_t j = 0; j < nb; ++j)
         keyBias[j] = tfc::uk::toLog2Domain(mb[(j0 + j) * p.ms[3]]);
-    auto scores = packedTile<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc,
-                                 /*accumulate=*/false, nullptr);
-    auto values = packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot,
-                                 /*accumulate=*/true, nullptr);
+    auto scores =
+        Pairs ? packedTile<NV>(kpb + j0 * dp, dp, 1, qt, dp, sc,
+                               /*accumulate=*/false, nullptr)
+              : packedTile<NV>(kb + j0 * p.ks[2], p.ks[2], 1, qt, p.D, sc,
+                               /*accumulate=*/false, nullptr);
+    auto values =
+        Pairs ? packedTile<NV>(vpb + j0 / 2 * p.Dv, 1, p.Dv, pp,
+                               (j0 % 2 + nb + 1) / 2, st.ot,
+                               /*accumulate=*/true, nullptr)
+              : packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot,
+                               /*accumulate=*/true, nullptr);
+    // P as the value product reads it.
+    auto pairP = [&] {
+#ifdef TFC_UK_BF16DOT
+      if constexpr (Pairs)
+        pairProbabilities<NV>(sc, nb, j0 % 2 != 0, pp);
+#endif
+    };
     // Every key of the block visible to every query: no mask, causal only
     // if the block ends before the first query's limit, in every window.
     bool unmasked = !queryMask &&
@@ -542,7 +669,8 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
         epilogue.reference = st.m;
       else
         epilogue.seed = seed;
-      blockProduct<NV, kUnroll>(scores, nb, epilogue);
+      blockProduct<NV, ScoreUnroll, ARows::Strided, Panel>(scores, nb,
+                                                           epilogue);
       epilogue.finish();
       __mmask16 over = 0;
       for (int v = 0; v < NV; ++v)
@@ -557,15 +685,16 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
           st.l[v] = _mm512_add_ps(st.l[v], epilogue.sum[v]);
         }
         started = true;
-        blockProduct<NV, kUnroll>(values, p.Dv); // Ot += Vt . P
-        continue;
+        pairP();
+        blockProduct<NV, kUnroll, ARows::Strided, Panel>(values, p.Dv);
+        continue; // Ot += Vt . P
       }
     }
     started = true;
 
     // St = K_blk . Qt, raw, with the block's max.
     ScoreEpilogue<NV> epilogue = scoreEpilogue();
-    blockProduct<NV, kUnroll>(scores, nb, epilogue);
+    blockProduct<NV, ScoreUnroll, ARows::Strided, Panel>(scores, nb, epilogue);
 
     // Mask, causal limit; then the block's max.
     __m512 mnew[NV];
@@ -629,7 +758,8 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
 
     // Ot = Ot * alpha + Vt . P, with Vt[c][key] = V[key][c].
     values.alpha = alpha;
-    blockProduct<NV, kUnroll>(values, p.Dv);
+    pairP();
+    blockProduct<NV, kUnroll, ARows::Strided, Panel>(values, p.Dv);
   }
 }
 
@@ -665,7 +795,7 @@ void storeBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   }
 }
 
-template <int NV> void attentionBlocked(const Problem &p) {
+template <int NV, bool Pairs> void attendBlocks(const Problem &p) {
   constexpr int64_t Br = NV * 16;
   int64_t qBlocks = (p.Sq + Br - 1) / Br;
   int64_t tasks = p.B * p.Hq * qBlocks;
@@ -675,9 +805,28 @@ template <int NV> void attentionBlocked(const Problem &p) {
     int64_t b = bh / p.Hq, h = bh % p.Hq;
     int64_t i0 = qb * Br, nq = std::min(Br, p.Sq - i0);
     BlockState<NV> st;
-    attendBlock<NV>(p, b, h, i0, nq, 0, p.Skv, st);
+    attendBlock<NV, Pairs>(p, b, h, i0, nq, 0, p.Skv, st);
     storeBlock<NV>(p, b, h, i0, nq, st);
   }
+}
+
+/// Query blocks of NV * 16 rows as tasks, on bf16 dot products when Q, K
+/// and V hold bf16 values and the kernels have them (K and V paired once).
+template <int NV> void attentionBlocked(const Problem &p) {
+#ifdef TFC_UK_BF16DOT
+  if (p.bf16) {
+    static thread_local std::vector<uint32_t> storage;
+    size_t keyWords = size_t(p.B * p.Hkv * keyPairWords(p));
+    storage.resize(keyWords + size_t(p.B * p.Hkv * valuePairWords(p)));
+    Problem paired = p;
+    paired.kPairs = storage.data();
+    paired.vPairs = storage.data() + keyWords;
+    packPairs(p, storage.data(), storage.data() + keyWords);
+    attendBlocks<NV, true>(paired);
+    return;
+  }
+#endif
+  attendBlocks<NV, false>(p);
 }
 
 /// attendRowsAnyDim's contract for ND head-dimension vectors. The
@@ -1469,8 +1618,9 @@ bool fastPathApplies(const Problem &p) {
 /// The call of `q` on keys and values of `k`'s and `v`'s shapes.
 Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
                   const MemRef<4> *mask, MemRef<4> &out, float scale,
-                  int32_t hasMask, int32_t causal, float softcap,
-                  int64_t window, int64_t skv) {
+                  int32_t flags, int32_t causal, float softcap, int64_t window,
+                  int64_t skv) {
+  bool hasMask = (flags & TFC_UK_ATTENTION_MASK) != 0;
   Problem p;
   p.B = q.sizes[0];
   p.Hq = q.sizes[1];
@@ -1498,6 +1648,7 @@ Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
   p.causalOffset = p.Skv - p.Sq;
   // A window of Skv or more keys hides none (windowStart <= 0 for every row).
   p.window = window > 0 && window < p.Skv ? window : 0;
+  p.bf16 = (flags & TFC_UK_ATTENTION_BF16) != 0;
   return p;
 }
 
@@ -1535,13 +1686,10 @@ MemRef<4> contiguous(std::vector<float> &storage, int64_t b, int64_t h,
 
 } // namespace
 
-extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
-                                                  MemRef<4> *v, MemRef<4> *mask,
-                                                  MemRef<4> *out, float scale,
-                                                  int32_t hasMask,
-                                                  int32_t causal, float softcap,
-                                                  int64_t window) {
-  Problem p = problemOf(*q, *k, *v, mask, *out, scale, hasMask, causal, softcap,
+extern "C" void _mlir_ciface_tfc_uk_attention_f32(
+    MemRef<4> *q, MemRef<4> *k, MemRef<4> *v, MemRef<4> *mask, MemRef<4> *out,
+    float scale, int32_t flags, int32_t causal, float softcap, int64_t window) {
+  Problem p = problemOf(*q, *k, *v, mask, *out, scale, flags, causal, softcap,
                         window, k->sizes[2]);
   if (isEmpty(p))
     return;
@@ -1574,11 +1722,11 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(MemRef<4> *q, MemRef<4> *k,
 
 extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
     MemRef<4> *q, MemRef<4> *k0, MemRef<4> *k1, MemRef<4> *v0, MemRef<4> *v1,
-    MemRef<4> *mask, MemRef<4> *out, float scale, int32_t hasMask,
-    int32_t causal, float softcap, int64_t window) {
+    MemRef<4> *mask, MemRef<4> *out, float scale, int32_t flags, int32_t causal,
+    float softcap, int64_t window) {
   int64_t split = k0->sizes[2], skv = split + k1->sizes[2];
-  Problem p = problemOf(*q, *k0, *v0, mask, *out, scale, hasMask, causal,
-                        softcap, window, skv);
+  Problem p = problemOf(*q, *k0, *v0, mask, *out, scale, flags, causal, softcap,
+                        window, skv);
   if (isEmpty(p))
     return;
 #ifdef TFC_UK_VECTOR
@@ -1597,6 +1745,6 @@ extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
   MemRef<4> vc = contiguous(vStorage, p.B, p.Hkv, skv, p.Dv);
   copyPart(*k0, *v0, 0, kc, vc);
   copyPart(*k1, *v1, split, kc, vc);
-  _mlir_ciface_tfc_uk_attention_f32(q, &kc, &vc, mask, out, scale, hasMask,
+  _mlir_ciface_tfc_uk_attention_f32(q, &kc, &vc, mask, out, scale, flags,
                                     causal, softcap, window);
 }

@@ -77,6 +77,10 @@ template <typename F> inline void withBType(BType t, F &&f) {
     return f(std::integral_constant<BType, BType::I8>());
   case BType::I4:
     return f(std::integral_constant<BType, BType::I4>());
+  case BType::BF16Dot:
+    // Not a type of B: its bf16 dot products (bf16Dot) have panels of
+    // their own (Bf16Panels).
+    break;
   }
 }
 
@@ -339,27 +343,8 @@ void packBDot(const Matmul &p, int64_t bt, void *packed) {
       });
 }
 
-/// bf16 dot products (vdpbf16ps) where the kernels were built for them, or
-/// (TFC_UK_EMULATE_BF16DOT, for the tests of a host without them) emulated
-/// with AVX-512F.
-#if defined(__AVX512BF16__) ||                                                 \
-    (defined(TFC_UK_EMULATE_BF16DOT) && defined(__AVX512F__))
-#define TFC_UK_BF16DOT 1
+#ifdef TFC_UK_BF16DOT
 constexpr bool kBf16Dot = true;
-
-/// acc plus, in each f32 lane, the products of its two bf16 halves in a and
-/// b (the odd one first, then the even one: vdpbf16ps).
-inline __m512 dpbf16(__m512 acc, __m512i a, __m512i b) {
-#if defined(__AVX512BF16__)
-  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
-#else
-  const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
-  acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(a, high)),
-                        _mm512_castsi512_ps(_mm512_and_si512(b, high)), acc);
-  return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(a, 16)),
-                         _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)), acc);
-#endif
-}
 #else
 constexpr bool kBf16Dot = false;
 #endif
@@ -718,6 +703,8 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
 }
 
 #ifdef TFC_UK_BF16DOT
+using tfc::uk::dpbf16;
+
 /// R rows of C for P (1 or 2) adjacent panels of Bf16Panels over `n` of
 /// their pairs: A's rows as bf16 pairs from `a` (row stride `aStride`
 /// words), the first panel's pairs from `b` and the second's `bStride`

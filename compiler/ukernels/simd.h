@@ -109,6 +109,67 @@ inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
       : [a] "m"(*a), [b] "v"(b));
   return acc;
 }
+
+/// bf16 dot products (vdpbf16ps) where the kernels were built for them, or
+/// (TFC_UK_EMULATE_BF16DOT, for the tests of a host without them) emulated
+/// with AVX-512F: in each f32 lane, acc plus the products of the lane's two
+/// bf16 halves in a and in b (the odd one first, then the even one).
+#if defined(__AVX512BF16__) || defined(TFC_UK_EMULATE_BF16DOT)
+#define TFC_UK_BF16DOT 1
+inline __m512 dpbf16(__m512 acc, __m512i a, __m512i b) {
+#if defined(__AVX512BF16__)
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+#else
+  const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
+  acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(a, high)),
+                        _mm512_castsi512_ps(_mm512_and_si512(b, high)), acc);
+  return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(a, 16)),
+                         _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)), acc);
+#endif
+}
+
+#ifndef __AVX512BF16__
+/// The bits of x rounded to bf16 (to nearest, ties to even) in the high
+/// halves of the lanes (vcvtne2ps2bf16's rounding of finite values).
+inline __m512i roundedBf16High(__m512 x) {
+  __m512i bits = _mm512_castps_si512(x);
+  __m512i odd =
+      _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  return _mm512_add_epi32(bits,
+                          _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+}
+#endif
+
+/// x0 then x1 rounded to bf16 as 32 values in order: lane l holds values
+/// 2l and 2l + 1 of the 32 (a row's pairs for dpbf16).
+inline __m512i bf16PairsInOrder(__m512 x0, __m512 x1) {
+#ifdef __AVX512BF16__
+  return (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+#else
+  __m256i low =
+      _mm512_cvtepi32_epi16(_mm512_srli_epi32(roundedBf16High(x0), 16));
+  __m256i high =
+      _mm512_cvtepi32_epi16(_mm512_srli_epi32(roundedBf16High(x1), 16));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+#endif
+}
+
+/// lo and hi rounded to bf16 and paired lane by lane: lane l holds lo[l]
+/// (low half) and hi[l] (high half), two rows' pairs for dpbf16.
+inline __m512i bf16PairsOfRows(__m512 lo, __m512 hi) {
+#ifdef __AVX512BF16__
+  const __m512i interleave = _mm512_set_epi16(
+      31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22,
+      6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(interleave,
+                                  (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+#else
+  return _mm512_or_si512(_mm512_srli_epi32(roundedBf16High(lo), 16),
+                         _mm512_and_si512(roundedBf16High(hi),
+                                          _mm512_set1_epi32(int(0xffff0000u))));
+#endif
+}
+#endif
 #elif defined(__AVX2__) && defined(__FMA__)
 #define TFC_UK_VECTOR 1
 constexpr int kLanes = 8;

@@ -33,15 +33,26 @@ template <int Rank, typename T = float> struct MemRef {
 } // namespace tfc::uk
 
 extern "C" {
+/// Flags of the attention kernels.
+enum : int32_t {
+  TFC_UK_ATTENTION_MASK = 1, ///< `mask` is read (else ignored)
+  /// q, k and v hold bf16 values (bf16 tensors widened to f32): where
+  /// AVX-512 BF16 is, query blocks of more than a few rows may run both
+  /// products on bf16 dot products (vdpbf16ps): the scores' products exact
+  /// with f32 sums, the softmax in f32, its weights rounded to bf16 for the
+  /// product with V (as FlashAttention's tensor cores take them).
+  TFC_UK_ATTENTION_BF16 = 2,
+};
+
 /// out[B,Hq,Sq,Dv] = attention(q[B,Hq,Sq,D], k[B,Hkv,Skv,D], v[B,Hkv,Skv,Dv],
 /// mask broadcast to [B,Hq,Sq,Skv] (size-1 dims broadcast), scale, causal,
-/// softcap, window): `transformer.attention`. `hasMask` = 0 ignores `mask`;
+/// softcap, window): `transformer.attention`. `flags`: TFC_UK_ATTENTION_*;
 /// `softcap` <= 0 leaves the scores uncapped; `window` > 0 hides key j from
 /// query i when i + Skv - Sq - j >= window (a sliding window), <= 0 none.
 void _mlir_ciface_tfc_uk_attention_f32(
     tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4> *k, tfc::uk::MemRef<4> *v,
     tfc::uk::MemRef<4> *mask, tfc::uk::MemRef<4> *out, float scale,
-    int32_t hasMask, int32_t causal, float softcap, int64_t window);
+    int32_t flags, int32_t causal, float softcap, int64_t window);
 
 /// The same attention with the keys and values in two parts along the key
 /// axis: k = concat(k0, k1), v = concat(v0, v1) (a decoder's cache and its
@@ -49,7 +60,7 @@ void _mlir_ciface_tfc_uk_attention_f32(
 void _mlir_ciface_tfc_uk_attention_kv2_f32(
     tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4> *k0, tfc::uk::MemRef<4> *k1,
     tfc::uk::MemRef<4> *v0, tfc::uk::MemRef<4> *v1, tfc::uk::MemRef<4> *mask,
-    tfc::uk::MemRef<4> *out, float scale, int32_t hasMask, int32_t causal,
+    tfc::uk::MemRef<4> *out, float scale, int32_t flags, int32_t causal,
     float softcap, int64_t window);
 
 /// Flags of the matmul kernels.

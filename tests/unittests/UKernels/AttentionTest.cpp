@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <ostream>
 #include <random>
@@ -43,7 +44,7 @@ enum class Mask {
   RightPaddingInf,
   /// A different random set of hidden keys for every query row.
   PerQuery,
-  /// No mask (hasMask = 0).
+  /// No mask (no TFC_UK_ATTENTION_MASK).
   None,
 };
 
@@ -98,10 +99,28 @@ std::vector<float> makeMask(const Case &c, std::mt19937 &rng) {
   return m;
 }
 
-/// The largest |out - ref| over the case, relative to the largest |V|. With
-/// `split` >= 0 the keys and values go to tfc_uk_attention_kv2_f32 in two
-/// parts, keys [0, split) and [split, Skv).
-double run(const Case &c, unsigned seed, int64_t split = -1) {
+/// x rounded to bf16 (to nearest, ties to even), as f32.
+float roundToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  bits &= 0xffff0000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+/// |out - ref| / max|V| over a case: the largest and the mean.
+struct Errors {
+  double worst = 0, mean = 0;
+};
+
+/// The errors of a case against float64. With `split` >= 0 the keys and
+/// values go to tfc_uk_attention_kv2_f32 in two parts, keys [0, split) and
+/// [split, Skv). With `bf16`, Q, K and V are rounded to bf16 values and the
+/// call says so (TFC_UK_ATTENTION_BF16); the reference takes the same
+/// values.
+Errors run(const Case &c, unsigned seed, int64_t split = -1,
+           bool bf16 = false) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, 1.0f);
   auto random = [&](int64_t n) {
@@ -113,6 +132,10 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
   std::vector<float> q = random(c.B * c.Hq * c.Sq * c.D);
   std::vector<float> k = random(c.B * c.Hkv * c.Skv * c.D);
   std::vector<float> v = random(c.B * c.Hkv * c.Skv * c.Dv);
+  if (bf16)
+    for (std::vector<float> *x : {&q, &k, &v})
+      for (float &e : *x)
+        e = roundToBf16(e);
   std::vector<float> mask = makeMask(c, rng);
   std::vector<float> out(size_t(c.B * c.Hq * c.Sq * c.Dv), NAN);
   int64_t mRows = c.mask == Mask::PerQuery ? c.Sq : 1;
@@ -127,10 +150,11 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
   MemRef<4> mm = memref(mask, c.B, 1, mRows, c.Skv);
   MemRef<4> mo = memref(out, c.B, c.Hq, c.Sq, c.Dv);
   float scale = 1.0f / std::sqrt(float(c.D));
-  int32_t hasMask = c.mask != Mask::None;
+  int32_t flags = (c.mask != Mask::None ? TFC_UK_ATTENTION_MASK : 0) |
+                  (bf16 ? TFC_UK_ATTENTION_BF16 : 0);
   omp_set_num_threads(2);
   if (split < 0) {
-    _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale, hasMask,
+    _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale, flags,
                                       c.causal ? 1 : 0, c.softcap, c.window);
   } else {
     // Keys [0, split) in a view of a longer buffer (a cache with spare
@@ -158,11 +182,13 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
     MemRef<4> mk1 = memref(k1, c.B, c.Hkv, rest, c.D);
     MemRef<4> mv1 = memref(v1, c.B, c.Hkv, rest, c.Dv);
     _mlir_ciface_tfc_uk_attention_kv2_f32(&mq, &mk0, &mk1, &mv0, &mv1, &mm, &mo,
-                                          scale, hasMask, c.causal ? 1 : 0,
+                                          scale, flags, c.causal ? 1 : 0,
                                           c.softcap, c.window);
   }
 
-  double worst = 0, vMax = 0;
+  Errors e;
+  double vMax = 0, total = 0;
+  int64_t count = 0;
   for (float x : v)
     vMax = std::max(vMax, double(std::fabs(x)));
   int64_t group = c.Hq / c.Hkv, offset = c.Skv - c.Sq;
@@ -202,10 +228,13 @@ double run(const Case &c, unsigned seed, int64_t split = -1) {
         for (int64_t x = 0; x < c.Dv; ++x) {
           double ref = sum > 0 ? acc[size_t(x)] / sum : 0.0;
           double err = std::fabs(double(o[x]) - ref) / vMax;
-          worst = std::isnan(err) ? INFINITY : std::max(worst, err);
+          e.worst = std::isnan(err) ? INFINITY : std::max(e.worst, err);
+          total += err;
+          ++count;
         }
       }
-  return worst;
+  e.mean = total / double(std::max<int64_t>(count, 1));
+  return e;
 }
 
 class AttentionMaskTest : public ::testing::TestWithParam<Case> {};
@@ -218,7 +247,7 @@ constexpr double kBound = 4e-6;
 
 TEST_P(AttentionMaskTest, MatchesFloat64) {
   const Case &c = GetParam();
-  double worst = run(c, unsigned(c.Skv * 7 + c.Sq));
+  double worst = run(c, unsigned(c.Skv * 7 + c.Sq)).worst;
   EXPECT_LE(worst, kBound) << ::testing::PrintToString(c);
   char text[32];
   std::snprintf(text, sizeof text, "%.2e", worst);
@@ -232,10 +261,31 @@ TEST_P(AttentionMaskTest, MatchesFloat64) {
 TEST_P(AttentionMaskTest, TwoPartsMatchFloat64) {
   const Case &c = GetParam();
   for (int64_t split : {c.Skv - c.Sq, c.Skv / 3, int64_t(0)}) {
-    double worst = run(c, unsigned(c.Skv * 7 + c.Sq), split);
+    double worst = run(c, unsigned(c.Skv * 7 + c.Sq), split).worst;
     EXPECT_LE(worst, kBound)
         << ::testing::PrintToString(c) << ", keys split at " << split;
   }
+}
+
+/// Q, K and V of bf16 values (TFC_UK_ATTENTION_BF16): query blocks may
+/// multiply them as bf16 pairs, whose products are exact, and then round
+/// the softmax's weights to bf16 (relative error at most 2^-8 each) for the
+/// product with V. An output is a weighted mean of V's rows, so those
+/// roundings move it by at most 2^-8 max|V| (on top of kBound), and by far
+/// less on average (independent roundings of many weights partly cancel;
+/// a row that sees one key has the exact weight 1): the mean error is held
+/// to an eighth of that. A dropped or extra key moves an output by 1e-2
+/// or more.
+TEST_P(AttentionMaskTest, Bf16ValuesMatchFloat64) {
+  const Case &c = GetParam();
+  Errors e = run(c, unsigned(c.Skv * 7 + c.Sq), -1, /*bf16=*/true);
+  constexpr double kRounding = 1.0 / 256;
+  EXPECT_LE(e.worst, kRounding + kBound) << ::testing::PrintToString(c);
+  EXPECT_LE(e.mean, kRounding / 8) << ::testing::PrintToString(c);
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2e (mean %.2e)", e.worst, e.mean);
+  RecordProperty("worst", text);
+  std::printf("%s: worst %s\n", c.name, text);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -422,6 +472,19 @@ INSTANTIATE_TEST_SUITE_P(
              {},
              1.5f},
         Case{"prefill_no_mask", 1, 2, 1, 50, 61, 16, 24, false, Mask::None, {}},
+        // Odd head dimensions and key count (bf16 pairs of channels and of
+        // keys with a lone last half).
+        Case{"prefill_odd_dims_right_padding_causal",
+             1,
+             3,
+             1,
+             45,
+             77,
+             33,
+             19,
+             true,
+             Mask::RightPadding,
+             {70}},
         Case{"decode_softcap_fixed_cache",
              2,
              8,

@@ -47,6 +47,11 @@ KernelSignature kernelFor(Operation *op) {
   return {"tfc_uk_layer_norm_f32", {m2, m1, m1, m2, f32}};
 }
 
+/// Marks a kernel-form attention whose query, key and value were bf16 (now
+/// widened to f32): the kernel may multiply them as bf16 values
+/// (TFC_UK_ATTENTION_BF16).
+constexpr StringLiteral kBf16ValuesAttr = "tfc.bf16_values";
+
 /// Whether `op` already has the form the kernels take: f32, statically
 /// shaped, attention with a rank-4 mask, softmax and the norms on [rows, n]
 /// over the last dimension.
@@ -104,6 +109,11 @@ struct PrepareForKernel : RewritePattern {
           t.cast(a.getKey(), f32), t.cast(a.getValue(), f32), mask,
           rewriter.getF32FloatAttr(float(a.getEffectiveScale())),
           a.getIsCausal(), a.getSoftcapAttr(), a.getWindowAttr());
+      auto isBf16 = [](Value v) {
+        return cast<RankedTensorType>(v.getType()).getElementType().isBF16();
+      };
+      if (isBf16(a.getQuery()) && isBf16(a.getKey()) && isBf16(a.getValue()))
+        fused->setAttr(kBf16ValuesAttr, rewriter.getUnitAttr());
       result = fused.getResult();
     } else if (auto s = dyn_cast<transformer::SoftmaxOp>(op)) {
       int64_t rank = resultType.getRank(), dim = s.getDimension();
@@ -216,14 +226,16 @@ struct KernelCallBufferization
                                        rewriter.getI32IntegerAttr(v));
     };
     if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
-      bool hasMask = bool(a.getMask());
+      // ukernels.h's TFC_UK_ATTENTION_MASK and TFC_UK_ATTENTION_BF16.
+      int32_t flags = (a.getMask() ? 1 : 0) |
+                      (a->hasAttr(kBf16ValuesAttr) ? 2 : 0);
       args = {buffers[0],
               buffers[1],
               buffers[2],
-              hasMask ? buffers[3] : buffers[0],
+              a.getMask() ? buffers[3] : buffers[0],
               toDynamic(out),
               f32(a.getEffectiveScale()),
-              i32(hasMask),
+              i32(flags),
               i32(a.getIsCausal()),
               f32(a.getEffectiveSoftcap()),
               arith::ConstantOp::create(

@@ -1,0 +1,45 @@
+// Attention on the CPU: the kernel takes f32 operands, so an f16 or bf16
+// op's are widened to f32 around it. A bf16 op's attention says so to the
+// kernel (tfc.bf16_values, then TFC_UK_ATTENTION_BF16 = 2 in its flags
+// beside TFC_UK_ATTENTION_MASK = 1): it may multiply the values as bf16
+// pairs. f16 values are not marked.
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-cpu | FileCheck %s
+// RUN: tfc-opt %s --split-input-file --pass-pipeline="builtin.module(convert-transformer-to-cpu,func.func(tosa-to-linalg,tosa-to-arith,tosa-to-tensor),one-shot-bufferize{bufferize-function-boundaries})" | FileCheck %s --check-prefix=CALL
+
+// CHECK-LABEL: func.func @attention_f32_masked
+// CHECK: transformer.attention
+// CHECK-NOT: tfc.bf16_values
+// CALL-LABEL: func.func @attention_f32_masked
+// CALL: %[[FLAGS:[^ ]+]] = arith.constant 1 : i32
+// CALL: call @tfc_uk_attention_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]],
+func.func @attention_f32_masked(%q: tensor<1x2x9x16xf32>, %k: tensor<1x2x9x16xf32>, %v: tensor<1x2x9x16xf32>, %m: tensor<1x1x9x9xf32>) -> tensor<1x2x9x16xf32> {
+  %o = transformer.attention %q, %k, %v mask %m : tensor<1x2x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x2x9x16xf32>, tensor<1x1x9x9xf32> -> tensor<1x2x9x16xf32>
+  return %o : tensor<1x2x9x16xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention_bf16
+// CHECK: tosa.cast %{{.*}} : (tensor<1x2x9x16xbf16>) -> tensor<1x2x9x16xf32>
+// CHECK: transformer.attention {{.*}}causal{{.*}}tfc.bf16_values
+// CHECK: tosa.cast %{{.*}} : (tensor<1x2x9x16xf32>) -> tensor<1x2x9x16xbf16>
+// CALL-LABEL: func.func @attention_bf16
+// CALL: %[[FLAGS:[^ ]+]] = arith.constant 2 : i32
+// CALL: call @tfc_uk_attention_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]],
+func.func @attention_bf16(%q: tensor<1x2x9x16xbf16>, %k: tensor<1x2x9x16xbf16>, %v: tensor<1x2x9x16xbf16>) -> tensor<1x2x9x16xbf16> {
+  %o = transformer.attention %q, %k, %v {is_causal} : tensor<1x2x9x16xbf16>, tensor<1x2x9x16xbf16>, tensor<1x2x9x16xbf16> -> tensor<1x2x9x16xbf16>
+  return %o : tensor<1x2x9x16xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @attention_f16
+// CHECK: transformer.attention
+// CHECK-NOT: tfc.bf16_values
+// CALL-LABEL: func.func @attention_f16
+// CALL: %[[FLAGS:[^ ]+]] = arith.constant 0 : i32
+// CALL: call @tfc_uk_attention_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]],
+func.func @attention_f16(%q: tensor<1x2x9x16xf16>, %k: tensor<1x2x9x16xf16>, %v: tensor<1x2x9x16xf16>) -> tensor<1x2x9x16xf16> {
+  %o = transformer.attention %q, %k, %v : tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16> -> tensor<1x2x9x16xf16>
+  return %o : tensor<1x2x9x16xf16>
+}
