@@ -32,6 +32,8 @@
 #include "simd.h"
 #include "ukernels.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -65,9 +67,12 @@ struct Problem {
   int64_t causalOffset; // key j visible to query i iff j <= i + offset
   int64_t window; // > 0: key j hidden from query i if j <= i + offset - window
   bool bf16;      // Q, K and V hold bf16 values (TFC_UK_ATTENTION_BF16)
-  /// With bf16 dot products: K and V as bf16 pairs, packed once per call
-  /// (packPairs), or null.
-  const uint32_t *kPairs = nullptr, *vPairs = nullptr;
+};
+
+/// One (batch, K/V head)'s K and V as bf16 pairs (packHeadPairs), for
+/// products on bf16 dot products; null otherwise.
+struct HeadPairs {
+  const uint32_t *k = nullptr, *v = nullptr;
 };
 
 /// No key is below the window of any query: windowStart without a window.
@@ -466,42 +471,34 @@ constexpr float kRescaleThreshold = 8.0f;
 int64_t keyPairWords(const Problem &p) { return p.Skv * ((p.D + 1) / 2); }
 int64_t valuePairWords(const Problem &p) { return (p.Skv + 1) / 2 * p.Dv; }
 
-/// K and V of every (batch, K/V head) as bf16 pairs into `kp` and `vp`:
+/// K and V of (batch b, K/V head kh) as bf16 pairs into `kp` and `vp`:
 /// key j's channels 2d, 2d + 1 at kp[j * (D + 1) / 2 + d] (an odd D's last
 /// high half 0), keys 2t, 2t + 1 of channel c at vp[t * Dv + c] (an odd
 /// Skv's last high half 0).
-void packPairs(const Problem &p, uint32_t *kp, uint32_t *vp) {
+void packHeadPairs(const Problem &p, int64_t b, int64_t kh, uint32_t *kp,
+                   uint32_t *vp) {
   using tfc::uk::bf16PairsInOrder;
   using tfc::uk::bf16PairsOfRows;
   int64_t dp = (p.D + 1) / 2;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < p.B; ++b)
-    for (int64_t kh = 0; kh < p.Hkv; ++kh) {
-      const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
-      const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
-      uint32_t *kd = kp + (b * p.Hkv + kh) * keyPairWords(p);
-      uint32_t *vd = vp + (b * p.Hkv + kh) * valuePairWords(p);
-      for (int64_t j = 0; j < p.Skv; ++j)
-        for (int64_t d0 = 0; d0 < p.D; d0 += 32) {
-          const float *src = kb + j * p.ks[2] + d0;
-          __m512 x0 = _mm512_maskz_loadu_ps(firstLanes(p.D - d0), src);
-          __m512 x1 =
-              _mm512_maskz_loadu_ps(firstLanes(p.D - d0 - 16), src + 16);
-          _mm512_mask_storeu_epi32(kd + j * dp + d0 / 2,
-                                   firstLanes(dp - d0 / 2),
-                                   bf16PairsInOrder(x0, x1));
-        }
-      for (int64_t t = 0; 2 * t < p.Skv; ++t)
-        for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
-          __mmask16 cols = firstLanes(p.Dv - c0);
-          const float *src = vb + 2 * t * p.vs[2] + c0;
-          __m512 lo = _mm512_maskz_loadu_ps(cols, src);
-          __m512 hi = 2 * t + 1 < p.Skv
-                          ? _mm512_maskz_loadu_ps(cols, src + p.vs[2])
-                          : _mm512_setzero_ps();
-          _mm512_mask_storeu_epi32(vd + t * p.Dv + c0, cols,
-                                   bf16PairsOfRows(lo, hi));
-        }
+  const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
+  const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
+  for (int64_t j = 0; j < p.Skv; ++j)
+    for (int64_t d0 = 0; d0 < p.D; d0 += 32) {
+      const float *src = kb + j * p.ks[2] + d0;
+      __m512 x0 = _mm512_maskz_loadu_ps(firstLanes(p.D - d0), src);
+      __m512 x1 = _mm512_maskz_loadu_ps(firstLanes(p.D - d0 - 16), src + 16);
+      _mm512_mask_storeu_epi32(kp + j * dp + d0 / 2, firstLanes(dp - d0 / 2),
+                               bf16PairsInOrder(x0, x1));
+    }
+  for (int64_t t = 0; 2 * t < p.Skv; ++t)
+    for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
+      __mmask16 cols = firstLanes(p.Dv - c0);
+      const float *src = vb + 2 * t * p.vs[2] + c0;
+      __m512 lo = _mm512_maskz_loadu_ps(cols, src);
+      __m512 hi = 2 * t + 1 < p.Skv ? _mm512_maskz_loadu_ps(cols, src + p.vs[2])
+                                    : _mm512_setzero_ps();
+      _mm512_mask_storeu_epi32(vp + t * p.Dv + c0, cols,
+                               bf16PairsOfRows(lo, hi));
     }
 }
 
@@ -524,14 +521,16 @@ void pairProbabilities(const float *sc, int64_t nb, bool odd, float *pp) {
 
 /// Walks keys [kvBegin, kvEnd) for queries [i0, i0 + nq) of (b, h), leaving
 /// the unnormalised accumulator and the softmax state in `st`. With `Pairs`
-/// (p.kPairs and p.vPairs set) both products run on bf16 dot products:
+/// (`pairs` holds the K/V head's pairs) both products run on bf16 dot
+/// products:
 /// St = K_blk . Qt on K's and Q's bf16 pairs of channels (exact products of
 /// bf16 values, f32 sums, multiplied by queryFactor in the epilogue), Ot +=
 /// Vt . P on pairs of keys, P rounded to bf16 (as FlashAttention's tensor
 /// cores take it; the sums l stay those of the f32 P).
 template <int NV, bool Pairs>
 void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
-                 int64_t kvBegin, int64_t kvEnd, BlockState<NV> &st) {
+                 int64_t kvBegin, int64_t kvEnd, BlockState<NV> &st,
+                 HeadPairs pairs) {
   constexpr int64_t Br = NV * 16;
   constexpr tfc::uk::BPanel Panel =
       Pairs ? tfc::uk::BPanel::BF16Dot : tfc::uk::BPanel::F32;
@@ -550,15 +549,9 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
   const float *mb = p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] : nullptr;
   const int64_t dp = (p.D + 1) / 2;
-  const float *kpb = nullptr, *vpb = nullptr;
-#ifdef TFC_UK_BF16DOT
-  if constexpr (Pairs) {
-    kpb = reinterpret_cast<const float *>(p.kPairs +
-                                          (b * p.Hkv + kh) * keyPairWords(p));
-    vpb = reinterpret_cast<const float *>(p.vPairs +
-                                          (b * p.Hkv + kh) * valuePairWords(p));
-  }
-#endif
+  // The pairs as the kernel's 32-bit elements.
+  const float *kpb = reinterpret_cast<const float *>(pairs.k);
+  const float *vpb = reinterpret_cast<const float *>(pairs.v);
 
   // Qt[d][i] = Q[i0 + i][d] * qscale, 16 x 16 blocks transposed in
   // registers (Pairs: pairs of Qt's rows, unscaled).
@@ -795,38 +788,82 @@ void storeBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   }
 }
 
-template <int NV, bool Pairs> void attendBlocks(const Problem &p) {
+/// Query block qb (NV * 16 rows) of (b, h), written out.
+template <int NV, bool Pairs>
+void attendQueryBlock(const Problem &p, int64_t b, int64_t h, int64_t qb,
+                      HeadPairs pairs) {
   constexpr int64_t Br = NV * 16;
-  int64_t qBlocks = (p.Sq + Br - 1) / Br;
+  int64_t i0 = qb * Br, nq = std::min(Br, p.Sq - i0);
+  BlockState<NV> st;
+  attendBlock<NV, Pairs>(p, b, h, i0, nq, 0, p.Skv, st, pairs);
+  storeBlock<NV>(p, b, h, i0, nq, st);
+}
+
+/// Every query block of (batch, query head) as a task; `pairsOf(b, kh)`
+/// gives a K/V head's pairs (Pairs).
+template <int NV, bool Pairs, typename PairsOf>
+void attendBlocks(const Problem &p, PairsOf &&pairsOf) {
+  int64_t qBlocks = (p.Sq + NV * 16 - 1) / (NV * 16);
   int64_t tasks = p.B * p.Hq * qBlocks;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t t = 0; t < tasks; ++t) {
     int64_t qb = t % qBlocks, bh = t / qBlocks;
     int64_t b = bh / p.Hq, h = bh % p.Hq;
-    int64_t i0 = qb * Br, nq = std::min(Br, p.Sq - i0);
-    BlockState<NV> st;
-    attendBlock<NV, Pairs>(p, b, h, i0, nq, 0, p.Skv, st);
-    storeBlock<NV>(p, b, h, i0, nq, st);
+    attendQueryBlock<NV, Pairs>(p, b, h, qb, pairsOf(b, h / (p.Hq / p.Hkv)));
   }
 }
 
+#ifdef TFC_UK_BF16DOT
+/// attendBlocks on bf16 dot products. With at least two K/V heads per
+/// thread, a task is one K/V head: its thread pairs K and V into a buffer
+/// of its own, then runs every query block of the heads that share them,
+/// which find the pairs in its caches (pairing every head ahead of the
+/// tasks took a pass through L3 that cost a short sequence more than the
+/// pairs saved: 96 heads of 128 x 64, 25% of the time). With fewer, every
+/// head is paired first and the query blocks are the tasks.
+template <int NV> void attentionBlockedPairs(const Problem &p) {
+  int64_t heads = p.B * p.Hkv, group = p.Hq / p.Hkv;
+  int64_t qBlocks = (p.Sq + NV * 16 - 1) / (NV * 16);
+  size_t keyWords = size_t(keyPairWords(p));
+  size_t headWords = keyWords + size_t(valuePairWords(p));
+  if (heads >= 2 * int64_t(omp_get_max_threads())) {
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t u = 0; u < heads; ++u) {
+      static thread_local std::vector<uint32_t> storage;
+      storage.resize(headWords);
+      int64_t b = u / p.Hkv, kh = u % p.Hkv;
+      packHeadPairs(p, b, kh, storage.data(), storage.data() + keyWords);
+      HeadPairs pairs{storage.data(), storage.data() + keyWords};
+      for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
+        for (int64_t qb = 0; qb < qBlocks; ++qb)
+          attendQueryBlock<NV, true>(p, b, h, qb, pairs);
+    }
+    return;
+  }
+  static thread_local std::vector<uint32_t> storage;
+  storage.resize(size_t(heads) * headWords);
+  uint32_t *all = storage.data();
+#pragma omp parallel for schedule(static)
+  for (int64_t u = 0; u < heads; ++u)
+    packHeadPairs(p, u / p.Hkv, u % p.Hkv, all + u * headWords,
+                  all + u * headWords + keyWords);
+  attendBlocks<NV, true>(p, [&](int64_t b, int64_t kh) {
+    uint32_t *head = all + (b * p.Hkv + kh) * headWords;
+    return HeadPairs{head, head + keyWords};
+  });
+}
+#endif
+
 /// Query blocks of NV * 16 rows as tasks, on bf16 dot products when Q, K
-/// and V hold bf16 values and the kernels have them (K and V paired once).
+/// and V hold bf16 values and the kernels have them.
 template <int NV> void attentionBlocked(const Problem &p) {
 #ifdef TFC_UK_BF16DOT
   if (p.bf16) {
-    static thread_local std::vector<uint32_t> storage;
-    size_t keyWords = size_t(p.B * p.Hkv * keyPairWords(p));
-    storage.resize(keyWords + size_t(p.B * p.Hkv * valuePairWords(p)));
-    Problem paired = p;
-    paired.kPairs = storage.data();
-    paired.vPairs = storage.data() + keyWords;
-    packPairs(p, storage.data(), storage.data() + keyWords);
-    attendBlocks<NV, true>(paired);
+    attentionBlockedPairs<NV>(p);
     return;
   }
 #endif
-  attendBlocks<NV, false>(p);
+  attendBlocks<NV, false>(p, [](int64_t, int64_t) { return HeadPairs{}; });
 }
 
 /// attendRowsAnyDim's contract for ND head-dimension vectors. The

@@ -275,7 +275,9 @@ TEST_P(AttentionMaskTest, TwoPartsMatchFloat64) {
 /// less on average (independent roundings of many weights partly cancel;
 /// a row that sees one key has the exact weight 1): the mean error is held
 /// to an eighth of that. A dropped or extra key moves an output by 1e-2
-/// or more.
+/// or more. On the test's two threads, the query-block cases of four or
+/// more K/V heads (over the batch) pair K and V head by head in the tasks,
+/// the others all heads ahead of them.
 TEST_P(AttentionMaskTest, Bf16ValuesMatchFloat64) {
   const Case &c = GetParam();
   Errors e = run(c, unsigned(c.Skv * 7 + c.Sq), -1, /*bf16=*/true);
