@@ -37,8 +37,9 @@ says how much). And ONNX Runtime's own weight-only int8 and
 int4 (MatMulNBits from its MatMulNBitsQuantizer: symmetric, a scale per
 128 weights along K), computing in f32 ("accuracy level 0") and with its
 activations quantized to int8 too (accuracy level 4, MLAS's int8 kernels).
---bf16 (without --past-len) adds "tfc fused --dtype=bf16" and PyTorch eager
-on the model converted with .to(torch.bfloat16). Each round runs every
+--bf16 adds "tfc fused --dtype=bf16" and PyTorch eager on the model
+converted with .to(torch.bfloat16); with --past-len both take the cache
+rounded to bf16 (and tfc's bf16 build also runs with --present=new). Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -93,6 +94,8 @@ def peer(a):
     ids = np.load(a.ids)
     past = [(torch.from_numpy(np.load(k)), torch.from_numpy(np.load(v)))
             for k, v in zip(a.past[0::2], a.past[1::2])] if a.past else None
+    if past and a.system == "torch-bf16":
+        past = [(k.to(torch.bfloat16), v.to(torch.bfloat16)) for k, v in past]
     past_len = past[0][0].shape[2] if past else 0
     mask = np.ones((ids.shape[0], past_len + ids.shape[1]), dtype=np.int64)
     if a.system in ("torch", "torch-bf16", "prefill"):
@@ -122,7 +125,7 @@ def peer(a):
                              attention_mask=tm)[0].float().numpy()
                 return m(input_ids=ti, attention_mask=tm,
                          past_key_values=tuple(past),
-                         use_cache=True)[0].numpy()
+                         use_cache=True)[0].float().numpy()
     else:
         import onnxruntime as ort
         o = ort.SessionOptions()
@@ -229,8 +232,6 @@ def main():
     a = ap.parse_args()
     if a.mode == "peer":
         return peer(a)
-    if a.bf16 and a.past_len:
-        sys.exit("run.py: --bf16 times prefill only (no --past-len)")
 
     work = os.path.join(HERE, "work")
     os.makedirs(work, exist_ok=True)
@@ -274,6 +275,14 @@ def main():
                         str(a.threads)], check=True, env=torch_env)
         for l in range(layers):
             past += [prefix + "%d_k.npy" % l, prefix + "%d_v.npy" % l]
+    # The cache rounded to bf16 (to nearest even), as tfc's bf16 build
+    # takes it: its bits ('<u2').
+    past_bf16 = []
+    for p in past if a.bf16 else []:
+        bits = np.load(p).astype(np.float32).view(np.uint32)
+        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        past_bf16.append(p[:-len(".npy")] + "_bf16.npy")
+        np.save(past_bf16[-1], rounded.astype(np.uint16))
     onnx = os.path.join(work, tag + ".onnx")
     if not os.path.exists(onnx):
         export(a.family, model, onnx, b, s, past)
@@ -285,8 +294,12 @@ def main():
     if past_len:
         builds.append((NEW, "fused_new", ["--present=new"]))
     BF16 = "tfc fused --dtype=bf16"
+    BF16_NEW = BF16 + " --present=new"
     if a.bf16:
         builds.append((BF16, "fused_bf16", ["--dtype=bf16"]))
+        if past_len:
+            builds.append((BF16_NEW, "fused_bf16_new",
+                           ["--dtype=bf16", "--present=new"]))
     quantized = ["tfc fused --quantize-weights=int%d%s" % (b, act)
                  for b in (8, 4)
                  for act in ("", " --quantize-activations=int8")]
@@ -309,7 +322,8 @@ def main():
     if past_len:
         systems.append(NEW)
     if a.bf16:
-        systems += [BF16, "PyTorch eager bfloat16"]
+        systems += [BF16] + ([BF16_NEW] if past_len else []) + [
+            "PyTorch eager bfloat16"]
     onnx_of = {"ONNX Runtime": onnx}
     if a.quantize:
         systems += quantized
@@ -332,7 +346,7 @@ def main():
                 cmd = [os.path.join(bins, "tfc-run"), libs[x], "--weights",
                        os.path.join(model, "model.safetensors"), "--input",
                        ids_p, "--input", mask_p]
-                for p in past:
+                for p in past_bf16 if "bf16" in x else past:
                     cmd += ["--input", p]
                 cmd += ["--output", out]
                 if past_len:  # the new cache, not compared

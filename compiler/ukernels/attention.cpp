@@ -55,10 +55,16 @@ using tfc::uk::packedTile;
 
 namespace {
 
+/// The element type of K and V: f32, or bf16 or f16 (their bits: the
+/// entries with 16-bit K and V).
+enum class KVType { F32, BF16, F16 };
+
 /// Shapes and strides of one attention call, in elements.
 struct Problem {
   int64_t B, Hq, Hkv, Sq, Skv, D, Dv;
-  const float *q, *k, *v, *mask;
+  const float *q, *k, *v, *mask; // k, v: f32 K and V
+  KVType kv = KVType::F32;
+  const uint16_t *k16 = nullptr, *v16 = nullptr; // 16-bit K and V
   float *out;
   int64_t qs[4], ks[4], vs[4], ms[4], os[4];
   float scale;
@@ -97,13 +103,20 @@ struct KVPart {
 };
 constexpr int kMaxKVParts = 2;
 
-/// The view of `p` whose keys 0.. are p's keys `first`.. in `k` and `v`.
-KVPart partOf(const Problem &p, const MemRef<4> &k, const MemRef<4> &v,
+/// The view of `p` whose keys 0.. are p's keys `first`.. in `k` and `v`
+/// (of p's K/V type).
+template <typename T>
+KVPart partOf(const Problem &p, const MemRef<4, T> &k, const MemRef<4, T> &v,
               int64_t first) {
   KVPart part{p, first};
   Problem &view = part.view;
-  view.k = k.data();
-  view.v = v.data();
+  if constexpr (std::is_same_v<T, float>) {
+    view.k = k.data();
+    view.v = v.data();
+  } else {
+    view.k16 = k.data();
+    view.v16 = v.data();
+  }
   view.Skv = k.sizes[2];
   for (int d = 0; d < 4; ++d) {
     view.ks[d] = k.strides[d];
@@ -474,12 +487,39 @@ int64_t valuePairWords(const Problem &p) { return (p.Skv + 1) / 2 * p.Dv; }
 /// K and V of (batch b, K/V head kh) as bf16 pairs into `kp` and `vp`:
 /// key j's channels 2d, 2d + 1 at kp[j * (D + 1) / 2 + d] (an odd D's last
 /// high half 0), keys 2t, 2t + 1 of channel c at vp[t * Dv + c] (an odd
-/// Skv's last high half 0).
+/// Skv's last high half 0). K and V are f32 holding bf16 values, or bf16.
 void packHeadPairs(const Problem &p, int64_t b, int64_t kh, uint32_t *kp,
                    uint32_t *vp) {
   using tfc::uk::bf16PairsInOrder;
   using tfc::uk::bf16PairsOfRows;
   int64_t dp = (p.D + 1) / 2;
+  if (p.kv == KVType::BF16) {
+    // A row's bf16 values are its pairs already; V's rows interleave.
+    const uint16_t *kb = p.k16 + b * p.ks[0] + kh * p.ks[1];
+    const uint16_t *vb = p.v16 + b * p.vs[0] + kh * p.vs[1];
+    for (int64_t j = 0; j < p.Skv; ++j)
+      for (int64_t d0 = 0; d0 < p.D; d0 += 32) {
+        int64_t n = std::min<int64_t>(32, p.D - d0);
+        __mmask32 halves = n == 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
+        _mm512_mask_storeu_epi32(
+            kp + j * dp + d0 / 2, firstLanes(dp - d0 / 2),
+            _mm512_maskz_loadu_epi16(halves, kb + j * p.ks[2] + d0));
+      }
+    for (int64_t t = 0; 2 * t < p.Skv; ++t)
+      for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
+        __mmask16 cols = firstLanes(p.Dv - c0);
+        const uint16_t *src = vb + 2 * t * p.vs[2] + c0;
+        __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(cols, src));
+        __m512i hi = 2 * t + 1 < p.Skv
+                         ? _mm512_cvtepu16_epi32(
+                               _mm256_maskz_loadu_epi16(cols, src + p.vs[2]))
+                         : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(
+            vp + t * p.Dv + c0, cols,
+            _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+      }
+    return;
+  }
   const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
   const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
   for (int64_t j = 0; j < p.Skv; ++j)
@@ -545,8 +585,9 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   alignas(64) float pp[Pairs ? (kBc / 2 + 1) * Br : 1];
   int64_t kh = h / (p.Hq / p.Hkv);
   const float *qb = p.q + b * p.qs[0] + h * p.qs[1];
-  const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
-  const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
+  // f32 K and V (not read with Pairs: K and V may be 16-bit).
+  const float *kb = Pairs ? nullptr : p.k + b * p.ks[0] + kh * p.ks[1];
+  const float *vb = Pairs ? nullptr : p.v + b * p.vs[0] + kh * p.vs[1];
   const float *mb = p.mask ? p.mask + b * p.ms[0] + h * p.ms[1] : nullptr;
   const int64_t dp = (p.D + 1) / 2;
   // The pairs as the kernel's 32-bit elements.
@@ -873,20 +914,71 @@ template <int NV> void attentionBlocked(const Problem &p) {
 /// broadcast. Each block of 16 keys and values comes from memory once for
 /// all the rows (then from L1). Queries in the lanes, as in attendBlock,
 /// would leave most lanes idle for so few rows.
-template <int ND, int MaxRows>
+/// The channels of a K or V row of type T (its elements from `row`) as ND
+/// f32 vectors, f(c, vector) for each. f32 and f16 rows: vector c holds
+/// channels [16c, 16c + 16), the lanes past `lanes[c]`'s 0. bf16 rows (ND
+/// even): each 32 channels loaded once, vector 2m holding their even
+/// channels and 2m + 1 their odd ones (channelOf; a bf16 is the high half
+/// of its f32, so a shift or a mask widens each half of the 32-bit lanes:
+/// no conversion), `halves[m]` the channels of block m.
+template <KVType T, int ND, typename E, typename F>
+inline void forEachVector(const E *row, const __mmask16 *lanes,
+                          const __mmask32 *halves, F &&f) {
+  if constexpr (T == KVType::BF16) {
+    static_assert(ND % 2 == 0, "bf16 rows are whole blocks of 32 channels");
+    const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
+    for (int m = 0; m < ND / 2; ++m) {
+      __m512i x = _mm512_maskz_loadu_epi16(halves[m], row + 32 * m);
+      f(2 * m, _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)));
+      f(2 * m + 1, _mm512_castsi512_ps(_mm512_and_si512(x, high)));
+    }
+  } else {
+    for (int c = 0; c < ND; ++c) {
+      if constexpr (T == KVType::F16)
+        f(c, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes[c], row + 16 * c)));
+      else
+        f(c, _mm512_maskz_loadu_ps(lanes[c], row + 16 * c));
+    }
+  }
+}
+
+/// The channel in lane i of vector c of forEachVector's rows of type T.
+template <KVType T> inline int64_t channelOf(int c, int i) {
+  return T == KVType::BF16 ? 32 * (c / 2) + 2 * i + c % 2 : 16 * c + i;
+}
+
+template <int ND, int MaxRows, KVType T>
 void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
                 int nrows, int64_t kvBegin, int64_t kvEnd, float *mOut,
                 float *lOut, float *o) {
   constexpr int W = ND * 16;
-  const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
-  const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
+  using E = std::conditional_t<T == KVType::F32, float, uint16_t>;
+  const E *kb, *vb;
+  if constexpr (T == KVType::F32) {
+    kb = p.k;
+    vb = p.v;
+  } else {
+    kb = p.k16;
+    vb = p.v16;
+  }
+  kb += b * p.ks[0] + kh * p.ks[1];
+  vb += b * p.vs[0] + kh * p.vs[1];
   const __m512 log2e = _mm512_set1_ps(kLog2e);
   __mmask16 dl[ND], vl[ND];
+  __mmask32 dh[ND / 2 + 1], vh[ND / 2 + 1]; // bf16 rows' blocks
   for (int c = 0; c < ND; ++c) {
     dl[c] = firstLanes(p.D - 16 * c);
     vl[c] = firstLanes(p.Dv - 16 * c);
   }
-  // With MaxRows = 1 (one row) these live in registers.
+  auto halves = [](int64_t n) {
+    return n >= 32 ? ~__mmask32(0) : n <= 0 ? 0 : (__mmask32(1) << n) - 1;
+  };
+  for (int m = 0; m <= ND / 2; ++m) {
+    dh[m] = halves(p.D - 32 * m);
+    vh[m] = halves(p.Dv - 32 * m);
+  }
+  // Q and the accumulators in the channel order of K's and V's vectors
+  // (channelOf). With MaxRows = 1 (one row) these live in registers.
   alignas(64) float q[MaxRows][W], acc[MaxRows][W];
   float m[MaxRows], l[MaxRows];
   int64_t begin[MaxRows], end[MaxRows];
@@ -896,9 +988,15 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
     const float *qr =
         p.q + b * p.qs[0] + rows[r].h * p.qs[1] + rows[r].i * p.qs[2];
     for (int c = 0; c < ND; ++c) {
-      _mm512_store_ps(q[r] + 16 * c,
-                      _mm512_mul_ps(_mm512_maskz_loadu_ps(dl[c], qr + 16 * c),
-                                    _mm512_set1_ps(queryFactor(p))));
+      if constexpr (T == KVType::BF16)
+        for (int i = 0; i < 16; ++i) {
+          int64_t ch = channelOf<T>(c, i);
+          q[r][16 * c + i] = ch < p.D ? qr[ch] * queryFactor(p) : 0.0f;
+        }
+      else
+        _mm512_store_ps(q[r] + 16 * c,
+                        _mm512_mul_ps(_mm512_maskz_loadu_ps(dl[c], qr + 16 * c),
+                                      _mm512_set1_ps(queryFactor(p))));
       _mm512_store_ps(acc[r] + 16 * c, _mm512_setzero_ps());
     }
     m[r] = kNegInf;
@@ -962,11 +1060,11 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
         qv[c] = _mm512_load_ps(q[0] + 16 * c);
       __m512 dot[16];
       for (int j = 0; j < 16; ++j) {
-        const float *kr = kb + (j0 + std::min<int64_t>(j, n - 1)) * p.ks[2];
+        const E *kr = kb + (j0 + std::min<int64_t>(j, n - 1)) * p.ks[2];
         dot[j] = _mm512_setzero_ps();
-        for (int c = 0; c < ND; ++c)
-          dot[j] = _mm512_fmadd_ps(
-              qv[c], _mm512_maskz_loadu_ps(dl[c], kr + 16 * c), dot[j]);
+        forEachVector<T, ND>(kr, dl, dh, [&](int c, __m512 kc) {
+          dot[j] = _mm512_fmadd_ps(qv[c], kc, dot[j]);
+        });
       }
       float alpha;
       if (!softmaxStep(0, j0, tfc::uk::horizontalSums16(dot), alpha))
@@ -974,10 +1072,10 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
       for (int c = 0; c < ND; ++c)
         ov[c] = _mm512_mul_ps(ov[c], _mm512_set1_ps(alpha));
       for (int64_t j = 0; j < visible[0]; ++j) {
-        const float *vr = vb + (j0 + j) * p.vs[2];
-        for (int c = 0; c < ND; ++c)
-          ov[c] = tfc::uk::fmaddBroadcast(
-              weight[0] + j, _mm512_maskz_loadu_ps(vl[c], vr + 16 * c), ov[c]);
+        const E *vr = vb + (j0 + j) * p.vs[2];
+        forEachVector<T, ND>(vr, vl, vh, [&](int c, __m512 vc) {
+          ov[c] = tfc::uk::fmaddBroadcast(weight[0] + j, vc, ov[c]);
+        });
       }
     }
     for (int c = 0; c < ND; ++c)
@@ -998,15 +1096,14 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
         for (int i = 0; i < 8; ++i) {
           __m512 dot[RB][2];
           for (int y = 0; y < 2; ++y) {
-            const float *kr =
+            const E *kr =
                 kb + (j0 + std::min<int64_t>(2 * i + y, n - 1)) * p.ks[2];
             for (int x = 0; x < RB; ++x)
               dot[x][y] = _mm512_setzero_ps();
-            for (int c = 0; c < ND; ++c) {
-              __m512 kc = _mm512_maskz_loadu_ps(dl[c], kr + 16 * c);
+            forEachVector<T, ND>(kr, dl, dh, [&](int c, __m512 kc) {
               for (int x = 0; x < RB; ++x)
                 dot[x][y] = _mm512_fmadd_ps(qv[x][c], kc, dot[x][y]);
-            }
+            });
           }
           for (int x = 0; x < RB; ++x)
             pairs[x][i] = tfc::uk::pairSums(dot[x][0], dot[x][1]);
@@ -1044,13 +1141,12 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
           for (int c = 0; c < ND; ++c)
             ov[x][c] = _mm512_load_ps(acc[r0 + x] + 16 * c);
         for (int64_t j = 0; j < keys; ++j) {
-          const float *vr = vb + (j0 + j) * p.vs[2];
-          for (int c = 0; c < ND; ++c) {
-            __m512 vc = _mm512_maskz_loadu_ps(vl[c], vr + 16 * c);
+          const E *vr = vb + (j0 + j) * p.vs[2];
+          forEachVector<T, ND>(vr, vl, vh, [&](int c, __m512 vc) {
             for (int x = 0; x < RB; ++x)
               ov[x][c] =
                   tfc::uk::fmaddBroadcast(weight[r0 + x] + j, vc, ov[x][c]);
-          }
+          });
         }
         for (int x = 0; x < RB; ++x)
           for (int c = 0; c < ND; ++c)
@@ -1065,7 +1161,14 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
   for (int r = 0; r < nrows; ++r) {
     mOut[r] = m[r];
     lOut[r] = l[r];
-    std::memcpy(o + r * p.Dv, acc[r], sizeof(float) * p.Dv);
+    if constexpr (T == KVType::BF16) {
+      for (int c = 0; c < ND; ++c)
+        for (int i = 0; i < 16; ++i)
+          if (int64_t ch = channelOf<T>(c, i); ch < p.Dv)
+            o[r * p.Dv + ch] = acc[r][16 * c + i];
+    } else {
+      std::memcpy(o + r * p.Dv, acc[r], sizeof(float) * p.Dv);
+    }
   }
 }
 
@@ -1073,13 +1176,35 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
 void attendRowsAnyDim(const Problem &p, int64_t b, int64_t kh,
                       const QueryRow *rows, int nrows, int64_t kvBegin,
                       int64_t kvEnd, float *m, float *l, float *o) {
-  switch ((std::max(p.D, p.Dv) + 15) / 16) {
+  auto run = [&](auto nd, auto type) {
+    constexpr int N = decltype(nd)::value;
+    constexpr KVType T = decltype(type)::value;
+    if constexpr (T == KVType::BF16 && N % 2 != 0)
+      return; // bf16 rows take an even count (below)
+    else if (nrows == 1)
+      attendRows<N, 1, T>(p, b, kh, rows, 1, kvBegin, kvEnd, m, l, o);
+    else
+      attendRows<N, kMaxRows, T>(p, b, kh, rows, nrows, kvBegin, kvEnd, m, l,
+                                 o);
+  };
+  auto withType = [&](auto nd) {
+    using KV = KVType;
+    switch (p.kv) {
+    case KV::F32:
+      return run(nd, std::integral_constant<KV, KV::F32>());
+    case KV::BF16:
+      return run(nd, std::integral_constant<KV, KV::BF16>());
+    case KV::F16:
+      return run(nd, std::integral_constant<KV, KV::F16>());
+    }
+  };
+  int64_t nd = (std::max(p.D, p.Dv) + 15) / 16;
+  if (p.kv == KVType::BF16)
+    nd += nd % 2; // whole blocks of 32 channels
+  switch (nd) {
 #define TFC_ND(N)                                                              \
   case N:                                                                      \
-    return nrows == 1                                                          \
-               ? attendRows<N, 1>(p, b, kh, rows, 1, kvBegin, kvEnd, m, l, o)  \
-               : attendRows<N, kMaxRows>(p, b, kh, rows, nrows, kvBegin,       \
-                                         kvEnd, m, l, o);
+    return withType(std::integral_constant<int, N>());
     TFC_ND(1)
     TFC_ND(2)
     TFC_ND(3)
@@ -1652,11 +1777,13 @@ bool fastPathApplies(const Problem &p) {
 
 #endif
 
-/// The call of `q` on keys and values of `k`'s and `v`'s shapes.
-Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
-                  const MemRef<4> *mask, MemRef<4> &out, float scale,
-                  int32_t flags, int32_t causal, float softcap, int64_t window,
-                  int64_t skv) {
+/// The call of `q` on keys and values of `k`'s and `v`'s shapes (and, for
+/// 16-bit ones, of type `kv`).
+template <typename T>
+Problem problemOf(const MemRef<4> &q, const MemRef<4, T> &k,
+                  const MemRef<4, T> &v, const MemRef<4> *mask, MemRef<4> &out,
+                  float scale, int32_t flags, int32_t causal, float softcap,
+                  int64_t window, int64_t skv, KVType kv = KVType::F32) {
   bool hasMask = (flags & TFC_UK_ATTENTION_MASK) != 0;
   Problem p;
   p.B = q.sizes[0];
@@ -1667,8 +1794,15 @@ Problem problemOf(const MemRef<4> &q, const MemRef<4> &k, const MemRef<4> &v,
   p.Skv = skv;
   p.Dv = v.sizes[3];
   p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
+  p.kv = kv;
+  if constexpr (std::is_same_v<T, float>) {
+    p.k = k.data();
+    p.v = v.data();
+  } else {
+    p.k = p.v = nullptr;
+    p.k16 = k.data();
+    p.v16 = v.data();
+  }
   p.out = out.data();
   p.mask = hasMask ? mask->data() : nullptr;
   for (int d = 0; d < 4; ++d) {
@@ -1694,31 +1828,134 @@ bool isEmpty(const Problem &p) {
 }
 
 /// `k` and `v` copied into `kc` and `vc` from key `first` on.
-void copyPart(const MemRef<4> &k, const MemRef<4> &v, int64_t first,
-              MemRef<4> &kc, MemRef<4> &vc) {
+template <typename T>
+void copyPart(const MemRef<4, T> &k, const MemRef<4, T> &v, int64_t first,
+              MemRef<4, T> &kc, MemRef<4, T> &vc) {
   for (auto [src, dst] : {std::pair{&k, &kc}, std::pair{&v, &vc}})
     for (int64_t b = 0; b < src->sizes[0]; ++b)
       for (int64_t h = 0; h < src->sizes[1]; ++h)
         for (int64_t j = 0; j < src->sizes[2]; ++j) {
-          const float *from = src->data() + b * src->strides[0] +
-                              h * src->strides[1] + j * src->strides[2];
-          float *to = dst->data() + b * dst->strides[0] + h * dst->strides[1] +
-                      (first + j) * dst->strides[2];
+          const T *from = src->data() + b * src->strides[0] +
+                          h * src->strides[1] + j * src->strides[2];
+          T *to = dst->data() + b * dst->strides[0] + h * dst->strides[1] +
+                  (first + j) * dst->strides[2];
           for (int64_t d = 0; d < src->sizes[3]; ++d)
             to[d] = from[d * src->strides[3]];
         }
 }
 
 /// A contiguous [B, H, S, D] buffer in `storage`.
-MemRef<4> contiguous(std::vector<float> &storage, int64_t b, int64_t h,
-                     int64_t s, int64_t d) {
+template <typename T>
+MemRef<4, T> contiguous(std::vector<T> &storage, int64_t b, int64_t h,
+                        int64_t s, int64_t d) {
   storage.resize(size_t(b * h * s * d));
-  MemRef<4> m{storage.data(),
-              storage.data(),
-              0,
-              {b, h, s, d},
-              {h * s * d, s * d, d, 1}};
+  MemRef<4, T> m{storage.data(),
+                 storage.data(),
+                 0,
+                 {b, h, s, d},
+                 {h * s * d, s * d, d, 1}};
   return m;
+}
+
+/// An f32 copy of 16-bit K or V (of type T), contiguous, in `storage`.
+template <KVType T>
+MemRef<4> widened(std::vector<float> &storage, const MemRef<4, uint16_t> &x) {
+  const int64_t *n = x.sizes;
+  MemRef<4> w = contiguous(storage, n[0], n[1], n[2], n[3]);
+  float *to = w.data();
+  for (int64_t b = 0; b < n[0]; ++b)
+    for (int64_t h = 0; h < n[1]; ++h)
+      for (int64_t j = 0; j < n[2]; ++j)
+        for (int64_t d = 0; d < n[3]; ++d) {
+          uint16_t bits = x.data()[b * x.strides[0] + h * x.strides[1] +
+                                   j * x.strides[2] + d * x.strides[3]];
+          if constexpr (T == KVType::F16) {
+            _Float16 f;
+            std::memcpy(&f, &bits, 2);
+            *to++ = float(f);
+          } else {
+            uint32_t wide = uint32_t(bits) << 16;
+            std::memcpy(to++, &wide, 4);
+          }
+        }
+  return w;
+}
+
+/// Attention on 16-bit K and V of type T (ukernels.h's _f32_bf16 and
+/// _f32_f16 entries). The AVX-512 few-row kernel reads them as they are
+/// (widened as it loads them), and so does a bf16 query block on bf16 dot
+/// products (it pairs them); the other paths read K and V widened to f32.
+template <KVType T>
+void attention16(MemRef<4> *q, MemRef<4, uint16_t> *k, MemRef<4, uint16_t> *v,
+                 MemRef<4> *mask, MemRef<4> *out, float scale, int32_t flags,
+                 int32_t causal, float softcap, int64_t window) {
+  Problem p = problemOf(*q, *k, *v, mask, *out, scale, flags, causal, softcap,
+                        window, k->sizes[2], T);
+  if (isEmpty(p))
+    return;
+#ifdef __AVX512F__
+  KeyRanges keys = keyRanges(p);
+  p.Skv = keys.end[keys.count - 1];
+  if (fastPathApplies(p)) {
+    if (p.Sq <= kFewRows) {
+      KVPart whole{p, 0};
+      attentionFewRows(p, keys, &whole, 1);
+      return;
+    }
+#ifdef TFC_UK_BF16DOT
+    if (T == KVType::BF16 && p.bf16) {
+      if (p.Sq <= 16)
+        attentionBlocked<1>(p);
+      else
+        attentionBlocked<2>(p);
+      return;
+    }
+#endif
+  }
+#endif
+  std::vector<float> kStorage, vStorage;
+  MemRef<4> kw = widened<T>(kStorage, *k), vw = widened<T>(vStorage, *v);
+  _mlir_ciface_tfc_uk_attention_f32(q, &kw, &vw, mask, out, scale, flags,
+                                    causal, softcap, window);
+}
+
+/// Attention with K and V in two parts along the key axis (the kv2
+/// entries; K and V of element E, of type T): the few-row kernel reads the
+/// parts where they are; the other paths read them concatenated, through
+/// `oneBuffer` (the entry of one K and one V buffer).
+template <typename E, KVType T, typename OneBuffer>
+void attentionInParts(MemRef<4> *q, MemRef<4, E> *k0, MemRef<4, E> *k1,
+                      MemRef<4, E> *v0, MemRef<4, E> *v1, MemRef<4> *mask,
+                      MemRef<4> *out, float scale, int32_t flags,
+                      int32_t causal, float softcap, int64_t window,
+                      OneBuffer oneBuffer) {
+  int64_t split = k0->sizes[2], skv = split + k1->sizes[2];
+  Problem p = problemOf(*q, *k0, *v0, mask, *out, scale, flags, causal, softcap,
+                        window, skv, T);
+  if (isEmpty(p))
+    return;
+#ifdef TFC_UK_VECTOR
+    // (Without AVX-512 the few-row kernel reads f32 K and V only.)
+#ifdef __AVX512F__
+  constexpr bool fewRowKernel = true;
+#else
+  constexpr bool fewRowKernel = T == KVType::F32;
+#endif
+  KVPart parts[kMaxKVParts] = {partOf(p, *k0, *v0, 0),
+                               partOf(p, *k1, *v1, split)};
+  if (fewRowKernel && p.Sq <= kFewRows && fastPathApplies(parts[0].view) &&
+      fastPathApplies(parts[1].view)) {
+    KeyRanges keys = keyRanges(p);
+    attentionFewRows(p, keys, parts, kMaxKVParts);
+    return;
+  }
+#endif
+  std::vector<E> kStorage, vStorage;
+  MemRef<4, E> kc = contiguous(kStorage, p.B, p.Hkv, skv, p.D);
+  MemRef<4, E> vc = contiguous(vStorage, p.B, p.Hkv, skv, p.Dv);
+  copyPart(*k0, *v0, 0, kc, vc);
+  copyPart(*k1, *v1, split, kc, vc);
+  oneBuffer(q, &kc, &vc, mask, out, scale, flags, causal, softcap, window);
 }
 
 } // namespace
@@ -1761,27 +1998,29 @@ extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
     MemRef<4> *q, MemRef<4> *k0, MemRef<4> *k1, MemRef<4> *v0, MemRef<4> *v1,
     MemRef<4> *mask, MemRef<4> *out, float scale, int32_t flags, int32_t causal,
     float softcap, int64_t window) {
-  int64_t split = k0->sizes[2], skv = split + k1->sizes[2];
-  Problem p = problemOf(*q, *k0, *v0, mask, *out, scale, flags, causal, softcap,
-                        window, skv);
-  if (isEmpty(p))
-    return;
-#ifdef TFC_UK_VECTOR
-  KVPart parts[kMaxKVParts] = {partOf(p, *k0, *v0, 0),
-                               partOf(p, *k1, *v1, split)};
-  if (p.Sq <= kFewRows && fastPathApplies(parts[0].view) &&
-      fastPathApplies(parts[1].view)) {
-    KeyRanges keys = keyRanges(p);
-    attentionFewRows(p, keys, parts, kMaxKVParts);
-    return;
-  }
-#endif
-  // The other kernels read one buffer: the parts are concatenated.
-  std::vector<float> kStorage, vStorage;
-  MemRef<4> kc = contiguous(kStorage, p.B, p.Hkv, skv, p.D);
-  MemRef<4> vc = contiguous(vStorage, p.B, p.Hkv, skv, p.Dv);
-  copyPart(*k0, *v0, 0, kc, vc);
-  copyPart(*k1, *v1, split, kc, vc);
-  _mlir_ciface_tfc_uk_attention_f32(q, &kc, &vc, mask, out, scale, flags,
-                                    causal, softcap, window);
+  attentionInParts<float, KVType::F32>(q, k0, k1, v0, v1, mask, out, scale,
+                                       flags, causal, softcap, window,
+                                       _mlir_ciface_tfc_uk_attention_f32);
 }
+
+// The entries with 16-bit K and V (ukernels.h).
+#define TFC_ATTENTION16_ENTRIES(SUFFIX, TYPE)                                  \
+  extern "C" void _mlir_ciface_tfc_uk_attention_f32_##SUFFIX(                  \
+      MemRef<4> *q, MemRef<4, uint16_t> *k, MemRef<4, uint16_t> *v,            \
+      MemRef<4> *mask, MemRef<4> *out, float scale, int32_t flags,             \
+      int32_t causal, float softcap, int64_t window) {                         \
+    attention16<KVType::TYPE>(q, k, v, mask, out, scale, flags, causal,        \
+                              softcap, window);                                \
+  }                                                                            \
+  extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32_##SUFFIX(              \
+      MemRef<4> *q, MemRef<4, uint16_t> *k0, MemRef<4, uint16_t> *k1,          \
+      MemRef<4, uint16_t> *v0, MemRef<4, uint16_t> *v1, MemRef<4> *mask,       \
+      MemRef<4> *out, float scale, int32_t flags, int32_t causal,              \
+      float softcap, int64_t window) {                                         \
+    attentionInParts<uint16_t, KVType::TYPE>(                                  \
+        q, k0, k1, v0, v1, mask, out, scale, flags, causal, softcap, window,   \
+        attention16<KVType::TYPE>);                                            \
+  }
+TFC_ATTENTION16_ENTRIES(bf16, BF16)
+TFC_ATTENTION16_ENTRIES(f16, F16)
+#undef TFC_ATTENTION16_ENTRIES

@@ -63,6 +63,34 @@ void _mlir_ciface_tfc_uk_attention_kv2_f32(
     tfc::uk::MemRef<4> *out, float scale, int32_t flags, int32_t causal,
     float softcap, int64_t window);
 
+/// The same two attentions with K and V of bf16 or f16 values (their bits;
+/// q, mask and out f32): what a 16-bit model's attention reads, without
+/// widening its keys and values (a decoder's cache) to f32 first.
+void _mlir_ciface_tfc_uk_attention_f32_bf16(
+    tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4, uint16_t> *k,
+    tfc::uk::MemRef<4, uint16_t> *v, tfc::uk::MemRef<4> *mask,
+    tfc::uk::MemRef<4> *out, float scale, int32_t flags, int32_t causal,
+    float softcap, int64_t window);
+void _mlir_ciface_tfc_uk_attention_f32_f16(tfc::uk::MemRef<4> *q,
+                                           tfc::uk::MemRef<4, uint16_t> *k,
+                                           tfc::uk::MemRef<4, uint16_t> *v,
+                                           tfc::uk::MemRef<4> *mask,
+                                           tfc::uk::MemRef<4> *out, float scale,
+                                           int32_t flags, int32_t causal,
+                                           float softcap, int64_t window);
+void _mlir_ciface_tfc_uk_attention_kv2_f32_bf16(
+    tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4, uint16_t> *k0,
+    tfc::uk::MemRef<4, uint16_t> *k1, tfc::uk::MemRef<4, uint16_t> *v0,
+    tfc::uk::MemRef<4, uint16_t> *v1, tfc::uk::MemRef<4> *mask,
+    tfc::uk::MemRef<4> *out, float scale, int32_t flags, int32_t causal,
+    float softcap, int64_t window);
+void _mlir_ciface_tfc_uk_attention_kv2_f32_f16(
+    tfc::uk::MemRef<4> *q, tfc::uk::MemRef<4, uint16_t> *k0,
+    tfc::uk::MemRef<4, uint16_t> *k1, tfc::uk::MemRef<4, uint16_t> *v0,
+    tfc::uk::MemRef<4, uint16_t> *v1, tfc::uk::MemRef<4> *mask,
+    tfc::uk::MemRef<4> *out, float scale, int32_t flags, int32_t causal,
+    float softcap, int64_t window);
+
 /// Flags of the matmul kernels.
 enum : int32_t {
   TFC_UK_ACCUMULATE = 1, ///< c += a . b (else c = a . b)

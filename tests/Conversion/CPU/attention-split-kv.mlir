@@ -1,13 +1,55 @@
 // Attention whose keys and values are a fresh buffer filled by two copies
 // along the key axis (a decoder's cache and its new tokens) reads the two
-// sources instead: tfc_uk_attention_kv2_f32, without the buffers and the
-// copies. Buffers that the step returns, that something reads after the
+// sources instead: tfc_uk_attention_kv2_f32 (or its _bf16 / _f16 form for
+// 16-bit keys and values), without the buffers and the copies. Buffers that the step returns, that something reads after the
 // call, whose sources change before the call or that are not two parts with
 // one split point stay as they are.
 // RUN: tfc-opt %s --tfc-attention-split-kv | FileCheck %s
 
 !dyn = memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>
+!dyn16 = memref<?x?x?x?xbf16, strided<[?, ?, ?, ?], offset: ?>>
 func.func private @tfc_uk_attention_f32(!dyn, !dyn, !dyn, !dyn, !dyn, f32, i32, i32, f32, i64) attributes {llvm.emit_c_interface}
+func.func private @tfc_uk_attention_f32_bf16(!dyn, !dyn16, !dyn16, !dyn, !dyn, f32, i32, i32, f32, i64) attributes {llvm.emit_c_interface}
+
+// A bf16 decoder's step: its bf16 cache and new keys go to the bf16 entry's
+// kv2 form as they are.
+// CHECK-LABEL: func.func @step_bf16
+// CHECK-SAME: (%[[Q:.*]]: memref<1x4x1x8xf32>, %[[PK:.*]]: memref<1x2x5x8xbf16>, %[[PV:.*]]: memref<1x2x5x8xbf16>, %[[NK:.*]]: memref<1x2x1x8xbf16>, %[[NV:.*]]: memref<1x2x1x8xbf16>
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK-DAG: %[[CPK:.*]] = memref.cast %[[PK]] : memref<1x2x5x8xbf16> to memref<?x?x?x?xbf16
+// CHECK-DAG: %[[CNK:.*]] = memref.cast %[[NK]]
+// CHECK-DAG: %[[CPV:.*]] = memref.cast %[[PV]]
+// CHECK-DAG: %[[CNV:.*]] = memref.cast %[[NV]]
+// CHECK: call @tfc_uk_attention_kv2_f32_bf16(%{{.*}}, %[[CPK]], %[[CNK]], %[[CPV]], %[[CNV]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT: memref.dealloc
+// CHECK: return
+func.func @step_bf16(%q: memref<1x4x1x8xf32>, %pk: memref<1x2x5x8xbf16>, %pv: memref<1x2x5x8xbf16>, %nk: memref<1x2x1x8xbf16>, %nv: memref<1x2x1x8xbf16>, %mask: memref<1x1x1x6xf32>, %out: memref<1x4x1x8xf32>) {
+  %scale = arith.constant 0.35 : f32
+  %nocap = arith.constant 0.0 : f32
+  %nowin = arith.constant 0 : i64
+  %one = arith.constant 1 : i32
+  %flags = arith.constant 3 : i32
+  %k = memref.alloc() {alignment = 64 : i64} : memref<1x2x6x8xbf16>
+  %v = memref.alloc() {alignment = 64 : i64} : memref<1x2x6x8xbf16>
+  %k0 = memref.subview %k[0, 0, 0, 0] [1, 2, 5, 8] [1, 1, 1, 1] : memref<1x2x6x8xbf16> to memref<1x2x5x8xbf16, strided<[96, 48, 8, 1]>>
+  memref.copy %pk, %k0 : memref<1x2x5x8xbf16> to memref<1x2x5x8xbf16, strided<[96, 48, 8, 1]>>
+  %k1 = memref.subview %k[0, 0, 5, 0] [1, 2, 1, 8] [1, 1, 1, 1] : memref<1x2x6x8xbf16> to memref<1x2x1x8xbf16, strided<[96, 48, 8, 1], offset: 40>>
+  memref.copy %nk, %k1 : memref<1x2x1x8xbf16> to memref<1x2x1x8xbf16, strided<[96, 48, 8, 1], offset: 40>>
+  %v0 = memref.subview %v[0, 0, 0, 0] [1, 2, 5, 8] [1, 1, 1, 1] : memref<1x2x6x8xbf16> to memref<1x2x5x8xbf16, strided<[96, 48, 8, 1]>>
+  memref.copy %pv, %v0 : memref<1x2x5x8xbf16> to memref<1x2x5x8xbf16, strided<[96, 48, 8, 1]>>
+  %v1 = memref.subview %v[0, 0, 5, 0] [1, 2, 1, 8] [1, 1, 1, 1] : memref<1x2x6x8xbf16> to memref<1x2x1x8xbf16, strided<[96, 48, 8, 1], offset: 40>>
+  memref.copy %nv, %v1 : memref<1x2x1x8xbf16> to memref<1x2x1x8xbf16, strided<[96, 48, 8, 1], offset: 40>>
+  %cq = memref.cast %q : memref<1x4x1x8xf32> to !dyn
+  %ck = memref.cast %k : memref<1x2x6x8xbf16> to !dyn16
+  %cv = memref.cast %v : memref<1x2x6x8xbf16> to !dyn16
+  %cm = memref.cast %mask : memref<1x1x1x6xf32> to !dyn
+  %co = memref.cast %out : memref<1x4x1x8xf32> to !dyn
+  call @tfc_uk_attention_f32_bf16(%cq, %ck, %cv, %cm, %co, %scale, %flags, %one, %nocap, %nowin) : (!dyn, !dyn16, !dyn16, !dyn, !dyn, f32, i32, i32, f32, i64) -> ()
+  memref.dealloc %k : memref<1x2x6x8xbf16>
+  memref.dealloc %v : memref<1x2x6x8xbf16>
+  return
+}
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME: (%[[Q:.*]]: memref<1x4x1x8xf32>, %[[PK:.*]]: memref<1x2x5x8xf32>, %[[PV:.*]]: memref<1x2x5x8xf32>, %[[NK:.*]]: memref<1x2x1x8xf32>, %[[NV:.*]]: memref<1x2x1x8xf32>

@@ -1,5 +1,7 @@
-// Attention on the CPU: the kernel takes f32 operands, so an f16 or bf16
-// op's are widened to f32 around it. A bf16 op's attention says so to the
+// Attention on the CPU: the kernels take an f32 query, mask and result, so
+// an f16 or bf16 op's are widened to f32 around it; its keys and values go
+// to the kernel as they are (the _f32_bf16 and _f32_f16 entries: a
+// decoder's cache is not widened). A bf16 op's attention says so to the
 // kernel (tfc.bf16_values, then TFC_UK_ATTENTION_BF16 = 2 in its flags
 // beside TFC_UK_ATTENTION_MASK = 1): it may multiply the values as bf16
 // pairs. f16 values are not marked.
@@ -20,12 +22,14 @@ func.func @attention_f32_masked(%q: tensor<1x2x9x16xf32>, %k: tensor<1x2x9x16xf3
 // -----
 
 // CHECK-LABEL: func.func @attention_bf16
-// CHECK: tosa.cast %{{.*}} : (tensor<1x2x9x16xbf16>) -> tensor<1x2x9x16xf32>
-// CHECK: transformer.attention {{.*}}causal{{.*}}tfc.bf16_values
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x9x16xbf16>, %[[K:.*]]: tensor<1x2x9x16xbf16>, %[[V:.*]]: tensor<1x2x9x16xbf16>)
+// CHECK: %[[Q32:.*]] = tosa.cast %[[Q]] : (tensor<1x2x9x16xbf16>) -> tensor<1x2x9x16xf32>
+// CHECK-NOT: tosa.cast %[[K]]
+// CHECK: transformer.attention %[[Q32]], %[[K]], %[[V]] {{.*}}is_causal{{.*}}tfc.bf16_values{{.*}} : tensor<1x2x9x16xf32>, tensor<1x2x9x16xbf16>, tensor<1x2x9x16xbf16> -> tensor<1x2x9x16xf32>
 // CHECK: tosa.cast %{{.*}} : (tensor<1x2x9x16xf32>) -> tensor<1x2x9x16xbf16>
 // CALL-LABEL: func.func @attention_bf16
 // CALL: %[[FLAGS:[^ ]+]] = arith.constant 2 : i32
-// CALL: call @tfc_uk_attention_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]],
+// CALL: call @tfc_uk_attention_f32_bf16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]], {{.*}} : (memref<?x?x?x?xf32, {{.*}}>, memref<?x?x?x?xbf16, {{.*}}>, memref<?x?x?x?xbf16, {{.*}}>, memref<?x?x?x?xf32,
 func.func @attention_bf16(%q: tensor<1x2x9x16xbf16>, %k: tensor<1x2x9x16xbf16>, %v: tensor<1x2x9x16xbf16>) -> tensor<1x2x9x16xbf16> {
   %o = transformer.attention %q, %k, %v {is_causal} : tensor<1x2x9x16xbf16>, tensor<1x2x9x16xbf16>, tensor<1x2x9x16xbf16> -> tensor<1x2x9x16xbf16>
   return %o : tensor<1x2x9x16xbf16>
@@ -34,11 +38,11 @@ func.func @attention_bf16(%q: tensor<1x2x9x16xbf16>, %k: tensor<1x2x9x16xbf16>, 
 // -----
 
 // CHECK-LABEL: func.func @attention_f16
-// CHECK: transformer.attention
+// CHECK: transformer.attention {{.*}} : tensor<1x2x9x16xf32>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16> -> tensor<1x2x9x16xf32>
 // CHECK-NOT: tfc.bf16_values
 // CALL-LABEL: func.func @attention_f16
 // CALL: %[[FLAGS:[^ ]+]] = arith.constant 0 : i32
-// CALL: call @tfc_uk_attention_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]],
+// CALL: call @tfc_uk_attention_f32_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]],
 func.func @attention_f16(%q: tensor<1x2x9x16xf16>, %k: tensor<1x2x9x16xf16>, %v: tensor<1x2x9x16xf16>) -> tensor<1x2x9x16xf16> {
   %o = transformer.attention %q, %k, %v : tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16> -> tensor<1x2x9x16xf16>
   return %o : tensor<1x2x9x16xf16>

@@ -192,3 +192,18 @@ func.func @attention_f16(%q: tensor<1x2x8x16xf16>, %k: tensor<1x2x8x16xf16>, %v:
   %o = transformer.attention %q, %k, %v : tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16>, tensor<1x2x8x16xf16> -> tensor<1x2x8x16xf16>
   return %o : tensor<1x2x8x16xf16>
 }
+
+// -----
+
+// bf16 keys and values under an f32 query (the CPU kernels' form): widened
+// to f32 (exactly) before the products.
+// CHECK-LABEL: func @attention_bf16_keys
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x3x16xf32>, %[[K:.*]]: tensor<1x2x5x16xbf16>, %[[V:.*]]: tensor<1x2x5x8xbf16>)
+// CHECK-DAG:  tosa.cast %[[K]] : (tensor<1x2x5x16xbf16>) -> tensor<1x2x5x16xf32>
+// CHECK-DAG:  tosa.cast %[[V]] : (tensor<1x2x5x8xbf16>) -> tensor<1x2x5x8xf32>
+// CHECK:      tosa.matmul {{.*}} -> tensor<2x3x5xf32>
+// CHECK-NOT:  transformer.
+func.func @attention_bf16_keys(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xbf16>, %v: tensor<1x2x5x8xbf16>) -> tensor<1x2x3x8xf32> {
+  %o = transformer.attention %q, %k, %v : tensor<1x2x3x16xf32>, tensor<1x2x5x16xbf16>, tensor<1x2x5x8xbf16> -> tensor<1x2x3x8xf32>
+  return %o : tensor<1x2x3x8xf32>
+}

@@ -24,8 +24,8 @@ func.func @negative_value_rank(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10x16xf3
 
 // -----
 
-func.func @negative_key_element_type(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x16xf32>) -> tensor<1x4x8x16xf32> {
-  // expected-error @+1 {{key element type 'f16' differs from query element type 'f32'}}
+func.func @negative_key_value_element_types(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10x16xf16>, %v: tensor<1x2x10x16xf32>) -> tensor<1x4x8x16xf32> {
+  // expected-error @+1 {{value element type 'f32' differs from key element type 'f16'}}
   %o = transformer.attention %q, %k, %v : tensor<1x4x8x16xf32>, tensor<1x2x10x16xf16>, tensor<1x2x10x16xf32> -> tensor<1x4x8x16xf32>
   return %o : tensor<1x4x8x16xf32>
 }
@@ -33,9 +33,26 @@ func.func @negative_key_element_type(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10
 // -----
 
 func.func @negative_value_element_type(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10x16xf32>, %v: tensor<1x2x10x16xbf16>) -> tensor<1x4x8x16xf32> {
-  // expected-error @+1 {{value element type 'bf16' differs from query element type 'f32'}}
+  // expected-error @+1 {{value element type 'bf16' differs from key element type 'f32'}}
   %o = transformer.attention %q, %k, %v : tensor<1x4x8x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x16xbf16> -> tensor<1x4x8x16xf32>
   return %o : tensor<1x4x8x16xf32>
+}
+
+// -----
+
+// 16-bit keys and values are only allowed under an f32 query.
+func.func @negative_key_element_type(%q: tensor<1x4x8x16xf16>, %k: tensor<1x2x10x16xbf16>, %v: tensor<1x2x10x16xbf16>) -> tensor<1x4x8x16xf16> {
+  // expected-error @+1 {{key element type 'bf16' differs from query element type 'f16' (only an f32 query may take f16 or bf16 keys)}}
+  %o = transformer.attention %q, %k, %v : tensor<1x4x8x16xf16>, tensor<1x2x10x16xbf16>, tensor<1x2x10x16xbf16> -> tensor<1x4x8x16xf16>
+  return %o : tensor<1x4x8x16xf16>
+}
+
+// -----
+
+func.func @negative_f32_keys_under_f16_query(%q: tensor<1x4x8x16xf16>, %k: tensor<1x2x10x16xf32>, %v: tensor<1x2x10x16xf32>) -> tensor<1x4x8x16xf16> {
+  // expected-error @+1 {{key element type 'f32' differs from query element type 'f16'}}
+  %o = transformer.attention %q, %k, %v : tensor<1x4x8x16xf16>, tensor<1x2x10x16xf32>, tensor<1x2x10x16xf32> -> tensor<1x4x8x16xf16>
+  return %o : tensor<1x4x8x16xf16>
 }
 
 // -----

@@ -25,6 +25,8 @@
 #include <limits>
 #include <ostream>
 #include <random>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -114,13 +116,41 @@ struct Errors {
   double worst = 0, mean = 0;
 };
 
+/// How a run passes Q, K and V.
+enum class Values {
+  F32,
+  /// bf16 values in f32 (TFC_UK_ATTENTION_BF16).
+  Bf16InF32,
+  /// bf16 values, K and V as bf16 (tfc_uk_attention_f32_bf16, with
+  /// TFC_UK_ATTENTION_BF16: what a bf16 model's lowering passes).
+  Bf16,
+  /// f16 values, K and V as f16 (tfc_uk_attention_f32_f16).
+  F16,
+};
+
+/// x rounded to f16, as f32.
+float roundToF16(float x) { return float(_Float16(x)); }
+
+/// The bits of bf16 or f16 x (exact: x is a value of that type).
+uint16_t bitsOf(float x, Values values) {
+  uint16_t bits;
+  if (values == Values::F16) {
+    _Float16 h = _Float16(x);
+    std::memcpy(&bits, &h, 2);
+  } else {
+    uint32_t wide;
+    std::memcpy(&wide, &x, 4);
+    bits = uint16_t(wide >> 16);
+  }
+  return bits;
+}
+
 /// The errors of a case against float64. With `split` >= 0 the keys and
-/// values go to tfc_uk_attention_kv2_f32 in two parts, keys [0, split) and
-/// [split, Skv). With `bf16`, Q, K and V are rounded to bf16 values and the
-/// call says so (TFC_UK_ATTENTION_BF16); the reference takes the same
-/// values.
+/// values go to the kv2 entry in two parts, keys [0, split) and
+/// [split, Skv). With other `values` than F32, Q, K and V are rounded to
+/// bf16 or f16 values, which the reference takes too.
 Errors run(const Case &c, unsigned seed, int64_t split = -1,
-           bool bf16 = false) {
+           Values values = Values::F32) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, 1.0f);
   auto random = [&](int64_t n) {
@@ -132,59 +162,95 @@ Errors run(const Case &c, unsigned seed, int64_t split = -1,
   std::vector<float> q = random(c.B * c.Hq * c.Sq * c.D);
   std::vector<float> k = random(c.B * c.Hkv * c.Skv * c.D);
   std::vector<float> v = random(c.B * c.Hkv * c.Skv * c.Dv);
-  if (bf16)
+  bool bf16 = values == Values::Bf16InF32 || values == Values::Bf16;
+  if (values != Values::F32)
     for (std::vector<float> *x : {&q, &k, &v})
       for (float &e : *x)
-        e = roundToBf16(e);
+        e = bf16 ? roundToBf16(e) : roundToF16(e);
   std::vector<float> mask = makeMask(c, rng);
   std::vector<float> out(size_t(c.B * c.Hq * c.Sq * c.Dv), NAN);
   int64_t mRows = c.mask == Mask::PerQuery ? c.Sq : 1;
-  auto memref = [](std::vector<float> &x, int64_t b, int64_t h, int64_t s,
-                   int64_t d) {
-    return MemRef<4>{
+  auto memref = [](auto &x, int64_t b, int64_t h, int64_t s, int64_t d) {
+    using T = std::remove_reference_t<decltype(x[0])>;
+    return MemRef<4, T>{
         x.data(), x.data(), 0, {b, h, s, d}, {h * s * d, s * d, d, 1}};
   };
   MemRef<4> mq = memref(q, c.B, c.Hq, c.Sq, c.D);
-  MemRef<4> mk = memref(k, c.B, c.Hkv, c.Skv, c.D);
-  MemRef<4> mv = memref(v, c.B, c.Hkv, c.Skv, c.Dv);
   MemRef<4> mm = memref(mask, c.B, 1, mRows, c.Skv);
   MemRef<4> mo = memref(out, c.B, c.Hq, c.Sq, c.Dv);
   float scale = 1.0f / std::sqrt(float(c.D));
   int32_t flags = (c.mask != Mask::None ? TFC_UK_ATTENTION_MASK : 0) |
                   (bf16 ? TFC_UK_ATTENTION_BF16 : 0);
+  int32_t causal = c.causal ? 1 : 0;
   omp_set_num_threads(2);
-  if (split < 0) {
-    _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale, flags,
-                                      c.causal ? 1 : 0, c.softcap, c.window);
-  } else {
+  // K and V as the entry takes them: f32, or the bits of 16-bit values.
+  auto call = [&](auto element) {
+    using T = decltype(element);
+    auto typed = [&](const std::vector<float> &x) {
+      std::vector<T> y(x.size());
+      for (size_t i = 0; i < x.size(); ++i)
+        if constexpr (std::is_same_v<T, float>)
+          y[i] = x[i];
+        else
+          y[i] = bitsOf(x[i], values);
+      return y;
+    };
+    std::vector<T> kt = typed(k), vt = typed(v);
+    if (split < 0) {
+      MemRef<4, T> mk = memref(kt, c.B, c.Hkv, c.Skv, c.D);
+      MemRef<4, T> mv = memref(vt, c.B, c.Hkv, c.Skv, c.Dv);
+      if constexpr (std::is_same_v<T, float>)
+        _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale, flags,
+                                          causal, c.softcap, c.window);
+      else if (values == Values::F16)
+        _mlir_ciface_tfc_uk_attention_f32_f16(
+            &mq, &mk, &mv, &mm, &mo, scale, flags, causal, c.softcap, c.window);
+      else
+        _mlir_ciface_tfc_uk_attention_f32_bf16(
+            &mq, &mk, &mv, &mm, &mo, scale, flags, causal, c.softcap, c.window);
+      return;
+    }
     // Keys [0, split) in a view of a longer buffer (a cache with spare
     // slots), the others in a buffer of their own.
     constexpr int64_t kSpare = 5;
     int64_t rest = c.Skv - split;
-    std::vector<float> k0(size_t(c.B * c.Hkv * (split + kSpare) * c.D), NAN),
-        v0(size_t(c.B * c.Hkv * (split + kSpare) * c.Dv), NAN),
+    std::vector<T> k0(size_t(c.B * c.Hkv * (split + kSpare) * c.D), T(-1)),
+        v0(size_t(c.B * c.Hkv * (split + kSpare) * c.Dv), T(-1)),
         k1(size_t(c.B * c.Hkv * rest * c.D)),
         v1(size_t(c.B * c.Hkv * rest * c.Dv));
     for (int64_t bh = 0; bh < c.B * c.Hkv; ++bh)
       for (int64_t j = 0; j < c.Skv; ++j) {
-        const float *kj = &k[size_t((bh * c.Skv + j) * c.D)];
-        const float *vj = &v[size_t((bh * c.Skv + j) * c.Dv)];
-        float *kTo = j < split ? &k0[size_t((bh * (split + kSpare) + j) * c.D)]
-                               : &k1[size_t((bh * rest + j - split) * c.D)];
-        float *vTo = j < split ? &v0[size_t((bh * (split + kSpare) + j) * c.Dv)]
-                               : &v1[size_t((bh * rest + j - split) * c.Dv)];
+        const T *kj = &kt[size_t((bh * c.Skv + j) * c.D)];
+        const T *vj = &vt[size_t((bh * c.Skv + j) * c.Dv)];
+        T *kTo = j < split ? &k0[size_t((bh * (split + kSpare) + j) * c.D)]
+                           : &k1[size_t((bh * rest + j - split) * c.D)];
+        T *vTo = j < split ? &v0[size_t((bh * (split + kSpare) + j) * c.Dv)]
+                           : &v1[size_t((bh * rest + j - split) * c.Dv)];
         std::copy(kj, kj + c.D, kTo);
         std::copy(vj, vj + c.Dv, vTo);
       }
-    MemRef<4> mk0 = memref(k0, c.B, c.Hkv, split + kSpare, c.D);
-    MemRef<4> mv0 = memref(v0, c.B, c.Hkv, split + kSpare, c.Dv);
+    MemRef<4, T> mk0 = memref(k0, c.B, c.Hkv, split + kSpare, c.D);
+    MemRef<4, T> mv0 = memref(v0, c.B, c.Hkv, split + kSpare, c.Dv);
     mk0.sizes[2] = mv0.sizes[2] = split;
-    MemRef<4> mk1 = memref(k1, c.B, c.Hkv, rest, c.D);
-    MemRef<4> mv1 = memref(v1, c.B, c.Hkv, rest, c.Dv);
-    _mlir_ciface_tfc_uk_attention_kv2_f32(&mq, &mk0, &mk1, &mv0, &mv1, &mm, &mo,
-                                          scale, flags, c.causal ? 1 : 0,
-                                          c.softcap, c.window);
-  }
+    MemRef<4, T> mk1 = memref(k1, c.B, c.Hkv, rest, c.D);
+    MemRef<4, T> mv1 = memref(v1, c.B, c.Hkv, rest, c.Dv);
+    if constexpr (std::is_same_v<T, float>)
+      _mlir_ciface_tfc_uk_attention_kv2_f32(&mq, &mk0, &mk1, &mv0, &mv1, &mm,
+                                            &mo, scale, flags, causal,
+                                            c.softcap, c.window);
+    else if (values == Values::F16)
+      _mlir_ciface_tfc_uk_attention_kv2_f32_f16(&mq, &mk0, &mk1, &mv0, &mv1,
+                                                &mm, &mo, scale, flags, causal,
+                                                c.softcap, c.window);
+    else
+      _mlir_ciface_tfc_uk_attention_kv2_f32_bf16(&mq, &mk0, &mk1, &mv0, &mv1,
+                                                 &mm, &mo, scale, flags, causal,
+                                                 c.softcap, c.window);
+  };
+  if (values == Values::F32 || values == Values::Bf16InF32)
+    call(float());
+  else
+    call(uint16_t());
 
   Errors e;
   double vMax = 0, total = 0;
@@ -278,16 +344,38 @@ TEST_P(AttentionMaskTest, TwoPartsMatchFloat64) {
 /// or more. On the test's two threads, the query-block cases of four or
 /// more K/V heads (over the batch) pair K and V head by head in the tasks,
 /// the others all heads ahead of them.
+/// The same with K and V passed as bf16 (the _f32_bf16 entries), in one
+/// buffer and in two parts.
 TEST_P(AttentionMaskTest, Bf16ValuesMatchFloat64) {
   const Case &c = GetParam();
-  Errors e = run(c, unsigned(c.Skv * 7 + c.Sq), -1, /*bf16=*/true);
   constexpr double kRounding = 1.0 / 256;
-  EXPECT_LE(e.worst, kRounding + kBound) << ::testing::PrintToString(c);
-  EXPECT_LE(e.mean, kRounding / 8) << ::testing::PrintToString(c);
-  char text[64];
-  std::snprintf(text, sizeof text, "%.2e (mean %.2e)", e.worst, e.mean);
-  RecordProperty("worst", text);
-  std::printf("%s: worst %s\n", c.name, text);
+  for (Values values : {Values::Bf16InF32, Values::Bf16})
+    for (int64_t split : {int64_t(-1), c.Skv - c.Sq, c.Skv / 3}) {
+      if (values == Values::Bf16InF32 && split >= 0)
+        continue;
+      Errors e = run(c, unsigned(c.Skv * 7 + c.Sq), split, values);
+      std::string what = ::testing::PrintToString(c) +
+                         (values == Values::Bf16 ? ", K and V bf16" : "") +
+                         (split >= 0 ? ", keys split" : "");
+      EXPECT_LE(e.worst, kRounding + kBound) << what;
+      EXPECT_LE(e.mean, kRounding / 8) << what;
+      if (values == Values::Bf16InF32) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%.2e (mean %.2e)", e.worst, e.mean);
+        RecordProperty("worst", text);
+      }
+    }
+}
+
+/// f16 values with K and V passed as f16 (the _f32_f16 entries): the
+/// kernels widen them exactly and compute as in f32, within kBound.
+TEST_P(AttentionMaskTest, F16KeysValuesMatchFloat64) {
+  const Case &c = GetParam();
+  for (int64_t split : {int64_t(-1), c.Skv - c.Sq, c.Skv / 3}) {
+    double worst = run(c, unsigned(c.Skv * 7 + c.Sq), split, Values::F16).worst;
+    EXPECT_LE(worst, kBound) << ::testing::PrintToString(c) << ", K and V f16"
+                             << (split >= 0 ? ", keys split" : "");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

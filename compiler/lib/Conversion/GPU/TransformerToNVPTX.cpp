@@ -42,6 +42,9 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
        v = op.getValue().getType();
   if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
     return std::nullopt;
+  // 16-bit keys under an f32 query (the CPU kernels' form): decomposed.
+  if (k.getElementType() != q.getElementType())
+    return std::nullopt;
   AttentionShape s;
   s.batch = q.getDimSize(0);
   s.headsQ = q.getDimSize(1);

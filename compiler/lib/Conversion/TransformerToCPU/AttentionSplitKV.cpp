@@ -23,8 +23,19 @@ namespace tfc {
 namespace tfc {
 namespace {
 
-constexpr StringLiteral kAttention = "tfc_uk_attention_f32";
-constexpr StringLiteral kAttentionKV2 = "tfc_uk_attention_kv2_f32";
+/// The attention kernels (K and V f32, bf16 or f16) and their kv2 forms.
+constexpr std::pair<StringLiteral, StringLiteral> kAttentionKV2[] = {
+    {"tfc_uk_attention_f32", "tfc_uk_attention_kv2_f32"},
+    {"tfc_uk_attention_f32_bf16", "tfc_uk_attention_kv2_f32_bf16"},
+    {"tfc_uk_attention_f32_f16", "tfc_uk_attention_kv2_f32_f16"}};
+
+/// The kv2 form of attention kernel `callee`, or "" for another callee.
+StringRef kv2Of(StringRef callee) {
+  for (const auto &[one, two] : kAttentionKV2)
+    if (callee == one)
+      return two;
+  return "";
+}
 constexpr int64_t kKeyAxis = 2;
 
 /// The buffer `v` is a view of, through any chain of views.
@@ -193,7 +204,7 @@ struct AttentionSplitKVPass : impl::AttentionSplitKVBase<AttentionSplitKVPass> {
     ModuleOp module = getOperation();
     SmallVector<func::CallOp> calls;
     module->walk([&](func::CallOp call) {
-      if (call.getCallee() == kAttention)
+      if (!kv2Of(call.getCallee()).empty())
         calls.push_back(call);
     });
     IRRewriter rewriter(&getContext());
@@ -204,7 +215,9 @@ struct AttentionSplitKVPass : impl::AttentionSplitKVBase<AttentionSplitKVPass> {
       if (!k || !v || k->split != v->split)
         continue;
       rewriter.setInsertionPoint(call);
-      MemRefType dyn = dynamicF32MemRef(&getContext(), 4);
+      // The kernel's K/V operand type (f32, bf16 or f16).
+      Type kv = cast<MemRefType>(call.getOperand(1).getType()).getElementType();
+      MemRefType dyn = dynamicMemRef(&getContext(), 4, kv);
       auto asOperand = [&](Value source) -> Value {
         if (source.getType() == dyn)
           return source;
@@ -215,10 +228,9 @@ struct AttentionSplitKVPass : impl::AttentionSplitKVBase<AttentionSplitKVPass> {
           args[0], asOperand(k->sources[0]), asOperand(k->sources[1]),
           asOperand(v->sources[0]), asOperand(v->sources[1])};
       operands.append(args.begin() + 3, args.end());
-      declareKernel(rewriter, module, kAttentionKV2,
-                    TypeRange(ValueRange(operands)));
-      func::CallOp::create(rewriter, call.getLoc(), kAttentionKV2, TypeRange(),
-                           operands);
+      StringRef kv2 = kv2Of(call.getCallee());
+      declareKernel(rewriter, module, kv2, TypeRange(ValueRange(operands)));
+      func::CallOp::create(rewriter, call.getLoc(), kv2, TypeRange(), operands);
       rewriter.eraseOp(call);
       // (Keys and values may be one buffer.)
       llvm::SetVector<Operation *> copies;

@@ -34,10 +34,16 @@ struct KernelSignature {
 KernelSignature kernelFor(Operation *op) {
   MLIRContext *ctx = op->getContext();
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
-  if (isa<transformer::AttentionOp>(op)) {
-    MemRefType m = dynamicF32MemRef(ctx, 4);
+  if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
+    // K and V as they are: f32, or f16/bf16 for the _f32_f16 and
+    // _f32_bf16 entries.
+    Type kv = a.getKey().getType().getElementType();
+    MemRefType m = dynamicF32MemRef(ctx, 4), mkv = dynamicMemRef(ctx, 4, kv);
     Type i64 = IntegerType::get(ctx, 64);
-    return {"tfc_uk_attention_f32", {m, m, m, m, m, f32, i32, i32, f32, i64}};
+    StringRef name = kv.isBF16()  ? "tfc_uk_attention_f32_bf16"
+                     : kv.isF16() ? "tfc_uk_attention_f32_f16"
+                                  : "tfc_uk_attention_f32";
+    return {name, {m, mkv, mkv, m, m, f32, i32, i32, f32, i64}};
   }
   MemRefType m1 = dynamicF32MemRef(ctx, 1), m2 = dynamicF32MemRef(ctx, 2);
   if (isa<transformer::SoftmaxOp>(op))
@@ -52,15 +58,26 @@ KernelSignature kernelFor(Operation *op) {
 /// (TFC_UK_ATTENTION_BF16).
 constexpr StringLiteral kBf16ValuesAttr = "tfc.bf16_values";
 
-/// Whether `op` already has the form the kernels take: f32, statically
-/// shaped, attention with a rank-4 mask, softmax and the norms on [rows, n]
-/// over the last dimension.
+/// Whether `op` already has the form the kernels take: f32 (attention's K
+/// and V may be f16 or bf16, both of one type), statically shaped,
+/// attention with a rank-4 mask, softmax and the norms on [rows, n] over
+/// the last dimension.
 bool isKernelForm(Operation *op) {
+  auto elementType = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getElementType();
+  };
+  if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
+    Type kv = elementType(a.getKey());
+    return elementType(a.getQuery()).isF32() &&
+           elementType(a.getValue()) == kv &&
+           (kv.isF32() || kv.isF16() || kv.isBF16()) &&
+           elementType(a.getResult()).isF32() &&
+           (!a.getMask() || (elementType(a.getMask()).isF32() &&
+                             a.getMask().getType().getRank() == 4));
+  }
   for (Type t : op->getOperandTypes())
     if (!cast<RankedTensorType>(t).getElementType().isF32())
       return false;
-  if (auto a = dyn_cast<transformer::AttentionOp>(op))
-    return !a.getMask() || a.getMask().getType().getRank() == 4;
   if (auto s = dyn_cast<transformer::SoftmaxOp>(op))
     return s.getType().getRank() == 2 && s.getDimension() == 1;
   return cast<RankedTensorType>(op->getResult(0).getType()).getRank() == 2;
@@ -82,9 +99,11 @@ SmallVector<int64_t> rowsByLast(ArrayRef<int64_t> shape) {
   return {rows, shape.back()};
 }
 
-/// Rewrites an op into kernel form around itself: f32 operands, a rank-4
-/// mask, rows by the last dimension (softmax over an inner dimension is
-/// transposed there and back).
+/// Rewrites an op into kernel form around itself: f32 operands (but an
+/// f16/bf16 attention's K and V, which its kernel reads as they are: a
+/// decoder's cache is not widened), a rank-4 mask, rows by the last
+/// dimension (softmax over an inner dimension is transposed there and
+/// back).
 struct PrepareForKernel : RewritePattern {
   PrepareForKernel(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
@@ -105,8 +124,8 @@ struct PrepareForKernel : RewritePattern {
       Value mask =
           a.getMask() ? t.expandToRank(t.cast(a.getMask(), f32), 4) : Value();
       auto fused = transformer::AttentionOp::create(
-          rewriter, a.getLoc(), t.cast(a.getQuery(), f32),
-          t.cast(a.getKey(), f32), t.cast(a.getValue(), f32), mask,
+          rewriter, a.getLoc(), resultType.clone(f32),
+          t.cast(a.getQuery(), f32), a.getKey(), a.getValue(), mask,
           rewriter.getF32FloatAttr(float(a.getEffectiveScale())),
           a.getIsCausal(), a.getSoftcapAttr(), a.getWindowAttr());
       auto isBf16 = [](Value v) {
@@ -201,7 +220,8 @@ struct KernelCallBufferization
     auto toDynamic = [&](Value buffer) -> Value {
       auto type = cast<MemRefType>(buffer.getType());
       return memref::CastOp::create(
-          rewriter, loc, dynamicF32MemRef(ctx, type.getRank()), buffer);
+          rewriter, loc,
+          dynamicMemRef(ctx, type.getRank(), type.getElementType()), buffer);
     };
     SmallVector<Value> buffers;
     for (Value operand : op->getOperands()) {
@@ -227,8 +247,8 @@ struct KernelCallBufferization
     };
     if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
       // ukernels.h's TFC_UK_ATTENTION_MASK and TFC_UK_ATTENTION_BF16.
-      int32_t flags = (a.getMask() ? 1 : 0) |
-                      (a->hasAttr(kBf16ValuesAttr) ? 2 : 0);
+      int32_t flags =
+          (a.getMask() ? 1 : 0) | (a->hasAttr(kBf16ValuesAttr) ? 2 : 0);
       args = {buffers[0],
               buffers[1],
               buffers[2],

@@ -127,11 +127,19 @@ LogicalResult AttentionOp::verify() {
       failed(checkRank(v, "value", "[B, Hkv, Skv, Dv]")))
     return failure();
 
+  // K and V of one type: the query's, or f16/bf16 under an f32 query (the
+  // CPU kernels' form: K and V read as stored, widened exactly).
   Type et = q.getElementType();
-  for (auto [t, name] : {std::pair{k, "key"}, std::pair{v, "value"}})
-    if (t.getElementType() != et)
-      return emitOpError() << name << " element type " << t.getElementType()
-                           << " differs from query element type " << et;
+  if (v.getElementType() != k.getElementType())
+    return emitOpError() << "value element type " << v.getElementType()
+                         << " differs from key element type "
+                         << k.getElementType();
+  if (k.getElementType() != et &&
+      !(et.isF32() &&
+        (k.getElementType().isF16() || k.getElementType().isBF16())))
+    return emitOpError() << "key element type " << k.getElementType()
+                         << " differs from query element type " << et
+                         << " (only an f32 query may take f16 or bf16 keys)";
 
   int64_t b = q.getDimSize(0), hq = q.getDimSize(1), sq = q.getDimSize(2),
           d = q.getDimSize(3);
@@ -252,9 +260,15 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
   // f16/bf16 graphs compute as frameworks do: matmuls accumulate in f32 and
   // the softmax runs in f32; probabilities and the result are rounded back.
   Type acc = b.getF32Type();
+  // f16/bf16 keys and values under an f32 query: widened (exact).
+  auto asQuery = [&](Value x) {
+    return cast<RankedTensorType>(x.getType()).getElementType() == et
+               ? x
+               : t.cast(x, et);
+  };
   Value q3 = t.reshape(getQuery(), {batch * hkv, group * sq, d});
-  Value k3 = t.reshape(getKey(), {batch * hkv, skv, d});
-  Value v3 = t.reshape(getValue(), {batch * hkv, skv, dv});
+  Value k3 = t.reshape(asQuery(getKey()), {batch * hkv, skv, d});
+  Value v3 = t.reshape(asQuery(getValue()), {batch * hkv, skv, dv});
   Value scores = t.matmul(q3, t.transpose(k3, {0, 2, 1}), acc);
   scores = t.reshape(scores, {batch, hq, sq, skv});
   scores = t.mul(scores, t.splat(getEffectiveScale(), acc, 4));
