@@ -783,7 +783,21 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
   // On the threads for many rows only: a parallel region costs more than a
   // few rows' conversion.
 #pragma omp parallel for schedule(static) if (parallel && p.m >= 64)
-  for (int64_t i = 0; i < p.m; ++i)
+  for (int64_t i = 0; i < p.m; ++i) {
+    const float *row = ab + i * p.as[1];
+    if (p.as[2] == 1) {
+      // Rows in place: 32 values (16 pairs) at a time.
+      for (int64_t l = 0; l < p.k; l += 32) {
+        __m512 x0 =
+            _mm512_maskz_loadu_ps(tfc::uk::firstLanes(p.k - l), row + l);
+        __m512 x1 = _mm512_maskz_loadu_ps(tfc::uk::firstLanes(p.k - l - 16),
+                                          row + l + 16);
+        _mm512_mask_storeu_epi32(aPairs + i * d.pairs + l / 2,
+                                 tfc::uk::firstLanes(d.pairs - l / 2),
+                                 tfc::uk::bf16PairsInOrder(x0, x1));
+      }
+      continue;
+    }
     for (int64_t kp = 0; kp < d.pairs; ++kp) {
       auto bits = [&](int64_t l) -> uint32_t {
         if (l >= p.k)
@@ -794,6 +808,7 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
       };
       aPairs[i * d.pairs + kp] = bits(2 * kp) | bits(2 * kp + 1) << 16;
     }
+  }
   float *cb = p.c + bt * p.cs[0];
   constexpr int64_t kCols = Bf16Panels::kDotCols;
   constexpr int kRows = 6;
