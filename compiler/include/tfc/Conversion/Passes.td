@@ -14,7 +14,8 @@ def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp
     (`compiler/ukernels/`): a flash attention with an online softmax that
     never forms the score matrix, and one-pass-per-row softmax and
     normalisations. Operands become f32 (f16 and bf16 are widened around the
-    op; an f16/bf16 rms_norm rounds the kernel's normalised rows to its type
+    op, but attention's keys and values stay 16-bit for the kernels'
+    `_f32_f16` / `_f32_bf16` entries; an f16/bf16 rms_norm rounds the kernel's normalised rows to its type
     and multiplies by gamma there, as its definition says), the attention
     mask rank 4, softmax and the norms work on `[rows, n]` over the last
     dimension (an inner softmax dimension is transposed there and back). The
@@ -56,9 +57,11 @@ def AttentionSplitKV : Pass<"tfc-attention-split-kv", "mlir::ModuleOp"> {
     the output, but when it is not (`--present=new`) copying the whole
     cache into a temporary buffer only for attention to read it costs as
     much as the attention. This pass finds calls of `tfc_uk_attention_f32`
-    whose keys and values are each a fresh buffer filled by exactly two
+    (or of its `_bf16` / `_f16` forms, 16-bit keys and values) whose keys
+    and values are each a fresh buffer filled by exactly two
     copies along the key axis, with one split point for both, and that
-    nothing else reads; the call becomes `tfc_uk_attention_kv2_f32` on the
+    nothing else reads; the call becomes `tfc_uk_attention_kv2_f32` (`_bf16`,
+    `_f16`) on the
     copies' sources, and the buffers and copies go. A source written
     between its copy and the call is a reason to keep the copy.
 
