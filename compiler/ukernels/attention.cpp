@@ -1857,27 +1857,42 @@ MemRef<4, T> contiguous(std::vector<T> &storage, int64_t b, int64_t h,
   return m;
 }
 
-/// An f32 copy of 16-bit K or V (of type T), contiguous, in `storage`.
+/// An f32 copy of 16-bit K or V (of type T), contiguous, in `storage`
+/// (the rows on the threads; 16 values at a time where the kernels are
+/// AVX-512 and the rows contiguous).
 template <KVType T>
 MemRef<4> widened(std::vector<float> &storage, const MemRef<4, uint16_t> &x) {
   const int64_t *n = x.sizes;
   MemRef<4> w = contiguous(storage, n[0], n[1], n[2], n[3]);
-  float *to = w.data();
-  for (int64_t b = 0; b < n[0]; ++b)
-    for (int64_t h = 0; h < n[1]; ++h)
-      for (int64_t j = 0; j < n[2]; ++j)
-        for (int64_t d = 0; d < n[3]; ++d) {
-          uint16_t bits = x.data()[b * x.strides[0] + h * x.strides[1] +
-                                   j * x.strides[2] + d * x.strides[3]];
-          if constexpr (T == KVType::F16) {
-            _Float16 f;
-            std::memcpy(&f, &bits, 2);
-            *to++ = float(f);
-          } else {
-            uint32_t wide = uint32_t(bits) << 16;
-            std::memcpy(to++, &wide, 4);
-          }
-        }
+  int64_t rows = n[0] * n[1] * n[2];
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t j = row % n[2], h = row / n[2] % n[1], b = row / n[2] / n[1];
+    const uint16_t *from =
+        x.data() + b * x.strides[0] + h * x.strides[1] + j * x.strides[2];
+    float *to = w.data() + row * n[3];
+    int64_t d = 0;
+#ifdef __AVX512F__
+    for (; x.strides[3] == 1 && d < n[3]; d += 16) {
+      __m256i bits = _mm256_maskz_loadu_epi16(firstLanes(n[3] - d), from + d);
+      __m512 f = T == KVType::F16 ? _mm512_cvtph_ps(bits)
+                                  : _mm512_castsi512_ps(_mm512_slli_epi32(
+                                        _mm512_cvtepu16_epi32(bits), 16));
+      _mm512_mask_storeu_ps(to + d, firstLanes(n[3] - d), f);
+    }
+#endif
+    for (; d < n[3]; ++d) {
+      uint16_t bits = from[d * x.strides[3]];
+      if constexpr (T == KVType::F16) {
+        _Float16 f;
+        std::memcpy(&f, &bits, 2);
+        to[d] = float(f);
+      } else {
+        uint32_t wide = uint32_t(bits) << 16;
+        std::memcpy(to + d, &wide, 4);
+      }
+    }
+  }
   return w;
 }
 
