@@ -499,11 +499,10 @@ void packHeadPairs(const Problem &p, int64_t b, int64_t kh, uint32_t *kp,
     const uint16_t *vb = p.v16 + b * p.vs[0] + kh * p.vs[1];
     for (int64_t j = 0; j < p.Skv; ++j)
       for (int64_t d0 = 0; d0 < p.D; d0 += 32) {
-        int64_t n = std::min<int64_t>(32, p.D - d0);
-        __mmask32 halves = n == 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
         _mm512_mask_storeu_epi32(
             kp + j * dp + d0 / 2, firstLanes(dp - d0 / 2),
-            _mm512_maskz_loadu_epi16(halves, kb + j * p.ks[2] + d0));
+            _mm512_maskz_loadu_epi16(tfc::uk::firstHalves(p.D - d0),
+                                     kb + j * p.ks[2] + d0));
       }
     for (int64_t t = 0; 2 * t < p.Skv; ++t)
       for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
@@ -935,7 +934,8 @@ inline void forEachVector(const E *row, const __mmask16 *lanes,
   } else {
     for (int c = 0; c < ND; ++c) {
       if constexpr (T == KVType::F16)
-        f(c, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(lanes[c], row + 16 * c)));
+        f(c,
+          tfc::uk::widenF16(_mm256_maskz_loadu_epi16(lanes[c], row + 16 * c)));
       else
         f(c, _mm512_maskz_loadu_ps(lanes[c], row + 16 * c));
     }
@@ -970,12 +970,9 @@ void attendRows(const Problem &p, int64_t b, int64_t kh, const QueryRow *rows,
     dl[c] = firstLanes(p.D - 16 * c);
     vl[c] = firstLanes(p.Dv - 16 * c);
   }
-  auto halves = [](int64_t n) {
-    return n >= 32 ? ~__mmask32(0) : n <= 0 ? 0 : (__mmask32(1) << n) - 1;
-  };
   for (int m = 0; m <= ND / 2; ++m) {
-    dh[m] = halves(p.D - 32 * m);
-    vh[m] = halves(p.Dv - 32 * m);
+    dh[m] = tfc::uk::firstHalves(p.D - 32 * m);
+    vh[m] = tfc::uk::firstHalves(p.Dv - 32 * m);
   }
   // Q and the accumulators in the channel order of K's and V's vectors
   // (channelOf). With MaxRows = 1 (one row) these live in registers.
@@ -1875,9 +1872,8 @@ MemRef<4> widened(std::vector<float> &storage, const MemRef<4, uint16_t> &x) {
 #ifdef __AVX512F__
     for (; x.strides[3] == 1 && d < n[3]; d += 16) {
       __m256i bits = _mm256_maskz_loadu_epi16(firstLanes(n[3] - d), from + d);
-      __m512 f = T == KVType::F16 ? _mm512_cvtph_ps(bits)
-                                  : _mm512_castsi512_ps(_mm512_slli_epi32(
-                                        _mm512_cvtepu16_epi32(bits), 16));
+      __m512 f =
+          T == KVType::F16 ? tfc::uk::widenF16(bits) : tfc::uk::widenBF16(bits);
       _mm512_mask_storeu_ps(to + d, firstLanes(n[3] - d), f);
     }
 #endif
@@ -1896,6 +1892,33 @@ MemRef<4> widened(std::vector<float> &storage, const MemRef<4, uint16_t> &x) {
   return w;
 }
 
+#ifdef __AVX512F__
+/// Runs `p` (its keys cut to `keys`) on the AVX-512 kernels if they take
+/// it: the few-row kernel for any K/V type, query blocks for f32 K and V or,
+/// on bf16 dot products, bf16 ones with bf16 queries. False: they do not.
+bool attentionAvx512(const Problem &p, const KeyRanges &keys) {
+  if (!fastPathApplies(p))
+    return false;
+  if (p.Sq <= kFewRows) {
+    KVPart whole{p, 0};
+    attentionFewRows(p, keys, &whole, 1);
+    return true;
+  }
+#ifdef TFC_UK_BF16DOT
+  constexpr bool kPairs = true;
+#else
+  constexpr bool kPairs = false;
+#endif
+  if (p.kv != KVType::F32 && !(kPairs && p.kv == KVType::BF16 && p.bf16))
+    return false;
+  if (p.Sq <= 16)
+    attentionBlocked<1>(p);
+  else
+    attentionBlocked<2>(p);
+  return true;
+}
+#endif
+
 /// Attention on 16-bit K and V of type T (ukernels.h's _f32_bf16 and
 /// _f32_f16 entries). The AVX-512 few-row kernel reads them as they are
 /// (widened as it loads them), and so does a bf16 query block on bf16 dot
@@ -1911,24 +1934,12 @@ void attention16(MemRef<4> *q, MemRef<4, uint16_t> *k, MemRef<4, uint16_t> *v,
 #ifdef __AVX512F__
   KeyRanges keys = keyRanges(p);
   p.Skv = keys.end[keys.count - 1];
-  if (fastPathApplies(p)) {
-    if (p.Sq <= kFewRows) {
-      KVPart whole{p, 0};
-      attentionFewRows(p, keys, &whole, 1);
-      return;
-    }
-#ifdef TFC_UK_BF16DOT
-    if (T == KVType::BF16 && p.bf16) {
-      if (p.Sq <= 16)
-        attentionBlocked<1>(p);
-      else
-        attentionBlocked<2>(p);
-      return;
-    }
+  if (attentionAvx512(p, keys))
+    return;
 #endif
-  }
-#endif
-  std::vector<float> kStorage, vStorage;
+  // Kept across calls (per calling thread) and only grown: fresh pages are
+  // slow to touch, and an f16 model's query blocks come here every call.
+  static thread_local std::vector<float> kStorage, vStorage;
   MemRef<4> kw = widened<T>(kStorage, *k), vw = widened<T>(vStorage, *v);
   _mlir_ciface_tfc_uk_attention_f32(q, &kw, &vw, mask, out, scale, flags,
                                     causal, softcap, window);
@@ -1987,16 +1998,8 @@ extern "C" void _mlir_ciface_tfc_uk_attention_f32(
   KeyRanges keys = keyRanges(p);
   p.Skv = keys.end[keys.count - 1];
 #ifdef __AVX512F__
-  if (fastPathApplies(p)) {
-    if (p.Sq <= kFewRows) {
-      KVPart whole{p, 0};
-      attentionFewRows(p, keys, &whole, 1);
-    } else if (p.Sq <= 16)
-      attentionBlocked<1>(p);
-    else
-      attentionBlocked<2>(p);
+  if (attentionAvx512(p, keys))
     return;
-  }
 #elif defined(TFC_UK_VECTOR)
   if (p.Sq <= kFewRows && fastPathApplies(p)) {
     KVPart whole{p, 0};

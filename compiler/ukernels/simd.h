@@ -57,14 +57,23 @@ inline void vstoreLanes(float *p, LaneMask m, VecF v) {
 inline VecF vmul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
 inline VecF vset1(float x) { return _mm512_set1_ps(x); }
 inline VecF vloadu(const float *p) { return _mm512_loadu_ps(p); }
-/// kLanes bf16 / f16 values (their bits, 32-byte aligned) widened to f32.
-inline VecF vloadBF16(const uint16_t *p) {
-  __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i *>(p));
+/// kLanes bf16 / f16 values (their bits) widened to f32.
+inline VecF widenBF16(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
+inline VecF widenF16(__m256i h) { return _mm512_cvtph_ps(h); }
+/// ... loaded from p (32-byte aligned).
+inline VecF vloadBF16(const uint16_t *p) {
+  return widenBF16(_mm256_load_si256(reinterpret_cast<const __m256i *>(p)));
+}
 inline VecF vloadF16(const uint16_t *p) {
-  return _mm512_cvtph_ps(
-      _mm256_load_si256(reinterpret_cast<const __m256i *>(p)));
+  return widenF16(_mm256_load_si256(reinterpret_cast<const __m256i *>(p)));
+}
+/// 16-bit lanes [0, n) of 32 (none for n <= 0, all for n >= 32).
+inline __mmask32 firstHalves(int64_t n) {
+  if (n <= 0)
+    return 0;
+  return n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
 }
 /// kLanes int8 values (16-byte aligned) converted to f32 (exact).
 inline VecF vloadI8(const int8_t *p) {
