@@ -386,6 +386,7 @@ template <int NV> struct ScoreEpilogue {
   /// Exponentiates the pending rows one at a time, one vector per call,
   /// with local copies of the state so that it stays in registers.
   struct Exponentiate {
+    static constexpr bool kVectorWork = true;
     float *row;
     int rowsLeft;
     __m512 ref[NV], sum[NV];

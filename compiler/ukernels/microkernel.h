@@ -37,10 +37,12 @@ enum class BPanel { F32, BF16, F16, I8, I4, BF16Dot };
 namespace tfc::uk {
 
 /// Rows of a register block. With AVX-512, 12 x 2 accumulators would fit the
-/// 32 zmm registers, but 6 x 2 runs the packed GEMM 5-10% faster on a Zen 5
+/// 32 zmm registers, but 6 x 2 ran the packed GEMM 5-10% faster on a Zen 4
 /// (one 512-bit FMA per cycle: 12 independent accumulators cover its latency;
 /// 1024^3 went from 23.7 to 21.3 ms, 12x2048x64x2048 from 89 to 85 ms), and
-/// the attention kernel's products run at the same rate either way. With
+/// the attention kernel's products run at the same rate either way; on a
+/// Zen 5 (two 512-bit FMA pipes) 6, 8 and 12 rows run the GEMM at the same
+/// rate (within the host's noise), 6 x 2 at 97% of the FMA peak in L1. With
 /// AVX2, 6 x 2 accumulators, two B vectors and a broadcast fill 15 of the 16
 /// ymm registers (the classic 6 x 16 sgemm kernel).
 constexpr int kMR = 6;
@@ -92,8 +94,11 @@ inline void loadPanelRow(const Tile<NV> &t, int64_t k, VecF (&bv)[NV]) {
   }
 }
 
-/// Side work of an epilogue that has none.
+/// Side work of an epilogue that has none. Every side work says whether it
+/// runs vector instructions (kVectorWork): the k loop then takes its
+/// broadcasts folded into the FMAs (below).
 struct NoSideWork {
+  static constexpr bool kVectorWork = false;
   void operator()(int) {}
 };
 
@@ -119,6 +124,7 @@ struct StoreC {
 /// runs this one when B does not stay in L2.
 struct StoreCPrefetching {
   struct Run {
+    static constexpr bool kVectorWork = false;
     const char *next;
     int64_t lines;
     void operator()(int) {
@@ -184,6 +190,15 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
         acc[s][r][v] = vzero();
     }
   auto side = epilogue.sideWork();
+  // With AVX-512, A's broadcasts are folded into the FMAs' memory operands
+  // ({1to16}) when the k loop carries vector side work: a separate
+  // vbroadcastss takes a slot on the vector pipes, and with folded ones the
+  // side work of attention's score product (6-8 vector instructions per 12
+  // FMAs) runs in the FMAs' shadow. A loop of FMAs alone runs faster with one
+  // vbroadcastss per row of A feeding its NV FMAs: on a Zen 5 (two 512-bit
+  // FMA pipes) the 6 x 2 block went from 70% to 97% of the FMA peak with A
+  // and B in L1, the packed GEMM from 75-90% to 89-123% of oneDNN's sgemm.
+  constexpr bool foldBroadcasts = decltype(side)::kVectorWork;
 #ifdef __AVX512F__
   constexpr bool onePointer = true;
 #else
@@ -207,8 +222,14 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
           continue;
         }
 #endif
-        for (int v = 0; v < NV; ++v)
-          acc[r][v] = fmaddBroadcast(a + r * lda, bv[v], acc[r][v]);
+        if constexpr (foldBroadcasts) {
+          for (int v = 0; v < NV; ++v)
+            acc[r][v] = fmaddBroadcast(a + r * lda, bv[v], acc[r][v]);
+        } else {
+          VecF av = vset1(a[r * lda]);
+          for (int v = 0; v < NV; ++v)
+            acc[r][v] = vfmadd(av, bv[v], acc[r][v]);
+        }
       }
     };
     const float *a = t.a;

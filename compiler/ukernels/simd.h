@@ -107,11 +107,12 @@ inline VecF vselect(LaneMask m, VecF a, VecF b) {
 }
 
 /// acc + broadcast(*a) * b with the broadcast folded into the FMA's memory
-/// operand ({1to16}). A separate vbroadcastss takes a slot on the vector
-/// pipes beside the FMAs: on an AVX-512 Zen 5 a 6 x 2 block with separate
-/// broadcasts slows down with every other vector instruction added to it,
-/// while with folded ones 6-8 such instructions per 12 FMAs run for free.
-/// LLVM folds a broadcast only into its single use, hence the asm.
+/// operand ({1to16}), for the k loops that carry vector side work
+/// (microkernel.h): a separate vbroadcastss takes a slot on the vector pipes
+/// beside the FMAs, and a 6 x 2 block with separate broadcasts slows down
+/// with every other vector instruction added to it, while with folded ones
+/// 6-8 such instructions per 12 FMAs run for free. LLVM folds a broadcast
+/// only into its single use, hence the asm.
 inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
   asm("vfmadd231ps %[a]%{1to16%}, %[b], %[acc]"
       : [acc] "+v"(acc)
