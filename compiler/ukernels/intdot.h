@@ -18,9 +18,10 @@
 //    pairs of those into int32; an int8 product takes |a| as the unsigned
 //    operand and gives b a's sign (vpsignb), since a pair of unsigned
 //    bytes of up to 255 times 127 would not fit int16.
-// With AVX-512 VNNI the VNNI form runs 512 bits wide: one vpdpbusd per row
-// covers a quad's 16 columns (an int4 quad's high nibbles shifted into the
-// upper half by one variable shift).
+// With AVX-512 VNNI the VNNI form runs 512 bits wide: for an int4 weight
+// here, one vpdpbusd per row covering a quad's 16 columns (its high nibbles
+// shifted into the upper half by one variable shift); an int8 weight's rows
+// run six at a time against two panels (matmul.cpp's dotRowsVnni512).
 // TFC_UK_INTDOT_EMULATE_VNNI selects the VNNI form on a machine without it,
 // vpdpbusd computed exactly from AVX2 instructions (slower than the AVX2
 // form): the tests check the VNNI form's packing and corrections that way.
@@ -107,6 +108,7 @@ inline void blockSums(const int8_t *const *a, const uint8_t *b, int64_t quads,
   };
   if constexpr (kVnni512) {
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+    static_assert(I4, "int8 weights take dotRowsVnni512 with 512-bit VNNI");
     // A quad's 16 columns in one vector: lanes 0-7 columns 0-7, lanes 8-15
     // columns 8-15, as the two 256-bit sums hold them.
     const __m512i nibble = _mm512_set1_epi8(0x0f);
@@ -121,20 +123,13 @@ inline void blockSums(const int8_t *const *a, const uint8_t *b, int64_t quads,
       acc[0][r] = acc[1][r] = _mm512_setzero_si512();
     auto quad = [&](int64_t q, __m512i(&into)[R]) {
       const uint8_t *bq = b + q * quadBytes(I4);
-      __m512i bv;
-      if constexpr (I4) {
-        __m512i v = _mm512_broadcast_i64x4(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bq)));
-        bv = _mm512_and_si512(_mm512_srlv_epi16(v, highShift), nibble);
-      } else {
-        bv = _mm512_loadu_si512(bq);
-      }
+      __m512i v = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bq)));
+      __m512i bv = _mm512_and_si512(_mm512_srlv_epi16(v, highShift), nibble);
       for (int r = 0; r < R; ++r) {
         int32_t x;
         std::memcpy(&x, a[r] + 4 * q, 4);
-        __m512i av = _mm512_set1_epi32(x);
-        into[r] = I4 ? _mm512_dpbusd_epi32(into[r], bv, av)
-                     : _mm512_dpbusd_epi32(into[r], av, bv);
+        into[r] = _mm512_dpbusd_epi32(into[r], bv, _mm512_set1_epi32(x));
       }
     };
     int64_t q = 0;

@@ -655,9 +655,130 @@ void dotRows(const Matmul &p, const DotPanels &d, const QuantizedRows &qa,
   }
 }
 
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+/// Rows [i0, i0 + R) of C for P (1 or 2) adjacent panels of an int8
+/// weight's DotPanels (the first at `panel`, its scales at bScales and
+/// column sums at bSums), with 512-bit VNNI: per quad of K, each row's four
+/// A values are broadcast once (vpbroadcastd) into the P panels'
+/// vpdpbusd. A 6 x 2 block keeps 12 independent sums, two loads of B per
+/// 12 products; dotRows' four rows of one panel broadcast once per
+/// product. A single panel keeps two sets (even and odd quads). The sums
+/// of each block of K, less their bias, are scaled and added up in order
+/// as in dotRows.
+template <int R, int P>
+void dotRowsVnni512(const Matmul &p, const DotPanels &d,
+                    const QuantizedRows &qa, const uint8_t *panel,
+                    const float *bScales, const int32_t *bSums, float *c,
+                    int64_t i0, int64_t cols) {
+  constexpr int64_t kCols = intdot::kCols;
+  constexpr int Sets = P == 1 ? 2 : 1;
+  static_assert(kCols == 16, "a panel's quad is one 512-bit vector");
+  const size_t panelStride = d.panelBytes();
+  const int64_t scaleStride = p.groups() * kCols, sumStride = d.blocks * kCols;
+  __m512 sb[P];
+  for (int h = 0; h < P; ++h)
+    sb[h] = _mm512_loadu_ps(bScales + h * scaleStride);
+  __m512 out[R][P];
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < P; ++h)
+      out[r][h] = _mm512_setzero_ps();
+  for (int64_t g = 0; g < d.blocks; ++g) {
+    const int8_t *a[R];
+    for (int r = 0; r < R; ++r)
+      a[r] = qa.values.data() + (i0 + r) * qa.stride + g * kABlock;
+    const uint8_t *b = panel + g * d.quadsPerBlock() * intdot::quadBytes(false);
+    int64_t quads = (std::min(kABlock, p.k - g * kABlock) + 3) / 4;
+    __m512i acc[Sets][R][P];
+    for (int s = 0; s < Sets; ++s)
+      for (int r = 0; r < R; ++r)
+        for (int h = 0; h < P; ++h)
+          acc[s][r][h] = _mm512_setzero_si512();
+    auto quad = [&](int64_t q, __m512i(&into)[R][P]) {
+      __m512i bv[P];
+      for (int h = 0; h < P; ++h)
+        bv[h] = _mm512_loadu_si512(b + h * panelStride + q * 64);
+      for (int r = 0; r < R; ++r) {
+        int32_t x;
+        std::memcpy(&x, a[r] + 4 * q, 4);
+        __m512i av = _mm512_set1_epi32(x);
+        for (int h = 0; h < P; ++h)
+          into[r][h] = _mm512_dpbusd_epi32(into[r][h], av, bv[h]);
+      }
+    };
+    int64_t q = 0;
+    for (; q + Sets <= quads; q += Sets)
+      for (int s = 0; s < Sets; ++s)
+        quad(q + s, acc[s]);
+    for (; q < quads; ++q)
+      quad(q, acc[0]);
+    for (int h = 0; h < P; ++h) {
+      // A's bias (kABias) times the block's column sums.
+      __m512i bias = _mm512_mullo_epi32(
+          _mm512_set1_epi32(intdot::kABias),
+          _mm512_loadu_si512(bSums + h * sumStride + g * kCols));
+      for (int r = 0; r < R; ++r) {
+        __m512i sum = acc[0][r][h];
+        if constexpr (Sets == 2)
+          sum = _mm512_add_epi32(sum, acc[1][r][h]);
+        __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(sum, bias));
+        __m512 scale = _mm512_mul_ps(
+            _mm512_set1_ps(qa.scales[size_t((i0 + r) * qa.blocks + g)]), sb[h]);
+        out[r][h] = _mm512_add_ps(out[r][h], _mm512_mul_ps(dot, scale));
+      }
+    }
+  }
+  for (int h = 0; h < P; ++h) {
+    __mmask16 lanes = tfc::uk::firstLanes(cols - h * kCols);
+    for (int r = 0; r < R; ++r) {
+      float *cr = c + (i0 + r) * p.cs[1] + h * kCols;
+      __m512 v = out[r][h];
+      if (p.accumulate)
+        v = _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, cr), v);
+      _mm512_mask_storeu_ps(cr, lanes, v);
+    }
+  }
+}
+
+/// matmulIntDot's int8 weights with 512-bit VNNI: units of (up to kMC rows,
+/// two adjacent panels), rows first, split evenly over the threads; each
+/// runs its rows through the panels six at a time.
+void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
+                         const QuantizedRows &qa, const uint8_t *packed,
+                         const float *scales, float *cb, bool parallel) {
+  constexpr int64_t kCols = intdot::kCols;
+  const int32_t *sums = d.columnSums(p, packed);
+  int64_t pairs = (d.panels + 1) / 2, chunks = (p.m + kMC - 1) / kMC;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t u = 0; u < chunks * pairs; ++u) {
+    int64_t pn = 2 * (u % pairs), r0 = u / pairs * kMC;
+    int64_t rEnd = std::min(p.m, r0 + kMC);
+    const uint8_t *panel = packed + size_t(pn) * d.panelBytes();
+    const float *bScales = scales + pn * p.groups() * kCols;
+    const int32_t *bSums = sums + pn * d.blocks * kCols;
+    float *c = cb + pn * kCols;
+    int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
+    auto rows = [&](auto panels) {
+      constexpr int P = decltype(panels)::value;
+      int64_t i = r0;
+      for (; i + 6 <= rEnd; i += 6)
+        dotRowsVnni512<6, P>(p, d, qa, panel, bScales, bSums, c, i, cols);
+      tfc::uk::withRows<5>(rEnd - i, [&](auto height) {
+        dotRowsVnni512<decltype(height)::value, P>(p, d, qa, panel, bScales,
+                                                   bSums, c, i, cols);
+      });
+    };
+    if (pn + 1 < d.panels)
+      rows(std::integral_constant<int, 2>());
+    else
+      rows(std::integral_constant<int, 1>());
+  }
+}
+#endif
+
 /// Batch element `bt` of a product with A quantized too
 /// (TFC_UK_QUANTIZE_A8): the threads split B's panels, and each runs all
-/// rows of A through its panel, four at a time.
+/// rows of A through its panel, four at a time (int8 weights with 512-bit
+/// VNNI: matmulIntDotVnni512).
 void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
   DotPanels d(p);
   const auto *packed =
@@ -669,6 +790,12 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
   rows.quantize(p, bt, parallel, intdot::kVnni && !d.i4);
   const QuantizedRows &qa = rows;
   float *cb = p.c + bt * p.cs[0];
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  if (!d.i4) {
+    matmulIntDotVnni512(p, d, qa, packed, scales, cb, parallel);
+    return;
+  }
+#endif
   auto run = [&](auto i4) {
     constexpr bool I4 = decltype(i4)::value;
 #pragma omp parallel for schedule(static) if (parallel)
@@ -696,10 +823,14 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
       }
     }
   };
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+  run(std::true_type()); // int8 weights returned above
+#else
   if (d.i4)
     run(std::true_type());
   else
     run(std::false_type());
+#endif
 }
 
 #ifdef TFC_UK_BF16DOT

@@ -312,31 +312,18 @@ template <typename F> inline void forEachRowBlock(int64_t rows, F &&f) {
 }
 
 /// Calls f(std::integral_constant<int, H>()) for the run-time row count
-/// h in [1, 2 kMR): the kernels take their row counts as template
-/// parameters.
-template <typename F> inline void withRows(int64_t h, F &&f) {
-  switch (h) {
-#define TFC_ROWS(H)                                                            \
-  case H:                                                                      \
-    f(std::integral_constant<int, H>());                                       \
-    break;
-    TFC_ROWS(1)
-    TFC_ROWS(2)
-    TFC_ROWS(3)
-    TFC_ROWS(4)
-    TFC_ROWS(5)
-    TFC_ROWS(6)
-    TFC_ROWS(7)
-    TFC_ROWS(8)
-    TFC_ROWS(9)
-    TFC_ROWS(10)
-    TFC_ROWS(11)
-#undef TFC_ROWS
-  default:
-    break;
+/// h in [1, Max] (by default [1, 2 kMR), the heights of forEachRowBlock's
+/// blocks), nothing for others: the kernels take their row counts as
+/// template parameters.
+template <int Max = 2 * kMR - 1, int H = 1, typename F>
+inline void withRows(int64_t h, F &&f) {
+  if constexpr (H <= Max) {
+    if (h == H)
+      f(std::integral_constant<int, H>());
+    else
+      withRows<Max, H + 1>(h, f);
   }
 }
-static_assert(2 * kMR - 1 <= 11, "withRows covers every block height");
 
 /// Packs `rows` rows of A (element [r][t] at a[r * lda + t * astep], t <
 /// depth) for ARows::Packed, in the blocks forEachRowBlock makes: the block

@@ -315,6 +315,16 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 131, 513, 40, true, true, true, 3, BType::F32, 8, true},
         Case{1, 1, 1025, 520, false, true, false, 2, BType::BF16, 8, true},
         Case{3, 6, 301, 50, false, true, true, 2, BType::F32, 8, true},
+        // With 512-bit VNNI, int8 weights run six rows by two panels:
+        // every short last block of rows (one to five), an odd panel count
+        // (a lone last panel, N = 40 and 70) and an even one with a partial
+        // second panel (N = 17, 63), more rows than one unit (kMC = 96),
+        // fewer units than threads.
+        Case{1, 11, 300, 40, false, true, false, 2, BType::F32, 8, true},
+        Case{1, 9, 129, 17, false, true, true, 3, BType::F32, 8, true},
+        Case{1, 8, 640, 63, true, true, false, 2, BType::F32, 8, true},
+        Case{1, 200, 257, 70, false, true, true, 2, BType::F32, 8, true},
+        Case{1, 100, 1100, 96, false, true, false, 2, BType::F32, 8, true},
         Case{1, 1, 1024, 300, false, true, false, 2, BType::F32, 4, true},
         Case{1, 7, 777, 130, false, true, true, 2, BType::F32, 4, true},
         Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, 4, true},
