@@ -739,19 +739,25 @@ void dotRowsVnni512(const Matmul &p, const DotPanels &d,
   }
 }
 
-/// matmulIntDot's int8 weights with 512-bit VNNI: units of (up to kMC rows,
-/// two adjacent panels), rows first, split evenly over the threads; each
-/// runs its rows through the panels six at a time.
+/// matmulIntDot's int8 weights with 512-bit VNNI: units of (a block of
+/// rows, two adjacent panels), rows first, split evenly over the threads;
+/// each runs its rows through the panels six at a time.
 void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
                          const QuantizedRows &qa, const uint8_t *packed,
                          const float *scales, float *cb, bool parallel) {
   constexpr int64_t kCols = intdot::kCols;
   const int32_t *sums = d.columnSums(p, packed);
-  int64_t pairs = (d.panels + 1) / 2, chunks = (p.m + kMC - 1) / kMC;
+  // Row blocks as the f32 kernel's (at most about kMC rows, as many as a
+  // multiple of the threads): 128 rows in blocks of 96 and 32 left one
+  // thread a quarter of the work.
+  int64_t threads = parallel ? omp_get_max_threads() : 1;
+  std::pair<int64_t, int64_t> split = rowBlocks(p.m, threads, 6);
+  int64_t chunks = split.first, mc = split.second;
+  int64_t pairs = (d.panels + 1) / 2;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t u = 0; u < chunks * pairs; ++u) {
-    int64_t pn = 2 * (u % pairs), r0 = u / pairs * kMC;
-    int64_t rEnd = std::min(p.m, r0 + kMC);
+    int64_t pn = 2 * (u % pairs), r0 = u / pairs * mc;
+    int64_t rEnd = std::min(p.m, r0 + mc);
     const uint8_t *panel = packed + size_t(pn) * d.panelBytes();
     const float *bScales = scales + pn * p.groups() * kCols;
     const int32_t *bSums = sums + pn * d.blocks * kCols;
