@@ -18,10 +18,10 @@
 //    pairs of those into int32; an int8 product takes |a| as the unsigned
 //    operand and gives b a's sign (vpsignb), since a pair of unsigned
 //    bytes of up to 255 times 127 would not fit int16.
-// With AVX-512 VNNI the VNNI form runs 512 bits wide: for an int4 weight
-// here, one vpdpbusd per row covering a quad's 16 columns (its high nibbles
-// shifted into the upper half by one variable shift); an int8 weight's rows
-// run six at a time against two panels (matmul.cpp's dotRowsVnni512).
+// With AVX-512 VNNI the matmul runs the VNNI form 512 bits wide instead
+// (matmul.cpp's dotRowsVnni512): one vpdpbusd per row covers a quad's 16
+// columns (an int4 quad's high nibbles shifted into the upper half by one
+// variable shift), six rows against two panels.
 // TFC_UK_INTDOT_EMULATE_VNNI selects the VNNI form on a machine without it,
 // vpdpbusd computed exactly from AVX2 instructions (slower than the AVX2
 // form): the tests check the VNNI form's packing and corrections that way.
@@ -54,12 +54,6 @@ constexpr int32_t kBias = 8;
 constexpr bool kVnni = true;
 #else
 constexpr bool kVnni = false;
-#endif
-/// Whether the VNNI form runs on 512-bit vectors (AVX-512 VNNI and BW).
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-constexpr bool kVnni512 = true;
-#else
-constexpr bool kVnni512 = false;
 #endif
 /// In the VNNI form, an int8 weight's A values are stored biased by this
 /// (as unsigned bytes, a + 128 in [1, 255]).
@@ -106,47 +100,7 @@ inline void blockSums(const int8_t *const *a, const uint8_t *b, int64_t quads,
     std::memcpy(&x, a[r] + 4 * q, 4);
     return _mm256_set1_epi32(x);
   };
-  if constexpr (kVnni512) {
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-    static_assert(I4, "int8 weights take dotRowsVnni512 with 512-bit VNNI");
-    // A quad's 16 columns in one vector: lanes 0-7 columns 0-7, lanes 8-15
-    // columns 8-15, as the two 256-bit sums hold them.
-    const __m512i nibble = _mm512_set1_epi8(0x0f);
-    // int4: the quad's 32 bytes in both halves, the upper half's 16-bit
-    // lanes shifted right by 4 (the high nibbles: columns 8-15).
-    const __m512i highShift =
-        _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
-    // Two sets of sums, for even and odd quads: with few rows one set is
-    // too few independent vpdpbusd chains to hide their latency.
-    __m512i acc[2][R];
-    for (int r = 0; r < R; ++r)
-      acc[0][r] = acc[1][r] = _mm512_setzero_si512();
-    auto quad = [&](int64_t q, __m512i(&into)[R]) {
-      const uint8_t *bq = b + q * quadBytes(I4);
-      __m512i v = _mm512_broadcast_i64x4(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bq)));
-      __m512i bv = _mm512_and_si512(_mm512_srlv_epi16(v, highShift), nibble);
-      for (int r = 0; r < R; ++r) {
-        int32_t x;
-        std::memcpy(&x, a[r] + 4 * q, 4);
-        into[r] = _mm512_dpbusd_epi32(into[r], bv, _mm512_set1_epi32(x));
-      }
-    };
-    int64_t q = 0;
-    for (; q + 2 <= quads; q += 2) {
-      quad(q, acc[0]);
-      quad(q + 1, acc[1]);
-    }
-    if (q < quads)
-      quad(q, acc[0]);
-    for (int r = 0; r < R; ++r) {
-      __m512i both = _mm512_add_epi32(acc[0][r], acc[1][r]);
-      sums[r][0] = _mm256_add_epi32(sums[r][0], _mm512_castsi512_si256(both));
-      sums[r][1] =
-          _mm256_add_epi32(sums[r][1], _mm512_extracti64x4_epi64(both, 1));
-    }
-#endif
-  } else if constexpr (kVnni) {
+  if constexpr (kVnni) {
     const __m256i nibble = _mm256_set1_epi8(0x0f);
     for (int64_t q = 0; q < quads; ++q) {
       const uint8_t *bq = b + q * quadBytes(I4);

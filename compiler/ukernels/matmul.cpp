@@ -656,28 +656,32 @@ void dotRows(const Matmul &p, const DotPanels &d, const QuantizedRows &qa,
 }
 
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-/// Rows [i0, i0 + R) of C for P (1 or 2) adjacent panels of an int8
-/// weight's DotPanels (the first at `panel`, its scales at bScales and
-/// column sums at bSums), with 512-bit VNNI: per quad of K, each row's four
-/// A values are broadcast once (vpbroadcastd) into the P panels'
-/// vpdpbusd. A 6 x 2 block keeps 12 independent sums, two loads of B per
-/// 12 products; dotRows' four rows of one panel broadcast once per
-/// product. A single panel keeps two sets (even and odd quads). The sums
-/// of each block of K, less their bias, are scaled and added up in order
-/// as in dotRows.
-template <int R, int P>
+/// Rows [i0, i0 + R) of C for P (1 or 2) adjacent panels of an int8 or
+/// int4 weight's DotPanels (the first at `panel`, its scales at bScales and
+/// an int8 weight's column sums at bSums), with 512-bit VNNI: per quad of
+/// K, each row's four A values are broadcast once (vpbroadcastd) into the
+/// P panels' vpdpbusd. A 6 x 2 block keeps 12 independent sums, two loads
+/// of B per 12 products; intdot's blockSums (dotRows: four rows, one
+/// panel) broadcasts once per product. An int4 quad's 16 columns are unpacked
+/// into one vector as blockSums does. The sums of each block of K, less their
+/// bias, are scaled and added up in order as in dotRows.
+template <int R, int P, bool I4>
 void dotRowsVnni512(const Matmul &p, const DotPanels &d,
                     const QuantizedRows &qa, const uint8_t *panel,
                     const float *bScales, const int32_t *bSums, float *c,
                     int64_t i0, int64_t cols) {
   constexpr int64_t kCols = intdot::kCols;
-  constexpr int Sets = P == 1 ? 2 : 1;
+  // Two sets of sums (even and odd quads) where one would leave fewer
+  // than 8 independent vpdpbusd chains to cover their latency.
+  constexpr int Sets = R * P >= 8 ? 1 : 2;
   static_assert(kCols == 16, "a panel's quad is one 512-bit vector");
   const size_t panelStride = d.panelBytes();
   const int64_t scaleStride = p.groups() * kCols, sumStride = d.blocks * kCols;
-  __m512 sb[P];
-  for (int h = 0; h < P; ++h)
-    sb[h] = _mm512_loadu_ps(bScales + h * scaleStride);
+  // int4: a quad's 32 bytes in both halves, the upper half's 16-bit lanes
+  // shifted right by 4 (the high nibbles: columns 8-15).
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  const __m512i highShift =
+      _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(4), 1);
   __m512 out[R][P];
   for (int r = 0; r < R; ++r)
     for (int h = 0; h < P; ++h)
@@ -686,7 +690,7 @@ void dotRowsVnni512(const Matmul &p, const DotPanels &d,
     const int8_t *a[R];
     for (int r = 0; r < R; ++r)
       a[r] = qa.values.data() + (i0 + r) * qa.stride + g * kABlock;
-    const uint8_t *b = panel + g * d.quadsPerBlock() * intdot::quadBytes(false);
+    const uint8_t *b = panel + g * d.quadsPerBlock() * intdot::quadBytes(I4);
     int64_t quads = (std::min(kABlock, p.k - g * kABlock) + 3) / 4;
     __m512i acc[Sets][R][P];
     for (int s = 0; s < Sets; ++s)
@@ -695,14 +699,25 @@ void dotRowsVnni512(const Matmul &p, const DotPanels &d,
           acc[s][r][h] = _mm512_setzero_si512();
     auto quad = [&](int64_t q, __m512i(&into)[R][P]) {
       __m512i bv[P];
-      for (int h = 0; h < P; ++h)
-        bv[h] = _mm512_loadu_si512(b + h * panelStride + q * 64);
+      for (int h = 0; h < P; ++h) {
+        const uint8_t *bq = b + h * panelStride + q * intdot::quadBytes(I4);
+        if constexpr (I4) {
+          __m512i v = _mm512_broadcast_i64x4(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i *>(bq)));
+          bv[h] = _mm512_and_si512(_mm512_srlv_epi16(v, highShift), nibble);
+        } else {
+          bv[h] = _mm512_loadu_si512(bq);
+        }
+      }
       for (int r = 0; r < R; ++r) {
         int32_t x;
         std::memcpy(&x, a[r] + 4 * q, 4);
         __m512i av = _mm512_set1_epi32(x);
+        // The unsigned operand: A biased by kABias, or the int4 weight
+        // biased by kBias.
         for (int h = 0; h < P; ++h)
-          into[r][h] = _mm512_dpbusd_epi32(into[r][h], av, bv[h]);
+          into[r][h] = I4 ? _mm512_dpbusd_epi32(into[r][h], bv[h], av)
+                          : _mm512_dpbusd_epi32(into[r][h], av, bv[h]);
       }
     };
     int64_t q = 0;
@@ -712,17 +727,25 @@ void dotRowsVnni512(const Matmul &p, const DotPanels &d,
     for (; q < quads; ++q)
       quad(q, acc[0]);
     for (int h = 0; h < P; ++h) {
-      // A's bias (kABias) times the block's column sums.
-      __m512i bias = _mm512_mullo_epi32(
-          _mm512_set1_epi32(intdot::kABias),
-          _mm512_loadu_si512(bSums + h * sumStride + g * kCols));
+      // The bias in the sums: A's kABias times an int8 weight's block
+      // column sums, or an int4 weight's kBias times A's block sum (a
+      // row's). An int4 weight's scales change from block to block.
+      __m512i columnBias =
+          I4 ? _mm512_setzero_si512()
+             : _mm512_mullo_epi32(
+                   _mm512_set1_epi32(intdot::kABias),
+                   _mm512_loadu_si512(bSums + h * sumStride + g * kCols));
+      __m512 sb =
+          _mm512_loadu_ps(bScales + h * scaleStride + (I4 ? g * kCols : 0));
       for (int r = 0; r < R; ++r) {
+        size_t at = size_t((i0 + r) * qa.blocks + g);
         __m512i sum = acc[0][r][h];
         if constexpr (Sets == 2)
           sum = _mm512_add_epi32(sum, acc[1][r][h]);
+        __m512i bias =
+            I4 ? _mm512_set1_epi32(intdot::kBias * qa.sums[at]) : columnBias;
         __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(sum, bias));
-        __m512 scale = _mm512_mul_ps(
-            _mm512_set1_ps(qa.scales[size_t((i0 + r) * qa.blocks + g)]), sb[h]);
+        __m512 scale = _mm512_mul_ps(_mm512_set1_ps(qa.scales[at]), sb);
         out[r][h] = _mm512_add_ps(out[r][h], _mm512_mul_ps(dot, scale));
       }
     }
@@ -739,14 +762,15 @@ void dotRowsVnni512(const Matmul &p, const DotPanels &d,
   }
 }
 
-/// matmulIntDot's int8 weights with 512-bit VNNI: units of (a block of
-/// rows, two adjacent panels), rows first, split evenly over the threads;
-/// each runs its rows through the panels six at a time.
+/// matmulIntDot with 512-bit VNNI: units of (a block of rows, two adjacent
+/// panels), rows first, split evenly over the threads; each runs its rows
+/// through the panels six at a time.
+template <bool I4>
 void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
                          const QuantizedRows &qa, const uint8_t *packed,
                          const float *scales, float *cb, bool parallel) {
   constexpr int64_t kCols = intdot::kCols;
-  const int32_t *sums = d.columnSums(p, packed);
+  const int32_t *sums = d.sums ? d.columnSums(p, packed) : nullptr;
   // Row blocks as the f32 kernel's (at most about kMC rows, as many as a
   // multiple of the threads): 128 rows in blocks of 96 and 32 left one
   // thread a quarter of the work.
@@ -760,17 +784,17 @@ void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
     int64_t rEnd = std::min(p.m, r0 + mc);
     const uint8_t *panel = packed + size_t(pn) * d.panelBytes();
     const float *bScales = scales + pn * p.groups() * kCols;
-    const int32_t *bSums = sums + pn * d.blocks * kCols;
+    const int32_t *bSums = sums ? sums + pn * d.blocks * kCols : nullptr;
     float *c = cb + pn * kCols;
     int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
     auto rows = [&](auto panels) {
       constexpr int P = decltype(panels)::value;
       int64_t i = r0;
       for (; i + 6 <= rEnd; i += 6)
-        dotRowsVnni512<6, P>(p, d, qa, panel, bScales, bSums, c, i, cols);
+        dotRowsVnni512<6, P, I4>(p, d, qa, panel, bScales, bSums, c, i, cols);
       tfc::uk::withRows<5>(rEnd - i, [&](auto height) {
-        dotRowsVnni512<decltype(height)::value, P>(p, d, qa, panel, bScales,
-                                                   bSums, c, i, cols);
+        dotRowsVnni512<decltype(height)::value, P, I4>(p, d, qa, panel, bScales,
+                                                       bSums, c, i, cols);
       });
     };
     if (pn + 1 < d.panels)
@@ -783,8 +807,8 @@ void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
 
 /// Batch element `bt` of a product with A quantized too
 /// (TFC_UK_QUANTIZE_A8): the threads split B's panels, and each runs all
-/// rows of A through its panel, four at a time (int8 weights with 512-bit
-/// VNNI: matmulIntDotVnni512).
+/// rows of A through its panel, four at a time (with 512-bit VNNI:
+/// matmulIntDotVnni512).
 void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
   DotPanels d(p);
   const auto *packed =
@@ -797,11 +821,11 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
   const QuantizedRows &qa = rows;
   float *cb = p.c + bt * p.cs[0];
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  if (!d.i4) {
-    matmulIntDotVnni512(p, d, qa, packed, scales, cb, parallel);
-    return;
-  }
-#endif
+  if (d.i4)
+    matmulIntDotVnni512<true>(p, d, qa, packed, scales, cb, parallel);
+  else
+    matmulIntDotVnni512<false>(p, d, qa, packed, scales, cb, parallel);
+#else
   auto run = [&](auto i4) {
     constexpr bool I4 = decltype(i4)::value;
 #pragma omp parallel for schedule(static) if (parallel)
@@ -829,9 +853,6 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
       }
     }
   };
-#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
-  run(std::true_type()); // int8 weights returned above
-#else
   if (d.i4)
     run(std::true_type());
   else

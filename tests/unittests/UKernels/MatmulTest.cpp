@@ -329,7 +329,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 7, 777, 130, false, true, true, 2, BType::F32, 4, true},
         Case{1, 64, 1100, 600, false, true, false, 2, BType::F32, 4, true},
         Case{1, 131, 300, 40, true, true, true, 3, BType::F32, 4, true},
-        Case{2, 2, 130, 17, false, true, true, 1, BType::F32, 4, true}));
+        Case{2, 2, 130, 17, false, true, true, 1, BType::F32, 4, true},
+        // int4 weights on the six-row, two-panel VNNI-512 kernel too: short
+        // last row blocks of five and three rows, a lone last panel.
+        Case{1, 11, 513, 63, false, true, false, 2, BType::F32, 4, true},
+        Case{1, 9, 300, 70, true, true, true, 3, BType::F32, 4, true}));
 
 // A bf16 weight (or B) times an A of bf16 values (TFC_UK_A_BF16; bf16 dot
 // products where AVX-512 BF16 is, which the emulated-BF16 build of a host
