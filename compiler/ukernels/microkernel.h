@@ -40,9 +40,11 @@ namespace tfc::uk {
 /// 32 zmm registers, but 6 x 2 ran the packed GEMM 5-10% faster on a Zen 4
 /// (one 512-bit FMA per cycle: 12 independent accumulators cover its latency;
 /// 1024^3 went from 23.7 to 21.3 ms, 12x2048x64x2048 from 89 to 85 ms), and
-/// the attention kernel's products run at the same rate either way; on a
-/// Zen 5 (two 512-bit FMA pipes) 6, 8 and 12 rows run the GEMM at the same
-/// rate (within the host's noise), 6 x 2 at 97% of the FMA peak in L1. With
+/// the attention kernel's products run at the same rate either way. On a
+/// Zen 5 (two 512-bit FMA pipes) 6 x 2 runs at 97% of the FMA peak with A
+/// and B in L1, and 8 or 12 rows (their loops forced to unroll, which
+/// blocks of more than 6 rows need to keep their sums in registers) ran the
+/// GEMM no faster. With
 /// AVX2, 6 x 2 accumulators, two B vectors and a broadcast fill 15 of the 16
 /// ymm registers (the classic 6 x 16 sgemm kernel).
 constexpr int kMR = 6;
