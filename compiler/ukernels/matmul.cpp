@@ -547,6 +547,52 @@ struct QuantizedRows {
       }
   }
 
+#ifdef __AVX512BW__
+  /// block() of a contiguous full block with AVX-512: its 128 values in
+  /// eight vectors, the same max, division and rounding (to nearest, ties
+  /// to even: vcvtps2dq in the default rounding mode), four vectors packed
+  /// to bytes at a time (two in-lane packs, one permutation to put the
+  /// lanes back in order).
+  static void fullBlock(const float *a, int8_t *q, float &scale, int32_t &sum,
+                        uint8_t flip) {
+    static_assert(kABlock == 128, "a block is eight vectors");
+    const __m512 magnitude = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 x[8], top = _mm512_setzero_ps();
+    for (int j = 0; j < 8; ++j) {
+      x[j] = _mm512_loadu_ps(a + 16 * j);
+      top = _mm512_max_ps(top, _mm512_and_ps(x[j], magnitude));
+    }
+    scale = _mm512_reduce_max_ps(top) / kAMax;
+    if (scale == 0) {
+      sum = 0;
+      std::memset(q, flip, size_t(kABlock)); // the values are 0
+      return;
+    }
+    const __m512 scale16 = _mm512_set1_ps(scale);
+    // packs leaves dword L * 4 + j of each 64 bytes holding vector j's
+    // values 4L..4L+3; the permutation puts them at j * 4 + L.
+    const __m512i order =
+        _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    __m512i sum16 = _mm512_setzero_si512();
+    for (int g = 0; g < 2; ++g) {
+      __m512i v[4];
+      for (int j = 0; j < 4; ++j) {
+        __m512 t = _mm512_div_ps(x[4 * g + j], scale16);
+        t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-kAMax)),
+                          _mm512_set1_ps(kAMax));
+        v[j] = _mm512_cvtps_epi32(t);
+        sum16 = _mm512_add_epi32(sum16, v[j]);
+      }
+      __m512i bytes = _mm512_packs_epi16(_mm512_packs_epi32(v[0], v[1]),
+                                         _mm512_packs_epi32(v[2], v[3]));
+      bytes = _mm512_xor_si512(_mm512_permutexvar_epi32(order, bytes),
+                               _mm512_set1_epi8(char(flip)));
+      _mm512_storeu_si512(q + 64 * g, bytes);
+    }
+    sum = _mm512_reduce_add_epi32(sum16);
+  }
+#endif
+
   /// The n values a[l * step] quantized into q (biased: as a + kABias);
   /// their scale and sum.
   static void block(const float *a, int64_t step, int64_t n, int8_t *q,
@@ -554,6 +600,12 @@ struct QuantizedRows {
     // Adding 128 to an int8 is flipping its top bit.
     const uint8_t flip = biased ? 0x80 : 0;
     static_assert(intdot::kABias == 0x80);
+#ifdef __AVX512BW__
+    if (step == 1 && n == kABlock) {
+      fullBlock(a, q, scale, sum, flip);
+      return;
+    }
+#endif
     // Vectors over a contiguous row, as the scalar loop computes: the
     // same division and rounding (to nearest, ties to even).
     int64_t vectorEnd = step == 1 ? n / 8 * 8 : 0;
