@@ -337,8 +337,10 @@ INSTANTIATE_TEST_SUITE_P(
 
 // A bf16 weight (or B) times an A of bf16 values (TFC_UK_A_BF16; bf16 dot
 // products where AVX-512 BF16 is, which the emulated-BF16 build of a host
-// without it runs alone): a decode GEMV, one to thirteen rows (six at a
-// time), odd K (a last pair padded), odd N (a partial last panel),
+// without it runs alone): a decode GEMV, one to fifteen rows (eight at a
+// time: short blocks of one, five and seven rows), rows split over the
+// threads with a short block of six, odd K (a last pair padded), odd N (a
+// partial last panel),
 // transposed A, accumulation, a B of activations (packed per call), a
 // batch, B past L2.
 INSTANTIATE_TEST_SUITE_P(
@@ -350,6 +352,9 @@ INSTANTIATE_TEST_SUITE_P(
              true},
         Case{1, 131, 513, 40, true, true, true, 3, BType::BF16, 0, false, true},
         Case{1, 5, 301, 33, false, false, false, 2, BType::BF16, 0, false,
+             true},
+        Case{1, 15, 260, 50, false, true, true, 2, BType::BF16, 0, false, true},
+        Case{1, 70, 300, 70, false, true, false, 2, BType::BF16, 0, false,
              true},
         Case{4, 9, 40, 17, false, false, true, 1, BType::BF16, 0, false, true},
         Case{1, 64, 1100, 600, false, true, false, 2, BType::BF16, 0, false,
