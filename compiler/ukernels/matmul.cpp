@@ -822,12 +822,13 @@ void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
                          const QuantizedRows &qa, const uint8_t *packed,
                          const float *scales, float *cb, bool parallel) {
   constexpr int64_t kCols = intdot::kCols;
+  constexpr int kRows = 6; // of dotRowsVnni512's blocks
   const int32_t *sums = d.sums ? d.columnSums(p, packed) : nullptr;
   // Row blocks as the f32 kernel's (at most about kMC rows, as many as a
   // multiple of the threads): 128 rows in blocks of 96 and 32 left one
   // thread a quarter of the work.
   int64_t threads = parallel ? omp_get_max_threads() : 1;
-  std::pair<int64_t, int64_t> split = rowBlocks(p.m, threads, 6);
+  std::pair<int64_t, int64_t> split = rowBlocks(p.m, threads, kRows);
   int64_t chunks = split.first, mc = split.second;
   int64_t pairs = (d.panels + 1) / 2;
 #pragma omp parallel for schedule(static) if (parallel)
@@ -843,21 +844,22 @@ void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
       float *c = cb + first * kCols;
       int64_t cols = std::min(P * kCols, p.n - first * kCols);
       int64_t i = r0;
-      for (; i + 6 <= rEnd; i += 6)
-        dotRowsVnni512<6, P, I4>(p, d, qa, panel, bScales, bSums, c, i, cols);
-      tfc::uk::withRows<5>(rEnd - i, [&](auto height) {
+      for (; i + kRows <= rEnd; i += kRows)
+        dotRowsVnni512<kRows, P, I4>(p, d, qa, panel, bScales, bSums, c, i,
+                                     cols);
+      tfc::uk::withRows<kRows - 1>(rEnd - i, [&](auto height) {
         dotRowsVnni512<decltype(height)::value, P, I4>(p, d, qa, panel, bScales,
                                                        bSums, c, i, cols);
       });
     };
     using One = std::integral_constant<int, 1>;
     using Two = std::integral_constant<int, 2>;
-    // Fewer than six rows (a decode step's GEMV) are bound by reading B:
+    // Fewer rows than a block (a decode step's GEMV) are bound by reading B:
     // its panels go one after the other, one stream through memory. Two
     // panels at a time read two streams a panel apart, which the hardware
     // prefetchers followed worse: a LLaMA decode step with int4 weights
     // and int8 activations went from 1.2 to 1.9 ms.
-    if (pn + 1 < d.panels && rEnd - r0 >= 6) {
+    if (pn + 1 < d.panels && rEnd - r0 >= kRows) {
       rows(Two(), pn);
     } else {
       rows(One(), pn);

@@ -314,10 +314,10 @@ template <typename F> inline void forEachRowBlock(int64_t rows, F &&f) {
 }
 
 /// Calls f(std::integral_constant<int, H>()) for the run-time row count
-/// h in [1, Max] (by default [1, 2 kMR), the heights of forEachRowBlock's
+/// h in [1, Max] (by default [1, kMR], the heights of forEachRowBlock's
 /// blocks), nothing for others: the kernels take their row counts as
 /// template parameters.
-template <int Max = 2 * kMR - 1, int H = 1, typename F>
+template <int Max = kMR, int H = 1, typename F>
 inline void withRows(int64_t h, F &&f) {
   if constexpr (H <= Max) {
     if (h == H)
@@ -344,7 +344,8 @@ inline void packRows(const float *a, int64_t lda, int64_t astep, int64_t rows,
   });
 }
 
-/// Runs the kernel on the next `rows` (< 2 kMR) rows of `t` and advances it.
+/// Runs the kernel on the next `rows` (at most kMR) rows of `t` and advances
+/// it.
 template <int NV, int Unroll, ARows A, BPanel P, typename Epilogue>
 inline void rowBlock(Tile<NV> &t, int64_t rows, Epilogue &epilogue) {
   withRows(rows, [&](auto height) {
