@@ -499,16 +499,25 @@ constexpr double kParallelFlops = 4e6;
 /// 8.7 ms.
 constexpr size_t kParallelBytes = size_t(1) << 19;
 
-/// The threads' blocks of `m` rows: as many as a multiple of the threads,
-/// each at most about kMC rows and a multiple of `rows` (the kernel's);
-/// returns {count, rows per block} (the last block shorter).
-std::pair<int64_t, int64_t> rowBlocks(int64_t m, int64_t threads,
-                                      int64_t rows) {
-  int64_t blocks = std::max(threads, (m + kMC - 1) / kMC);
-  blocks = (blocks + threads - 1) / threads * threads;
-  int64_t mc = ((m + blocks - 1) / blocks + rows - 1) / rows * rows;
-  return {(m + mc - 1) / mc, mc};
-}
+/// The threads' tasks over `m` rows: `count` of them (a multiple of the
+/// threads), each a range of whole kernel blocks of `rows` rows (the last
+/// one may end short) and at most about kMC rows. Under a static schedule
+/// each thread takes consecutive tasks, and the threads' shares differ by
+/// one kernel block at most (blocks of kMC rows rounded to the kernel's had
+/// split 1024 rows 540 / 484 over two threads, 128 rows 66 / 62).
+struct RowTasks {
+  int64_t m, rows, blocks, count;
+  RowTasks(int64_t m, int64_t threads, int64_t rows)
+      : m(m), rows(rows), blocks((m + rows - 1) / rows) {
+    int64_t perThread = (blocks + threads - 1) / threads;
+    int64_t perTask = std::max<int64_t>(1, kMC / rows);
+    count = threads * ((perThread + perTask - 1) / perTask);
+  }
+  /// The first row of task `j` (the end of task j - 1); j = count gives m.
+  int64_t begin(int64_t j) const {
+    return std::min(m, j * blocks / count * rows);
+  }
+};
 
 /// A 64-byte aligned buffer of at least `floats` floats in `storage`.
 float *alignedScratch(std::vector<float> &storage, size_t floats) {
@@ -824,17 +833,15 @@ void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
   constexpr int64_t kCols = intdot::kCols;
   constexpr int kRows = 6; // of dotRowsVnni512's blocks
   const int32_t *sums = d.sums ? d.columnSums(p, packed) : nullptr;
-  // Row blocks as the f32 kernel's (at most about kMC rows, as many as a
-  // multiple of the threads): 128 rows in blocks of 96 and 32 left one
-  // thread a quarter of the work.
+  // Row tasks as the f32 kernel's (RowTasks): 128 rows in blocks of 96 and
+  // 32 had left one thread a quarter of the work.
   int64_t threads = parallel ? omp_get_max_threads() : 1;
-  std::pair<int64_t, int64_t> split = rowBlocks(p.m, threads, kRows);
-  int64_t chunks = split.first, mc = split.second;
+  RowTasks tasks(p.m, threads, kRows);
   int64_t pairs = (d.panels + 1) / 2;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t u = 0; u < chunks * pairs; ++u) {
-    int64_t pn = 2 * (u % pairs), r0 = u / pairs * mc;
-    int64_t rEnd = std::min(p.m, r0 + mc);
+  for (int64_t u = 0; u < tasks.count * pairs; ++u) {
+    int64_t pn = 2 * (u % pairs), r0 = tasks.begin(u / pairs);
+    int64_t rEnd = tasks.begin(u / pairs + 1);
     // Rows [r0, rEnd) against `P` panels from panel `first`.
     auto rows = [&](auto panels, int64_t first) {
       constexpr int P = decltype(panels)::value;
@@ -1068,15 +1075,12 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
       block(0, p.m, pn, 0, d.pairs, p.accumulate);
     return;
   }
-  // Row blocks as the f32 kernel's (kMC rows at most, a multiple of the
-  // threads); slices of 128 pairs: 8 KiB of a panel.
+  // Row tasks as the f32 kernel's; slices of 128 pairs: 8 KiB of a panel.
   constexpr int64_t kSlicePairs = 128;
-  // (Not a structured binding: OpenMP regions cannot capture one.)
-  std::pair<int64_t, int64_t> split = rowBlocks(p.m, threads, kRows);
-  int64_t blocks = split.first, mc = split.second;
+  RowTasks tasks(p.m, threads, kRows);
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t rb = 0; rb < blocks; ++rb) {
-    int64_t i0 = rb * mc, rows = std::min(mc, p.m - i0);
+  for (int64_t j = 0; j < tasks.count; ++j) {
+    int64_t i0 = tasks.begin(j), rows = tasks.begin(j + 1) - i0;
     for (int64_t pn = 0; pn < d.panels; pn += 2)
       for (int64_t kp0 = 0; kp0 < d.pairs; kp0 += kSlicePairs)
         block(i0, rows, pn, kp0, std::min(kSlicePairs, d.pairs - kp0),
@@ -1184,16 +1188,15 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
         panel(Strided(), ab, 0, p.m, pn);
       return;
     }
-    // The threads split the rows, in blocks of whole kernel blocks, at most
-    // kMC rows, as many as a multiple of the threads. Each packs the A of
-    // its block into its own buffer and runs it against every panel: no
+    // The threads split the rows, in tasks of whole kernel blocks, at most
+    // about kMC rows (RowTasks). Each packs the A of its task into its own
+    // buffer and runs it against every panel: no
     // thread reads what another wrote (a transfer between cores costs more
     // than the packing), and B panels stay shared, read-only.
-    std::pair<int64_t, int64_t> split = rowBlocks(p.m, threads, kMR);
-    int64_t blocks = split.first, mc = split.second;
+    RowTasks tasks(p.m, threads, kMR);
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t rb = 0; rb < blocks; ++rb) {
-      int64_t i0 = rb * mc, rows = std::min(mc, p.m - i0);
+    for (int64_t j = 0; j < tasks.count; ++j) {
+      int64_t i0 = tasks.begin(j), rows = tasks.begin(j + 1) - i0;
       static thread_local std::vector<float> aStorage;
       float *pa = alignedScratch(aStorage, size_t(rows * p.k));
       for (int64_t k0 = 0; k0 < p.k; k0 += kSlice)
