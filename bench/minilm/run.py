@@ -23,7 +23,14 @@ tokenizer.json via `tokenizers`, padded to 128):
 and 128 values, integer dot products) and ONNX Runtime on its
 quantize_dynamic export (int8 weights, activations uint8 per tensor at run
 time). Their embeddings differ from PyTorch's by the quantization: their
-cosines are reported, not checked. --bf16 adds tfc fused with --dtype=bf16
+cosines are reported, not checked. --seq-len longest pads each batch to its longest sentence instead (as a
+tokenizer called with padding=True does): the peers take exactly that many
+tokens (ONNX exported at that length), and with --lengths 16,32,64,128 the
+tfc systems are one library built for those lengths (tfc-compile --seq-len
+16,32,64,128), which the runtime runs as the shortest that holds the batch
+(the inputs padded with zeros, the outputs cut): what a user who does not
+know the lengths ahead gets.
+--bf16 adds tfc fused with --dtype=bf16
 (weights and activations in bf16, matmul sums and norm statistics in f32)
 and PyTorch eager on the model converted with .to(torch.bfloat16); their
 cosines are reported, not checked, too.
@@ -162,11 +169,11 @@ def tokenize(model_dir, sentences, seq):
 
     tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
     tok.no_truncation()
-    tok.enable_padding(length=seq, pad_id=0, pad_token="[PAD]")
+    tok.enable_padding(length=None if seq == "longest" else seq, pad_id=0, pad_token="[PAD]")
     enc = tok.encode_batch(sentences)
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-    assert ids.shape == (len(sentences), seq), ids.shape
+    assert seq == "longest" or ids.shape == (len(sentences), seq), ids.shape
     return ids, mask
 
 
@@ -177,7 +184,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batches", default="1,8")
-    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--seq-len", default="128", help="tokens per sentence, or 'longest': each batch's longest sentence")
+    ap.add_argument("--lengths", help="the tfc systems' built lengths (tfc-compile --seq-len L1,L2,...; default: the batch's length)")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--runs", type=int, default=10, help="timed runs per system per round")
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs per system per round")
@@ -204,6 +212,8 @@ def main():
     for s in systems:
         assert s in SYSTEMS + QUANTIZED + BF16, s
     batches = [int(b) for b in a.batches.split(",")]
+    if a.seq_len != "longest":
+        a.seq_len = int(a.seq_len)
     T = a.threads
     os.makedirs(a.work, exist_ok=True)
     os.makedirs(a.results, exist_ok=True)
@@ -232,7 +242,7 @@ def main():
     meta = {
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu_model(), "nproc": os.cpu_count(), "threads": T,
-        "seq_len": a.seq_len, "rounds": a.rounds, "runs_per_round": a.runs,
+        "seq_len": a.seq_len, "tfc_lengths": a.lengths, "rounds": a.rounds, "runs_per_round": a.runs,
         "warmup_per_round": a.warmup, "tfc_git": git_state(),
         "versions": versions(py), "torch_blas": torch_blas,
         "loadavg_start": os.getloadavg(), "model_dir": model_dir,
@@ -246,6 +256,7 @@ def main():
     for B in batches:
         sents = SENTENCES if B == len(SENTENCES) else [SENTENCES[(7 + i) % len(SENTENCES)] for i in range(B)]
         ids, mask = tokenize(model_dir, sents, a.seq_len)
+        seq = ids.shape[1]
         ids_p = os.path.join(a.work, f"ids_b{B}.npy")
         mask_p = os.path.join(a.work, f"mask_b{B}.npy")
         np.save(ids_p, ids)
@@ -256,8 +267,8 @@ def main():
         build = {}
         for s in systems:
             if s.startswith("tfc"):
-                so = os.path.join(a.work, f"minilm_b{B}_s{a.seq_len}_{s}.so")
-                cmd = [compile_bin, "--hf", model_dir, "--batch", str(B), "--seq-len", str(a.seq_len), "-o", so]
+                so = os.path.join(a.work, f"minilm_b{B}_s{a.lengths or seq}_{s}.so")
+                cmd = [compile_bin, "--hf", model_dir, "--batch", str(B), "--seq-len", a.lengths or str(seq), "-o", so]
                 cmd += TFC_FLAGS[s]
                 wait_for(compile_bin, "binary")
                 t0 = time.perf_counter()
@@ -269,12 +280,12 @@ def main():
                 used_bins.add(("bin/tfc-compile", build[s]["tfc_compile_mtime"]))
                 art[s] = so
                 log(f"run.py: b{B} {s}: compiled in {build[s]['compile_s']} s ({build[s]['note']})")
-        onnx_p = os.path.join(a.work, f"minilm_b{B}_s{a.seq_len}.onnx")
-        onnx_of = {"ort": onnx_p, "ort-int8": os.path.join(a.work, f"minilm_b{B}_s{a.seq_len}_int8.onnx")}
+        onnx_p = os.path.join(a.work, f"minilm_b{B}_s{seq}.onnx")
+        onnx_of = {"ort": onnx_p, "ort-int8": os.path.join(a.work, f"minilm_b{B}_s{seq}_int8.onnx")}
         if "ort" in systems or "ort-int8" in systems:
             t0 = time.perf_counter()
             sh([py, peer, "export", "--model-dir", model_dir, "--batch", str(B),
-                "--seq-len", str(a.seq_len), "--onnx", onnx_p], env=torch_env)
+                "--seq-len", str(seq), "--onnx", onnx_p], env=torch_env)
             build["ort"] = {"export_s": round(time.perf_counter() - t0, 2), "onnx_mb": round(os.path.getsize(onnx_p) / 2**20, 1)}
             log(f"run.py: b{B} ort: exported in {build['ort']['export_s']} s")
         if "ort-int8" in systems:
@@ -359,7 +370,7 @@ def main():
             for s in systems:
                 summ[s]["tfc_fused_speedup"] = summ[s]["median_ms"] / summ["tfc-fused"]["median_ms"]
                 summ[s]["tfc_fused_speedup_min"] = summ[s]["min_ms"] / summ["tfc-fused"]["min_ms"]
-        results["batches"][str(B)] = {"sentences": sents, "tokens": mask.sum(1).tolist(), "build": build,
+        results["batches"][str(B)] = {"sentences": sents, "seq": seq, "tokens": mask.sum(1).tolist(), "build": build,
                                       "summary": summ, "rounds": rec, "agreement": agree,
                                       "agree_ok": ok, "loadavg_per_round": loads}
 
@@ -390,7 +401,8 @@ def render(res, systems):
     m = res["meta"]
     v = m["versions"]
     L = []
-    L.append(f"### all-MiniLM-L6-v2, seq {m['seq_len']}, {m['threads']} threads — {m['date_utc']}\n")
+    lengths = f" (tfc built for {m['tfc_lengths']})" if m.get("tfc_lengths") else ""
+    L.append(f"### all-MiniLM-L6-v2, seq {m['seq_len']}{lengths}, {m['threads']} threads — {m['date_utc']}\n")
     L.append(f"{m['cpu']}, {m['nproc']} CPUs; tfc {m['tfc_git']}; torch {v.get('torch')} "
              f"({m['torch_blas']}), onnxruntime {v.get('onnxruntime')}; "
              f"{m['rounds']} interleaved rounds x ({m['warmup_per_round']} warm-up + "
@@ -414,7 +426,8 @@ def render(res, systems):
             spm = x["min_ms"] / fz["min_ms"] if fz else None
             spm = "—" if s == "tfc-fused" else (f"{spm:.2f}x" if spm is not None else "")
             lo, hi = x["round_median_range_ms"]
-            L.append(f"| {B} | {LABELS[s]} | {x['median_ms']:.1f} | {x['min_ms']:.1f} | {lo:.1f}–{hi:.1f} | "
+            batch = f"{B} x {r['seq']} tokens" if m["seq_len"] == "longest" else B
+            L.append(f"| {batch} | {LABELS[s]} | {x['median_ms']:.1f} | {x['min_ms']:.1f} | {lo:.1f}–{hi:.1f} | "
                      f"{x['throughput_sps']:.1f} | {rss} | {sp} | {spm} | "
                      + ("reference | reference |" if s == "torch" else f"{ag:.8f} | {dif:.1e} |"))
     L.append("")

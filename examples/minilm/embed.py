@@ -5,7 +5,9 @@ usage: embed.py MODEL_DIR MODEL_SO TFC_RUN SEQ_LEN SENTENCE...
 
 Token ids come from the model's own tokenizer (the `tokenizers` package);
 the compiled model takes int64 [B, SEQ_LEN] ids and attention mask (padded
-with 0) and returns L2-normalised [B, 384] embeddings.
+with 0) and returns L2-normalised [B, 384] embeddings. SEQ_LEN "upto=N"
+pads the sentences only to the longest of them (at most N tokens), for a
+model built for several lengths up to N (tfc-compile --seq-len 16,...,N).
 """
 
 import os
@@ -19,11 +21,12 @@ from tokenizers import Tokenizer
 
 def main():
     model_dir, model_so, tfc_run, seq_len = sys.argv[1:5]
-    seq_len = int(seq_len)
+    longest = seq_len.startswith("upto=")
+    seq_len = int(seq_len[len("upto="):] if longest else seq_len)
     sentences = sys.argv[5:]
     tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
     tok.enable_truncation(seq_len)
-    tok.enable_padding(length=seq_len)
+    tok.enable_padding(length=None if longest else seq_len)
     enc = tok.encode_batch(sentences)
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
@@ -40,7 +43,8 @@ def main():
     sim = emb @ emb.T
     width = max(len(s) for s in sentences)
     width = min(width, 48)
-    print("cosine similarity (tfc, fused all-MiniLM-L6-v2):")
+    print("cosine similarity (tfc, fused all-MiniLM-L6-v2, %d tokens):" %
+          ids.shape[1])
     for i, s in enumerate(sentences):
         label = (s[:width - 1] + "…") if len(s) > width else s
         print("  %-*s %s" % (width, label,

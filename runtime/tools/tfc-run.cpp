@@ -28,7 +28,11 @@ const char kUsage[] =
     "Runs a model compiled by tfc-compile. Inputs map to the model's inputs "
     "in\n"
     "order and must match their dtype and shape (bf16 inputs are read from\n"
-    "'<u2' arrays); outputs are written in order (bf16 as '<u2').\n"
+    "'<u2' arrays); outputs are written in order (bf16 as '<u2'). A model "
+    "built\n"
+    "for several sequence lengths (tfc-compile --seq-len) takes inputs of "
+    "any\n"
+    "length up to the longest: the length follows from their shapes.\n"
     "  --weights FILE   bind the model's weights by name from a safetensors "
     "file\n"
     "  --repeat N       run N timed times and print the median and min time\n"
@@ -148,6 +152,14 @@ std::string describe(const tfc_tensor_desc *desc) {
   return text;
 }
 
+/// "i64 [2, 3]"
+std::string describe(const tfc_array *array) {
+  std::string text = std::string(tfc_dtype_name(tfc_array_dtype(array))) + " [";
+  for (int32_t i = 0; i < tfc_array_rank(array); ++i)
+    text += (i ? ", " : "") + std::to_string(tfc_array_shape(array)[i]);
+  return text + "]";
+}
+
 std::string nameList(tfc_model *model, bool inputs) {
   int32_t count =
       inputs ? tfc_model_num_inputs(model) : tfc_model_num_outputs(model);
@@ -160,6 +172,11 @@ std::string nameList(tfc_model *model, bool inputs) {
   return text;
 }
 
+/// ", sequence axis 1" for a tensor whose extent there follows the length.
+std::string axisNote(int32_t axis) {
+  return axis < 0 ? "" : ", sequence axis " + std::to_string(axis);
+}
+
 void printSignature(tfc_model *model) {
   const tfc_manifest *manifest = tfc_model_manifest_of(model);
   std::printf("model %s: entry %s, target %s\n", tfc_model_path(model),
@@ -169,15 +186,78 @@ void printSignature(tfc_model *model) {
     check(tfc_device_describe(device, sizeof(device)));
     std::printf("  device: %s\n", device);
   }
+  if (int32_t numLengths = tfc_model_num_lengths(model)) {
+    std::string lengths;
+    for (int32_t i = 0; i < numLengths; ++i)
+      lengths +=
+          (i ? ", " : "") + std::to_string(tfc_model_built_length(model, i));
+    std::printf("  lengths: %s (the shapes below at %lld)\n", lengths.c_str(),
+                static_cast<long long>(tfc_model_length(model)));
+  }
   for (int32_t i = 0; i < tfc_model_num_inputs(model); ++i)
-    std::printf("  input %d %s: %s\n", i, tfc_model_input(model, i)->name,
-                describe(tfc_model_input(model, i)).c_str());
+    std::printf("  input %d %s: %s%s\n", i, tfc_model_input(model, i)->name,
+                describe(tfc_model_input(model, i)).c_str(),
+                axisNote(tfc_model_input_length_axis(model, i)).c_str());
   for (int32_t i = 0; i < tfc_model_num_weights(model); ++i)
     std::printf("  weight %d %s: %s\n", i, tfc_model_weight(model, i)->name,
                 describe(tfc_model_weight(model, i)).c_str());
   for (int32_t i = 0; i < tfc_model_num_outputs(model); ++i)
-    std::printf("  output %d %s: %s\n", i, tfc_model_output(model, i)->name,
-                describe(tfc_model_output(model, i)).c_str());
+    std::printf("  output %d %s: %s%s\n", i, tfc_model_output(model, i)->name,
+                describe(tfc_model_output(model, i)).c_str(),
+                axisNote(tfc_model_output_length_axis(model, i)).c_str());
+}
+
+/// For a model built for several lengths: the length its inputs have. An
+/// input's extent on its sequence axis is the length plus a constant (past
+/// tokens in a mask), which the descriptor at the current length shows.
+/// Every input with a sequence axis must agree. Exits on an error.
+void setLengthFromInputs(tfc_model *model, const Options &options,
+                         const std::vector<tfc_array *> &inputs) {
+  int64_t current = tfc_model_length(model);
+  int64_t length = 0;
+  int32_t from = -1;
+  auto which = [&](int32_t i) {
+    return "input " + std::to_string(i) + " '" +
+           tfc_model_input(model, i)->name + "'";
+  };
+  auto where = [&](int32_t i) {
+    return describe(inputs[size_t(i)]) + " in " + options.inputs[size_t(i)];
+  };
+  for (int32_t i = 0; i < int32_t(inputs.size()); ++i) {
+    int32_t axis = tfc_model_input_length_axis(model, i);
+    // A rank too small is tfc_model_check_input's to report.
+    if (axis < 0 || tfc_array_rank(inputs[size_t(i)]) <= axis)
+      continue;
+    int64_t offset = tfc_model_input(model, i)->shape[axis] - current;
+    int64_t inputLength = tfc_array_shape(inputs[size_t(i)])[axis] - offset;
+    if (from < 0) {
+      length = inputLength;
+      from = i;
+    } else if (inputLength != length) {
+      fail("inputs of different lengths: " + which(from) + " has length " +
+           std::to_string(length) + " (" + where(from) + "), " + which(i) +
+           " length " + std::to_string(inputLength) + " (" + where(i) + ")");
+    }
+  }
+  if (from < 0)
+    return;
+  if (tfc_status status = tfc_model_set_length(model, length)) {
+    std::string message = tfc_status_message(status);
+    tfc_status_free(status);
+    fail(message + " (" + which(from) + " is " + where(from) + ")");
+  }
+}
+
+/// The input's dtype and rank fit and its shape differs in one axis: perhaps
+/// a sequence length other than the one the model was built for.
+bool differsInOneAxis(const tfc_tensor_desc *desc, const tfc_array *array) {
+  if (tfc_array_dtype(array) != desc->dtype ||
+      tfc_array_rank(array) != desc->rank)
+    return false;
+  int32_t differing = 0;
+  for (int32_t i = 0; i < desc->rank; ++i)
+    differing += tfc_array_shape(array)[i] != desc->shape[i];
+  return differing == 1;
 }
 
 std::string plural(size_t n, const char *word) {
@@ -230,13 +310,25 @@ int main(int argc, char **argv) {
            tfc_model_input(model, int32_t(i))->name + "': " + message);
     }
     inputs.push_back(array);
+  }
+  // Before the inputs are checked: their shapes are those of the length.
+  bool severalLengths = tfc_model_num_lengths(model) > 0;
+  if (severalLengths)
+    setLengthFromInputs(model, options, inputs);
+  for (size_t i = 0; i < numInputs; ++i) {
+    tfc_array *array = inputs[i];
     tfc_status status =
         tfc_model_check_input(model, int32_t(i), tfc_array_dtype(array),
                               tfc_array_rank(array), tfc_array_shape(array));
     if (status) {
       std::string message = tfc_status_message(status);
       tfc_status_free(status);
-      fail(message + " in " + options.inputs[i]);
+      std::string hint;
+      if (!severalLengths &&
+          differsInOneAxis(tfc_model_input(model, int32_t(i)), array))
+        hint = " (a model built for one shape; tfc-compile --seq-len "
+               "L1,L2,... builds several)";
+      fail(message + " in " + options.inputs[i] + hint);
     }
     check(tfc_model_bind_input(model, int32_t(i), tfc_array_data(array)));
   }
@@ -260,10 +352,22 @@ int main(int argc, char **argv) {
         times.size() % 2
             ? times[times.size() / 2]
             : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+    // A model built for several lengths: the length, and the built one it
+    // ran as when that is longer (its inputs padded).
+    std::string length;
+    if (severalLengths) {
+      int64_t now = tfc_model_length(model), runsAs = now;
+      for (int32_t i = tfc_model_num_lengths(model); i-- > 0;)
+        if (tfc_model_built_length(model, i) >= now)
+          runsAs = tfc_model_built_length(model, i);
+      length = ", length " + std::to_string(now);
+      if (runsAs != now)
+        length += " (runs as " + std::to_string(runsAs) + ")";
+    }
     std::printf("tfc-run: %s: %ld runs (%ld warmup): median %.4f ms, min "
-                "%.4f ms\n",
+                "%.4f ms%s\n",
                 options.model.c_str(), runs, options.warmup, median,
-                times.front());
+                times.front(), length.c_str());
   } else {
     // Outputs are poisoned (all bits set: NaN for floats, -1 for integers)
     // before every run, so an element the model fails to write shows.

@@ -2,13 +2,22 @@
 
 #include "tfc/Importer/ImportFlags.h"
 
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
 using namespace llvm;
 
 namespace tfc {
 
 ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
     : descriptions{(note + "Batch size").str(),
-                   (note + "Sequence length (new tokens)").str(),
+                   (note +
+                    "Sequence length (new tokens), default 128; several, "
+                    "comma-separated (16,32,128), build one library that "
+                    "runs any length up to the longest as the shortest built "
+                    "one that holds it (inputs padded, outputs cut)")
+                       .str(),
                    (note +
                     "Element type the model computes in: f32 (default), f16 "
                     "or bf16 (activations and weights in that type, matmuls "
@@ -40,8 +49,8 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                            "present.L.key/value hold")
                        .str()},
       batch("batch", cl::desc(descriptions[0]), cl::init(1), cl::cat(category)),
-      seqLen("seq-len", cl::desc(descriptions[1]), cl::init(128),
-             cl::cat(category)),
+      seqLen("seq-len", cl::desc(descriptions[1]), cl::init("128"),
+             cl::value_desc("n[,n...]"), cl::cat(category)),
       dtype("dtype", cl::desc(descriptions[2]), cl::init("f32"),
             cl::cat(category)),
       output("output", cl::desc(descriptions[3]),
@@ -86,6 +95,26 @@ std::vector<std::string> ImportFlags::given() const {
   return out;
 }
 
+FailureOr<std::vector<int64_t>> ImportFlags::seqLens(std::string &error) const {
+  std::vector<int64_t> lengths;
+  SmallVector<StringRef> parts;
+  StringRef(seqLen).split(parts, ',');
+  for (StringRef part : parts) {
+    int64_t length = 0;
+    if (part.trim().getAsInteger(10, length) || length <= 0) {
+      error = ("--seq-len: expected positive integers separated by commas, "
+               "got '" +
+               part + "'")
+                  .str();
+      return failure();
+    }
+    lengths.push_back(length);
+  }
+  llvm::sort(lengths);
+  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
+  return lengths;
+}
+
 FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   auto fail = [&](const Twine &message) {
     error = message.str();
@@ -93,8 +122,9 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   };
   if (batch <= 0)
     return fail("--batch: expected a positive integer");
-  if (seqLen <= 0)
-    return fail("--seq-len: expected a positive integer");
+  FailureOr<std::vector<int64_t>> lengths = seqLens(error);
+  if (failed(lengths))
+    return failure();
   if (pastLen < 0)
     return fail("--past-len: expected a non-negative integer");
   if (present == PresentKV::New && !kvCache && pastLen == 0)
@@ -106,7 +136,7 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
     return failure();
   ImportOptions o;
   o.batch = batch;
-  o.seqLen = seqLen;
+  o.seqLen = lengths->back();
   o.computeType = *computeType;
   o.output = output;
   o.tokenTypeIds = tokenTypeIds;

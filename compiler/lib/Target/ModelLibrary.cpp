@@ -57,14 +57,15 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
       llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
 }
 
-/// Adds `tfc_model_run(void **buffers)`, which unpacks one pointer per
-/// argument and result into the memref calling convention of the entry.
-bool addRunEntry(llvm::Module &mod, const Manifest &manifest,
-                 std::string &error) {
+/// Adds `void name(void **buffers)` (tfc_model_run's type), which unpacks
+/// one pointer per argument and result into the memref calling convention of
+/// the manifest's entry; null (and `error`) when that does not fit.
+llvm::Function *addRunEntry(llvm::Module &mod, const Manifest &manifest,
+                            llvm::StringRef name, std::string &error) {
   llvm::Function *entry = mod.getFunction(manifest.entry);
   if (!entry) {
     error = "entry function @" + manifest.entry + " not found after lowering";
-    return false;
+    return nullptr;
   }
   llvm::LLVMContext &ctx = mod.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
@@ -72,7 +73,7 @@ bool addRunEntry(llvm::Module &mod, const Manifest &manifest,
   auto *fnType =
       llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
   auto *run = llvm::Function::Create(fnType, llvm::Function::ExternalLinkage,
-                                     "tfc_model_run", mod);
+                                     name, mod);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", run));
   std::vector<llvm::Value *> args;
   std::vector<const TensorSpec *> all;
@@ -102,11 +103,12 @@ bool addRunEntry(llvm::Module &mod, const Manifest &manifest,
             std::to_string(entry->arg_size()) +
             " lowered arguments, the manifest implies " +
             std::to_string(args.size());
-    return false;
+    run->eraseFromParent();
+    return nullptr;
   }
   b.CreateCall(entry, args);
   b.CreateRetVoid();
-  return true;
+  return run;
 }
 
 llvm::Constant *cString(llvm::Module &mod, llvm::StringRef s) {
@@ -118,13 +120,29 @@ llvm::Constant *cString(llvm::Module &mod, llvm::StringRef s) {
   return gv;
 }
 
-/// Adds the manifest as constant data and `tfc_model_manifest()`.
-void addManifest(llvm::Module &mod, const Manifest &m) {
-  llvm::LLVMContext &ctx = mod.getContext();
-  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
-  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
-  auto *descType = llvm::StructType::create(ctx, {ptr, i32, i32, i32, ptr, ptr},
-                                            "tfc_tensor_desc");
+/// Adds manifests as constant data (tfc_manifest of abi.h).
+class ManifestData {
+public:
+  explicit ManifestData(llvm::Module &mod) : mod(mod), ctx(mod.getContext()) {
+    ptr = llvm::PointerType::getUnqual(ctx);
+    i32 = llvm::Type::getInt32Ty(ctx);
+    descType = llvm::StructType::create(ctx, {ptr, i32, i32, i32, ptr, ptr},
+                                        "tfc_tensor_desc");
+    manifestType = llvm::StructType::create(
+        ctx, {i32, i32, ptr, ptr, i32, i32, ptr, ptr}, "tfc_manifest");
+  }
+
+  /// A private constant holding `m`.
+  llvm::GlobalVariable *add(const Manifest &m);
+
+private:
+  llvm::Module &mod;
+  llvm::LLVMContext &ctx;
+  llvm::Type *ptr, *i32;
+  llvm::StructType *descType, *manifestType;
+};
+
+llvm::GlobalVariable *ManifestData::add(const Manifest &m) {
   auto descs = [&](const std::vector<TensorSpec> &specs) -> llvm::Constant * {
     std::vector<llvm::Constant *> elems;
     for (const TensorSpec &s : specs) {
@@ -152,8 +170,6 @@ void addManifest(llvm::Module &mod, const Manifest &m) {
         mod, arrType, true, llvm::GlobalValue::PrivateLinkage,
         llvm::ConstantArray::get(arrType, elems), ".tfc.descs");
   };
-  auto *manifestType = llvm::StructType::create(
-      ctx, {i32, i32, ptr, ptr, i32, i32, ptr, ptr}, "tfc_manifest");
   auto *init = llvm::ConstantStruct::get(
       manifestType,
       {llvm::ConstantInt::get(i32, TFC_MANIFEST_MAGIC),
@@ -161,14 +177,61 @@ void addManifest(llvm::Module &mod, const Manifest &m) {
        cString(mod, m.target), llvm::ConstantInt::get(i32, m.args.size()),
        llvm::ConstantInt::get(i32, m.results.size()), descs(m.args),
        descs(m.results)});
-  auto *gv = new llvm::GlobalVariable(mod, manifestType, true,
-                                      llvm::GlobalValue::PrivateLinkage, init,
-                                      ".tfc.manifest");
-  auto *fn = llvm::Function::Create(llvm::FunctionType::get(ptr, false),
-                                    llvm::Function::ExternalLinkage,
-                                    "tfc_model_manifest", mod);
+  return new llvm::GlobalVariable(mod, manifestType, true,
+                                  llvm::GlobalValue::PrivateLinkage, init,
+                                  ".tfc.manifest");
+}
+
+/// Adds `tfc_model_manifest()`, returning `manifest`.
+void addManifestEntry(llvm::Module &mod, llvm::GlobalVariable *manifest) {
+  llvm::LLVMContext &ctx = mod.getContext();
+  auto *fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::PointerType::getUnqual(ctx), false),
+      llvm::Function::ExternalLinkage, "tfc_model_manifest", mod);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
-  b.CreateRet(gv);
+  b.CreateRet(manifest);
+}
+
+/// Adds `int32_t tfc_model_variants(const tfc_model_variant **)` over a
+/// table of {length, manifest, run} (abi.h, "Sequence lengths"): one run
+/// function and manifest per variant; the longest one's are `longest` and
+/// `longestRun`, tfc_model_manifest's and tfc_model_run's.
+bool addVariants(llvm::Module &mod, ManifestData &data,
+                 llvm::ArrayRef<ModelVariant> variants,
+                 llvm::GlobalVariable *longest, llvm::Function *longestRun,
+                 std::string &error) {
+  llvm::LLVMContext &ctx = mod.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *variantType =
+      llvm::StructType::create(ctx, {i64, ptr, ptr}, "tfc_model_variant");
+  std::vector<llvm::Constant *> rows;
+  for (auto [i, v] : llvm::enumerate(variants)) {
+    bool last = i + 1 == variants.size();
+    llvm::Constant *manifest = last ? longest : data.add(v.manifest);
+    llvm::Function *run =
+        last ? longestRun
+             : addRunEntry(mod, v.manifest,
+                           "tfc.run_s" + std::to_string(v.length), error);
+    if (!run)
+      return false;
+    if (!last)
+      run->setLinkage(llvm::GlobalValue::InternalLinkage);
+    rows.push_back(llvm::ConstantStruct::get(
+        variantType, {llvm::ConstantInt::get(i64, v.length), manifest, run}));
+  }
+  auto *tableType = llvm::ArrayType::get(variantType, rows.size());
+  auto *table = new llvm::GlobalVariable(
+      mod, tableType, true, llvm::GlobalValue::PrivateLinkage,
+      llvm::ConstantArray::get(tableType, rows), ".tfc.variants");
+  auto *fn = llvm::Function::Create(llvm::FunctionType::get(i32, {ptr}, false),
+                                    llvm::Function::ExternalLinkage,
+                                    "tfc_model_variants", mod);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  b.CreateStore(table, fn->getArg(0));
+  b.CreateRet(llvm::ConstantInt::get(i32, rows.size()));
+  return true;
 }
 
 /// A load-time constructor calling omp_set_num_threads(threads).
@@ -297,7 +360,8 @@ bool link(llvm::StringRef object, const LibraryOptions &options,
 
 LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
                                const LibraryOptions &options,
-                               std::string &error) {
+                               std::string &error,
+                               llvm::ArrayRef<ModelVariant> variants) {
   DialectRegistry registry;
   registerAllToLLVMIRTranslations(registry);
   module->getContext()->appendDialectRegistry(registry);
@@ -316,9 +380,15 @@ LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
   mod->setDataLayout(tm->createDataLayout());
 
   internalize(*mod);
-  if (!addRunEntry(*mod, manifest, error))
+  llvm::Function *run = addRunEntry(*mod, manifest, "tfc_model_run", error);
+  if (!run)
     return failure();
-  addManifest(*mod, manifest);
+  ManifestData manifests(*mod);
+  llvm::GlobalVariable *manifestData = manifests.add(manifest);
+  addManifestEntry(*mod, manifestData);
+  if (!variants.empty() &&
+      !addVariants(*mod, manifests, variants, manifestData, run, error))
+    return failure();
   if (options.linkMicroKernels)
     addWeightsChanged(*mod);
   if (options.defaultThreads > 0 && options.linkMicroKernels)

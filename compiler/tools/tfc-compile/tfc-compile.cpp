@@ -26,6 +26,7 @@
 
 #include "VerifyFusion.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -208,10 +209,10 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// Counts the transformer ops of `module`.
-static std::string fusionSummary(ModuleOp module) {
+/// Counts the transformer ops of `root` (a module, or one function of it).
+static std::string fusionSummary(Operation *root) {
   int attention = 0, softmax = 0, layerNorm = 0, rmsNorm = 0;
-  module.walk([&](Operation *op) {
+  root->walk([&](Operation *op) {
     if (isa<tfc::transformer::AttentionOp>(op))
       ++attention;
     else if (isa<tfc::transformer::SoftmaxOp>(op))
@@ -261,10 +262,62 @@ static std::string ukernelArchive(const char *argv0) {
   return std::string(path);
 }
 
+/// The function of the build for `length` tokens in a module of several
+/// (the longest keeps the importer's name, the others take a suffix).
+static std::string variantEntry(StringRef name, int64_t length,
+                                int64_t longest) {
+  return length == longest ? name.str() : (name + "_s" + Twine(length)).str();
+}
+
+/// A module holding a model's builds for several sequence lengths.
+struct LengthBuilds {
+  /// Increasing.
+  std::vector<int64_t> lengths;
+  /// The longest build's function; the others' are variantEntry's.
+  std::string entry;
+};
+
+/// Imports the Hugging Face model once for each of `builds.lengths` into
+/// one module: the longest build's function keeps its name (stored in
+/// `builds.entry`), the others are renamed by variantEntry. Empty on
+/// failure, with `error` set.
+static OwningOpRef<ModuleOp> importLengths(MLIRContext &context,
+                                           tfc::ImportOptions options,
+                                           LengthBuilds &builds,
+                                           std::string &error) {
+  ArrayRef<int64_t> lengths = builds.lengths;
+  OwningOpRef<ModuleOp> merged;
+  for (int64_t length : llvm::reverse(lengths)) {
+    options.seqLen = length;
+    auto imported = tfc::importHuggingFace(context, hfDir, options, error);
+    if (failed(imported))
+      return nullptr;
+    // The importer makes one function.
+    auto fns = llvm::to_vector((*imported)->getOps<func::FuncOp>());
+    if (fns.size() != 1 ||
+        !llvm::hasSingleElement((*imported)->getBody()->getOperations())) {
+      error = "the import of " + hfDir + " made more than one function";
+      return nullptr;
+    }
+    func::FuncOp fn = fns.front();
+    if (!merged) {
+      builds.entry = fn.getSymName().str();
+      merged = std::move(*imported);
+      continue;
+    }
+    fn.setSymName(variantEntry(fn.getSymName(), length, lengths.back()));
+    fn->moveBefore(merged->getBody(), merged->getBody()->end());
+  }
+  return merged;
+}
+
 /// Fuses (or decomposes), lowers and emits `module`; returns the exit code.
+/// `builds`: a module of several sequence-length builds (importLengths),
+/// emitted as one library with a variant per length.
 static int compileModule(ModuleOp module, const std::string &inputName,
                          bool fuse, Emit kind, const std::string &outputPath,
-                         const char *argv0, bool quiet) {
+                         const char *argv0, bool quiet,
+                         const LengthBuilds *builds = nullptr) {
   MLIRContext *context = module.getContext();
   // Graph level: fusion (or decomposition, for the unfused build).
   PassManager graph(context);
@@ -274,12 +327,34 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     return fail("cannot build the graph pipeline");
   if (failed(graph.run(module)))
     return fail("graph optimisation of " + inputName + " failed");
-  if (fuse && !quiet)
-    llvm::errs() << "tfc-compile: " << fusionSummary(module) << "\n";
-
-  FailureOr<tfc::Manifest> manifest = tfc::extractManifest(module, entry);
+  FailureOr<tfc::Manifest> manifest =
+      tfc::extractManifest(module, builds ? builds->entry : entry);
   if (failed(manifest))
     return 1;
+  ArrayRef<int64_t> lengths;
+  if (builds)
+    lengths = builds->lengths;
+  std::vector<tfc::ModelVariant> variants;
+  for (int64_t length : lengths) {
+    FailureOr<tfc::Manifest> m = tfc::extractManifest(
+        module, variantEntry(manifest->entry, length, lengths.back()));
+    if (failed(m))
+      return 1;
+    variants.push_back({length, std::move(*m)});
+  }
+  if (fuse && !quiet) {
+    llvm::errs() << "tfc-compile: "
+                 << fusionSummary(module.lookupSymbol(manifest->entry));
+    if (!lengths.empty())
+      llvm::errs() << " (in each of " << lengths.size() << " sequence lengths: "
+                   << llvm::join(llvm::map_range(lengths,
+                                                 [](int64_t l) {
+                                                   return std::to_string(l);
+                                                 }),
+                                 ", ")
+                   << ")";
+    llvm::errs() << "\n";
+  }
 
   std::string error;
   if (kind == Emit::MLIR) {
@@ -344,7 +419,8 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   emitOptions.ukernelArchive = ukernelArchive(argv0);
   emitOptions.linker = TFC_LINKER;
   emitOptions.defaultThreads = threads;
-  if (failed(tfc::emitModelLibrary(module, *manifest, emitOptions, error)))
+  if (failed(tfc::emitModelLibrary(module, *manifest, emitOptions, error,
+                                   variants)))
     return fail(error);
   return 0;
 }
@@ -469,16 +545,36 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
   std::string inputName = inputFile;
+  LengthBuilds builds;
   if (!hfDir.empty()) {
     inputName = hfDir;
     FailureOr<tfc::ImportOptions> importOptions = importFlags.options(error);
     if (failed(importOptions))
       return fail(error);
-    auto imported =
-        tfc::importHuggingFace(context, hfDir, *importOptions, error);
-    if (failed(imported))
-      return fail(error);
-    module = std::move(*imported);
+    // (options() checked the lengths.)
+    std::vector<int64_t> lengths = *importFlags.seqLens(error);
+    if (lengths.size() > 1) {
+      builds.lengths = lengths;
+      if (target != "cpu")
+        return fail("--seq-len: several lengths build a CPU model; "
+                    "--target=nvptx takes one");
+      if (verifyFusion)
+        return fail("--seq-len: --verify-fusion checks one length; give one");
+      if (!entry.empty())
+        return fail("--entry: a model of several --seq-len lengths has one "
+                    "function per length; drop --entry");
+    }
+    if (builds.lengths.empty()) {
+      auto imported =
+          tfc::importHuggingFace(context, hfDir, *importOptions, error);
+      if (failed(imported))
+        return fail(error);
+      module = std::move(*imported);
+    } else {
+      module = importLengths(context, *importOptions, builds, error);
+      if (!module)
+        return fail(error);
+    }
   } else {
     std::unique_ptr<llvm::MemoryBuffer> input =
         openInputFile(inputFile, &error);
@@ -494,7 +590,8 @@ int main(int argc, char **argv) {
   if (verifyFusion)
     original = module->clone();
   if (int rc = compileModule(*module, inputName, !noFusion, emit, outputFile,
-                             argv[0], /*quiet=*/false))
+                             argv[0], /*quiet=*/false,
+                             builds.lengths.empty() ? nullptr : &builds))
     return rc;
   if (!dumpIRAfter.empty() && !irDumped)
     return fail("--dump-ir-after=" + dumpIRAfter +

@@ -56,6 +56,9 @@ int main(int argc, char **argv) {
   FailureOr<tfc::ImportOptions> options = importFlags.options(error);
   if (failed(options))
     return fail(error);
+  if (importFlags.seqLens(error)->size() > 1)
+    return fail("--seq-len: tfc-import writes the graph of one sequence "
+                "length; several are for tfc-compile");
   auto module = tfc::importHuggingFace(context, hfDir, *options, error);
   if (failed(module))
     return fail(error);

@@ -8,6 +8,7 @@
 #include "tfc/runtime/safetensors.h"
 
 #include "ElfCheck.h"
+#include "Lengths.h"
 #include "cuda/Failure.h"
 #include "cuda/GpuModel.h"
 #include "cuda/Modules.h"
@@ -40,8 +41,13 @@ struct tfc_status_impl {
 struct tfc_model {
   std::string path;
   void *handle = nullptr;
+  /// The descriptors the model takes now: the library's manifest, or for a
+  /// model built for several lengths the copy `lengths` keeps at the current
+  /// length.
   const tfc_manifest *manifest = nullptr;
-  tfc_model_run_fn run = nullptr;
+  tfc_model_run_fn run = nullptr; // a cpu model with lengths runs through them
+  /// Null for a model of one shape.
+  std::unique_ptr<tfc::SequenceLengths> lengths;
   tfc_model_weights_changed_fn weightsChanged = nullptr; // optional
   std::vector<int32_t> inputArgs;  // argument index of each input
   std::vector<int32_t> weightArgs; // argument index of each weight
@@ -276,12 +282,15 @@ tfc_status checkInputBounds(const tfc_model *model) {
 }
 
 /// Fills every bound output with 0xFF bytes (NaN, -1), so that an element
-/// the model does not write shows.
+/// the model does not write shows (also through the staging buffers of a
+/// padded length).
 void poisonHostOutputs(tfc_model *model) {
   size_t numArgs = size_t(model->manifest->num_args);
   for (int32_t i = 0; i < model->manifest->num_results; ++i)
     std::memset(model->buffers[numArgs + size_t(i)], 0xff,
                 tfc_tensor_desc_nbytes(tfc_model_output(model, i)));
+  if (model->lengths)
+    model->lengths->poisonStagedOutputs();
 }
 
 /// Set by tfc_set_num_threads; applied to every model loaded afterwards.
@@ -469,9 +478,21 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
                       "model " + file + ": manifest names weight " +
                           quote(manifest->args[model->weightArgs[i]].name) +
                           " twice");
+    // A model built for several sequence lengths (abi.h).
+    auto variantsFn = reinterpret_cast<tfc_model_variants_fn>(
+        ownSymbol(handle, "tfc_model_variants"));
+    if (variantsFn) {
+      const tfc_model_variant *variants = nullptr;
+      int32_t count = variantsFn(&variants);
+      std::string error;
+      model->lengths =
+          tfc::SequenceLengths::create(file, *manifest, variants, count, error);
+      if (!model->lengths)
+        return fail(TFC_BAD_FORMAT, error);
+    }
     applyThreads(handle);
     model->handle = handle;
-    model->manifest = manifest;
+    model->manifest = model->lengths ? &model->lengths->manifest() : manifest;
     model->run = runFn;
     model->weightsChanged = reinterpret_cast<tfc_model_weights_changed_fn>(
         ownSymbol(handle, "tfc_model_weights_changed"));
@@ -736,6 +757,11 @@ tfc_status tfc_model_invoke(tfc_model *model) {
       return s;
     if (model->gpu)
       return fromGpu(model->gpu->invoke(model->run, model->buffers.data()));
+    if (model->lengths) {
+      model->lengths->poisonStagedOutputs();
+      model->lengths->run(model->buffers.data());
+      return nullptr;
+    }
     model->run(model->buffers.data());
     return nullptr;
   });
@@ -755,20 +781,97 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
     if (model->gpu)
       return fromGpu(model->gpu->time(model->run, model->buffers.data(), warmup,
                                       runs, ms));
+    // A length that runs as a longer variant: its padding and cutting copies
+    // are part of each run, and timed with it.
+    auto runOnce = [&] {
+      if (model->lengths)
+        model->lengths->run(model->buffers.data());
+      else
+        model->run(model->buffers.data());
+    };
     for (int32_t i = 0; i < warmup; ++i) {
       poisonHostOutputs(model);
-      model->run(model->buffers.data());
+      runOnce();
     }
     for (int32_t i = 0; i < runs; ++i) {
       poisonHostOutputs(model);
       auto start = std::chrono::steady_clock::now();
-      model->run(model->buffers.data());
+      runOnce();
       std::chrono::duration<double, std::milli> elapsed =
           std::chrono::steady_clock::now() - start;
       ms[i] = elapsed.count();
     }
     return nullptr;
   });
+}
+
+/*===-- Sequence lengths --------------------------------------------------===*/
+
+int32_t tfc_model_num_lengths(const tfc_model *model) {
+  return model && model->lengths ? int32_t(model->lengths->numLengths()) : 0;
+}
+
+int64_t tfc_model_built_length(const tfc_model *model, int32_t index) {
+  if (!model || !model->lengths || index < 0 ||
+      size_t(index) >= model->lengths->numLengths())
+    return 0;
+  return model->lengths->builtLength(size_t(index));
+}
+
+int64_t tfc_model_length(const tfc_model *model) {
+  return model && model->lengths ? model->lengths->length() : 0;
+}
+
+tfc_status tfc_model_set_length(tfc_model *model, int64_t length) {
+  if (!model)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      "tfc_model_set_length: model must not be NULL");
+  return guard([&]() -> tfc_status {
+    tfc::SequenceLengths *lengths = model->lengths.get();
+    if (!lengths)
+      return makeStatus(TFC_FAILED_PRECONDITION,
+                        "model " + model->path +
+                            " was built for one shape; compile it with "
+                            "--seq-len L1,L2,... to run other lengths");
+    std::string where =
+        "model " + model->path + ": length " + std::to_string(length);
+    if (length < 1)
+      return makeStatus(TFC_INVALID_ARGUMENT, where + " is less than 1");
+    if (length > lengths->longest())
+      return makeStatus(TFC_INVALID_ARGUMENT,
+                        where +
+                            " is longer than the longest it was built "
+                            "for, " +
+                            std::to_string(lengths->longest()));
+    // The same length again keeps the bindings: the shapes did not change.
+    if (length == lengths->length())
+      return nullptr;
+    if (!lengths->setLength(length))
+      return makeStatus(TFC_OUT_OF_MEMORY,
+                        where + ": out of memory for its padded buffers");
+    // The caller's buffers have the old shapes.
+    for (int32_t arg : model->inputArgs)
+      model->buffers[size_t(arg)] = nullptr;
+    size_t numArgs = size_t(model->manifest->num_args);
+    for (int32_t i = 0; i < model->manifest->num_results; ++i)
+      model->buffers[numArgs + size_t(i)] = nullptr;
+    return nullptr;
+  });
+}
+
+int32_t tfc_model_input_length_axis(const tfc_model *model, int32_t index) {
+  if (!model || !model->lengths || index < 0 ||
+      size_t(index) >= model->inputArgs.size())
+    return -1;
+  return model->lengths->axis(size_t(model->inputArgs[size_t(index)]));
+}
+
+int32_t tfc_model_output_length_axis(const tfc_model *model, int32_t index) {
+  if (!model || !model->lengths || index < 0 ||
+      index >= model->manifest->num_results)
+    return -1;
+  return model->lengths->axis(size_t(model->manifest->num_args) +
+                              size_t(index));
 }
 
 /*===-- Host arrays -------------------------------------------------------===*/

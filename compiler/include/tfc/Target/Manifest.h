@@ -35,6 +35,13 @@ struct Manifest {
   std::vector<TensorSpec> results;
 };
 
+/// One of the builds of a model for several sequence lengths (abi.h,
+/// "Sequence lengths"): the model's function for `length` new tokens.
+struct ModelVariant {
+  int64_t length;
+  Manifest manifest;
+};
+
 /// Reads the signature of the entry function: `entry` if given, else the only
 /// public function. Arguments and results must be statically shaped tensors
 /// of a supported dtype; names come from `tfc.name` attributes (else

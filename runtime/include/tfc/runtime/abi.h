@@ -95,6 +95,30 @@ typedef const tfc_manifest *(*tfc_model_manifest_fn)(void);
 typedef void (*tfc_model_run_fn)(void **buffers);
 typedef void (*tfc_model_weights_changed_fn)(void);
 
+/* Sequence lengths. A model built for several sequence lengths
+ * (tfc-compile --hf DIR --seq-len 16,32,128) also exports
+ *
+ *   int32_t tfc_model_variants(const tfc_model_variant **variants);
+ *
+ * which points *variants at an array of its variants, one per length in
+ * increasing order, and returns how many there are (at least 2). Each is the
+ * same model compiled for `length` new tokens per sequence: the same
+ * arguments and results (names, roles, dtypes, ranks, order), whose shapes
+ * differ in at most one axis, the sequence axis, where the extent is a
+ * constant plus `length` ([B, S] token ids, [B, past + S] attention mask,
+ * [B, S, hidden] states); weights have the same shapes in all. The
+ * symbols tfc_model_manifest and tfc_model_run are the longest variant's.
+ * Tokens after the end of a sequence may be zeros in every input
+ * (attention_mask 0 hides them; the models are causal or masked), so the
+ * runtime runs L tokens as the shortest variant of at least L: inputs padded
+ * with zeros along their sequence axis, outputs cut to their first L. */
+typedef struct tfc_model_variant {
+  int64_t length;
+  const tfc_manifest *manifest;
+  tfc_model_run_fn run;
+} tfc_model_variant;
+typedef int32_t (*tfc_model_variants_fn)(const tfc_model_variant **variants);
+
 /* Provided by the runtime; called by compiled code for its temporaries. */
 void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);

@@ -103,16 +103,21 @@ typedef struct tfc_model tfc_model;
  * version, target and descriptors. NOT_FOUND for a missing file, BAD_FORMAT
  * for a library that is not a tfc model ("not a tfc model: m.so: missing
  * symbol tfc_model_manifest"), that dlopen refuses ("cannot load model m.so:
- * ...") or whose target is neither "cpu" nor "nvptx", MISMATCH for another
- * ABI version. For an "nvptx" model it also opens the CUDA driver, loads the
- * model's kernels and allocates its device buffers: FAILED_PRECONDITION
- * without a driver ("cannot run model m.so: target nvptx needs a CUDA
- * driver: no CUDA driver (...)") or when the driver refuses the kernels
- * ("cannot load model m.so: cuModuleLoadData failed: ..."), OUT_OF_MEMORY
- * when device memory runs out. */
+ * ...") or whose target is neither "cpu" nor "nvptx", or whose variants
+ * (abi.h "Sequence lengths") are not one cpu model at several lengths
+ * ("model m.so: variant of length 4: input 'mask' is f32 [3, 7], ..."),
+ * MISMATCH for another ABI version. For an "nvptx" model it also opens the
+ * CUDA driver, loads the model's kernels and allocates its device buffers:
+ * FAILED_PRECONDITION without a driver ("cannot run model m.so: target
+ * nvptx needs a CUDA driver: no CUDA driver (...)") or when the driver
+ * refuses the kernels ("cannot load model m.so: cuModuleLoadData failed:
+ * ..."), OUT_OF_MEMORY when device memory runs out. */
 TFC_API tfc_status tfc_model_load(const char *path, tfc_model **out);
 TFC_API void tfc_model_destroy(tfc_model *model);
 
+/* The model's manifest: the library's, or for a model built for several
+ * lengths the runtime's copy of it with the shapes of the current length
+ * (tfc_model_set_length changes them in place). */
 TFC_API const tfc_manifest *tfc_model_manifest_of(const tfc_model *model);
 TFC_API const char *tfc_model_path(const tfc_model *model);
 /* The manifest's target: "cpu" or "nvptx" ("" for NULL). */
@@ -121,7 +126,8 @@ TFC_API int32_t tfc_model_num_inputs(const tfc_model *model);
 TFC_API int32_t tfc_model_num_weights(const tfc_model *model);
 TFC_API int32_t tfc_model_num_outputs(const tfc_model *model);
 /* NULL when the index is out of range. The descriptors live as long as the
- * model. */
+ * model; the shapes of a model built for several lengths are those of the
+ * current length (tfc_model_set_length updates them in place). */
 TFC_API const tfc_tensor_desc *tfc_model_input(const tfc_model *model,
                                                int32_t index);
 TFC_API const tfc_tensor_desc *tfc_model_weight(const tfc_model *model,
@@ -164,6 +170,40 @@ TFC_API tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
                                          int32_t dtype, int32_t rank,
                                          const int64_t *shape);
 
+/* Sequence lengths (a model built for several, abi.h "Sequence lengths").
+ * The number of lengths the model was built for (0 for a model of one
+ * shape), and the i-th of them, increasing (0 when out of range). */
+TFC_API int32_t tfc_model_num_lengths(const tfc_model *model);
+TFC_API int64_t tfc_model_built_length(const tfc_model *model, int32_t index);
+/* The number of new tokens per sequence the model takes now (the longest
+ * built at load); 0 for a model of one shape. */
+TFC_API int64_t tfc_model_length(const tfc_model *model);
+/* Makes the model take `length` new tokens per sequence, any of 1 to the
+ * longest built: it runs as the shortest built length of at least
+ * `length`, its inputs padded with zeros and its outputs cut (copies in
+ * tfc_model_invoke and tfc_model_time, which time them too). The
+ * descriptors of inputs and outputs then have the new extent on their
+ * sequence axis, and earlier bindings of inputs and outputs are dropped
+ * (bind buffers of the new shapes); weights stay bound. Setting the current
+ * length again changes nothing and keeps the bindings. A length that runs
+ * padded goes through runtime buffers of the built length, allocated on its
+ * variant's first padded length and kept (OUT_OF_MEMORY when they cannot
+ * be); their outputs are filled with 0xFF bytes before every run, so that
+ * an element the model does not write shows in the caller's outputs.
+ * INVALID_ARGUMENT outside [1, longest] ("model m.so: length 200 is longer
+ * than the longest it was built for, 128"; "model m.so: length 0 is less
+ * than 1"); FAILED_PRECONDITION for a model of one shape
+ * ("model m.so was built for one shape; compile it with --seq-len L1,L2,...
+ * to run other lengths"). */
+TFC_API tfc_status tfc_model_set_length(tfc_model *model, int64_t length);
+/* The sequence axis of input or output `index`: the axis whose extent
+ * follows the length; -1 for a tensor without one, an index out of range
+ * or a model of one shape. */
+TFC_API int32_t tfc_model_input_length_axis(const tfc_model *model,
+                                            int32_t index);
+TFC_API int32_t tfc_model_output_length_axis(const tfc_model *model,
+                                             int32_t index);
+
 /* Runs the model once. FAILED_PRECONDITION when an argument or result is not
  * bound; INVALID_ARGUMENT, before anything runs, when an input with bounds
  * (tfc_tensor_desc.bounds: token ids) holds a value outside them ("m.so:
@@ -182,7 +222,9 @@ TFC_API tfc_status tfc_model_invoke(tfc_model *model);
  * Outputs are filled with 0xFF bytes before every run, outside the timing.
  * A cpu model is timed with a steady clock around each run; an nvptx model
  * gets its inputs copied once, each run bracketed by CUDA events on the
- * runtime's stream, and its outputs copied back once at the end. Errors as
+ * runtime's stream, and its outputs copied back once at the end. A length
+ * that runs padded (tfc_model_set_length) has its padding and cutting
+ * copies timed with each run. Errors as
  * for tfc_model_invoke; INVALID_ARGUMENT for runs < 1, warmup < 0 or a NULL
  * `ms`. */
 TFC_API tfc_status tfc_model_time(tfc_model *model, int32_t warmup,
