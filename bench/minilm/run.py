@@ -23,7 +23,8 @@ tokenizer.json via `tokenizers`, padded to 128):
 and 128 values, integer dot products) and ONNX Runtime on its
 quantize_dynamic export (int8 weights, activations uint8 per tensor at run
 time). Their embeddings differ from PyTorch's by the quantization: their
-cosines are reported, not checked. --seq-len longest pads each batch to its longest sentence instead (as a
+cosines are reported, not checked. --max-tokens N keeps only the sentences of at most N tokens (the fixture's
+have 4 to 104). --seq-len longest pads each batch to its longest sentence instead (as a
 tokenizer called with padding=True does): the peers take exactly that many
 tokens (ONNX exported at that length), and with --lengths 16,32,64,128 the
 tfc systems are one library built for those lengths (tfc-compile --seq-len
@@ -163,6 +164,15 @@ def git_state():
         return "unknown"
 
 
+def token_counts(model_dir, sentences):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+    return [len(e.ids) for e in tok.encode_batch(sentences)]
+
+
 def tokenize(model_dir, sentences, seq):
     import numpy as np
     from tokenizers import Tokenizer
@@ -185,6 +195,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--seq-len", default="128", help="tokens per sentence, or 'longest': each batch's longest sentence")
+    ap.add_argument("--max-tokens", type=int, help="use only the sentences of at most this many tokens (the fixture's run from 4 to 104)")
     ap.add_argument("--lengths", help="the tfc systems' built lengths (tfc-compile --seq-len L1,L2,...; default: the batch's length)")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--runs", type=int, default=10, help="timed runs per system per round")
@@ -212,6 +223,7 @@ def main():
     for s in systems:
         assert s in SYSTEMS + QUANTIZED + BF16, s
     batches = [int(b) for b in a.batches.split(",")]
+    sentences = SENTENCES
     if a.seq_len != "longest":
         a.seq_len = int(a.seq_len)
     T = a.threads
@@ -223,6 +235,11 @@ def main():
     run_bin = os.path.join(a.bin, "tfc-run")
     model_dir = sh(["bash", os.path.join(ROOT, "scripts", "install-model.sh")]).strip()
     weights = os.path.join(model_dir, "model.safetensors")
+    if a.max_tokens:
+        counts = token_counts(model_dir, SENTENCES)
+        sentences = [x for x, n in zip(SENTENCES, counts) if n <= a.max_tokens]
+        if not sentences:
+            sys.exit(f"run.py: no sentence has at most {a.max_tokens} tokens (they have {counts})")
 
     base_env = dict(os.environ)
     for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -242,7 +259,7 @@ def main():
     meta = {
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu_model(), "nproc": os.cpu_count(), "threads": T,
-        "seq_len": a.seq_len, "tfc_lengths": a.lengths, "rounds": a.rounds, "runs_per_round": a.runs,
+        "seq_len": a.seq_len, "tfc_lengths": a.lengths, "max_tokens": a.max_tokens, "rounds": a.rounds, "runs_per_round": a.runs,
         "warmup_per_round": a.warmup, "tfc_git": git_state(),
         "versions": versions(py), "torch_blas": torch_blas,
         "loadavg_start": os.getloadavg(), "model_dir": model_dir,
@@ -254,7 +271,7 @@ def main():
     results = {"meta": meta, "batches": {}}
     used_bins = set()  # (binary, mtime) of every tfc-compile / tfc-run use
     for B in batches:
-        sents = SENTENCES if B == len(SENTENCES) else [SENTENCES[(7 + i) % len(SENTENCES)] for i in range(B)]
+        sents = sentences if B == len(sentences) else [sentences[(7 + i) % len(sentences)] for i in range(B)]
         ids, mask = tokenize(model_dir, sents, a.seq_len)
         seq = ids.shape[1]
         ids_p = os.path.join(a.work, f"ids_b{B}.npy")
