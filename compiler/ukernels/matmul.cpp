@@ -834,9 +834,15 @@ void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
   constexpr int kRows = 6; // of dotRowsVnni512's blocks
   const int32_t *sums = d.sums ? d.columnSums(p, packed) : nullptr;
   // Row tasks as the f32 kernel's (RowTasks): 128 rows in blocks of 96 and
-  // 32 had left one thread a quarter of the work.
+  // 32 had left one thread a quarter of the work. Few rows (a decode step's
+  // GEMVs, a short sentence) make one task, and the threads split its
+  // panels, as the f32 kernel's do: a task per thread of rows would leave
+  // some threads without rows (a GEMV all on one) and have every thread
+  // read all of B.
   int64_t threads = parallel ? omp_get_max_threads() : 1;
-  RowTasks tasks(p.m, threads, kRows);
+  RowTasks tasks = p.m < 2 * kRows * threads
+                       ? RowTasks(p.m, 1, std::max<int64_t>(p.m, 1))
+                       : RowTasks(p.m, threads, kRows);
   int64_t pairs = (d.panels + 1) / 2;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t u = 0; u < tasks.count * pairs; ++u) {
