@@ -1,0 +1,408 @@
+"""Runs models compiled by tfc-compile from Python, on libtfcrt.so.
+
+Needs only ctypes and numpy (Python 3.9+). Put this directory on the path:
+
+    import sys
+    sys.path.insert(0, "/path/to/tfc/runtime/python")
+    import tfc_runtime
+
+    with tfc_runtime.Model("minilm.so", weights="model.safetensors") as m:
+        print(m.inputs)                  # [TensorInfo(name='input_ids', ...
+        emb, = m.run(ids, mask)          # inputs in order, or by name:
+        emb, = m.run(input_ids=ids, attention_mask=mask)
+        ms = m.time(ids, mask, runs=20)  # per-run milliseconds
+
+run() returns new numpy arrays, one per output in manifest order. Inputs
+must already have the model's dtype (no silent float -> int casts); a
+Python list or scalar is converted to it. A model built for several
+sequence lengths (tfc-compile --seq-len 16,32,128) takes the length off the
+inputs, as tfc-run does. numpy has no bfloat16: a bf16 input takes a uint16
+array of the raw bits (float32_to_bf16 makes one), a bf16 output comes back
+as uint16 bits (bf16_to_float32 widens them). Every failure raises Error
+with the runtime's one-line message. A Model may be used from one thread at
+a time. load_runtime() says where the runtime library is looked for.
+"""
+
+import ctypes
+import os
+from typing import NamedTuple, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["Error", "Model", "TensorInfo", "bf16_to_float32",
+           "float32_to_bf16", "load_runtime", "set_threads"]
+
+_ALIGN = 64  # the runtime wants input and output buffers 64-byte aligned
+_BF16 = 2
+# tfc_dtype (abi.h) and the extra array types of api.h, by numpy type.
+_DTYPE_CODES = {np.dtype(t): c for t, c in (
+    (np.float32, 0), (np.float16, 1), (np.int64, 3), (np.int32, 4),
+    (np.bool_, 5), (np.float64, 6), (np.int8, 7), (np.uint8, 8),
+    (np.int16, 9), (np.uint16, 10), (np.uint32, 11), (np.uint64, 12))}
+# What a model tensor of each tfc_dtype holds in numpy (bf16: its bits).
+_STORAGE = {0: np.dtype(np.float32), 1: np.dtype(np.float16),
+            _BF16: np.dtype(np.uint16), 3: np.dtype(np.int64),
+            4: np.dtype(np.int32), 5: np.dtype(np.bool_)}
+
+
+class Error(Exception):
+    """A failure, with the runtime's one-line message and the name of its
+    tfc_status_code ("NOT_FOUND", "MISMATCH", ...) as `code`."""
+
+    def __init__(self, message, code="INVALID_ARGUMENT"):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class TensorInfo(NamedTuple):
+    """A tensor of the model's signature. `dtype` is a numpy dtype, or
+    "bf16" (held as uint16 bits); `shape` is at the current length;
+    `length_axis` is the sequence axis (None without one); `bounds` is
+    (lo, hi) for an integer input whose elements must lie in [lo, hi)."""
+    name: str
+    dtype: object
+    shape: Tuple[int, ...]
+    length_axis: Optional[int]
+    bounds: Optional[Tuple[int, int]]
+
+
+class _TensorDesc(ctypes.Structure):  # tfc_tensor_desc
+    _fields_ = [("name", ctypes.c_char_p), ("dtype", ctypes.c_int32),
+                ("role", ctypes.c_int32), ("rank", ctypes.c_int32),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("bounds", ctypes.POINTER(ctypes.c_int64))]
+
+
+# name: (restype, argtypes). A status is a pointer, None when OK.
+_P, _I32, _I64, _STR = (ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64,
+                        ctypes.c_char_p)
+_DESC = ctypes.POINTER(_TensorDesc)
+_SIGNATURES = {
+    "tfc_status_get_code": (ctypes.c_int, [_P]),
+    "tfc_status_message": (_STR, [_P]),
+    "tfc_status_free": (None, [_P]),
+    "tfc_status_code_name": (_STR, [ctypes.c_int]),
+    "tfc_dtype_name": (_STR, [_I32]),
+    "tfc_model_load": (_P, [_STR, ctypes.POINTER(ctypes.c_void_p)]),
+    "tfc_model_destroy": (None, [_P]),
+    "tfc_model_path": (_STR, [_P]),
+    "tfc_model_target": (_STR, [_P]),
+    "tfc_model_num_inputs": (_I32, [_P]),
+    "tfc_model_num_weights": (_I32, [_P]),
+    "tfc_model_num_outputs": (_I32, [_P]),
+    "tfc_model_input": (_DESC, [_P, _I32]),
+    "tfc_model_weight": (_DESC, [_P, _I32]),
+    "tfc_model_output": (_DESC, [_P, _I32]),
+    "tfc_model_bind_weights": (_P, [_P, _STR]),
+    "tfc_model_bind_input": (_P, [_P, _I32, _P]),
+    "tfc_model_bind_output": (_P, [_P, _I32, _P]),
+    "tfc_model_check_input": (_P, [_P, _I32, _I32, _I32,
+                                   ctypes.POINTER(ctypes.c_int64)]),
+    "tfc_model_num_lengths": (_I32, [_P]),
+    "tfc_model_built_length": (_I64, [_P, _I32]),
+    "tfc_model_length": (_I64, [_P]),
+    "tfc_model_set_length": (_P, [_P, _I64]),
+    "tfc_model_input_length_axis": (_I32, [_P, _I32]),
+    "tfc_model_output_length_axis": (_I32, [_P, _I32]),
+    "tfc_model_invoke": (_P, [_P]),
+    "tfc_model_time": (_P, [_P, _I32, _I32, ctypes.POINTER(ctypes.c_double)]),
+    "tfc_set_num_threads": (ctypes.c_int, [_I32]),
+}
+
+_runtimes = {}  # path -> the library opened from it
+
+
+def load_runtime(path=None):
+    """libtfcrt.so with the signatures this module calls declared: `path`,
+    else $TFC_RUNTIME_LIB, else this repository's build
+    (<repo>/build/lib/libtfcrt.so, found from this file) when it exists,
+    else libtfcrt.so through the dynamic loader's search. Each library is
+    opened once."""
+    if path is None:
+        path = os.environ.get("TFC_RUNTIME_LIB")
+    if path is None:
+        repo = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))
+        built = os.path.join(repo, "build", "lib", "libtfcrt.so")
+        path = built if os.path.exists(built) else "libtfcrt.so"
+    if path not in _runtimes:
+        try:
+            lib = ctypes.CDLL(path)
+            for name, (restype, argtypes) in _SIGNATURES.items():
+                fn = getattr(lib, name)
+                fn.restype, fn.argtypes = restype, argtypes
+        except (OSError, AttributeError) as e:
+            raise Error("cannot load the tfc runtime %s: %s" % (path, e),
+                        "NOT_FOUND") from None
+        _runtimes[path] = lib
+    return _runtimes[path]
+
+
+def _runtime(runtime):
+    """A library from load_runtime, given one, a path or None."""
+    if runtime is None or isinstance(runtime, (str, os.PathLike)):
+        return load_runtime(None if runtime is None else os.fspath(runtime))
+    return runtime
+
+
+def _check(rt, status, context=""):
+    """Raises Error for a failed tfc_status, which it frees; `context` is
+    appended to the runtime's message."""
+    if not status:
+        return
+    code = rt.tfc_status_get_code(status)
+    message = rt.tfc_status_message(status).decode(errors="replace")
+    rt.tfc_status_free(status)
+    raise Error(message + context, rt.tfc_status_code_name(code).decode())
+
+
+def set_threads(n, runtime=None):
+    """Sets the number of threads compiled CPU code uses (best before
+    loading models; tfc_set_num_threads). True when an OpenMP runtime is
+    in the process now."""
+    if n < 1:
+        raise Error("set_threads: %d threads; at least 1" % n)
+    return bool(_runtime(runtime).tfc_set_num_threads(int(n)))
+
+
+def bf16_to_float32(bits):
+    """bf16 raw bits (uint16, as run() returns them) as float32 (exact)."""
+    bits = np.asarray(bits, np.uint16)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def float32_to_bf16(x):
+    """float32 values as bf16 raw bits (uint16), rounded to nearest even as
+    PyTorch's .to(torch.bfloat16) does; NaN stays NaN."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32)
+    bits = ((u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(u.view(np.float32)), np.uint16(0x7FC0), bits)
+
+
+def _aligned_empty(shape, dtype):
+    """An uninitialised array whose data is 64-byte aligned: a view into an
+    over-allocated byte buffer, which it keeps alive."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + _ALIGN, np.uint8)
+    start = -raw.ctypes.data % _ALIGN
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+class Model:
+    """A compiled model (model.so) loaded by the runtime, its weights bound
+    from a safetensors file. close() (or `with`) unloads it early."""
+
+    def __init__(self, path, weights=None, runtime=None):
+        self._handle = None  # first: __del__ runs even if loading fails
+        self._rt = _runtime(runtime)
+        handle = ctypes.c_void_p()
+        _check(self._rt, self._rt.tfc_model_load(os.fspath(path).encode(),
+                                                 ctypes.byref(handle)))
+        self._handle = handle
+        self.path = self._rt.tfc_model_path(handle).decode()
+        self._names = [t.name for t in self._infos("input")]
+        # Aligned buffers the model reads and writes, kept across runs.
+        self._in_buffers = [None] * len(self._names)
+        self._out_buffers = [None] * len(self._infos("output"))
+        if weights is not None:
+            self.bind_weights(weights)
+
+    def close(self):
+        """Unloads the model (once; later calls do nothing)."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._rt.tfc_model_destroy(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to free
+            pass
+
+    def __repr__(self):
+        return "<tfc_runtime.Model %s>" % self.path
+
+    def _live(self):
+        if not self._handle:
+            raise Error("model %s is closed" % self.path,
+                        "FAILED_PRECONDITION")
+        return self._handle
+
+    def _infos(self, role):
+        """TensorInfo of every tensor of `role`, at the current length."""
+        h, rt = self._live(), self._rt
+        get = getattr(rt, "tfc_model_" + role)
+        axis_of = (lambda h, i: -1) if role == "weight" else \
+            getattr(rt, "tfc_model_%s_length_axis" % role)
+        infos = []
+        for i in range(getattr(rt, "tfc_model_num_%ss" % role)(h)):
+            d = get(h, i).contents
+            axis = axis_of(h, i)
+            infos.append(TensorInfo(
+                d.name.decode(),
+                "bf16" if d.dtype == _BF16 else _STORAGE[d.dtype],
+                tuple(d.shape[k] for k in range(d.rank)),
+                axis if axis >= 0 else None,
+                (d.bounds[0], d.bounds[1]) if d.bounds else None))
+        return infos
+
+    inputs = property(lambda self: self._infos("input"),
+                      doc="The inputs (TensorInfo), in order.")
+    outputs = property(lambda self: self._infos("output"),
+                       doc="The outputs (TensorInfo), in order.")
+    weights = property(lambda self: self._infos("weight"),
+                       doc="The weights (TensorInfo), in order.")
+    target = property(
+        lambda self: self._rt.tfc_model_target(self._live()).decode(),
+        doc='"cpu" or "nvptx".')
+
+    @property
+    def lengths(self):
+        """The sequence lengths the model was built for, increasing; () for
+        a model of one shape."""
+        h = self._live()
+        return tuple(self._rt.tfc_model_built_length(h, i)
+                     for i in range(self._rt.tfc_model_num_lengths(h)))
+
+    @property
+    def length(self):
+        """The number of new tokens per sequence the model takes now; None
+        for a model of one shape."""
+        return self._rt.tfc_model_length(self._live()) or None
+
+    def set_length(self, n):
+        """Makes the model take `n` tokens per sequence (1 to the longest
+        built); run() does it from the inputs' shapes."""
+        _check(self._rt, self._rt.tfc_model_set_length(self._live(), int(n)))
+
+    def bind_weights(self, path):
+        """Binds every weight by name from a safetensors file."""
+        _check(self._rt, self._rt.tfc_model_bind_weights(
+            self._live(), os.fspath(path).encode()))
+
+    def run(self, *inputs, **named):
+        """Runs the model once on the inputs, in order or by name (names
+        that are not identifiers: run(**{"past.0.key": k})). Returns the
+        outputs in manifest order, new arrays that later runs leave."""
+        self._bind(inputs, named)
+        _check(self._rt, self._rt.tfc_model_invoke(self._handle))
+        return [out.copy() for out in self._out_buffers]
+
+    def time(self, *inputs, warmup=1, runs=10, **named):
+        """Runs the model `warmup` times untimed, then `runs` times; returns
+        the milliseconds of each timed run (the model's own compute)."""
+        self._bind(inputs, named)
+        ms = (ctypes.c_double * max(runs, 1))()
+        _check(self._rt, self._rt.tfc_model_time(self._handle, warmup, runs,
+                                                 ms))
+        return list(ms[:runs])
+
+    def _which(self, i):
+        return "input %d '%s'" % (i, self._names[i])
+
+    def _bind(self, inputs, named):
+        """Checks and copies the inputs into the model's buffers, sets the
+        length from them, and binds inputs and outputs."""
+        h, names = self._live(), self._names
+        takes = "model %s takes %d inputs (%s)" % (self.path, len(names),
+                                                   ", ".join(names))
+        if len(inputs) > len(names):
+            raise Error("%s, got %d" % (takes, len(inputs)))
+        arrays = list(inputs) + [None] * (len(names) - len(inputs))
+        for name, value in named.items():
+            if name not in names:
+                raise Error("model %s has no input '%s' (its inputs: %s)" % (
+                    self.path, name, ", ".join(names)))
+            i = names.index(name)
+            if arrays[i] is not None:
+                raise Error("%s given both by position and by name" %
+                            self._which(i))
+            arrays[i] = value
+        missing = [self._which(i) for i, a in enumerate(arrays) if a is None]
+        if missing:
+            raise Error("%s: missing %s" % (takes, ", ".join(missing)))
+        infos = self._infos("input")
+        arrays = [self._as_array(i, a, infos[i]) for i, a in enumerate(arrays)]
+        if self._rt.tfc_model_num_lengths(h) > 0:
+            self._set_length_from(arrays, infos)
+        for i, a in enumerate(arrays):
+            dtype = a.dtype.newbyteorder("=")  # copied in native order
+            code = _DTYPE_CODES.get(dtype, -1)
+            shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+            _check(self._rt, self._rt.tfc_model_check_input(
+                h, i, code, a.ndim, shape),
+                "" if code >= 0 else " (numpy %s)" % a.dtype)
+            buf = self._in_buffers[i]
+            if buf is None or buf.shape != a.shape or buf.dtype != dtype:
+                buf = self._in_buffers[i] = _aligned_empty(a.shape, dtype)
+            np.copyto(buf, a)
+            # Bound on every run: setting a length drops the bindings.
+            _check(self._rt, self._rt.tfc_model_bind_input(
+                h, i, buf.ctypes.data))
+        for i, info in enumerate(self._infos("output")):
+            buf = self._out_buffers[i]
+            if buf is None or buf.shape != info.shape:
+                dtype = _STORAGE[_BF16] if info.dtype == "bf16" else \
+                    info.dtype
+                buf = self._out_buffers[i] = _aligned_empty(info.shape, dtype)
+            _check(self._rt, self._rt.tfc_model_bind_output(
+                h, i, buf.ctypes.data))
+
+    def _as_array(self, i, value, info):
+        """A numpy array stays as it is (the runtime checks its dtype); other
+        values (lists, scalars) convert to the input's dtype, but floats do
+        not become integers or booleans."""
+        if isinstance(value, np.ndarray):
+            return value
+        try:
+            a = np.asarray(value)
+            if info.dtype == "bf16":
+                return float32_to_bf16(a.astype(np.float32))
+            kind = a.dtype.kind
+            if a.size and (kind not in "biuf" or
+                           kind == "f" and info.dtype.kind in "biu"):
+                raise TypeError("%s values" % a.dtype)
+            return a.astype(info.dtype)
+        except (TypeError, ValueError) as e:
+            raise Error("%s: cannot convert to %s: %s" % (
+                self._which(i), info.dtype, e), "MISMATCH") from None
+
+    def _set_length_from(self, arrays, infos):
+        """The length of the inputs as tfc-run takes it: each input's extent
+        on its sequence axis minus the model's constant there (a mask's
+        past tokens). They must agree; the model is set to it when it
+        differs from the current one."""
+        current = self._rt.tfc_model_length(self._handle)
+        length, first = None, None
+        for i, (a, info) in enumerate(zip(arrays, infos)):
+            axis = info.length_axis
+            # A rank too small is tfc_model_check_input's to report.
+            if axis is None or a.ndim <= axis:
+                continue
+            n = a.shape[axis] - (info.shape[axis] - current)
+            if first is None:
+                length, first = n, i
+            elif n != length:
+                raise Error(
+                    "inputs of different lengths: %s has length %d (%s), %s "
+                    "length %d (%s)" % (self._which(first), length,
+                                        self._describe(arrays[first]),
+                                        self._which(i), n, self._describe(a)))
+        if first is not None and length != current:
+            _check(self._rt, self._rt.tfc_model_set_length(
+                self._handle, length), " (%s is %s)" % (
+                    self._which(first), self._describe(arrays[first])))
+
+    def _describe(self, a):
+        """"i64 [2, 3]", as the runtime describes arrays."""
+        code = _DTYPE_CODES.get(a.dtype.newbyteorder("="))
+        name = (self._rt.tfc_dtype_name(code).decode() if code is not None
+                else str(a.dtype))
+        return "%s [%s]" % (name, ", ".join(str(d) for d in a.shape))
