@@ -10,9 +10,7 @@ usage: python_api_check.py LIBTFCRT FIXTURES WORKDIR [BINDIR [SEED]]
   built for lengths 4 and 8 (skipped without it)
   $TFC_CUDA_DRIVER set: gpu_add_model runs on that driver too
 """
-import json
 import os
-import struct
 import subprocess
 import sys
 
@@ -20,8 +18,11 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "runtime", "python"))
+# After this directory: Integration/CPU has a lengths.py of its own.
+sys.path.append(os.path.join(HERE, "..", "..", "Integration", "CPU"))
 import tfc_runtime as tfc  # noqa: E402
 import lengths  # noqa: E402  (Inputs/lengths.py, lengths_model's reference)
+from gpt2 import write_safetensors  # noqa: E402  ({name: f32 array})
 
 
 class Checks:
@@ -50,21 +51,6 @@ class Checks:
             print("FAIL (seed %d) %s" % (self.seed, label))
         print("%d passed, %d failed" % (self.passed, len(self.failed)))
         sys.exit(1 if self.failed else 0)
-
-
-def write_safetensors(path, tensors):
-    """A safetensors file of {name: f32 array} (lengths.py writes one of
-    "w" only)."""
-    header, data = {}, b""
-    for name, x in tensors.items():
-        raw = np.ascontiguousarray(x, "<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(x.shape),
-                        "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
 
 
 def check_add(c, rng, rt, fixtures, work):
@@ -307,7 +293,6 @@ def check_load_errors(c, rt, lib_path, fixtures, work):
 def check_llama(c, rng, rt, bindir, work):
     """A tiny LLaMA compiled for lengths 4 and 8, run at 3, 4 and 6 (a batch
     row padded) against the float64 reference of tests/Integration/CPU."""
-    sys.path.insert(0, os.path.join(HERE, "..", "..", "Integration", "CPU"))
     import llama
     from harness import random_tokens
     model = os.path.join(work, "llama")
