@@ -34,7 +34,7 @@ echo "   compile (config.json to .so, fused): $(echo "$(date +%s.%N) - $start" |
 "$BIN/tfc-compile" --hf "$MODEL" --batch 4 --seq-len $SEQ --no-fusion \
   -o "$WORK/minilm4_unfused.so"
 python3 "$ROOT/examples/minilm/embed.py" "$MODEL" "$WORK/minilm4.so" \
-  "$BIN/tfc-run" $SEQ \
+  "$BIN/../lib/libtfcrt.so" $SEQ \
   "A compiler turns a model into machine code." \
   "tfc compiles Transformer models ahead of time." \
   "The cat sat on the warm windowsill all afternoon." \
@@ -56,7 +56,7 @@ echo "== 3b. One library for every length up to $SEQ (--seq-len 16,32,64,$SEQ)"
 # The sentences padded to the longest of them only; the runtime runs the
 # batch as the shortest build that holds it.
 python3 "$ROOT/examples/minilm/embed.py" "$MODEL" "$WORK/minilm4_lengths.so" \
-  "$BIN/tfc-run" "upto=$SEQ" \
+  "$BIN/../lib/libtfcrt.so" "upto=$SEQ" \
   "A compiler turns a model into machine code." \
   "tfc compiles Transformer models ahead of time." \
   "The cat sat on the warm windowsill all afternoon." \

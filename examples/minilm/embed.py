@@ -1,26 +1,30 @@
 """Embeds sentences with a compiled all-MiniLM-L6-v2 and prints their cosine
 similarity matrix.
 
-usage: embed.py MODEL_DIR MODEL_SO TFC_RUN SEQ_LEN SENTENCE...
+usage: embed.py MODEL_DIR MODEL_SO LIBTFCRT SEQ_LEN SENTENCE...
 
 Token ids come from the model's own tokenizer (the `tokenizers` package);
 the compiled model takes int64 [B, SEQ_LEN] ids and attention mask (padded
 with 0) and returns L2-normalised [B, 384] embeddings. SEQ_LEN "upto=N"
 pads the sentences only to the longest of them (at most N tokens), for a
 model built for several lengths up to N (tfc-compile --seq-len 16,...,N).
+The model runs in this process, through the runtime's Python API
+(runtime/python/tfc_runtime.py) on LIBTFCRT (build/lib/libtfcrt.so).
 """
 
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 from tokenizers import Tokenizer
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "runtime", "python"))
+import tfc_runtime  # noqa: E402
+
 
 def main():
-    model_dir, model_so, tfc_run, seq_len = sys.argv[1:5]
+    model_dir, model_so, libtfcrt, seq_len = sys.argv[1:5]
     longest = seq_len.startswith("upto=")
     seq_len = int(seq_len[len("upto="):] if longest else seq_len)
     sentences = sys.argv[5:]
@@ -30,16 +34,10 @@ def main():
     enc = tok.encode_batch(sentences)
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-    with tempfile.TemporaryDirectory() as d:
-        np.save(os.path.join(d, "ids.npy"), ids)
-        np.save(os.path.join(d, "mask.npy"), mask)
-        out = os.path.join(d, "emb.npy")
-        subprocess.run([tfc_run, model_so, "--weights",
-                        os.path.join(model_dir, "model.safetensors"),
-                        "--input", os.path.join(d, "ids.npy"), "--input",
-                        os.path.join(d, "mask.npy"), "--output", out],
-                       check=True)
-        emb = np.load(out)
+    with tfc_runtime.Model(model_so,
+                           weights=os.path.join(model_dir, "model.safetensors"),
+                           runtime=libtfcrt) as model:
+        emb, = model.run(input_ids=ids, attention_mask=mask)
     sim = emb @ emb.T
     width = max(len(s) for s in sentences)
     width = min(width, 48)
