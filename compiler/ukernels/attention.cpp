@@ -1320,8 +1320,8 @@ void attentionPanels(const Problem &p) {
   int64_t br = (p.Sq + qBlocks - 1) / qBlocks;
   br = std::min(kMaxBr, (br + kMR - 1) / kMR * kMR);
   qBlocks = (p.Sq + br - 1) / br;
-  forEachTask(p.B * p.Hq * qBlocks, [&](int64_t t) {
-    int64_t qb = t % qBlocks, bh = t / qBlocks;
+  forEachTask(p.B * p.Hq * qBlocks, [&](int64_t task) {
+    int64_t qb = task % qBlocks, bh = task / qBlocks;
     int64_t b = bh / p.Hq, h = bh % p.Hq;
     // Per thread: S (br x kBc), O (br x ldo), the running max and sum.
     static thread_local std::vector<float> scratch;
