@@ -30,7 +30,10 @@ tokens (ONNX exported at that length), and with --lengths 16,32,64,128 the
 tfc systems are one library built for those lengths (tfc-compile --seq-len
 16,32,64,128), which the runtime runs as the shortest that holds the batch
 (the inputs padded with zeros, the outputs cut): what a user who does not
-know the lengths ahead gets.
+know the lengths ahead gets. With --tfc-batches 1,2,4,8 the tfc systems are
+one library built for those batch sizes too (tfc-compile --batch 1,2,4,8),
+used for every batch: the runtime runs a batch as the smallest built size
+that holds it, a larger one in slices of the largest.
 --bf16 adds tfc fused with --dtype=bf16
 (weights and activations in bf16, matmul sums and norm statistics in f32)
 and PyTorch eager on the model converted with .to(torch.bfloat16); their
@@ -197,6 +200,7 @@ def main():
     ap.add_argument("--seq-len", default="128", help="tokens per sentence, or 'longest': each batch's longest sentence")
     ap.add_argument("--max-tokens", type=int, help="use only the sentences of at most this many tokens (the fixture's run from 4 to 104)")
     ap.add_argument("--lengths", help="the tfc systems' built lengths (tfc-compile --seq-len L1,L2,...; default: the batch's length)")
+    ap.add_argument("--tfc-batches", help="the tfc systems' built batch sizes (tfc-compile --batch B1,B2,...; default: the batch's size)")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--runs", type=int, default=10, help="timed runs per system per round")
     ap.add_argument("--warmup", type=int, default=2, help="untimed runs per system per round")
@@ -259,7 +263,7 @@ def main():
     meta = {
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu_model(), "nproc": os.cpu_count(), "threads": T,
-        "seq_len": a.seq_len, "tfc_lengths": a.lengths, "max_tokens": a.max_tokens, "rounds": a.rounds, "runs_per_round": a.runs,
+        "seq_len": a.seq_len, "tfc_lengths": a.lengths, "tfc_batches": a.tfc_batches, "max_tokens": a.max_tokens, "rounds": a.rounds, "runs_per_round": a.runs,
         "warmup_per_round": a.warmup, "tfc_git": git_state(),
         "versions": versions(py), "torch_blas": torch_blas,
         "loadavg_start": os.getloadavg(), "model_dir": model_dir,
@@ -270,6 +274,7 @@ def main():
 
     results = {"meta": meta, "batches": {}}
     used_bins = set()  # (binary, mtime) of every tfc-compile / tfc-run use
+    built = {}  # library -> its build record: one library serves every batch with --tfc-batches
     for B in batches:
         sents = sentences if B == len(sentences) else [sentences[(7 + i) % len(sentences)] for i in range(B)]
         ids, mask = tokenize(model_dir, sents, a.seq_len)
@@ -284,8 +289,12 @@ def main():
         build = {}
         for s in systems:
             if s.startswith("tfc"):
-                so = os.path.join(a.work, f"minilm_b{B}_s{a.lengths or seq}_{s}.so")
-                cmd = [compile_bin, "--hf", model_dir, "--batch", str(B), "--seq-len", a.lengths or str(seq), "-o", so]
+                so = os.path.join(a.work, f"minilm_b{a.tfc_batches or B}_s{a.lengths or seq}_{s}.so")
+                if so in built:
+                    build[s] = built[so]
+                    art[s] = so
+                    continue
+                cmd = [compile_bin, "--hf", model_dir, "--batch", a.tfc_batches or str(B), "--seq-len", a.lengths or str(seq), "-o", so]
                 cmd += TFC_FLAGS[s]
                 wait_for(compile_bin, "binary")
                 t0 = time.perf_counter()
@@ -296,6 +305,7 @@ def main():
                             "tfc_compile_mtime": bin_mtimes(a.bin).get("bin/tfc-compile")}
                 used_bins.add(("bin/tfc-compile", build[s]["tfc_compile_mtime"]))
                 art[s] = so
+                built[so] = build[s]
                 log(f"run.py: b{B} {s}: compiled in {build[s]['compile_s']} s ({build[s]['note']})")
         onnx_p = os.path.join(a.work, f"minilm_b{B}_s{seq}.onnx")
         onnx_of = {"ort": onnx_p, "ort-int8": os.path.join(a.work, f"minilm_b{B}_s{seq}_int8.onnx")}
@@ -419,6 +429,8 @@ def render(res, systems):
     v = m["versions"]
     L = []
     lengths = f" (tfc built for {m['tfc_lengths']})" if m.get("tfc_lengths") else ""
+    if m.get("tfc_batches"):
+        lengths += f" (tfc built for batch sizes {m['tfc_batches']})"
     L.append(f"### all-MiniLM-L6-v2, seq {m['seq_len']}{lengths}, {m['threads']} threads — {m['date_utc']}\n")
     L.append(f"{m['cpu']}, {m['nproc']} CPUs; tfc {m['tfc_git']}; torch {v.get('torch')} "
              f"({m['torch_blas']}), onnxruntime {v.get('onnxruntime')}; "

@@ -14,9 +14,9 @@ Needs only ctypes and numpy (Python 3.9+). Put this directory on the path:
 
 run() returns new numpy arrays, one per output in manifest order. Inputs
 must already have the model's dtype (no silent float -> int casts); a
-Python list or scalar is converted to it. A model built for several
-sequence lengths (tfc-compile --seq-len 16,32,128) takes the length off the
-inputs, as tfc-run does. numpy has no bfloat16: a bf16 input takes a uint16
+Python list or scalar is converted to it. A model built for several batch
+sizes or sequence lengths (tfc-compile --batch 1,8 --seq-len 16,32,128)
+takes the batch size and the length off the inputs, as tfc-run does. numpy has no bfloat16: a bf16 input takes a uint16
 array of the raw bits (float32_to_bf16 makes one), a bf16 output comes back
 as uint16 bits (bf16_to_float32 widens them). Every failure raises Error
 with the runtime's one-line message. A Model may be used from one thread at
@@ -57,14 +57,16 @@ class Error(Exception):
 
 class TensorInfo(NamedTuple):
     """A tensor of the model's signature. `dtype` is a numpy dtype, or
-    "bf16" (held as uint16 bits); `shape` is at the current length;
-    `length_axis` is the sequence axis (None without one); `bounds` is
-    (lo, hi) for an integer input whose elements must lie in [lo, hi)."""
+    "bf16" (held as uint16 bits); `shape` is at the current batch size and
+    length; `length_axis` and `batch_axis` are the sequence and batch axes
+    (None without one); `bounds` is (lo, hi) for an integer input whose
+    elements must lie in [lo, hi)."""
     name: str
     dtype: object
     shape: Tuple[int, ...]
     length_axis: Optional[int]
     bounds: Optional[Tuple[int, int]]
+    batch_axis: Optional[int] = None
 
 
 class _TensorDesc(ctypes.Structure):  # tfc_tensor_desc
@@ -99,6 +101,12 @@ _SIGNATURES = {
     "tfc_model_bind_output": (_P, [_P, _I32, _P]),
     "tfc_model_check_input": (_P, [_P, _I32, _I32, _I32,
                                    ctypes.POINTER(ctypes.c_int64)]),
+    "tfc_model_num_batches": (_I32, [_P]),
+    "tfc_model_built_batch": (_I64, [_P, _I32]),
+    "tfc_model_batch": (_I64, [_P]),
+    "tfc_model_set_batch": (_P, [_P, _I64]),
+    "tfc_model_input_batch_axis": (_I32, [_P, _I32]),
+    "tfc_model_output_batch_axis": (_I32, [_P, _I32]),
     "tfc_model_num_lengths": (_I32, [_P]),
     "tfc_model_built_length": (_I64, [_P, _I32]),
     "tfc_model_length": (_I64, [_P]),
@@ -236,21 +244,27 @@ class Model:
         return self._handle
 
     def _infos(self, role):
-        """TensorInfo of every tensor of `role`, at the current length."""
+        """TensorInfo of every tensor of `role`, at the current batch size
+        and length."""
         h, rt = self._live(), self._rt
         get = getattr(rt, "tfc_model_" + role)
-        axis_of = (lambda h, i: -1) if role == "weight" else \
-            getattr(rt, "tfc_model_%s_length_axis" % role)
+
+        def axis(kind, i):
+            if role == "weight":
+                return None
+            k = getattr(rt, "tfc_model_%s_%s_axis" % (role, kind))(h, i)
+            return k if k >= 0 else None
+
         infos = []
         for i in range(getattr(rt, "tfc_model_num_%ss" % role)(h)):
             d = get(h, i).contents
-            axis = axis_of(h, i)
             infos.append(TensorInfo(
                 d.name.decode(),
                 "bf16" if d.dtype == _BF16 else _STORAGE[d.dtype],
                 tuple(d.shape[k] for k in range(d.rank)),
-                axis if axis >= 0 else None,
-                (d.bounds[0], d.bounds[1]) if d.bounds else None))
+                axis("length", i),
+                (d.bounds[0], d.bounds[1]) if d.bounds else None,
+                axis("batch", i)))
         return infos
 
     inputs = property(lambda self: self._infos("input"),
@@ -264,9 +278,29 @@ class Model:
         doc='"cpu" or "nvptx".')
 
     @property
+    def batches(self):
+        """The batch sizes the model was built for, increasing; () for a
+        model of one batch size."""
+        h = self._live()
+        return tuple(self._rt.tfc_model_built_batch(h, i)
+                     for i in range(self._rt.tfc_model_num_batches(h)))
+
+    @property
+    def batch(self):
+        """The number of sequences the model takes now; None for a model of
+        one batch size."""
+        return self._rt.tfc_model_batch(self._live()) or None
+
+    def set_batch(self, n):
+        """Makes the model take `n` sequences (any number from 1; beyond the
+        largest built it runs in slices); run() does it from the inputs'
+        shapes."""
+        _check(self._rt, self._rt.tfc_model_set_batch(self._live(), int(n)))
+
+    @property
     def lengths(self):
         """The sequence lengths the model was built for, increasing; () for
-        a model of one shape."""
+        a model of one length."""
         h = self._live()
         return tuple(self._rt.tfc_model_built_length(h, i)
                      for i in range(self._rt.tfc_model_num_lengths(h)))
@@ -274,7 +308,7 @@ class Model:
     @property
     def length(self):
         """The number of new tokens per sequence the model takes now; None
-        for a model of one shape."""
+        for a model of one length."""
         return self._rt.tfc_model_length(self._live()) or None
 
     def set_length(self, n):
@@ -309,7 +343,8 @@ class Model:
 
     def _bind(self, inputs, named):
         """Checks and copies the inputs into the model's buffers, sets the
-        length from them, and binds inputs and outputs."""
+        batch size and the length from them, and binds inputs and
+        outputs."""
         h, names = self._live(), self._names
         takes = "model %s takes %d inputs (%s)" % (self.path, len(names),
                                                    ", ".join(names))
@@ -330,8 +365,10 @@ class Model:
             raise Error("%s: missing %s" % (takes, ", ".join(missing)))
         infos = self._infos("input")
         arrays = [self._as_array(i, a, infos[i]) for i, a in enumerate(arrays)]
+        if self._rt.tfc_model_num_batches(h) > 0:
+            self._set_size_from(arrays, infos, batches=True)
         if self._rt.tfc_model_num_lengths(h) > 0:
-            self._set_length_from(arrays, infos)
+            self._set_size_from(arrays, infos, batches=False)
         for i, a in enumerate(arrays):
             dtype = a.dtype.newbyteorder("=")  # copied in native order
             code = _DTYPE_CODES.get(dtype, -1)
@@ -343,7 +380,7 @@ class Model:
             if buf is None or buf.shape != a.shape or buf.dtype != dtype:
                 buf = self._in_buffers[i] = _aligned_empty(a.shape, dtype)
             np.copyto(buf, a)
-            # Bound on every run: setting a length drops the bindings.
+            # Bound on every run: setting a shape drops the bindings.
             _check(self._rt, self._rt.tfc_model_bind_input(
                 h, i, buf.ctypes.data))
         for i, info in enumerate(self._infos("output")):
@@ -374,31 +411,38 @@ class Model:
             raise Error("%s: cannot convert to %s: %s" % (
                 self._which(i), info.dtype, e), "MISMATCH") from None
 
-    def _set_length_from(self, arrays, infos):
-        """The length of the inputs as tfc-run takes it: each input's extent
-        on its sequence axis minus the model's constant there (a mask's
-        past tokens). They must agree; the model is set to it when it
-        differs from the current one."""
-        current = self._rt.tfc_model_length(self._handle)
-        length, first = None, None
+    def _set_size_from(self, arrays, infos, batches):
+        """The batch size (length) of the inputs as tfc-run takes it: each
+        input's extent on its batch axis over the model's constant there
+        (the rows of one sequence), or on its sequence axis minus the
+        model's constant (a mask's past tokens). They must agree; the model
+        is set to it when it differs from the current one."""
+        rt, h = self._rt, self._handle
+        what = "batch size" if batches else "length"
+        current = rt.tfc_model_batch(h) if batches else rt.tfc_model_length(h)
+        size, first = None, None
         for i, (a, info) in enumerate(zip(arrays, infos)):
-            axis = info.length_axis
-            # A rank too small is tfc_model_check_input's to report.
+            axis = info.batch_axis if batches else info.length_axis
+            # A rank too small is tfc_model_check_input's to report, and a
+            # batch extent that is no multiple of the constant.
             if axis is None or a.ndim <= axis:
                 continue
-            n = a.shape[axis] - (info.shape[axis] - current)
+            built = info.shape[axis]
+            n = (a.shape[axis] // (built // current) if batches else
+                 a.shape[axis] - (built - current))
             if first is None:
-                length, first = n, i
-            elif n != length:
+                size, first = n, i
+            elif n != size:
                 raise Error(
-                    "inputs of different lengths: %s has length %d (%s), %s "
-                    "length %d (%s)" % (self._which(first), length,
-                                        self._describe(arrays[first]),
-                                        self._which(i), n, self._describe(a)))
-        if first is not None and length != current:
-            _check(self._rt, self._rt.tfc_model_set_length(
-                self._handle, length), " (%s is %s)" % (
-                    self._which(first), self._describe(arrays[first])))
+                    "inputs of different %ss: %s has %s %d (%s), %s %s %d "
+                    "(%s)" % (what, self._which(first), what, size,
+                              self._describe(arrays[first]), self._which(i),
+                              what, n, self._describe(a)))
+        if first is not None and size != current:
+            set_size = rt.tfc_model_set_batch if batches else \
+                rt.tfc_model_set_length
+            _check(rt, set_size(h, size), " (%s is %s)" % (
+                self._which(first), self._describe(arrays[first])))
 
     def _describe(self, a):
         """"i64 [2, 3]", as the runtime describes arrays."""

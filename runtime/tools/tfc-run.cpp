@@ -30,9 +30,9 @@ const char kUsage[] =
     "order and must match their dtype and shape (bf16 inputs are read from\n"
     "'<u2' arrays); outputs are written in order (bf16 as '<u2'). A model "
     "built\n"
-    "for several sequence lengths (tfc-compile --seq-len) takes inputs of "
-    "any\n"
-    "length up to the longest: the length follows from their shapes.\n"
+    "for several batch sizes or sequence lengths (tfc-compile --batch,\n"
+    "--seq-len) takes any batch and inputs of any length up to the longest:\n"
+    "both follow from the inputs' shapes.\n"
     "  --weights FILE   bind the model's weights by name from a safetensors "
     "file\n"
     "  --repeat N       run N timed times and print the median and min time\n"
@@ -172,9 +172,27 @@ std::string nameList(tfc_model *model, bool inputs) {
   return text;
 }
 
-/// ", sequence axis 1" for a tensor whose extent there follows the length.
-std::string axisNote(int32_t axis) {
-  return axis < 0 ? "" : ", sequence axis " + std::to_string(axis);
+/// ", batch axis 0, sequence axis 1": the axes whose extents follow the
+/// batch size and the length.
+std::string axisNote(int32_t batchAxis, int32_t lengthAxis) {
+  std::string note;
+  if (batchAxis >= 0)
+    note += ", batch axis " + std::to_string(batchAxis);
+  if (lengthAxis >= 0)
+    note += ", sequence axis " + std::to_string(lengthAxis);
+  return note;
+}
+
+/// "1, 8": the built batch sizes (lengths).
+std::string builtList(tfc_model *model, bool batches) {
+  std::string list;
+  int32_t n =
+      batches ? tfc_model_num_batches(model) : tfc_model_num_lengths(model);
+  for (int32_t i = 0; i < n; ++i)
+    list += (i ? ", " : "") +
+            std::to_string(batches ? tfc_model_built_batch(model, i)
+                                   : tfc_model_built_length(model, i));
+  return list;
 }
 
 void printSignature(tfc_model *model) {
@@ -186,35 +204,43 @@ void printSignature(tfc_model *model) {
     check(tfc_device_describe(device, sizeof(device)));
     std::printf("  device: %s\n", device);
   }
-  if (int32_t numLengths = tfc_model_num_lengths(model)) {
-    std::string lengths;
-    for (int32_t i = 0; i < numLengths; ++i)
-      lengths +=
-          (i ? ", " : "") + std::to_string(tfc_model_built_length(model, i));
-    std::printf("  lengths: %s (the shapes below at %lld)\n", lengths.c_str(),
+  if (tfc_model_num_batches(model))
+    std::printf("  batch sizes: %s (the shapes below at %lld; any batch "
+                "runs)\n",
+                builtList(model, true).c_str(),
+                static_cast<long long>(tfc_model_batch(model)));
+  if (tfc_model_num_lengths(model))
+    std::printf("  lengths: %s (the shapes below at %lld)\n",
+                builtList(model, false).c_str(),
                 static_cast<long long>(tfc_model_length(model)));
-  }
   for (int32_t i = 0; i < tfc_model_num_inputs(model); ++i)
     std::printf("  input %d %s: %s%s\n", i, tfc_model_input(model, i)->name,
                 describe(tfc_model_input(model, i)).c_str(),
-                axisNote(tfc_model_input_length_axis(model, i)).c_str());
+                axisNote(tfc_model_input_batch_axis(model, i),
+                         tfc_model_input_length_axis(model, i))
+                    .c_str());
   for (int32_t i = 0; i < tfc_model_num_weights(model); ++i)
     std::printf("  weight %d %s: %s\n", i, tfc_model_weight(model, i)->name,
                 describe(tfc_model_weight(model, i)).c_str());
   for (int32_t i = 0; i < tfc_model_num_outputs(model); ++i)
     std::printf("  output %d %s: %s%s\n", i, tfc_model_output(model, i)->name,
                 describe(tfc_model_output(model, i)).c_str(),
-                axisNote(tfc_model_output_length_axis(model, i)).c_str());
+                axisNote(tfc_model_output_batch_axis(model, i),
+                         tfc_model_output_length_axis(model, i))
+                    .c_str());
 }
 
-/// For a model built for several lengths: the length its inputs have. An
-/// input's extent on its sequence axis is the length plus a constant (past
-/// tokens in a mask), which the descriptor at the current length shows.
-/// Every input with a sequence axis must agree. Exits on an error.
-void setLengthFromInputs(tfc_model *model, const Options &options,
-                         const std::vector<tfc_array *> &inputs) {
-  int64_t current = tfc_model_length(model);
-  int64_t length = 0;
+/// For a model built for several batch sizes (`batches`) or lengths: the
+/// batch size (length) its inputs have. An input's extent on its batch axis
+/// is a constant times the batch size, on its sequence axis the length plus
+/// a constant (past tokens in a mask); the descriptor at the current size
+/// shows the constant. Every input with such an axis must agree. Exits on
+/// an error.
+void setSizeFromInputs(tfc_model *model, const Options &options,
+                       const std::vector<tfc_array *> &inputs, bool batches) {
+  const char *what = batches ? "batch size" : "length";
+  int64_t current = batches ? tfc_model_batch(model) : tfc_model_length(model);
+  int64_t size = 0;
   int32_t from = -1;
   auto which = [&](int32_t i) {
     return "input " + std::to_string(i) + " '" +
@@ -224,28 +250,76 @@ void setLengthFromInputs(tfc_model *model, const Options &options,
     return describe(inputs[size_t(i)]) + " in " + options.inputs[size_t(i)];
   };
   for (int32_t i = 0; i < int32_t(inputs.size()); ++i) {
-    int32_t axis = tfc_model_input_length_axis(model, i);
+    int32_t axis = batches ? tfc_model_input_batch_axis(model, i)
+                           : tfc_model_input_length_axis(model, i);
     // A rank too small is tfc_model_check_input's to report.
     if (axis < 0 || tfc_array_rank(inputs[size_t(i)]) <= axis)
       continue;
-    int64_t offset = tfc_model_input(model, i)->shape[axis] - current;
-    int64_t inputLength = tfc_array_shape(inputs[size_t(i)])[axis] - offset;
+    int64_t built = tfc_model_input(model, i)->shape[axis];
+    int64_t extent = tfc_array_shape(inputs[size_t(i)])[axis];
+    // (A batch extent that is no multiple of the constant is
+    // tfc_model_check_input's to report.)
+    int64_t inputSize =
+        batches ? extent / (built / current) : extent - (built - current);
     if (from < 0) {
-      length = inputLength;
+      size = inputSize;
       from = i;
-    } else if (inputLength != length) {
-      fail("inputs of different lengths: " + which(from) + " has length " +
-           std::to_string(length) + " (" + where(from) + "), " + which(i) +
-           " length " + std::to_string(inputLength) + " (" + where(i) + ")");
+    } else if (inputSize != size) {
+      fail(std::string("inputs of different ") + what + "s: " + which(from) +
+           " has " + what + " " + std::to_string(size) + " (" + where(from) +
+           "), " + which(i) + " " + what + " " + std::to_string(inputSize) +
+           " (" + where(i) + ")");
     }
   }
   if (from < 0)
     return;
-  if (tfc_status status = tfc_model_set_length(model, length)) {
+  if (tfc_status status = batches ? tfc_model_set_batch(model, size)
+                                  : tfc_model_set_length(model, size)) {
     std::string message = tfc_status_message(status);
     tfc_status_free(status);
     fail(message + " (" + which(from) + " is " + where(from) + ")");
   }
+}
+
+/// ", batch 5 (runs as 3 + 3)", ", length 15 (runs as 16)": for a model
+/// built for several batch sizes or lengths, the current ones and the
+/// built ones they run as where those differ.
+std::string shapeNote(tfc_model *model) {
+  // The smallest built size of at least n.
+  auto builtFor = [&](int64_t n, bool batches) {
+    int32_t count =
+        batches ? tfc_model_num_batches(model) : tfc_model_num_lengths(model);
+    for (int32_t i = 0; i < count; ++i) {
+      int64_t built = batches ? tfc_model_built_batch(model, i)
+                              : tfc_model_built_length(model, i);
+      if (built >= n)
+        return built;
+    }
+    return int64_t(0);
+  };
+  std::string note;
+  if (int32_t numBatches = tfc_model_num_batches(model)) {
+    int64_t batch = tfc_model_batch(model);
+    int64_t largest = tfc_model_built_batch(model, numBatches - 1);
+    note += ", batch " + std::to_string(batch);
+    if (batch > largest) {
+      // Slices of the largest, the rest as the smallest that holds it.
+      int64_t full = batch / largest, rest = batch % largest;
+      note += " (runs as " +
+              (full > 1 ? std::to_string(full) + " x " : std::string()) +
+              std::to_string(largest) +
+              (rest ? " + " + std::to_string(builtFor(rest, true)) : "") + ")";
+    } else if (builtFor(batch, true) != batch) {
+      note += " (runs as " + std::to_string(builtFor(batch, true)) + ")";
+    }
+  }
+  if (tfc_model_num_lengths(model)) {
+    int64_t length = tfc_model_length(model);
+    note += ", length " + std::to_string(length);
+    if (builtFor(length, false) != length)
+      note += " (runs as " + std::to_string(builtFor(length, false)) + ")";
+  }
+  return note;
 }
 
 /// The input's dtype and rank fit and its shape differs in one axis: perhaps
@@ -311,10 +385,14 @@ int main(int argc, char **argv) {
     }
     inputs.push_back(array);
   }
-  // Before the inputs are checked: their shapes are those of the length.
-  bool severalLengths = tfc_model_num_lengths(model) > 0;
-  if (severalLengths)
-    setLengthFromInputs(model, options, inputs);
+  // Before the inputs are checked: their shapes are those of the batch
+  // size and length.
+  bool severalShapes =
+      tfc_model_num_batches(model) > 0 || tfc_model_num_lengths(model) > 0;
+  if (tfc_model_num_batches(model))
+    setSizeFromInputs(model, options, inputs, /*batches=*/true);
+  if (tfc_model_num_lengths(model))
+    setSizeFromInputs(model, options, inputs, /*batches=*/false);
   for (size_t i = 0; i < numInputs; ++i) {
     tfc_array *array = inputs[i];
     tfc_status status =
@@ -324,10 +402,10 @@ int main(int argc, char **argv) {
       std::string message = tfc_status_message(status);
       tfc_status_free(status);
       std::string hint;
-      if (!severalLengths &&
+      if (!severalShapes &&
           differsInOneAxis(tfc_model_input(model, int32_t(i)), array))
-        hint = " (a model built for one shape; tfc-compile --seq-len "
-               "L1,L2,... builds several)";
+        hint = " (a model built for one shape; tfc-compile --batch "
+               "B1,B2,... --seq-len L1,L2,... builds several)";
       fail(message + " in " + options.inputs[i] + hint);
     }
     check(tfc_model_bind_input(model, int32_t(i), tfc_array_data(array)));
@@ -352,22 +430,10 @@ int main(int argc, char **argv) {
         times.size() % 2
             ? times[times.size() / 2]
             : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
-    // A model built for several lengths: the length, and the built one it
-    // ran as when that is longer (its inputs padded).
-    std::string length;
-    if (severalLengths) {
-      int64_t now = tfc_model_length(model), runsAs = now;
-      for (int32_t i = tfc_model_num_lengths(model); i-- > 0;)
-        if (tfc_model_built_length(model, i) >= now)
-          runsAs = tfc_model_built_length(model, i);
-      length = ", length " + std::to_string(now);
-      if (runsAs != now)
-        length += " (runs as " + std::to_string(runsAs) + ")";
-    }
     std::printf("tfc-run: %s: %ld runs (%ld warmup): median %.4f ms, min "
                 "%.4f ms%s\n",
                 options.model.c_str(), runs, options.warmup, median,
-                times.front(), length.c_str());
+                times.front(), shapeNote(model).c_str());
   } else {
     // Outputs are poisoned (all bits set: NaN for floats, -1 for integers)
     // before every run, so an element the model fails to write shows.

@@ -11,7 +11,12 @@ using namespace llvm;
 namespace tfc {
 
 ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
-    : descriptions{(note + "Batch size").str(),
+    : descriptions{(note +
+                    "Batch size, default 1; several, comma-separated (1,8), "
+                    "build one library that runs any batch size as the "
+                    "smallest built one that holds it (inputs padded, "
+                    "outputs cut), a larger one in slices of the largest")
+                       .str(),
                    (note +
                     "Sequence length (new tokens), default 128; several, "
                     "comma-separated (16,32,128), build one library that "
@@ -48,7 +53,8 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                    (note + "Decoders with a KV cache: what "
                            "present.L.key/value hold")
                        .str()},
-      batch("batch", cl::desc(descriptions[0]), cl::init(1), cl::cat(category)),
+      batch("batch", cl::desc(descriptions[0]), cl::init("1"),
+            cl::value_desc("n[,n...]"), cl::cat(category)),
       seqLen("seq-len", cl::desc(descriptions[1]), cl::init("128"),
              cl::value_desc("n[,n...]"), cl::cat(category)),
       dtype("dtype", cl::desc(descriptions[2]), cl::init("f32"),
@@ -95,24 +101,35 @@ std::vector<std::string> ImportFlags::given() const {
   return out;
 }
 
-FailureOr<std::vector<int64_t>> ImportFlags::seqLens(std::string &error) const {
-  std::vector<int64_t> lengths;
+/// The positive integers of a comma-separated list, increasing, each once;
+/// failure with `error` naming `flag` otherwise.
+static FailureOr<std::vector<int64_t>>
+parseSizes(StringRef list, StringRef flag, std::string &error) {
+  std::vector<int64_t> sizes;
   SmallVector<StringRef> parts;
-  StringRef(seqLen).split(parts, ',');
+  list.split(parts, ',');
   for (StringRef part : parts) {
-    int64_t length = 0;
-    if (part.trim().getAsInteger(10, length) || length <= 0) {
-      error = ("--seq-len: expected positive integers separated by commas, "
-               "got '" +
+    int64_t size = 0;
+    if (part.trim().getAsInteger(10, size) || size <= 0) {
+      error = ("--" + flag +
+               ": expected positive integers separated by commas, got '" +
                part + "'")
                   .str();
       return failure();
     }
-    lengths.push_back(length);
+    sizes.push_back(size);
   }
-  llvm::sort(lengths);
-  lengths.erase(std::unique(lengths.begin(), lengths.end()), lengths.end());
-  return lengths;
+  llvm::sort(sizes);
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+FailureOr<std::vector<int64_t>> ImportFlags::seqLens(std::string &error) const {
+  return parseSizes(seqLen, "seq-len", error);
+}
+
+FailureOr<std::vector<int64_t>> ImportFlags::batches(std::string &error) const {
+  return parseSizes(batch, "batch", error);
 }
 
 FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
@@ -120,8 +137,9 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
     error = message.str();
     return failure();
   };
-  if (batch <= 0)
-    return fail("--batch: expected a positive integer");
+  FailureOr<std::vector<int64_t>> batchSizes = batches(error);
+  if (failed(batchSizes))
+    return failure();
   FailureOr<std::vector<int64_t>> lengths = seqLens(error);
   if (failed(lengths))
     return failure();
@@ -135,7 +153,7 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   if (failed(computeType))
     return failure();
   ImportOptions o;
-  o.batch = batch;
+  o.batch = batchSizes->back();
   o.seqLen = lengths->back();
   o.computeType = *computeType;
   o.output = output;

@@ -193,33 +193,36 @@ void addManifestEntry(llvm::Module &mod, llvm::GlobalVariable *manifest) {
 }
 
 /// Adds `int32_t tfc_model_variants(const tfc_model_variant **)` over a
-/// table of {length, manifest, run} (abi.h, "Sequence lengths"): one run
-/// function and manifest per variant; the longest one's are `longest` and
-/// `longestRun`, tfc_model_manifest's and tfc_model_run's.
+/// table of {batch, length, manifest, run} (abi.h, "Variants"): one run
+/// function and manifest per variant; the last (largest) one's are `largest`
+/// and `largestRun`, tfc_model_manifest's and tfc_model_run's.
 bool addVariants(llvm::Module &mod, ManifestData &data,
                  llvm::ArrayRef<ModelVariant> variants,
-                 llvm::GlobalVariable *longest, llvm::Function *longestRun,
+                 llvm::GlobalVariable *largest, llvm::Function *largestRun,
                  std::string &error) {
   llvm::LLVMContext &ctx = mod.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
   llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
   llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
   auto *variantType =
-      llvm::StructType::create(ctx, {i64, ptr, ptr}, "tfc_model_variant");
+      llvm::StructType::create(ctx, {i64, i64, ptr, ptr}, "tfc_model_variant");
   std::vector<llvm::Constant *> rows;
   for (auto [i, v] : llvm::enumerate(variants)) {
     bool last = i + 1 == variants.size();
-    llvm::Constant *manifest = last ? longest : data.add(v.manifest);
+    llvm::Constant *manifest = last ? largest : data.add(v.manifest);
     llvm::Function *run =
-        last ? longestRun
+        last ? largestRun
              : addRunEntry(mod, v.manifest,
-                           "tfc.run_s" + std::to_string(v.length), error);
+                           "tfc.run_b" + std::to_string(v.batch) + "_s" +
+                               std::to_string(v.length),
+                           error);
     if (!run)
       return false;
     if (!last)
       run->setLinkage(llvm::GlobalValue::InternalLinkage);
     rows.push_back(llvm::ConstantStruct::get(
-        variantType, {llvm::ConstantInt::get(i64, v.length), manifest, run}));
+        variantType, {llvm::ConstantInt::get(i64, v.batch),
+                      llvm::ConstantInt::get(i64, v.length), manifest, run}));
   }
   auto *tableType = llvm::ArrayType::get(variantType, rows.size());
   auto *table = new llvm::GlobalVariable(

@@ -262,62 +262,95 @@ static std::string ukernelArchive(const char *argv0) {
   return std::string(path);
 }
 
-/// The function of the build for `length` tokens in a module of several
-/// (the longest keeps the importer's name, the others take a suffix).
-static std::string variantEntry(StringRef name, int64_t length,
-                                int64_t longest) {
-  return length == longest ? name.str() : (name + "_s" + Twine(length)).str();
-}
-
-/// A module holding a model's builds for several sequence lengths.
-struct LengthBuilds {
-  /// Increasing.
-  std::vector<int64_t> lengths;
-  /// The longest build's function; the others' are variantEntry's.
+/// A module holding a model's builds for several batch sizes or sequence
+/// lengths (abi.h "Variants"): one function per batch size and length.
+struct VariantBuilds {
+  /// Increasing; one entry where that size does not vary.
+  std::vector<int64_t> batches, lengths;
+  /// The last build's function (the largest batch, the longest length);
+  /// the others' are entryOf's.
   std::string entry;
+
+  bool empty() const { return batches.size() * lengths.size() < 2; }
+
+  /// The function of the build for `batch` sequences of `length` tokens:
+  /// the last build keeps the importer's name `name`, the others take a
+  /// suffix for each size that varies (main_b1_s16, main_s16).
+  std::string entryOf(StringRef name, int64_t batch, int64_t length) const {
+    if (batch == batches.back() && length == lengths.back())
+      return name.str();
+    std::string suffix;
+    if (batches.size() > 1)
+      suffix += "_b" + std::to_string(batch);
+    if (lengths.size() > 1)
+      suffix += "_s" + std::to_string(length);
+    return name.str() + suffix;
+  }
+
+  /// " (in each of 3 sequence lengths: 4, 8, 13)", " (in each of 4 builds:
+  /// batch sizes 1, 8; sequence lengths 16, 128)".
+  std::string summary() const {
+    auto list = [](ArrayRef<int64_t> sizes) {
+      return llvm::join(
+          llvm::map_range(sizes, [](int64_t n) { return std::to_string(n); }),
+          ", ");
+    };
+    std::string what;
+    if (batches.size() == 1)
+      what = "sequence lengths: " + list(lengths);
+    else if (lengths.size() == 1)
+      what = "batch sizes: " + list(batches);
+    else
+      what = "builds: batch sizes " + list(batches) + "; sequence lengths " +
+             list(lengths);
+    return " (in each of " + std::to_string(batches.size() * lengths.size()) +
+           " " + what + ")";
+  }
 };
 
-/// Imports the Hugging Face model once for each of `builds.lengths` into
-/// one module: the longest build's function keeps its name (stored in
-/// `builds.entry`), the others are renamed by variantEntry. Empty on
+/// Imports the Hugging Face model once for each batch size and length of
+/// `builds` into one module: the last build's function keeps its name
+/// (stored in `builds.entry`), the others are renamed by entryOf. Empty on
 /// failure, with `error` set.
-static OwningOpRef<ModuleOp> importLengths(MLIRContext &context,
-                                           tfc::ImportOptions options,
-                                           LengthBuilds &builds,
-                                           std::string &error) {
-  ArrayRef<int64_t> lengths = builds.lengths;
+static OwningOpRef<ModuleOp> importVariants(MLIRContext &context,
+                                            tfc::ImportOptions options,
+                                            VariantBuilds &builds,
+                                            std::string &error) {
   OwningOpRef<ModuleOp> merged;
-  for (int64_t length : llvm::reverse(lengths)) {
-    options.seqLen = length;
-    auto imported = tfc::importHuggingFace(context, hfDir, options, error);
-    if (failed(imported))
-      return nullptr;
-    // The importer makes one function.
-    auto fns = llvm::to_vector((*imported)->getOps<func::FuncOp>());
-    if (fns.size() != 1 ||
-        !llvm::hasSingleElement((*imported)->getBody()->getOperations())) {
-      error = "the import of " + hfDir + " made more than one function";
-      return nullptr;
+  for (int64_t batch : llvm::reverse(builds.batches)) {
+    for (int64_t length : llvm::reverse(builds.lengths)) {
+      options.batch = batch;
+      options.seqLen = length;
+      auto imported = tfc::importHuggingFace(context, hfDir, options, error);
+      if (failed(imported))
+        return nullptr;
+      // The importer makes one function.
+      auto fns = llvm::to_vector((*imported)->getOps<func::FuncOp>());
+      if (fns.size() != 1 ||
+          !llvm::hasSingleElement((*imported)->getBody()->getOperations())) {
+        error = "the import of " + hfDir + " made more than one function";
+        return nullptr;
+      }
+      func::FuncOp fn = fns.front();
+      if (!merged) {
+        builds.entry = fn.getSymName().str();
+        merged = std::move(*imported);
+        continue;
+      }
+      fn.setSymName(builds.entryOf(fn.getSymName(), batch, length));
+      fn->moveBefore(merged->getBody(), merged->getBody()->end());
     }
-    func::FuncOp fn = fns.front();
-    if (!merged) {
-      builds.entry = fn.getSymName().str();
-      merged = std::move(*imported);
-      continue;
-    }
-    fn.setSymName(variantEntry(fn.getSymName(), length, lengths.back()));
-    fn->moveBefore(merged->getBody(), merged->getBody()->end());
   }
   return merged;
 }
 
 /// Fuses (or decomposes), lowers and emits `module`; returns the exit code.
-/// `builds`: a module of several sequence-length builds (importLengths),
-/// emitted as one library with a variant per length.
+/// `builds`: a module of several batch-size or sequence-length builds
+/// (importVariants), emitted as one library with a variant per build.
 static int compileModule(ModuleOp module, const std::string &inputName,
                          bool fuse, Emit kind, const std::string &outputPath,
                          const char *argv0, bool quiet,
-                         const LengthBuilds *builds = nullptr) {
+                         const VariantBuilds *builds = nullptr) {
   MLIRContext *context = module.getContext();
   // Graph level: fusion (or decomposition, for the unfused build).
   PassManager graph(context);
@@ -331,30 +364,20 @@ static int compileModule(ModuleOp module, const std::string &inputName,
       tfc::extractManifest(module, builds ? builds->entry : entry);
   if (failed(manifest))
     return 1;
-  ArrayRef<int64_t> lengths;
-  if (builds)
-    lengths = builds->lengths;
+  // abi.h's order: by batch size, then by length.
   std::vector<tfc::ModelVariant> variants;
-  for (int64_t length : lengths) {
-    FailureOr<tfc::Manifest> m = tfc::extractManifest(
-        module, variantEntry(manifest->entry, length, lengths.back()));
-    if (failed(m))
-      return 1;
-    variants.push_back({length, std::move(*m)});
-  }
-  if (fuse && !quiet) {
+  for (int64_t batch : builds ? builds->batches : std::vector<int64_t>())
+    for (int64_t length : builds->lengths) {
+      FailureOr<tfc::Manifest> m = tfc::extractManifest(
+          module, builds->entryOf(manifest->entry, batch, length));
+      if (failed(m))
+        return 1;
+      variants.push_back({batch, length, std::move(*m)});
+    }
+  if (fuse && !quiet)
     llvm::errs() << "tfc-compile: "
-                 << fusionSummary(module.lookupSymbol(manifest->entry));
-    if (!lengths.empty())
-      llvm::errs() << " (in each of " << lengths.size() << " sequence lengths: "
-                   << llvm::join(llvm::map_range(lengths,
-                                                 [](int64_t l) {
-                                                   return std::to_string(l);
-                                                 }),
-                                 ", ")
-                   << ")";
-    llvm::errs() << "\n";
-  }
+                 << fusionSummary(module.lookupSymbol(manifest->entry))
+                 << (builds ? builds->summary() : "") << "\n";
 
   std::string error;
   if (kind == Emit::MLIR) {
@@ -545,33 +568,37 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
   std::string inputName = inputFile;
-  LengthBuilds builds;
+  VariantBuilds builds;
   if (!hfDir.empty()) {
     inputName = hfDir;
     FailureOr<tfc::ImportOptions> importOptions = importFlags.options(error);
     if (failed(importOptions))
       return fail(error);
-    // (options() checked the lengths.)
-    std::vector<int64_t> lengths = *importFlags.seqLens(error);
-    if (lengths.size() > 1) {
-      builds.lengths = lengths;
+    // (options() checked the sizes.)
+    builds.batches = *importFlags.batches(error);
+    builds.lengths = *importFlags.seqLens(error);
+    if (!builds.empty()) {
+      // The flag that asks for several builds, as the user wrote it.
+      std::string flag = builds.lengths.size() > 1 ? "--seq-len" : "--batch";
+      std::string sizes = builds.lengths.size() > 1 ? "lengths" : "batch sizes";
       if (target != "cpu")
-        return fail("--seq-len: several lengths build a CPU model; "
-                    "--target=nvptx takes one");
+        return fail(flag + ": several " + sizes +
+                    " build a CPU model; --target=nvptx takes one");
       if (verifyFusion)
-        return fail("--seq-len: --verify-fusion checks one length; give one");
+        return fail(flag + ": --verify-fusion checks one build; give one " +
+                    (builds.lengths.size() > 1 ? "length" : "batch size"));
       if (!entry.empty())
-        return fail("--entry: a model of several --seq-len lengths has one "
-                    "function per length; drop --entry");
+        return fail("--entry: a model of several " + flag + " " + sizes +
+                    " has one function per build; drop --entry");
     }
-    if (builds.lengths.empty()) {
+    if (builds.empty()) {
       auto imported =
           tfc::importHuggingFace(context, hfDir, *importOptions, error);
       if (failed(imported))
         return fail(error);
       module = std::move(*imported);
     } else {
-      module = importLengths(context, *importOptions, builds, error);
+      module = importVariants(context, *importOptions, builds, error);
       if (!module)
         return fail(error);
     }
@@ -591,7 +618,7 @@ int main(int argc, char **argv) {
     original = module->clone();
   if (int rc = compileModule(*module, inputName, !noFusion, emit, outputFile,
                              argv[0], /*quiet=*/false,
-                             builds.lengths.empty() ? nullptr : &builds))
+                             builds.empty() ? nullptr : &builds))
     return rc;
   if (!dumpIRAfter.empty() && !irDumped)
     return fail("--dump-ir-after=" + dumpIRAfter +

@@ -59,6 +59,9 @@ int main(int argc, char **argv) {
   if (importFlags.seqLens(error)->size() > 1)
     return fail("--seq-len: tfc-import writes the graph of one sequence "
                 "length; several are for tfc-compile");
+  if (importFlags.batches(error)->size() > 1)
+    return fail("--batch: tfc-import writes the graph of one batch size; "
+                "several are for tfc-compile");
   auto module = tfc::importHuggingFace(context, hfDir, *options, error);
   if (failed(module))
     return fail(error);

@@ -8,7 +8,7 @@
 #include "tfc/runtime/safetensors.h"
 
 #include "ElfCheck.h"
-#include "Lengths.h"
+#include "Variants.h"
 #include "cuda/Failure.h"
 #include "cuda/GpuModel.h"
 #include "cuda/Modules.h"
@@ -42,12 +42,12 @@ struct tfc_model {
   std::string path;
   void *handle = nullptr;
   /// The descriptors the model takes now: the library's manifest, or for a
-  /// model built for several lengths the copy `lengths` keeps at the current
-  /// length.
+  /// model built for several batch sizes or lengths the copy `variants`
+  /// keeps at the current ones.
   const tfc_manifest *manifest = nullptr;
-  tfc_model_run_fn run = nullptr; // a cpu model with lengths runs through them
+  tfc_model_run_fn run = nullptr; // a cpu model with variants runs them
   /// Null for a model of one shape.
-  std::unique_ptr<tfc::SequenceLengths> lengths;
+  std::unique_ptr<tfc::ModelVariants> variants;
   tfc_model_weights_changed_fn weightsChanged = nullptr; // optional
   std::vector<int32_t> inputArgs;  // argument index of each input
   std::vector<int32_t> weightArgs; // argument index of each weight
@@ -282,15 +282,13 @@ tfc_status checkInputBounds(const tfc_model *model) {
 }
 
 /// Fills every bound output with 0xFF bytes (NaN, -1), so that an element
-/// the model does not write shows (also through the staging buffers of a
-/// padded length).
+/// the model does not write shows (ModelVariants::run poisons its staging
+/// buffers too).
 void poisonHostOutputs(tfc_model *model) {
   size_t numArgs = size_t(model->manifest->num_args);
   for (int32_t i = 0; i < model->manifest->num_results; ++i)
     std::memset(model->buffers[numArgs + size_t(i)], 0xff,
                 tfc_tensor_desc_nbytes(tfc_model_output(model, i)));
-  if (model->lengths)
-    model->lengths->poisonStagedOutputs();
 }
 
 /// Set by tfc_set_num_threads; applied to every model loaded afterwards.
@@ -478,21 +476,21 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
                       "model " + file + ": manifest names weight " +
                           quote(manifest->args[model->weightArgs[i]].name) +
                           " twice");
-    // A model built for several sequence lengths (abi.h).
+    // A model built for several batch sizes or sequence lengths (abi.h).
     auto variantsFn = reinterpret_cast<tfc_model_variants_fn>(
         ownSymbol(handle, "tfc_model_variants"));
     if (variantsFn) {
       const tfc_model_variant *variants = nullptr;
       int32_t count = variantsFn(&variants);
       std::string error;
-      model->lengths =
-          tfc::SequenceLengths::create(file, *manifest, variants, count, error);
-      if (!model->lengths)
+      model->variants =
+          tfc::ModelVariants::create(file, *manifest, variants, count, error);
+      if (!model->variants)
         return fail(TFC_BAD_FORMAT, error);
     }
     applyThreads(handle);
     model->handle = handle;
-    model->manifest = model->lengths ? &model->lengths->manifest() : manifest;
+    model->manifest = model->variants ? &model->variants->manifest() : manifest;
     model->run = runFn;
     model->weightsChanged = reinterpret_cast<tfc_model_weights_changed_fn>(
         ownSymbol(handle, "tfc_model_weights_changed"));
@@ -757,9 +755,8 @@ tfc_status tfc_model_invoke(tfc_model *model) {
       return s;
     if (model->gpu)
       return fromGpu(model->gpu->invoke(model->run, model->buffers.data()));
-    if (model->lengths) {
-      model->lengths->poisonStagedOutputs();
-      model->lengths->run(model->buffers.data());
+    if (model->variants) {
+      model->variants->run(model->buffers.data());
       return nullptr;
     }
     model->run(model->buffers.data());
@@ -781,11 +778,11 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
     if (model->gpu)
       return fromGpu(model->gpu->time(model->run, model->buffers.data(), warmup,
                                       runs, ms));
-    // A length that runs as a longer variant: its padding and cutting copies
+    // A shape that runs as a larger variant: its padding and cutting copies
     // are part of each run, and timed with it.
     auto runOnce = [&] {
-      if (model->lengths)
-        model->lengths->run(model->buffers.data());
+      if (model->variants)
+        model->variants->run(model->buffers.data());
       else
         model->run(model->buffers.data());
     };
@@ -805,48 +802,85 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
   });
 }
 
-/*===-- Sequence lengths --------------------------------------------------===*/
+/*===-- Batch sizes and sequence lengths ----------------------------------===*/
 
-int32_t tfc_model_num_lengths(const tfc_model *model) {
-  return model && model->lengths ? int32_t(model->lengths->numLengths()) : 0;
+namespace {
+
+/// The variants of a model built for several of `sizes` (batch sizes or
+/// lengths), or null.
+const tfc::ModelVariants *severalOf(const tfc_model *model, bool batches) {
+  if (!model || !model->variants)
+    return nullptr;
+  const tfc::ModelVariants &v = *model->variants;
+  return (batches ? v.batches() : v.lengths()).size() > 1 ? &v : nullptr;
 }
 
-int64_t tfc_model_built_length(const tfc_model *model, int32_t index) {
-  if (!model || !model->lengths || index < 0 ||
-      size_t(index) >= model->lengths->numLengths())
+int32_t numBuilt(const tfc_model *model, bool batches) {
+  const tfc::ModelVariants *v = severalOf(model, batches);
+  return v ? int32_t((batches ? v->batches() : v->lengths()).size()) : 0;
+}
+
+int64_t builtAt(const tfc_model *model, bool batches, int32_t index) {
+  if (index < 0 || index >= numBuilt(model, batches))
     return 0;
-  return model->lengths->builtLength(size_t(index));
+  const tfc::ModelVariants &v = *model->variants;
+  return (batches ? v.batches() : v.lengths())[size_t(index)];
 }
 
-int64_t tfc_model_length(const tfc_model *model) {
-  return model && model->lengths ? model->lengths->length() : 0;
+/// The batch or sequence axis of input or output `index`, or -1.
+int32_t axisOf(const tfc_model *model, bool input, int32_t index, bool batch) {
+  if (!model || !model->variants || index < 0)
+    return -1;
+  size_t slot;
+  if (input) {
+    if (size_t(index) >= model->inputArgs.size())
+      return -1;
+    slot = size_t(model->inputArgs[size_t(index)]);
+  } else {
+    if (index >= model->manifest->num_results)
+      return -1;
+    slot = size_t(model->manifest->num_args) + size_t(index);
+  }
+  return batch ? model->variants->batchAxis(slot)
+               : model->variants->lengthAxis(slot);
 }
 
-tfc_status tfc_model_set_length(tfc_model *model, int64_t length) {
+/// tfc_model_set_batch (`batch`) and tfc_model_set_length.
+tfc_status setShape(tfc_model *model, bool batch, int64_t size) {
+  const char *fn = batch ? "tfc_model_set_batch" : "tfc_model_set_length";
   if (!model)
     return makeStatus(TFC_INVALID_ARGUMENT,
-                      "tfc_model_set_length: model must not be NULL");
+                      std::string(fn) + ": model must not be NULL");
   return guard([&]() -> tfc_status {
-    tfc::SequenceLengths *lengths = model->lengths.get();
-    if (!lengths)
-      return makeStatus(TFC_FAILED_PRECONDITION,
-                        "model " + model->path +
-                            " was built for one shape; compile it with "
-                            "--seq-len L1,L2,... to run other lengths");
-    std::string where =
-        "model " + model->path + ": length " + std::to_string(length);
-    if (length < 1)
+    tfc::ModelVariants *variants = model->variants.get();
+    if (!severalOf(model, batch))
+      return makeStatus(
+          TFC_FAILED_PRECONDITION,
+          "model " + model->path +
+              (batch ? " was built for one batch size; compile it with "
+                       "--batch B1,B2,... to run other batch sizes"
+                     : " was built for one sequence length; compile it "
+                       "with --seq-len L1,L2,... to run other lengths"));
+    std::string where = "model " + model->path +
+                        (batch ? ": batch " : ": length ") +
+                        std::to_string(size);
+    if (size < 1)
       return makeStatus(TFC_INVALID_ARGUMENT, where + " is less than 1");
-    if (length > lengths->longest())
+    if (!batch && size > variants->lengths().back())
       return makeStatus(TFC_INVALID_ARGUMENT,
                         where +
                             " is longer than the longest it was built "
                             "for, " +
-                            std::to_string(lengths->longest()));
-    // The same length again keeps the bindings: the shapes did not change.
-    if (length == lengths->length())
+                            std::to_string(variants->lengths().back()));
+    if (batch && !variants->fits(size))
+      return makeStatus(TFC_INVALID_ARGUMENT,
+                        where + " makes tensors of more than 2^63 bytes");
+    int64_t newBatch = batch ? size : variants->batch();
+    int64_t newLength = batch ? variants->length() : size;
+    // The same shape again keeps the bindings: nothing changed.
+    if (newBatch == variants->batch() && newLength == variants->length())
       return nullptr;
-    if (!lengths->setLength(length))
+    if (!variants->setShape(newBatch, newLength))
       return makeStatus(TFC_OUT_OF_MEMORY,
                         where + ": out of memory for its padded buffers");
     // The caller's buffers have the old shapes.
@@ -859,19 +893,54 @@ tfc_status tfc_model_set_length(tfc_model *model, int64_t length) {
   });
 }
 
+} // namespace
+
+int32_t tfc_model_num_batches(const tfc_model *model) {
+  return numBuilt(model, true);
+}
+
+int64_t tfc_model_built_batch(const tfc_model *model, int32_t index) {
+  return builtAt(model, true, index);
+}
+
+int32_t tfc_model_num_lengths(const tfc_model *model) {
+  return numBuilt(model, false);
+}
+
+int64_t tfc_model_built_length(const tfc_model *model, int32_t index) {
+  return builtAt(model, false, index);
+}
+
+int64_t tfc_model_batch(const tfc_model *model) {
+  return severalOf(model, true) ? model->variants->batch() : 0;
+}
+
+int64_t tfc_model_length(const tfc_model *model) {
+  return severalOf(model, false) ? model->variants->length() : 0;
+}
+
+tfc_status tfc_model_set_batch(tfc_model *model, int64_t batch) {
+  return setShape(model, true, batch);
+}
+
+tfc_status tfc_model_set_length(tfc_model *model, int64_t length) {
+  return setShape(model, false, length);
+}
+
+int32_t tfc_model_input_batch_axis(const tfc_model *model, int32_t index) {
+  return axisOf(model, true, index, true);
+}
+
+int32_t tfc_model_output_batch_axis(const tfc_model *model, int32_t index) {
+  return axisOf(model, false, index, true);
+}
+
 int32_t tfc_model_input_length_axis(const tfc_model *model, int32_t index) {
-  if (!model || !model->lengths || index < 0 ||
-      size_t(index) >= model->inputArgs.size())
-    return -1;
-  return model->lengths->axis(size_t(model->inputArgs[size_t(index)]));
+  return axisOf(model, true, index, false);
 }
 
 int32_t tfc_model_output_length_axis(const tfc_model *model, int32_t index) {
-  if (!model || !model->lengths || index < 0 ||
-      index >= model->manifest->num_results)
-    return -1;
-  return model->lengths->axis(size_t(model->manifest->num_args) +
-                              size_t(index));
+  return axisOf(model, false, index, false);
 }
 
 /*===-- Host arrays -------------------------------------------------------===*/

@@ -35,11 +35,13 @@ LENGTHS = (1, 3, 4, 6, 8, 11, 13)
 PAST = 5
 
 
-def build(h, name, model, fused, flags=()):
-    """tfc-compile --hf MODEL --seq-len 4,8,13; returns the library."""
+def build(h, name, model, fused, flags=(), batches=(BATCH,), lengths=BUILT):
+    """tfc-compile --hf MODEL --batch 2 --seq-len 4,8,13 (by default);
+    returns the library."""
     lib = h.path(name + (".fused" if fused else ".unfused") + ".so")
-    cmd = [h.compile, "--hf", model, "--batch", str(BATCH), "--seq-len",
-           ",".join(str(n) for n in BUILT), "-o", lib] + list(flags)
+    cmd = [h.compile, "--hf", model, "--batch",
+           ",".join(str(b) for b in batches), "--seq-len",
+           ",".join(str(n) for n in lengths), "-o", lib] + list(flags)
     if not fused:
         cmd.append("--no-fusion")
     summary = subprocess.run(cmd, check=True, stderr=subprocess.PIPE,
@@ -53,6 +55,18 @@ def tokens(rng, vocab, n):
     """[BATCH, n] ids and a mask whose second row ends in padding (half of
     it, rounded down) when n > 1."""
     return random_tokens(rng, vocab, BATCH, n, n // 2)
+
+
+def expect_cache(h, label, got, kv):
+    """The outputs after the hidden state, each layer's keys and values of
+    past + new tokens, against the reference's `kv`."""
+    cache = np.stack([np.stack(pair) for pair in kv])
+    present = np.stack([np.stack(got[1 + 2 * l:3 + 2 * l])
+                        for l in range(len(kv))])
+    h.expect(label + ": keys and values of past + new tokens",
+             present.shape == cache.shape)
+    if present.shape == cache.shape:
+        h.expect_close(label + " keys and values", present, cache, 1e-4)
 
 
 def check_llama(h, rng):
@@ -88,14 +102,8 @@ def check_llama(h, rng):
             label = "llama past %d length %d" % (past, n)
             h.expect_close(label + " hidden state", got[0], ref[:, past:],
                            1e-4)
-            cache = np.stack([np.stack(pair) for pair in kv])
-            present = np.stack([np.stack(got[1 + 2 * l:3 + 2 * l])
-                                for l in range(layers)])
-            h.expect(label + ": keys and values of past + new tokens",
-                     present.shape == cache.shape)
-            if present.shape == cache.shape:
-                h.expect_close(label + " keys and values", present, cache,
-                               1e-4)
+            expect_cache(h, label, got, kv)
+    return w
 
 
 def check_roberta(h, rng):
@@ -122,6 +130,52 @@ def check_roberta(h, rng):
                            (tag, n), out, ref, 1e-5)
 
 
+def check_batches(h, rng, w):
+    """Batch sizes and lengths together: the LLaMA with 5 past tokens built
+    for batch sizes 1 and 2 and lengths 4 and 8 (every input and output has
+    a batch axis, the KV cache's too), run at batch sizes 1 to 5 (beyond 2
+    in slices) and lengths 3 and 8; and the RoBERTa built for batch sizes 1
+    and 2 at one length (its embeddings: a batch axis, no sequence axis).
+    `w`: the LLaMA's weights (check_llama's)."""
+    cfg = llama.CFG
+    layers = cfg["num_hidden_layers"]
+    model = h.path("llama")
+    lib = build(h, "llama_batches", model, True, ["--past-len", str(PAST)],
+                batches=(1, 2), lengths=(4, 8))
+    for b, n in ((1, 3), (2, 8), (3, 3), (5, 8), (4, 1)):
+        ids, mask = random_tokens(rng, cfg["vocab_size"], b, PAST + n,
+                                  (PAST + n) // 2 if b > 1 else 0)
+        kv = []
+        ref = llama.reference(cfg, w, ids, mask, kv)
+        inputs = [ids[:, PAST:], mask]
+        for k, v in kv:
+            inputs += [k[:, :, :PAST].astype(np.float32),
+                       v[:, :, :PAST].astype(np.float32)]
+        got = h.run_hf(lib, model, inputs, 1 + 2 * layers)
+        label = "llama batch %d length %d" % (b, n)
+        h.expect(label + ": hidden state [%d, %d, %d]" %
+                 (b, n, cfg["hidden_size"]),
+                 got[0].shape == (b, n, cfg["hidden_size"]))
+        h.expect_close(label + " hidden state", got[0], ref[:, PAST:], 1e-4)
+        expect_cache(h, label, got, kv)
+
+    model = h.path("roberta")
+    with open(os.path.join(model, "config.json")) as f:
+        cfg = json.load(f)
+    w = tosa_eval.read_safetensors(model)
+    lib = build(h, "roberta_batches", model, True, batches=(1, 2),
+                lengths=(8,))
+    for b in (1, 2, 3):
+        ids, mask = random_tokens(rng, cfg["vocab_size"], b, 8,
+                                  4 if b > 1 else 0)
+        out = h.run_hf(lib, model, [ids, mask])
+        ref = tosa_eval.reference_bert(cfg, w, "", ids, mask)
+        h.expect("roberta batch %d: embeddings [%d, 32]" % (b, b),
+                 out.shape == (b, 32))
+        h.expect_close("roberta batch %d sentence embeddings" % b, out, ref,
+                       1e-5)
+
+
 def check_refused(h, rng):
     """One line on stderr naming what is wrong, exit status 1."""
     model = h.path("llama")
@@ -144,8 +198,9 @@ def check_refused(h, rng):
 
 def main():
     h, rng, _ = start(sys.argv[1:])
-    check_llama(h, rng)
+    w = check_llama(h, rng)
     check_roberta(h, rng)
+    check_batches(h, rng, w)
     check_refused(h, rng)
     h.finish()
 

@@ -27,11 +27,16 @@ def make(d, length, seed):
             rng.integers(-3, 4, size=(2, 3 + length)).astype(np.float32))
     np.save(os.path.join(d, "scale.npy"),
             rng.integers(1, 5, size=2).astype(np.float32))
+    write_weight(os.path.join(d, "w.safetensors"), rng)
+
+
+def write_weight(path, rng):
+    """A safetensors file of the weight w, f32 [4], small integers."""
     w = rng.integers(-4, 5, size=4).astype("<f4").tobytes()
     header = json.dumps({"w": {"dtype": "F32", "shape": [4],
                                "data_offsets": [0, len(w)]}}).encode()
     header += b" " * (-len(header) % 8)
-    with open(os.path.join(d, "w.safetensors"), "wb") as f:
+    with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(header)) + header + w)
 
 

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "runtime", "python"))
 sys.path.append(os.path.join(HERE, "..", "..", "Integration", "CPU"))
 import tfc_runtime as tfc  # noqa: E402
 import lengths  # noqa: E402  (Inputs/lengths.py, lengths_model's reference)
+import batches  # noqa: E402  (Inputs/batches.py, batches_model's reference)
 from gpt2 import write_safetensors  # noqa: E402  ({name: f32 array})
 
 
@@ -253,6 +254,53 @@ def check_lengths(c, rng, rt, fixtures, work):
     m.close()
 
 
+def check_batches(c, rng, rt, fixtures, work):
+    """batches_model, built for batch sizes 1 and 3 and lengths 2 and 5, at
+    batch sizes 1 to 7 (beyond 3 in slices) and lengths 1, 3 and 5: both
+    taken off the inputs, outputs as batches.py computes them (info: the
+    variant that ran each sequence)."""
+    m = tfc.Model(os.path.join(fixtures, "batches_model.so"), runtime=rt)
+    c.expect("batches: built (1, 3) x (2, 5), now 3 x 5",
+             (m.batches, m.batch, m.lengths, m.length) == ((1, 3), 3, (2, 5),
+                                                           5))
+    c.expect("batches: batch axes", [t.batch_axis for t in m.inputs] ==
+             [0, 0, 1] and [t.batch_axis for t in m.outputs] == [0, 0, 1, 0]
+             and [t.length_axis for t in m.inputs] == [1, 1, 2])
+    for b, n in ((1, 1), (2, 3), (3, 5), (4, 5), (5, 1), (7, 3), (6, 5)):
+        d = os.path.join(work, "b%d_%d" % (b, n))
+        os.makedirs(d, exist_ok=True)
+        batches.make(d, b, n, int(rng.integers(1 << 30)))
+        ids, mask, kv = (np.load(os.path.join(d, name + ".npy"))
+                         for name in ("ids", "mask", "kv"))
+        m.bind_weights(os.path.join(d, "w.safetensors"))
+        try:
+            out = m.run(ids, mask, kv=kv)
+        except tfc.Error as e:
+            c.expect("batches: batch %d, length %d: %s" % (b, n, e), False)
+            continue
+        for name, x in zip(("y", "z", "kv2", "info"), out):
+            np.save(os.path.join(d, name + ".npy"), x)
+        try:  # prints its line, or exits 1 after the difference
+            batches.check(d, b, n, poisoned=False)
+            ok = True
+        except SystemExit:
+            ok = False
+        c.expect("batches: batch %d, length %d set from the inputs (now %s, "
+                 "%s)" % (b, n, m.batch, m.length),
+                 ok and (m.batch, m.length) == (b, n) and
+                 m.inputs[2].shape == (2, 2 * b, n))
+    c.error("batches: inputs of different batch sizes",
+            lambda: m.run(ids, mask[:2], kv), "INVALID_ARGUMENT",
+            "inputs of different batch sizes: input 0 'ids' has batch size 6 "
+            "(i64 [6, 5]), input 1 'mask' batch size 2 (f32 [2, 8])")
+    c.error("batches: set_batch(0)", lambda: m.set_batch(0),
+            "INVALID_ARGUMENT", "batch 0 is less than 1")
+    m.set_batch(2)
+    c.expect("batches: set_batch(2)", m.batch == 2 and
+             m.outputs[3].shape == (2, 3))
+    m.close()
+
+
 def check_load_errors(c, rt, lib_path, fixtures, work):
     add = os.path.join(fixtures, "add_model.so")
     c.error("a missing weights file",
@@ -327,6 +375,7 @@ def main(argv):
         check_gpu_add(c, rng, rt, fixtures, work)
     check_types(c, rng, rt, fixtures)
     check_lengths(c, rng, rt, fixtures, work)
+    check_batches(c, rng, rt, fixtures, work)
     check_load_errors(c, rt, lib_path, fixtures, work)
     if bindir:
         check_llama(c, rng, rt, bindir, work)

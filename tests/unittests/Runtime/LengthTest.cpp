@@ -11,6 +11,7 @@
 
 #include "tfc/runtime/api.h"
 
+#include "GuardedTensor.h"
 #include "Status.h"
 #include "TestUtil.h"
 
@@ -22,43 +23,13 @@
 #include <string>
 #include <vector>
 
+using tfc::testing::expectLoadFails;
 using tfc::testing::fixture;
+using tfc::testing::GuardedTensor;
 using tfc::testing::Outcome;
 using tfc::testing::outcome;
 
 namespace {
-
-/// The buffer of one tensor, 64-byte aligned, with a guard region after it
-/// that must stay untouched.
-class Tensor {
-public:
-  static constexpr size_t kGuard = 64;
-
-  explicit Tensor(const tfc_tensor_desc *desc)
-      : nbytes(tfc_tensor_desc_nbytes(desc)) {
-    const int64_t size = int64_t(nbytes + kGuard);
-    EXPECT_OK(tfc_array_create(TFC_DTYPE_U8, 1, &size, &array));
-    std::memset(data(), 0x5a, nbytes + kGuard);
-  }
-  ~Tensor() { tfc_array_destroy(array); }
-  Tensor(const Tensor &) = delete;
-  Tensor &operator=(const Tensor &) = delete;
-
-  void *data() { return tfc_array_data(array); }
-  template <typename T> T *as() { return static_cast<T *>(data()); }
-  bool guardIntact() {
-    const uint8_t *guard = as<uint8_t>() + nbytes;
-    for (size_t i = 0; i < kGuard; ++i)
-      if (guard[i] != 0x5a)
-        return false;
-    return true;
-  }
-
-  size_t nbytes;
-
-private:
-  tfc_array *array = nullptr;
-};
 
 /// The shortest built length of at least `length`.
 int64_t builtFor(int64_t length) {
@@ -84,7 +55,7 @@ protected:
         : ids(tfc_model_input(model, 0)), mask(tfc_model_input(model, 1)),
           scale(tfc_model_input(model, 2)), y(tfc_model_output(model, 0)),
           z(tfc_model_output(model, 1)), info(tfc_model_output(model, 2)) {}
-    Tensor ids, mask, scale, y, z, info;
+    GuardedTensor ids, mask, scale, y, z, info;
   };
 
   std::unique_ptr<Run> bindFresh(int64_t length) {
@@ -136,7 +107,7 @@ protected:
     }
     EXPECT_EQ(run.info.as<int64_t>()[0], builtFor(length)) << "the variant";
     EXPECT_EQ(run.info.as<int64_t>()[1], nonzero) << "nonzero ids";
-    for (Tensor *t : {&run.y, &run.z, &run.info})
+    for (GuardedTensor *t : {&run.y, &run.z, &run.info})
       EXPECT_TRUE(t->guardIntact()) << "written past an output";
   }
 
@@ -322,8 +293,8 @@ TEST(Lengths, OneShapeModel) {
   Outcome o = outcome(tfc_model_set_length(model, 3));
   EXPECT_EQ(o.code, TFC_FAILED_PRECONDITION);
   EXPECT_EQ(o.message, "model " + path +
-                           " was built for one shape; compile it with "
-                           "--seq-len L1,L2,... to run other lengths");
+                           " was built for one sequence length; compile it "
+                           "with --seq-len L1,L2,... to run other lengths");
   tfc_model_destroy(model);
   EXPECT_EQ(tfc_model_num_lengths(nullptr), 0);
   EXPECT_EQ(tfc_model_length(nullptr), 0);
@@ -336,10 +307,11 @@ TEST(Lengths, RefusesVariantsThatAreNotOneModel) {
   } cases[] = {
       {"lengths_one_model.so",
        ": tfc_model_variants returns 1 variant; a model built for several "
-       "lengths has at least 2"},
+       "shapes has at least 2"},
       {"lengths_order_model.so",
-       ": variant of length 2 follows one of length 4 (lengths must "
-       "increase)"},
+       ": variant 1 (batch 2, length 2) follows one of length 4 (the "
+       "variants are every built batch size with every built length, "
+       "ordered by batch size, then length, both increasing)"},
       {"lengths_two_axes_model.so",
        ": variant of length 4: input 'mask' is f32 [3, 7], at length 8 f32 "
        "[2, 11]: it differs in axis 0, the variant of length 2 in axis 1 "
@@ -354,20 +326,16 @@ TEST(Lengths, RefusesVariantsThatAreNotOneModel) {
        ": variant of length 4: argument 2 is 'attn', the model's 'mask'"},
       {"lengths_weight_model.so",
        ": variant of length 2: weight 'w' is f32 [5], at length 8 f32 [4] "
-       "(weights are the same at every length)"},
+       "(weights are the same in every variant)"},
       {"lengths_not_main_model.so",
-       ": variant of length 8, the longest, is not the model's manifest "
+       ": variant of length 8, the last, is not the model's manifest "
        "(tfc_model_manifest): input 'ids' is i64 [2, 8] there, i64 [2, 4] in "
        "the manifest"},
       {"lengths_gpu_model.so", ": variants are for cpu models, not nvptx"},
   };
   for (const Case &c : cases) {
     std::string path = fixture(c.file);
-    tfc_model *model = reinterpret_cast<tfc_model *>(1);
-    Outcome o = outcome(tfc_model_load(path.c_str(), &model));
-    EXPECT_EQ(model, nullptr) << c.file;
-    EXPECT_EQ(o.code, TFC_BAD_FORMAT) << c.file;
-    EXPECT_EQ(o.message, "model " + path + c.message);
+    expectLoadFails(path, TFC_BAD_FORMAT, "model " + path + c.message);
   }
 }
 

@@ -23,6 +23,17 @@ inline Outcome outcome(tfc_status status) {
   return result;
 }
 
+/// tfc_model_load of `path` fails with `code` and `message`, and leaves no
+/// model.
+inline void expectLoadFails(const std::string &path, tfc_status_code code,
+                            const std::string &message) {
+  tfc_model *model = reinterpret_cast<tfc_model *>(1);
+  Outcome o = outcome(tfc_model_load(path.c_str(), &model));
+  EXPECT_EQ(model, nullptr) << path;
+  EXPECT_EQ(o.code, code) << path;
+  EXPECT_EQ(o.message, message);
+}
+
 } // namespace tfc::testing
 
 #define EXPECT_OK(expr)                                                        \

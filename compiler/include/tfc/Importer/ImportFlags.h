@@ -28,7 +28,8 @@ public:
   /// The flags given on the command line, as "--NAME".
   std::vector<std::string> given() const;
 
-  /// The import options the flags say (at the longest --seq-len); failure
+  /// The import options the flags say (at the largest --batch and the
+  /// longest --seq-len); failure
   /// with `error` set to one line naming the flag.
   mlir::FailureOr<ImportOptions> options(std::string &error) const;
 
@@ -36,12 +37,13 @@ public:
   /// occurrence of the flag counts), increasing, each once; failure with
   /// `error` set unless they are positive integers.
   mlir::FailureOr<std::vector<int64_t>> seqLens(std::string &error) const;
+  /// The batch sizes of --batch, the same way.
+  mlir::FailureOr<std::vector<int64_t>> batches(std::string &error) const;
 
 private:
   /// The descriptions, before the options: cl::desc keeps a reference.
   std::string descriptions[9];
-  llvm::cl::opt<int64_t> batch;
-  llvm::cl::opt<std::string> seqLen;
+  llvm::cl::opt<std::string> batch, seqLen;
   llvm::cl::opt<std::string> dtype;
   llvm::cl::opt<ImportOutput> output;
   llvm::cl::opt<bool> tokenTypeIds, kvCache;

@@ -35,9 +35,11 @@ struct Manifest {
   std::vector<TensorSpec> results;
 };
 
-/// One of the builds of a model for several sequence lengths (abi.h,
-/// "Sequence lengths"): the model's function for `length` new tokens.
+/// One of the builds of a model for several batch sizes or sequence lengths
+/// (abi.h, "Variants"): the model's function for `batch` sequences of
+/// `length` new tokens.
 struct ModelVariant {
+  int64_t batch;
   int64_t length;
   Manifest manifest;
 };

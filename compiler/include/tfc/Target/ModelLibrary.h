@@ -38,9 +38,9 @@ struct LibraryOptions {
 /// Translates `module` (LLVM dialect only) to LLVM IR, adds the ABI entry
 /// points (`tfc_model_run`, `tfc_model_manifest`) for `manifest`, optimises
 /// at -O3 for the host CPU and writes the requested artifact. With
-/// `variants` (a model built for several sequence lengths, increasing, the
-/// last one `manifest`'s), also `tfc_model_variants` over a run function
-/// and a manifest for each. Returns an error message on failure.
+/// `variants` (a model built for several batch sizes or sequence lengths, in
+/// abi.h's order, the last one `manifest`'s), also `tfc_model_variants` over
+/// a run function and a manifest for each. Returns an error message on failure.
 mlir::LogicalResult
 emitModelLibrary(mlir::ModuleOp module, const Manifest &manifest,
                  const LibraryOptions &options, std::string &error,

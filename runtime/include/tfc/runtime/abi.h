@@ -48,7 +48,7 @@
 extern "C" {
 #endif
 
-#define TFC_ABI_VERSION 2u
+#define TFC_ABI_VERSION 3u
 /* "TFCM" */
 #define TFC_MANIFEST_MAGIC 0x4d434654u
 
@@ -95,24 +95,33 @@ typedef const tfc_manifest *(*tfc_model_manifest_fn)(void);
 typedef void (*tfc_model_run_fn)(void **buffers);
 typedef void (*tfc_model_weights_changed_fn)(void);
 
-/* Sequence lengths. A model built for several sequence lengths
- * (tfc-compile --hf DIR --seq-len 16,32,128) also exports
+/* Variants. A model built for several batch sizes or sequence lengths
+ * (tfc-compile --hf DIR --batch 1,8 --seq-len 16,32,128) also exports
  *
  *   int32_t tfc_model_variants(const tfc_model_variant **variants);
  *
- * which points *variants at an array of its variants, one per length in
- * increasing order, and returns how many there are (at least 2). Each is the
- * same model compiled for `length` new tokens per sequence: the same
- * arguments and results (names, roles, dtypes, ranks, order), whose shapes
- * differ in at most one axis, the sequence axis, where the extent is a
- * constant plus `length` ([B, S] token ids, [B, past + S] attention mask,
- * [B, S, hidden] states); weights have the same shapes in all. The
- * symbols tfc_model_manifest and tfc_model_run are the longest variant's.
+ * which points *variants at an array of its variants and returns how many
+ * there are (at least 2). They form a grid: every built batch size with
+ * every built length, ordered by batch size, then by length, both
+ * increasing. Each is the same model compiled for `batch` sequences of
+ * `length` new tokens: the same arguments and results (names, roles,
+ * dtypes, ranks, order), whose shapes differ in at most two axes. On the
+ * sequence axis the extent is a constant plus `length` ([B, S] token ids,
+ * [B, past + S] attention mask, [B, S, hidden] states); on the batch axis
+ * it is a constant times `batch` (1 in the importer's models). Weights have
+ * the same shapes in all; with several batch sizes every input and output
+ * has a batch axis. The symbols tfc_model_manifest and tfc_model_run are
+ * the last variant's (the largest batch, the longest length).
+ *
  * Tokens after the end of a sequence may be zeros in every input
- * (attention_mask 0 hides them; the models are causal or masked), so the
- * runtime runs L tokens as the shortest variant of at least L: inputs padded
- * with zeros along their sequence axis, outputs cut to their first L. */
+ * (attention_mask 0 hides them; the models are causal or masked), and
+ * sequences are computed independently of each other, so the runtime runs
+ * B sequences of L tokens as the variant of the smallest batch of at least
+ * B and the shortest length of at least L: inputs padded with zeros,
+ * outputs cut. A batch larger than the largest built runs in slices of the
+ * largest (the last slice as the smallest that holds it). */
 typedef struct tfc_model_variant {
+  int64_t batch;
   int64_t length;
   const tfc_manifest *manifest;
   tfc_model_run_fn run;

@@ -104,8 +104,9 @@ typedef struct tfc_model tfc_model;
  * for a library that is not a tfc model ("not a tfc model: m.so: missing
  * symbol tfc_model_manifest"), that dlopen refuses ("cannot load model m.so:
  * ...") or whose target is neither "cpu" nor "nvptx", or whose variants
- * (abi.h "Sequence lengths") are not one cpu model at several lengths
- * ("model m.so: variant of length 4: input 'mask' is f32 [3, 7], ..."),
+ * (abi.h "Variants") are not one cpu model at several batch sizes and
+ * lengths ("model m.so: variant of length 4: input 'mask' is f32 [3, 7],
+ * ..."),
  * MISMATCH for another ABI version. For an "nvptx" model it also opens the
  * CUDA driver, loads the model's kernels and allocates its device buffers:
  * FAILED_PRECONDITION without a driver ("cannot run model m.so: target
@@ -116,8 +117,9 @@ TFC_API tfc_status tfc_model_load(const char *path, tfc_model **out);
 TFC_API void tfc_model_destroy(tfc_model *model);
 
 /* The model's manifest: the library's, or for a model built for several
- * lengths the runtime's copy of it with the shapes of the current length
- * (tfc_model_set_length changes them in place). */
+ * batch sizes or lengths the runtime's copy of it with the shapes of the
+ * current ones (tfc_model_set_batch and tfc_model_set_length change them in
+ * place). */
 TFC_API const tfc_manifest *tfc_model_manifest_of(const tfc_model *model);
 TFC_API const char *tfc_model_path(const tfc_model *model);
 /* The manifest's target: "cpu" or "nvptx" ("" for NULL). */
@@ -126,8 +128,9 @@ TFC_API int32_t tfc_model_num_inputs(const tfc_model *model);
 TFC_API int32_t tfc_model_num_weights(const tfc_model *model);
 TFC_API int32_t tfc_model_num_outputs(const tfc_model *model);
 /* NULL when the index is out of range. The descriptors live as long as the
- * model; the shapes of a model built for several lengths are those of the
- * current length (tfc_model_set_length updates them in place). */
+ * model; the shapes of a model built for several batch sizes or lengths are
+ * those of the current ones (tfc_model_set_batch and tfc_model_set_length
+ * update them in place). */
 TFC_API const tfc_tensor_desc *tfc_model_input(const tfc_model *model,
                                                int32_t index);
 TFC_API const tfc_tensor_desc *tfc_model_weight(const tfc_model *model,
@@ -170,13 +173,18 @@ TFC_API tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
                                          int32_t dtype, int32_t rank,
                                          const int64_t *shape);
 
-/* Sequence lengths (a model built for several, abi.h "Sequence lengths").
- * The number of lengths the model was built for (0 for a model of one
- * shape), and the i-th of them, increasing (0 when out of range). */
+/* Batch sizes and sequence lengths (a model built for several, abi.h
+ * "Variants"). The number of batch sizes and of lengths the model was built
+ * for (0 for one), and the i-th of them, increasing (0 when out of
+ * range). */
+TFC_API int32_t tfc_model_num_batches(const tfc_model *model);
+TFC_API int64_t tfc_model_built_batch(const tfc_model *model, int32_t index);
 TFC_API int32_t tfc_model_num_lengths(const tfc_model *model);
 TFC_API int64_t tfc_model_built_length(const tfc_model *model, int32_t index);
-/* The number of new tokens per sequence the model takes now (the longest
- * built at load); 0 for a model of one shape. */
+/* The number of sequences and of new tokens per sequence the model takes
+ * now (the largest and longest built at load); 0 for a model of one batch
+ * size (length). */
+TFC_API int64_t tfc_model_batch(const tfc_model *model);
 TFC_API int64_t tfc_model_length(const tfc_model *model);
 /* Makes the model take `length` new tokens per sequence, any of 1 to the
  * longest built: it runs as the shortest built length of at least
@@ -186,19 +194,34 @@ TFC_API int64_t tfc_model_length(const tfc_model *model);
  * sequence axis, and earlier bindings of inputs and outputs are dropped
  * (bind buffers of the new shapes); weights stay bound. Setting the current
  * length again changes nothing and keeps the bindings. A length that runs
- * padded goes through runtime buffers of the built length, allocated on its
- * variant's first padded length and kept (OUT_OF_MEMORY when they cannot
+ * padded goes through runtime buffers of the built shape, allocated on its
+ * variant's first padded run and kept (OUT_OF_MEMORY when they cannot
  * be); their outputs are filled with 0xFF bytes before every run, so that
  * an element the model does not write shows in the caller's outputs.
  * INVALID_ARGUMENT outside [1, longest] ("model m.so: length 200 is longer
  * than the longest it was built for, 128"; "model m.so: length 0 is less
- * than 1"); FAILED_PRECONDITION for a model of one shape
- * ("model m.so was built for one shape; compile it with --seq-len L1,L2,...
- * to run other lengths"). */
+ * than 1"); FAILED_PRECONDITION for a model of one length
+ * ("model m.so was built for one sequence length; compile it with
+ * --seq-len L1,L2,... to run other lengths"). */
 TFC_API tfc_status tfc_model_set_length(tfc_model *model, int64_t length);
-/* The sequence axis of input or output `index`: the axis whose extent
- * follows the length; -1 for a tensor without one, an index out of range
- * or a model of one shape. */
+/* Makes the model take `batch` sequences, any number from 1: it runs as the
+ * smallest built batch size of at least `batch`, padded and cut as for a
+ * length; a batch larger than the largest built runs in slices of the
+ * largest, the last as the smallest built batch that holds it (slices that
+ * need no padding run on the caller's buffers, without copies, where the
+ * batch axis is a tensor's first). Bindings, staging buffers and errors as
+ * for tfc_model_set_length: INVALID_ARGUMENT for a batch below 1 or one
+ * whose tensors' sizes overflow, FAILED_PRECONDITION for a model of one
+ * batch size ("model m.so was built for one batch size; compile it with
+ * --batch B1,B2,... to run other batch sizes"). */
+TFC_API tfc_status tfc_model_set_batch(tfc_model *model, int64_t batch);
+/* The batch (sequence) axis of input or output `index`: the axis whose
+ * extent follows the batch size (the length); -1 for a tensor without one,
+ * an index out of range or a model of one batch size and length. */
+TFC_API int32_t tfc_model_input_batch_axis(const tfc_model *model,
+                                           int32_t index);
+TFC_API int32_t tfc_model_output_batch_axis(const tfc_model *model,
+                                            int32_t index);
 TFC_API int32_t tfc_model_input_length_axis(const tfc_model *model,
                                             int32_t index);
 TFC_API int32_t tfc_model_output_length_axis(const tfc_model *model,
@@ -222,9 +245,10 @@ TFC_API tfc_status tfc_model_invoke(tfc_model *model);
  * Outputs are filled with 0xFF bytes before every run, outside the timing.
  * A cpu model is timed with a steady clock around each run; an nvptx model
  * gets its inputs copied once, each run bracketed by CUDA events on the
- * runtime's stream, and its outputs copied back once at the end. A length
- * that runs padded (tfc_model_set_length) has its padding and cutting
- * copies timed with each run. Errors as
+ * runtime's stream, and its outputs copied back once at the end. A batch
+ * size or length that runs padded (tfc_model_set_batch,
+ * tfc_model_set_length) has its padding and cutting copies timed with each
+ * run. Errors as
  * for tfc_model_invoke; INVALID_ARGUMENT for runs < 1, warmup < 0 or a NULL
  * `ms`. */
 TFC_API tfc_status tfc_model_time(tfc_model *model, int32_t warmup,
