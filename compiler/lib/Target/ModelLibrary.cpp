@@ -9,6 +9,7 @@
 #include "tfc/Target/ModelLibrary.h"
 #include "tfc/runtime/abi.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -25,6 +26,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -192,14 +194,22 @@ void addManifestEntry(llvm::Module &mod, llvm::GlobalVariable *manifest) {
   b.CreateRet(manifest);
 }
 
+/// The run function of a variant other than the last ("tfc.run_b1_s16").
+std::string variantRunName(const ModelVariant &v) {
+  return "tfc.run_b" + std::to_string(v.batch) + "_s" +
+         std::to_string(v.length);
+}
+
 /// Adds `int32_t tfc_model_variants(const tfc_model_variant **)` over a
-/// table of {batch, length, manifest, run} (abi.h, "Variants"): one run
-/// function and manifest per variant; the last (largest) one's are `largest`
-/// and `largestRun`, tfc_model_manifest's and tfc_model_run's.
-bool addVariants(llvm::Module &mod, ManifestData &data,
-                 llvm::ArrayRef<ModelVariant> variants,
-                 llvm::GlobalVariable *largest, llvm::Function *largestRun,
-                 std::string &error) {
+/// table of {batch, length, manifest, run} (abi.h, "Variants"): a manifest
+/// per variant, the last (largest) one's `largest` (tfc_model_manifest's),
+/// and the run function `runOf` gives for each (null on failure, with
+/// `error` set).
+bool addVariants(
+    llvm::Module &mod, ManifestData &data,
+    llvm::ArrayRef<ModelVariant> variants, llvm::GlobalVariable *largest,
+    llvm::function_ref<llvm::Function *(const ModelVariant &, bool last)> runOf,
+    std::string &error) {
   llvm::LLVMContext &ctx = mod.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
   llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
@@ -210,16 +220,9 @@ bool addVariants(llvm::Module &mod, ManifestData &data,
   for (auto [i, v] : llvm::enumerate(variants)) {
     bool last = i + 1 == variants.size();
     llvm::Constant *manifest = last ? largest : data.add(v.manifest);
-    llvm::Function *run =
-        last ? largestRun
-             : addRunEntry(mod, v.manifest,
-                           "tfc.run_b" + std::to_string(v.batch) + "_s" +
-                               std::to_string(v.length),
-                           error);
+    llvm::Function *run = runOf(v, last);
     if (!run)
       return false;
-    if (!last)
-      run->setLinkage(llvm::GlobalValue::InternalLinkage);
     rows.push_back(llvm::ConstantStruct::get(
         variantType, {llvm::ConstantInt::get(i64, v.batch),
                       llvm::ConstantInt::get(i64, v.length), manifest, run}));
@@ -323,7 +326,7 @@ bool writeObject(llvm::Module &mod, llvm::TargetMachine &tm,
   return true;
 }
 
-bool link(llvm::StringRef object, const LibraryOptions &options,
+bool link(llvm::ArrayRef<std::string> objects, const LibraryOptions &options,
           std::string &error) {
   llvm::ErrorOr<std::string> linker =
       llvm::sys::findProgramByName(options.linker);
@@ -335,8 +338,9 @@ bool link(llvm::StringRef object, const LibraryOptions &options,
   llvm::sys::path::remove_filename(ompDir);
   llvm::sys::path::append(ompDir, "lib");
   std::string rpath = "-Wl,-rpath," + std::string(ompDir);
-  llvm::SmallVector<llvm::StringRef> args = {
-      *linker, "-shared", "-fuse-ld=lld", "-o", options.outputPath, object};
+  llvm::SmallVector<llvm::StringRef> args = {*linker, "-shared", "-fuse-ld=lld",
+                                             "-o", options.outputPath};
+  args.append(objects.begin(), objects.end());
   if (options.linkMicroKernels)
     // compiler-rt's builtins: where the CPU has no instruction for an
     // operation (f32 -> bf16 without AVX512-BF16), LLVM calls a builtin
@@ -359,6 +363,176 @@ bool link(llvm::StringRef object, const LibraryOptions &options,
   return true;
 }
 
+/// Temporary object files, removed at destruction.
+class TemporaryObjects {
+public:
+  ~TemporaryObjects() {
+    for (const std::string &path : paths)
+      llvm::sys::fs::remove(path);
+  }
+  /// A new temporary file; empty (and `error`) when none can be made.
+  std::string create(std::string &error) {
+    llvm::SmallString<128> path;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("tfc-model", "o", path)) {
+      error = "cannot create a temporary object file: " + ec.message();
+      return "";
+    }
+    paths.push_back(std::string(path));
+    return paths.back();
+  }
+  std::vector<std::string> paths;
+};
+
+/// Verifies and optimises `mod` and writes it as `options` asks, linking an
+/// object with `extraObjects` into a shared library.
+LogicalResult finish(llvm::Module &mod, llvm::TargetMachine &tm,
+                     const LibraryOptions &options, std::string &error,
+                     llvm::ArrayRef<std::string> extraObjects = {}) {
+  std::string verifyMessage;
+  llvm::raw_string_ostream vos(verifyMessage);
+  if (llvm::verifyModule(mod, &vos)) {
+    error = "invalid LLVM IR: " + verifyMessage;
+    return failure();
+  }
+  optimize(mod, tm);
+
+  if (options.kind == LibraryEmitKind::LLVMIR) {
+    std::error_code ec;
+    llvm::ToolOutputFile out(options.outputPath, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      error = "cannot write " + options.outputPath + ": " + ec.message();
+      return failure();
+    }
+    mod.print(out.os(), nullptr);
+    out.keep();
+    return success();
+  }
+  if (options.kind == LibraryEmitKind::Object)
+    return success(writeObject(mod, tm, options.outputPath, error));
+
+  TemporaryObjects temporaries;
+  std::string object = temporaries.create(error);
+  if (object.empty() || !writeObject(mod, tm, object, error))
+    return failure();
+  std::vector<std::string> objects = {object};
+  objects.insert(objects.end(), extraObjects.begin(), extraObjects.end());
+  return success(link(objects, options, error));
+}
+
+/// The library of a model built for several shapes, its variants compiled in
+/// parallel: each variant's function is translated to an LLVM module of its
+/// own (here: translation reads the shared MLIR context), which a thread
+/// optimises and compiles to an object defining its run function; the
+/// variants share nothing but the micro-kernels they call. A last module
+/// holds the manifests and the ABI entry points, and the linker joins them.
+LogicalResult emitVariantsInParallel(ModuleOp module, const Manifest &manifest,
+                                     const LibraryOptions &options,
+                                     std::string &error,
+                                     llvm::ArrayRef<ModelVariant> variants) {
+  struct Part {
+    const ModelVariant *variant;
+    std::string run; // its run function
+    std::unique_ptr<llvm::LLVMContext> context;
+    std::unique_ptr<llvm::Module> module;
+    std::string object, error;
+  };
+  std::vector<Part> parts(variants.size());
+  TemporaryObjects temporaries;
+  for (auto [i, v] : llvm::enumerate(variants)) {
+    Part &part = parts[i];
+    part.variant = &v;
+    bool last = i + 1 == variants.size();
+    part.run = last ? "tfc_model_run" : variantRunName(v);
+    OwningOpRef<ModuleOp> own = module.clone();
+    for (auto fn : llvm::make_early_inc_range(own->getOps<LLVM::LLVMFuncOp>()))
+      if (fn.getSymName() != v.manifest.entry &&
+          llvm::any_of(variants, [&](const ModelVariant &other) {
+            return fn.getSymName() == other.manifest.entry;
+          }))
+        fn.erase();
+    part.context = std::make_unique<llvm::LLVMContext>();
+    part.module = translateModuleToLLVMIR(*own, *part.context, "tfc_model");
+    if (!part.module) {
+      error = "translation to LLVM IR failed";
+      return failure();
+    }
+    part.object = temporaries.create(error);
+    if (part.object.empty())
+      return failure();
+  }
+
+  // (Registers the native target before the threads make theirs.)
+  std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(error);
+  if (!tm)
+    return failure();
+  // The largest variants take longest: they start first.
+  {
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+    for (Part &part : llvm::reverse(parts))
+      pool.async([&part] {
+        std::unique_ptr<llvm::TargetMachine> tm = hostTargetMachine(part.error);
+        if (!tm)
+          return;
+        llvm::Module &mod = *part.module;
+        mod.setTargetTriple(tm->getTargetTriple());
+        mod.setDataLayout(tm->createDataLayout());
+        internalize(mod);
+        llvm::Function *run =
+            addRunEntry(mod, part.variant->manifest, part.run, part.error);
+        if (!run)
+          return;
+        // Only the library's own objects call it.
+        if (part.run != "tfc_model_run")
+          run->setVisibility(llvm::GlobalValue::HiddenVisibility);
+        std::string verifyMessage;
+        llvm::raw_string_ostream vos(verifyMessage);
+        if (llvm::verifyModule(mod, &vos)) {
+          part.error = "invalid LLVM IR: " + verifyMessage;
+          return;
+        }
+        optimize(mod, *tm);
+        writeObject(mod, *tm, part.object, part.error);
+        part.module.reset();
+      });
+    pool.wait();
+  }
+  std::vector<std::string> objects;
+  for (Part &part : parts) {
+    if (!part.error.empty()) {
+      error = part.error;
+      return failure();
+    }
+    objects.push_back(part.object);
+  }
+
+  llvm::LLVMContext llvmContext;
+  llvm::Module mod("tfc_model", llvmContext);
+  mod.setTargetTriple(tm->getTargetTriple());
+  mod.setDataLayout(tm->createDataLayout());
+  ManifestData manifests(mod);
+  llvm::GlobalVariable *manifestData = manifests.add(manifest);
+  addManifestEntry(mod, manifestData);
+  auto *runType = llvm::FunctionType::get(
+      llvm::Type::getVoidTy(llvmContext),
+      {llvm::PointerType::getUnqual(llvmContext)}, false);
+  auto declareRun = [&](const ModelVariant &v, bool last) {
+    auto *run =
+        llvm::Function::Create(runType, llvm::Function::ExternalLinkage,
+                               last ? "tfc_model_run" : variantRunName(v), mod);
+    if (!last)
+      run->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    return run;
+  };
+  if (!addVariants(mod, manifests, variants, manifestData, declareRun, error))
+    return failure();
+  if (options.linkMicroKernels)
+    addWeightsChanged(mod);
+  if (options.defaultThreads > 0 && options.linkMicroKernels)
+    addDefaultThreads(mod, options.defaultThreads);
+  return finish(mod, *tm, options, error, objects);
+}
+
 } // namespace
 
 LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
@@ -368,6 +542,8 @@ LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
   DialectRegistry registry;
   registerAllToLLVMIRTranslations(registry);
   module->getContext()->appendDialectRegistry(registry);
+  if (!variants.empty() && options.kind == LibraryEmitKind::SharedLibrary)
+    return emitVariantsInParallel(module, manifest, options, error, variants);
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> mod =
@@ -389,45 +565,23 @@ LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
   ManifestData manifests(*mod);
   llvm::GlobalVariable *manifestData = manifests.add(manifest);
   addManifestEntry(*mod, manifestData);
+  // One module (LLVM IR or an object): every variant's run function in it.
+  auto addRun = [&](const ModelVariant &v, bool last) -> llvm::Function * {
+    if (last)
+      return run;
+    llvm::Function *f = addRunEntry(*mod, v.manifest, variantRunName(v), error);
+    if (f)
+      f->setLinkage(llvm::GlobalValue::InternalLinkage);
+    return f;
+  };
   if (!variants.empty() &&
-      !addVariants(*mod, manifests, variants, manifestData, run, error))
+      !addVariants(*mod, manifests, variants, manifestData, addRun, error))
     return failure();
   if (options.linkMicroKernels)
     addWeightsChanged(*mod);
   if (options.defaultThreads > 0 && options.linkMicroKernels)
     addDefaultThreads(*mod, options.defaultThreads);
-  std::string verifyMessage;
-  llvm::raw_string_ostream vos(verifyMessage);
-  if (llvm::verifyModule(*mod, &vos)) {
-    error = "invalid LLVM IR: " + verifyMessage;
-    return failure();
-  }
-  optimize(*mod, *tm);
-
-  if (options.kind == LibraryEmitKind::LLVMIR) {
-    std::error_code ec;
-    llvm::ToolOutputFile out(options.outputPath, ec, llvm::sys::fs::OF_Text);
-    if (ec) {
-      error = "cannot write " + options.outputPath + ": " + ec.message();
-      return failure();
-    }
-    mod->print(out.os(), nullptr);
-    out.keep();
-    return success();
-  }
-  if (options.kind == LibraryEmitKind::Object)
-    return success(writeObject(*mod, *tm, options.outputPath, error));
-
-  llvm::SmallString<128> object;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("tfc-model", "o", object)) {
-    error = "cannot create a temporary object file: " + ec.message();
-    return failure();
-  }
-  bool ok =
-      writeObject(*mod, *tm, object, error) && link(object, options, error);
-  llvm::sys::fs::remove(object);
-  return success(ok);
+  return finish(*mod, *tm, options, error);
 }
 
 } // namespace tfc

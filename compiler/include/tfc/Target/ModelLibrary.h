@@ -40,7 +40,9 @@ struct LibraryOptions {
 /// at -O3 for the host CPU and writes the requested artifact. With
 /// `variants` (a model built for several batch sizes or sequence lengths, in
 /// abi.h's order, the last one `manifest`'s), also `tfc_model_variants` over
-/// a run function and a manifest for each. Returns an error message on failure.
+/// a run function and a manifest for each; a shared library of variants is
+/// compiled a variant per thread (as many as the host has), an object each.
+/// Returns an error message on failure.
 mlir::LogicalResult
 emitModelLibrary(mlir::ModuleOp module, const Manifest &manifest,
                  const LibraryOptions &options, std::string &error,
