@@ -438,19 +438,26 @@ LogicalResult emitVariantsInParallel(ModuleOp module, const Manifest &manifest,
     std::string object, error;
   };
   std::vector<Part> parts(variants.size());
+  llvm::SmallVector<llvm::StringRef> entries;
+  for (const ModelVariant &v : variants)
+    entries.push_back(v.manifest.entry);
   TemporaryObjects temporaries;
   for (auto [i, v] : llvm::enumerate(variants)) {
     Part &part = parts[i];
     part.variant = &v;
     bool last = i + 1 == variants.size();
     part.run = last ? "tfc_model_run" : variantRunName(v);
-    OwningOpRef<ModuleOp> own = module.clone();
-    for (auto fn : llvm::make_early_inc_range(own->getOps<LLVM::LLVMFuncOp>()))
-      if (fn.getSymName() != v.manifest.entry &&
-          llvm::any_of(variants, [&](const ModelVariant &other) {
-            return fn.getSymName() == other.manifest.entry;
-          }))
-        fn.erase();
+    // The module without the other variants' functions.
+    OwningOpRef<ModuleOp> own = ModuleOp::create(module.getLoc());
+    (*own)->setAttrs(module->getAttrs());
+    OpBuilder builder = OpBuilder::atBlockEnd(own->getBody());
+    for (Operation &op : *module.getBody()) {
+      auto fn = dyn_cast<LLVM::LLVMFuncOp>(op);
+      if (fn && fn.getSymName() != v.manifest.entry &&
+          llvm::is_contained(entries, fn.getSymName()))
+        continue;
+      builder.clone(op);
+    }
     part.context = std::make_unique<llvm::LLVMContext>();
     part.module = translateModuleToLLVMIR(*own, *part.context, "tfc_model");
     if (!part.module) {
