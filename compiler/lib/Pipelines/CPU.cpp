@@ -21,13 +21,15 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
   // Buffers: function results become caller-provided out-parameters, and
   // temporaries are allocated through the runtime's caching allocator.
   // Attention then reads a concatenation nothing else needs (a decoder's
-  // cache and new keys) from its parts, and matmuls become GEMM kernel
-  // calls (their weights quantized as packed, if asked).
+  // cache and new keys) from its parts, and its heads through transposed
+  // views rather than transposed copies; matmuls become GEMM kernel calls
+  // (their weights quantized as packed, if asked).
   p += "one-shot-bufferize{bufferize-function-boundaries "
        "function-boundary-type-conversion=identity-layout-map},"
        "buffer-results-to-out-params{modify-public-functions=true "
        "hoist-static-allocs=true},"
-       "buffer-deallocation-pipeline,tfc-attention-split-kv,";
+       "buffer-deallocation-pipeline,tfc-attention-split-kv,"
+       "tfc-attention-operand-views,";
   p += "convert-linalg-matmul-to-cpu{quantize-weights=" +
        options.quantizeWeights +
        " quantize-activations=" + options.quantizeActivations + "},";

@@ -88,6 +88,44 @@ def AttentionSplitKV : Pass<"tfc-attention-split-kv", "mlir::ModuleOp"> {
   ];
 }
 
+def AttentionOperandViews : Pass<"tfc-attention-operand-views", "mlir::ModuleOp"> {
+  let summary = "Attention reads and writes the heads where the projections keep them";
+  let description = [{
+    The graph splits each projection [B, S, H*D] into heads [B, S, H, D] and
+    transposes them to the [B, H, S, D] that attention takes, and transposes
+    attention's output back before the output projection: four copies a
+    layer, each a pass over the activations and a parallel region. The
+    attention kernels take strided operands, so this pass finds calls of
+    `tfc_uk_attention_f32` (or its `_bf16` / `_f16` forms) whose Q, K or V
+    is a fresh buffer that a `linalg.transpose` fills and nothing else
+    uses, and gives the call a transposed view of the transpose's source
+    instead (its source unchanged until the call); and whose output is a
+    fresh buffer that a `linalg.transpose` copies out and nothing else
+    reads, and makes the call write through a view of that copy's
+    destination (nothing else touching it in between). The buffers and the
+    copies go.
+
+    Before:
+    ```mlir
+    %t = memref.alloc() : memref<4x12x16x32xf32>
+    linalg.transpose ins(%heads : memref<4x16x12x32xf32>) outs(%t : ...)
+        permutation = [0, 2, 1, 3]
+    %ct = memref.cast %t : ... to memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>
+    call @tfc_uk_attention_f32(%ct, ...)
+    ```
+    After:
+    ```mlir
+    %v = memref.transpose %heads (d0, d1, d2, d3) -> (d0, d2, d1, d3) : ...
+    %cv = memref.cast %v : ... to memref<?x?x?x?xf32, strided<[?, ?, ?, ?], offset: ?>>
+    call @tfc_uk_attention_f32(%cv, ...)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect"
+  ];
+}
+
 def MathApproximation : Pass<"tfc-math-approximation"> {
   let summary = "Replace math ops by vectorisable polynomial approximations";
   let description = [{
