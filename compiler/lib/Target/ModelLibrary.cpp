@@ -444,7 +444,7 @@ LogicalResult emitVariantsInParallel(ModuleOp module, const Manifest &manifest,
   TemporaryObjects temporaries;
   for (auto [i, v] : llvm::enumerate(variants)) {
     Part &part = parts[i];
-    part.variant = &v;
+    part.variant = &variants[i];
     bool last = i + 1 == variants.size();
     part.run = last ? "tfc_model_run" : variantRunName(v);
     // The module without the other variants' functions.
