@@ -421,12 +421,14 @@ LogicalResult finish(llvm::Module &mod, llvm::TargetMachine &tm,
 }
 
 /// The library of a model built for several shapes, its variants compiled in
-/// parallel: each variant's function is translated to an LLVM module of its
-/// own (here: translation reads the shared MLIR context), which a thread
-/// optimises and compiles to an object defining its run function; the
-/// variants share nothing but the micro-kernels they call. A last module
-/// holds the manifests and the ABI entry points, and the linker joins them.
-LogicalResult emitVariantsInParallel(ModuleOp module, const Manifest &manifest,
+/// parallel: each variant's module (splitVariants') is translated to an LLVM
+/// module of its own (here: translation reads the shared MLIR context),
+/// which a thread optimises and compiles to an object defining its run
+/// function; the variants share nothing but the micro-kernels they call. A
+/// last module holds the manifests and the ABI entry points, and the linker
+/// joins them.
+LogicalResult emitVariantsInParallel(llvm::ArrayRef<ModuleOp> modules,
+                                     const Manifest &manifest,
                                      const LibraryOptions &options,
                                      std::string &error,
                                      llvm::ArrayRef<ModelVariant> variants) {
@@ -438,28 +440,15 @@ LogicalResult emitVariantsInParallel(ModuleOp module, const Manifest &manifest,
     std::string object, error;
   };
   std::vector<Part> parts(variants.size());
-  llvm::SmallVector<llvm::StringRef> entries;
-  for (const ModelVariant &v : variants)
-    entries.push_back(v.manifest.entry);
   TemporaryObjects temporaries;
   for (auto [i, v] : llvm::enumerate(variants)) {
     Part &part = parts[i];
     part.variant = &variants[i];
     bool last = i + 1 == variants.size();
     part.run = last ? "tfc_model_run" : variantRunName(v);
-    // The module without the other variants' functions.
-    OwningOpRef<ModuleOp> own = ModuleOp::create(module.getLoc());
-    (*own)->setAttrs(module->getAttrs());
-    OpBuilder builder = OpBuilder::atBlockEnd(own->getBody());
-    for (Operation &op : *module.getBody()) {
-      auto fn = dyn_cast<LLVM::LLVMFuncOp>(op);
-      if (fn && fn.getSymName() != v.manifest.entry &&
-          llvm::is_contained(entries, fn.getSymName()))
-        continue;
-      builder.clone(op);
-    }
     part.context = std::make_unique<llvm::LLVMContext>();
-    part.module = translateModuleToLLVMIR(*own, *part.context, "tfc_model");
+    part.module =
+        translateModuleToLLVMIR(modules[i], *part.context, "tfc_model");
     if (!part.module) {
       error = "translation to LLVM IR failed";
       return failure();
@@ -542,6 +531,40 @@ LogicalResult emitVariantsInParallel(ModuleOp module, const Manifest &manifest,
 
 } // namespace
 
+std::vector<OwningOpRef<ModuleOp>>
+splitVariants(ModuleOp module, llvm::ArrayRef<ModelVariant> variants) {
+  llvm::SmallVector<llvm::StringRef> entries;
+  for (const ModelVariant &v : variants)
+    entries.push_back(v.manifest.entry);
+  std::vector<OwningOpRef<ModuleOp>> modules;
+  for (const ModelVariant &v : variants) {
+    // Everything but the other variants' functions.
+    OwningOpRef<ModuleOp> own = ModuleOp::create(module.getLoc());
+    (*own)->setAttrs(module->getAttrs());
+    OpBuilder builder = OpBuilder::atBlockEnd(own->getBody());
+    for (Operation &op : *module.getBody()) {
+      auto symbol = dyn_cast<SymbolOpInterface>(op);
+      if (symbol && symbol.getName() != v.manifest.entry &&
+          llvm::is_contained(entries, symbol.getName()))
+        continue;
+      builder.clone(op);
+    }
+    modules.push_back(std::move(own));
+  }
+  return modules;
+}
+
+LogicalResult emitVariantLibrary(llvm::ArrayRef<ModuleOp> modules,
+                                 const Manifest &manifest,
+                                 const LibraryOptions &options,
+                                 std::string &error,
+                                 llvm::ArrayRef<ModelVariant> variants) {
+  DialectRegistry registry;
+  registerAllToLLVMIRTranslations(registry);
+  modules.front()->getContext()->appendDialectRegistry(registry);
+  return emitVariantsInParallel(modules, manifest, options, error, variants);
+}
+
 LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
                                const LibraryOptions &options,
                                std::string &error,
@@ -549,8 +572,13 @@ LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
   DialectRegistry registry;
   registerAllToLLVMIRTranslations(registry);
   module->getContext()->appendDialectRegistry(registry);
-  if (!variants.empty() && options.kind == LibraryEmitKind::SharedLibrary)
-    return emitVariantsInParallel(module, manifest, options, error, variants);
+  if (!variants.empty() && options.kind == LibraryEmitKind::SharedLibrary) {
+    std::vector<OwningOpRef<ModuleOp>> own = splitVariants(module, variants);
+    return emitVariantLibrary(
+        llvm::to_vector(llvm::map_range(
+            own, [](OwningOpRef<ModuleOp> &m) { return m.get(); })),
+        manifest, options, error, variants);
+  }
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> mod =

@@ -45,6 +45,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -423,15 +424,9 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     rest.consume_front("transformer-decompose,");
   if (failed(parsePassPipeline(rest, lower)))
     return fail("cannot build the " + target + " pipeline");
-  if (failed(lower.run(module)))
-    return fail("lowering " + inputName + " for " +
-                (gpu ? "NVPTX (" + gpuArch + ")" : std::string("the CPU")) +
-                " failed");
-  if (kind == Emit::PTX) {
-    if (failed(tfc::writePTX(module, outputPath, error)))
-      return fail(error);
-    return 0;
-  }
+  std::string lowering = "lowering " + inputName + " for " +
+                         (gpu ? "NVPTX (" + gpuArch + ")" : "the CPU") +
+                         " failed";
 
   tfc::LibraryOptions emitOptions;
   emitOptions.outputPath = outputPath;
@@ -442,6 +437,53 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   emitOptions.ukernelArchive = ukernelArchive(argv0);
   emitOptions.linker = TFC_LINKER;
   emitOptions.defaultThreads = threads;
+
+  // A library of several variants lowers them in parallel, a module each
+  // (--dump-ir-after prints one module: it keeps them together).
+  if (!variants.empty() && kind == Emit::SO && dumpIRAfter.empty()) {
+    std::vector<OwningOpRef<ModuleOp>> parts =
+        tfc::splitVariants(module, variants);
+    // A pass manager per variant, built here (a pass's options register
+    // as it is made); the dialects the passes make are loaded before the
+    // threads start.
+    std::vector<std::unique_ptr<PassManager>> managers;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      managers.push_back(std::make_unique<PassManager>(context));
+      configure(*managers.back());
+      if (failed(parsePassPipeline(rest, *managers.back())))
+        return fail("cannot build the " + target + " pipeline");
+    }
+    DialectRegistry dialects;
+    managers.front()->getDependentDialects(dialects);
+    context->appendDialectRegistry(dialects);
+    for (StringRef name : dialects.getDialectNames())
+      context->getOrLoadDialect(name);
+    std::vector<char> partFailed(parts.size(), 0);
+    {
+      llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
+      for (size_t i = 0; i < parts.size(); ++i)
+        pool.async(
+            [&, i] { partFailed[i] = failed(managers[i]->run(*parts[i])); });
+      pool.wait();
+    }
+    if (llvm::is_contained(partFailed, 1))
+      return fail(lowering);
+    if (failed(tfc::emitVariantLibrary(
+            llvm::to_vector(llvm::map_range(
+                parts, [](OwningOpRef<ModuleOp> &m) { return m.get(); })),
+            *manifest, emitOptions, error, variants)))
+      return fail(error);
+    return 0;
+  }
+
+  if (failed(lower.run(module)))
+    return fail(lowering);
+  if (kind == Emit::PTX) {
+    if (failed(tfc::writePTX(module, outputPath, error)))
+      return fail(error);
+    return 0;
+  }
+
   if (failed(tfc::emitModelLibrary(module, *manifest, emitOptions, error,
                                    variants)))
     return fail(error);

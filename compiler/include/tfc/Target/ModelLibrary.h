@@ -13,8 +13,10 @@
 #include "tfc/Target/Manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
 
 #include <string>
+#include <vector>
 
 namespace tfc {
 
@@ -47,6 +49,23 @@ mlir::LogicalResult
 emitModelLibrary(mlir::ModuleOp module, const Manifest &manifest,
                  const LibraryOptions &options, std::string &error,
                  llvm::ArrayRef<ModelVariant> variants = {});
+
+/// A model of several variants (`variants`, their entry functions in
+/// `module`) as one module per variant, in `variants`' order: each holds
+/// everything in `module` but the other variants' entry functions, so that
+/// the variants lower and compile on their own, in parallel.
+std::vector<mlir::OwningOpRef<mlir::ModuleOp>>
+splitVariants(mlir::ModuleOp module, llvm::ArrayRef<ModelVariant> variants);
+
+/// The shared library of `variants` from `modules`, splitVariants' modules
+/// lowered to the LLVM dialect, one per variant: each compiled to an object
+/// on a thread of its own (as many as the host has), joined with the
+/// manifests and entry points. `options.kind` must be SharedLibrary.
+mlir::LogicalResult emitVariantLibrary(llvm::ArrayRef<mlir::ModuleOp> modules,
+                                       const Manifest &manifest,
+                                       const LibraryOptions &options,
+                                       std::string &error,
+                                       llvm::ArrayRef<ModelVariant> variants);
 
 } // namespace tfc
 
