@@ -5,7 +5,7 @@ eager and ONNX Runtime, measured in one run.
   bash bench/minilm/setup_peers.sh          # once: bench/.venv
   bench/.venv/bin/python bench/decoders/run.py [--family gpt2|llama|neox]
       [--threads 2] [--batch 1] [--seq-len 128] [--layers 12] [--rounds 5]
-      [--runs 10] [--past-len P] [--quantize] [--bf16]
+      [--runs 10] [--past-len P] [--quantize] [--bf16] [--tfc-batches B,...]
 
 gpt2: GPT-2 small's shape (hidden 768, 12 heads, 12 blocks, vocabulary
 50257). llama: a LLaMA of the same width (hidden 768, 12 query heads of 64
@@ -219,6 +219,10 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--tfc-batches",
+                    help="the tfc builds' batch sizes (tfc-compile --batch "
+                    "B1,B2,...; default: --batch): one library that runs "
+                    "--batch as the smallest built size that holds it")
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=5)
@@ -311,7 +315,8 @@ def main():
     for name, suffix, flags in builds:
         lib = os.path.join(work, "%s.%s.so" % (tag, suffix))
         cmd = [os.path.join(bins, "tfc-compile"), "--hf", model, "--batch",
-               str(b), "--seq-len", str(s), "-o", lib] + flags
+               a.tfc_batches or str(b), "--seq-len", str(s), "-o",
+               lib] + flags
         if past_len:
             cmd.append("--past-len=%d" % past_len)
         r = subprocess.run(cmd, check=True, capture_output=True, text=True)
