@@ -277,13 +277,18 @@ class Model:
         lambda self: self._rt.tfc_model_target(self._live()).decode(),
         doc='"cpu" or "nvptx".')
 
+    def _built(self, sizes, size):
+        """tfc_model_num_<sizes> built sizes, tfc_model_built_<size>'s."""
+        h, rt = self._live(), self._rt
+        built = getattr(rt, "tfc_model_built_" + size)
+        return tuple(built(h, i)
+                     for i in range(getattr(rt, "tfc_model_num_" + sizes)(h)))
+
     @property
     def batches(self):
         """The batch sizes the model was built for, increasing; () for a
         model of one batch size."""
-        h = self._live()
-        return tuple(self._rt.tfc_model_built_batch(h, i)
-                     for i in range(self._rt.tfc_model_num_batches(h)))
+        return self._built("batches", "batch")
 
     @property
     def batch(self):
@@ -301,9 +306,7 @@ class Model:
     def lengths(self):
         """The sequence lengths the model was built for, increasing; () for
         a model of one length."""
-        h = self._live()
-        return tuple(self._rt.tfc_model_built_length(h, i)
-                     for i in range(self._rt.tfc_model_num_lengths(h)))
+        return self._built("lengths", "length")
 
     @property
     def length(self):

@@ -183,15 +183,22 @@ std::string axisNote(int32_t batchAxis, int32_t lengthAxis) {
   return note;
 }
 
+/// The built batch sizes (`batches`) or lengths, increasing; empty for a
+/// model of one.
+std::vector<int64_t> builtSizes(tfc_model *model, bool batches) {
+  std::vector<int64_t> sizes(size_t(batches ? tfc_model_num_batches(model)
+                                            : tfc_model_num_lengths(model)));
+  for (size_t i = 0; i < sizes.size(); ++i)
+    sizes[i] = batches ? tfc_model_built_batch(model, int32_t(i))
+                       : tfc_model_built_length(model, int32_t(i));
+  return sizes;
+}
+
 /// "1, 8": the built batch sizes (lengths).
 std::string builtList(tfc_model *model, bool batches) {
   std::string list;
-  int32_t n =
-      batches ? tfc_model_num_batches(model) : tfc_model_num_lengths(model);
-  for (int32_t i = 0; i < n; ++i)
-    list += (i ? ", " : "") +
-            std::to_string(batches ? tfc_model_built_batch(model, i)
-                                   : tfc_model_built_length(model, i));
+  for (int64_t n : builtSizes(model, batches))
+    list += (list.empty() ? "" : ", ") + std::to_string(n);
   return list;
 }
 
@@ -287,20 +294,13 @@ void setSizeFromInputs(tfc_model *model, const Options &options,
 std::string shapeNote(tfc_model *model) {
   // The smallest built size of at least n.
   auto builtFor = [&](int64_t n, bool batches) {
-    int32_t count =
-        batches ? tfc_model_num_batches(model) : tfc_model_num_lengths(model);
-    for (int32_t i = 0; i < count; ++i) {
-      int64_t built = batches ? tfc_model_built_batch(model, i)
-                              : tfc_model_built_length(model, i);
-      if (built >= n)
-        return built;
-    }
-    return int64_t(0);
+    std::vector<int64_t> sizes = builtSizes(model, batches);
+    return *std::lower_bound(sizes.begin(), sizes.end(), n);
   };
   std::string note;
-  if (int32_t numBatches = tfc_model_num_batches(model)) {
+  if (tfc_model_num_batches(model)) {
     int64_t batch = tfc_model_batch(model);
-    int64_t largest = tfc_model_built_batch(model, numBatches - 1);
+    int64_t largest = builtSizes(model, true).back();
     note += ", batch " + std::to_string(batch);
     if (batch > largest) {
       // Slices of the largest, the rest as the smallest that holds it.

@@ -307,6 +307,19 @@ void optimize(llvm::Module &mod, llvm::TargetMachine &tm) {
   mpm.run(mod, mam);
 }
 
+/// Verifies `mod` (false and `error` when it is invalid) and optimises it.
+bool verifyAndOptimize(llvm::Module &mod, llvm::TargetMachine &tm,
+                       std::string &error) {
+  std::string verifyMessage;
+  llvm::raw_string_ostream vos(verifyMessage);
+  if (llvm::verifyModule(mod, &vos)) {
+    error = "invalid LLVM IR: " + verifyMessage;
+    return false;
+  }
+  optimize(mod, tm);
+  return true;
+}
+
 bool writeObject(llvm::Module &mod, llvm::TargetMachine &tm,
                  llvm::StringRef path, std::string &error) {
   std::error_code ec;
@@ -389,13 +402,8 @@ public:
 LogicalResult finish(llvm::Module &mod, llvm::TargetMachine &tm,
                      const LibraryOptions &options, std::string &error,
                      llvm::ArrayRef<std::string> extraObjects = {}) {
-  std::string verifyMessage;
-  llvm::raw_string_ostream vos(verifyMessage);
-  if (llvm::verifyModule(mod, &vos)) {
-    error = "invalid LLVM IR: " + verifyMessage;
+  if (!verifyAndOptimize(mod, tm, error))
     return failure();
-  }
-  optimize(mod, tm);
 
   if (options.kind == LibraryEmitKind::LLVMIR) {
     std::error_code ec;
@@ -481,13 +489,8 @@ LogicalResult emitVariantsInParallel(llvm::ArrayRef<ModuleOp> modules,
         // Only the library's own objects call it.
         if (part.run != "tfc_model_run")
           run->setVisibility(llvm::GlobalValue::HiddenVisibility);
-        std::string verifyMessage;
-        llvm::raw_string_ostream vos(verifyMessage);
-        if (llvm::verifyModule(mod, &vos)) {
-          part.error = "invalid LLVM IR: " + verifyMessage;
+        if (!verifyAndOptimize(mod, *tm, part.error))
           return;
-        }
-        optimize(mod, *tm);
         writeObject(mod, *tm, part.object, part.error);
         part.module.reset();
       });
@@ -531,6 +534,13 @@ LogicalResult emitVariantsInParallel(llvm::ArrayRef<ModuleOp> modules,
 
 } // namespace
 
+/// Makes `context` able to translate every dialect to LLVM IR.
+static void registerTranslations(MLIRContext *context) {
+  DialectRegistry registry;
+  registerAllToLLVMIRTranslations(registry);
+  context->appendDialectRegistry(registry);
+}
+
 std::vector<OwningOpRef<ModuleOp>>
 splitVariants(ModuleOp module, llvm::ArrayRef<ModelVariant> variants) {
   llvm::SmallVector<llvm::StringRef> entries;
@@ -559,9 +569,7 @@ LogicalResult emitVariantLibrary(llvm::ArrayRef<ModuleOp> modules,
                                  const LibraryOptions &options,
                                  std::string &error,
                                  llvm::ArrayRef<ModelVariant> variants) {
-  DialectRegistry registry;
-  registerAllToLLVMIRTranslations(registry);
-  modules.front()->getContext()->appendDialectRegistry(registry);
+  registerTranslations(modules.front()->getContext());
   return emitVariantsInParallel(modules, manifest, options, error, variants);
 }
 
@@ -569,9 +577,7 @@ LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
                                const LibraryOptions &options,
                                std::string &error,
                                llvm::ArrayRef<ModelVariant> variants) {
-  DialectRegistry registry;
-  registerAllToLLVMIRTranslations(registry);
-  module->getContext()->appendDialectRegistry(registry);
+  registerTranslations(module->getContext());
   if (!variants.empty() && options.kind == LibraryEmitKind::SharedLibrary) {
     std::vector<OwningOpRef<ModuleOp>> own = splitVariants(module, variants);
     return emitVariantLibrary(

@@ -393,8 +393,6 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   bool gpu = target == "nvptx";
   if (gpu)
     manifest->target = "nvptx";
-  PassManager lower(context);
-  configure(lower);
   std::string pipeline;
   if (gpu) {
     tfc::NVPTXPipelineOptions options;
@@ -422,11 +420,18 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   rest.consume_front("transformer-fuse,");
   if (!gpu)
     rest.consume_front("transformer-decompose,");
-  if (failed(parsePassPipeline(rest, lower)))
-    return fail("cannot build the " + target + " pipeline");
-  std::string lowering = "lowering " + inputName + " for " +
-                         (gpu ? "NVPTX (" + gpuArch + ")" : "the CPU") +
-                         " failed";
+  // A pass manager of the lowering; null when the pipeline does not parse.
+  auto lowering = [&]() -> std::unique_ptr<PassManager> {
+    auto pm = std::make_unique<PassManager>(context);
+    configure(*pm);
+    if (failed(parsePassPipeline(rest, *pm)))
+      return nullptr;
+    return pm;
+  };
+  std::string noPipeline = "cannot build the " + target + " pipeline";
+  std::string loweringFailed = "lowering " + inputName + " for " +
+                               (gpu ? "NVPTX (" + gpuArch + ")" : "the CPU") +
+                               " failed";
 
   tfc::LibraryOptions emitOptions;
   emitOptions.outputPath = outputPath;
@@ -448,10 +453,9 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     // threads start.
     std::vector<std::unique_ptr<PassManager>> managers;
     for (size_t i = 0; i < parts.size(); ++i) {
-      managers.push_back(std::make_unique<PassManager>(context));
-      configure(*managers.back());
-      if (failed(parsePassPipeline(rest, *managers.back())))
-        return fail("cannot build the " + target + " pipeline");
+      managers.push_back(lowering());
+      if (!managers.back())
+        return fail(noPipeline);
     }
     DialectRegistry dialects;
     managers.front()->getDependentDialects(dialects);
@@ -467,7 +471,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
       pool.wait();
     }
     if (llvm::is_contained(partFailed, 1))
-      return fail(lowering);
+      return fail(loweringFailed);
     if (failed(tfc::emitVariantLibrary(
             llvm::to_vector(llvm::map_range(
                 parts, [](OwningOpRef<ModuleOp> &m) { return m.get(); })),
@@ -476,8 +480,11 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     return 0;
   }
 
-  if (failed(lower.run(module)))
-    return fail(lowering);
+  std::unique_ptr<PassManager> lower = lowering();
+  if (!lower)
+    return fail(noPipeline);
+  if (failed(lower->run(module)))
+    return fail(loweringFailed);
   if (kind == Emit::PTX) {
     if (failed(tfc::writePTX(module, outputPath, error)))
       return fail(error);

@@ -806,8 +806,8 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
 
 namespace {
 
-/// The variants of a model built for several of `sizes` (batch sizes or
-/// lengths), or null.
+/// The variants of a model built for several batch sizes (`batches`) or
+/// lengths, or null.
 const tfc::ModelVariants *severalOf(const tfc_model *model, bool batches) {
   if (!model || !model->variants)
     return nullptr;
