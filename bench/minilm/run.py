@@ -66,6 +66,11 @@ with open(os.path.join(ROOT, "tests", "fixtures", "minilm", "sentences.json")) a
 SYSTEMS = ["tfc-fused", "tfc-unfused", "torch", "ort"]
 QUANTIZED = ["tfc-int8", "ort-int8"]
 BF16 = ["tfc-bf16", "torch-bf16"]
+# tfc systems that run another's build in another environment: the int8
+# and bf16 builds with TFC_AMX=0 (their matmuls on AVX-512 where the host
+# has AMX; docs/Dialect.md).
+VARIANT_OF = {"tfc-int8-noamx": ("tfc-int8", {"TFC_AMX": "0"}),
+              "tfc-bf16-noamx": ("tfc-bf16", {"TFC_AMX": "0"})}
 LABELS = {
     "tfc-fused": "tfc fused",
     "tfc-unfused": "tfc unfused (--no-fusion)",
@@ -75,6 +80,8 @@ LABELS = {
     "ort-int8": "ONNX Runtime, quantize_dynamic int8",
     "tfc-bf16": "tfc fused, --dtype=bf16",
     "torch-bf16": "PyTorch eager, bfloat16",
+    "tfc-int8-noamx": "tfc fused, int8, TFC_AMX=0",
+    "tfc-bf16-noamx": "tfc fused, --dtype=bf16, TFC_AMX=0",
 }
 TFC_FLAGS = {
     "tfc-fused": [],
@@ -225,7 +232,7 @@ def main():
     if a.bf16:
         systems += [s for s in BF16 if s not in systems]
     for s in systems:
-        assert s in SYSTEMS + QUANTIZED + BF16, s
+        assert s in SYSTEMS + QUANTIZED + BF16 + list(VARIANT_OF), s
     batches = [int(b) for b in a.batches.split(",")]
     sentences = SENTENCES
     if a.seq_len != "longest":
@@ -289,13 +296,14 @@ def main():
         build = {}
         for s in systems:
             if s.startswith("tfc"):
-                so = os.path.join(a.work, f"minilm_b{a.tfc_batches or B}_s{a.lengths or seq}_{s}.so")
+                b_name = VARIANT_OF.get(s, (s,))[0]
+                so = os.path.join(a.work, f"minilm_b{a.tfc_batches or B}_s{a.lengths or seq}_{b_name}.so")
                 if so in built:
                     build[s] = built[so]
                     art[s] = so
                     continue
                 cmd = [compile_bin, "--hf", model_dir, "--batch", a.tfc_batches or str(B), "--seq-len", a.lengths or str(seq), "-o", so]
-                cmd += TFC_FLAGS[s]
+                cmd += TFC_FLAGS[b_name]
                 wait_for(compile_bin, "binary")
                 t0 = time.perf_counter()
                 out = subprocess.run(cmd, text=True, capture_output=True)
@@ -335,7 +343,7 @@ def main():
                     bm = bin_mtimes(a.bin)
                     used_bins.add(("bin/tfc-run", bm.get("bin/tfc-run")))
                     used_bins.add(("lib/libtfcrt.so", bm.get("lib/libtfcrt.so")))
-                    out, rss = timed_process(cmd, env=base_env)
+                    out, rss = timed_process(cmd, env=dict(base_env, **VARIANT_OF.get(s, (s, {}))[1]))
                     m = re.search(r"median ([\d.]+) ms, min ([\d.]+) ms", out)
                     if not m:
                         sys.exit(f"run.py: cannot parse tfc-run output:\n{out}")
@@ -376,7 +384,7 @@ def main():
             agree[s] = {"min_cosine_vs_" + ref_name: float(cos.min()),
                         "max_abs_diff_vs_" + ref_name: float(np.abs(e - ref).max())}
         ok = all(v["min_cosine_vs_" + ref_name] > 0.9999 for s, v in agree.items()
-                 if s not in QUANTIZED + BF16)
+                 if s not in QUANTIZED + BF16 + list(VARIANT_OF))
         log(f"run.py: b{B} embeddings agree (cosine vs {ref_name} > 0.9999, unquantized systems): "
             f"{'yes' if ok else 'NO'} " +
             ", ".join(f"{s} {agree[s]['min_cosine_vs_' + ref_name]:.7f}" for s in systems))

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amx.h"
 #include "intdot.h"
 #include "microkernel.h"
 #include "ukernels.h"
@@ -82,6 +83,11 @@ template <typename F> inline void withBType(BType t, F &&f) {
     // their own (Bf16Panels).
     break;
   }
+}
+
+/// n rounded up to a multiple of `step`.
+constexpr int64_t roundUp(int64_t n, int64_t step) {
+  return (n + step - 1) / step * step;
 }
 
 /// How a constant B is quantized as it is packed (ukernels.h): symmetric,
@@ -356,14 +362,25 @@ bool bf16Dot(const Matmul &p) {
 }
 
 /// The layout of B packed for bf16 dot products: panels of kDotCols
-/// columns, K in pairs of rows (an odd K's last pair padded with 0); pair kp
+/// columns, K in pairs of rows (an odd K's last pair padded with 0, and
+/// for the AMX kernel whole tiles of pairs: pairStep); pair kp
 /// of panel pn is the 32-bit words [(pn * pairs + kp) * kDotCols, + kDotCols),
 /// column j's holding rows 2kp (low half) and 2kp + 1 (high half).
 struct Bf16Panels {
   static constexpr int64_t kDotCols = 16;
   int64_t panels, pairs;
   explicit Bf16Panels(const Matmul &p)
-      : panels((p.n + kDotCols - 1) / kDotCols), pairs((p.k + 1) / 2) {}
+      : panels((p.n + kDotCols - 1) / kDotCols),
+        pairs(roundUp((p.k + 1) / 2, pairStep())) {}
+  /// Pairs a panel holds a multiple of (zero rows past K): an AMX tile's 16
+  /// where the AMX kernel runs.
+  static int64_t pairStep() {
+#ifdef TFC_UK_AMX
+    return tfc::uk::amx::enabled() ? tfc::uk::amx::kRows : 1;
+#else
+    return 1;
+#endif
+  }
   size_t bytes() const { return size_t(panels * pairs * kDotCols) * 4; }
 };
 
@@ -528,32 +545,44 @@ float *alignedScratch(std::vector<float> &storage, size_t floats) {
 }
 
 /// The rows of A of batch element bt quantized in blocks (TFC_UK_QUANTIZE_A8):
-/// row i's int8 values at values[i * stride], each block of kABlock values
-/// (the last one padded with zeros), its blocks' scales at scales[i * blocks]
-/// and the sums of their values at sums[i * blocks]. `biased`: the values
-/// are stored as the unsigned bytes a + intdot::kABias (the sums are not).
+/// row i's int8 values at values[i * stride] (64-byte aligned), each block
+/// of kABlock values (the last one padded with zeros), its blocks' scales
+/// at scales[i * blocks] and the sums of their values at sums[i * blocks].
+/// `biased`: the values are stored as the unsigned bytes a + intdot::kABias
+/// (the sums are not).
 struct QuantizedRows {
-  std::vector<int8_t> values;
+  std::vector<int8_t> storage;
+  int8_t *values = nullptr;
   std::vector<float> scales;
   std::vector<int32_t> sums;
   int64_t blocks = 0, stride = 0;
 
-  void quantize(const Matmul &p, int64_t bt, bool parallel, bool biased) {
+  /// `rowStep`: the rows are padded with zero rows to a multiple of it (an
+  /// AMX tile's loads read whole tiles of rows).
+  void quantize(const Matmul &p, int64_t bt, bool parallel, bool biased,
+                int64_t rowStep = 1) {
     blocks = (p.k + kABlock - 1) / kABlock;
     stride = blocks * kABlock;
-    values.assign(size_t(p.m * stride), 0);
+    int64_t rows = roundUp(p.m, rowStep);
+    if (storage.size() < size_t(rows * stride) + 64)
+      storage.resize(size_t(rows * stride) + 64);
+    values = reinterpret_cast<int8_t *>(
+        (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+    std::memset(values + p.m * stride, 0, size_t((rows - p.m) * stride));
     scales.resize(size_t(p.m * blocks));
     sums.resize(size_t(p.m * blocks));
     const float *ab = p.a + bt * p.as[0];
 #pragma omp parallel for schedule(static) if (parallel && p.m >= 16)
-    for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t i = 0; i < p.m; ++i) {
       for (int64_t g = 0; g < blocks; ++g) {
         const float *a = ab + i * p.as[1] + g * kABlock * p.as[2];
         int64_t n = std::min(kABlock, p.k - g * kABlock);
         size_t at = size_t(i * blocks + g);
-        block(a, p.as[2], n, values.data() + i * stride + g * kABlock,
-              scales[at], sums[at], biased);
+        block(a, p.as[2], n, values + i * stride + g * kABlock, scales[at],
+              sums[at], biased);
       }
+      std::memset(values + i * stride + p.k, 0, size_t(stride - p.k));
+    }
   }
 
 #ifdef __AVX512BW__
@@ -676,7 +705,7 @@ void dotRows(const Matmul &p, const DotPanels &d, const QuantizedRows &qa,
   for (int64_t g = 0; g < d.blocks; ++g) {
     const int8_t *a[R];
     for (int r = 0; r < R; ++r)
-      a[r] = qa.values.data() + (i0 + r) * qa.stride + g * kABlock;
+      a[r] = qa.values + (i0 + r) * qa.stride + g * kABlock;
     int64_t quads = (std::min(kABlock, p.k - g * kABlock) + 3) / 4;
     __m256i sums[R][2];
     for (int r = 0; r < R; ++r)
@@ -750,7 +779,7 @@ void dotRowsVnni512(const Matmul &p, const DotPanels &d,
   for (int64_t g = 0; g < d.blocks; ++g) {
     const int8_t *a[R];
     for (int r = 0; r < R; ++r)
-      a[r] = qa.values.data() + (i0 + r) * qa.stride + g * kABlock;
+      a[r] = qa.values + (i0 + r) * qa.stride + g * kABlock;
     const uint8_t *b = panel + g * d.quadsPerBlock() * intdot::quadBytes(I4);
     int64_t quads = (std::min(kABlock, p.k - g * kABlock) + 3) / 4;
     __m512i acc[Sets][R][P];
@@ -883,6 +912,211 @@ void matmulIntDotVnni512(const Matmul &p, const DotPanels &d,
 }
 #endif
 
+#ifdef TFC_UK_AMX
+namespace amx = tfc::uk::amx;
+
+/// Products of fewer rows than these stay on the AVX-512 kernels: a tile
+/// computes 16 rows whatever the rows are, and a decode step's few rows are
+/// bound by reading B. Measured on two threads, 768 x 2048 weights (ms,
+/// AMX against AVX-512): int8 one row 0.032-0.037 against 0.024-0.025,
+/// three rows level (0.035), four 0.042 against 0.044, eight 0.045
+/// against 0.068; bf16 one row level (0.06), two 0.064 against 0.08, three
+/// 0.06-0.08 against 0.09-0.11, eight 0.068 against 0.24.
+constexpr int64_t kAmxMinRowsInt8 = 4, kAmxMinRowsBf16 = 2;
+
+/// The AMX kernels' unit: up to two tiles of rows (32) by two 16-column
+/// panels, sums in tiles 0-3 (row tile r, panel t: tile 2r + t), A in
+/// tiles 4-5, B in tiles 6-7.
+constexpr int64_t kAmxUnitRows = 2 * amx::kRows;
+
+/// Rows [0, rows) and columns [0, cols) of a unit's f32 results (row
+/// stride `stride`) into C (row stride cStride), added to it when
+/// `accumulate`.
+void storeUnit(const float *out, int64_t stride, int64_t rows, int64_t cols,
+               float *c, int64_t cStride, bool accumulate) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h * 16 < cols; ++h) {
+      __mmask16 lanes = tfc::uk::firstLanes(cols - h * 16);
+      float *cr = c + r * cStride + h * 16;
+      __m512 v = _mm512_loadu_ps(out + r * stride + h * 16);
+      if (accumulate)
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, cr));
+      _mm512_mask_storeu_ps(cr, lanes, v);
+    }
+}
+
+/// Tile operations of a unit of RT row tiles by PT panels, with the tile
+/// numbers as the instructions need them (immediates).
+template <int RT, int PT> struct UnitTiles {
+  static void zero() {
+    _tile_zero(0);
+    if constexpr (PT == 2)
+      _tile_zero(1);
+    if constexpr (RT == 2) {
+      _tile_zero(2);
+      if constexpr (PT == 2)
+        _tile_zero(3);
+    }
+  }
+  /// A's row tiles from a (the second kRows rows after the first), B's
+  /// panels from b (the second bStride bytes after the first).
+  static void load(const void *a, int64_t aStride, const void *b,
+                   int64_t bStride) {
+    _tile_loadd(4, a, aStride);
+    _tile_loadd(6, b, amx::kRowBytes);
+    if constexpr (PT == 2)
+      _tile_loadd(7, static_cast<const char *>(b) + bStride, amx::kRowBytes);
+    if constexpr (RT == 2)
+      _tile_loadd(5, static_cast<const char *>(a) + amx::kRows * aStride,
+                  aStride);
+  }
+  /// The sum tiles plus the products of A's and B's: int8 (tdpbssd) or
+  /// bf16 (tdpbf16ps) values.
+  template <bool Int8> static void dot() {
+    dotTile<0, 4, 6, Int8>();
+    if constexpr (PT == 2)
+      dotTile<1, 4, 7, Int8>();
+    if constexpr (RT == 2) {
+      dotTile<2, 5, 6, Int8>();
+      if constexpr (PT == 2)
+        dotTile<3, 5, 7, Int8>();
+    }
+  }
+  template <int C, int A, int B, bool Int8> static void dotTile() {
+    if constexpr (Int8)
+      _tile_dpbssd(C, A, B);
+    else
+      _tile_dpbf16ps(C, A, B);
+  }
+  /// The sums into `out` (4-byte elements, rows PT * 16 apart).
+  static void store(void *out) {
+    constexpr int64_t stride = PT * amx::kRowBytes;
+    char *o = static_cast<char *>(out);
+    _tile_stored(0, o, stride);
+    if constexpr (PT == 2)
+      _tile_stored(1, o + amx::kRowBytes, stride);
+    if constexpr (RT == 2) {
+      _tile_stored(2, o + amx::kRows * stride, stride);
+      if constexpr (PT == 2)
+        _tile_stored(3, o + amx::kRows * stride + amx::kRowBytes, stride);
+    }
+  }
+};
+
+/// Calls f(UnitTiles<RT, PT>()) for a unit of `rows` rows and `cols`
+/// columns.
+template <typename F> void withUnit(int64_t rows, int64_t cols, F &&f) {
+  if (rows > amx::kRows) {
+    if (cols > 16)
+      f(UnitTiles<2, 2>());
+    else
+      f(UnitTiles<2, 1>());
+  } else if (cols > 16) {
+    f(UnitTiles<1, 2>());
+  } else {
+    f(UnitTiles<1, 1>());
+  }
+}
+
+/// Runs unit(i0, pn) for the units of an m x (panels) product, rows first,
+/// over the threads when `parallel`, each thread's tiles configured.
+template <typename F>
+void forEachUnit(int64_t m, int64_t panels, bool parallel, F &&unit) {
+  int64_t rowUnits = (m + kAmxUnitRows - 1) / kAmxUnitRows;
+  int64_t panelPairs = (panels + 1) / 2;
+#pragma omp parallel if (parallel)
+  {
+    amx::configure();
+#pragma omp for schedule(static)
+    for (int64_t u = 0; u < rowUnits * panelPairs; ++u)
+      unit((u / panelPairs) * kAmxUnitRows, 2 * (u % panelPairs));
+    _tile_release();
+  }
+}
+
+/// matmulBf16Dot on AMX: A's bf16 pairs (rows padded to whole tiles, pairs
+/// to Bf16Panels' pairs, with zeros) by the panels, all of K summed in the
+/// tiles.
+void matmulBf16Amx(const Matmul &p, const Bf16Panels &d, const uint32_t *aPairs,
+                   const uint32_t *packed, float *cb, bool parallel) {
+  constexpr int64_t kCols = Bf16Panels::kDotCols;
+  static_assert(kCols * 4 == amx::kRowBytes, "a pair row is a tile row");
+  forEachUnit(p.m, d.panels, parallel, [&](int64_t i0, int64_t pn) {
+    int64_t rows = std::min(kAmxUnitRows, p.m - i0);
+    int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
+    alignas(64) float out[kAmxUnitRows * 2 * kCols];
+    withUnit(rows, cols, [&](auto tiles) {
+      using T = decltype(tiles);
+      T::zero();
+      const uint32_t *a = aPairs + i0 * d.pairs;
+      const uint32_t *b = packed + pn * d.pairs * kCols;
+      for (int64_t kp = 0; kp < d.pairs; kp += amx::kRows) {
+        T::load(a + kp, d.pairs * 4, b + kp * kCols, d.pairs * kCols * 4);
+        T::template dot<false>();
+      }
+      T::store(out);
+    });
+    storeUnit(out, cols > kCols ? 2 * kCols : kCols, rows, cols,
+              cb + i0 * p.cs[1] + pn * kCols, p.cs[1], p.accumulate);
+  });
+}
+
+/// matmulIntDot on AMX for an int8 weight: A's unbiased int8 rows (padded
+/// to whole tiles with zeros) by the panels, a block of K (two tiles' 64
+/// values) at a time; each block's int32 sums are scaled and added up in
+/// order as in dotRowsVnni512.
+void matmulIntDotAmx(const Matmul &p, const DotPanels &d,
+                     const QuantizedRows &qa, const uint8_t *packed,
+                     const float *scales, float *cb, bool parallel) {
+  constexpr int64_t kCols = intdot::kCols;
+  static_assert(intdot::quadBytes(false) == amx::kRowBytes &&
+                    kABlock == 2 * amx::kRowBytes,
+                "a quad is a tile row, a block two tiles of K");
+  const int64_t quadsPerTile = amx::kRows;
+  forEachUnit(p.m, d.panels, parallel, [&](int64_t i0, int64_t pn) {
+    int64_t rows = std::min(kAmxUnitRows, p.m - i0);
+    int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
+    int64_t stride = cols > kCols ? 2 * kCols : kCols;
+    alignas(64) int32_t sums[kAmxUnitRows * 2 * kCols];
+    alignas(64) float out[kAmxUnitRows * 2 * kCols];
+    __m512 sb[2];
+    for (int h = 0; h < 2; ++h)
+      sb[h] = pn + h < d.panels
+                  ? _mm512_loadu_ps(scales + (pn + h) * p.groups() * kCols)
+                  : _mm512_setzero_ps();
+    withUnit(rows, cols, [&](auto tiles) {
+      using T = decltype(tiles);
+      for (int64_t g = 0; g < d.blocks; ++g) {
+        T::zero();
+        for (int64_t t = 0; t < 2; ++t) {
+          const int8_t *a = qa.values + i0 * qa.stride + g * kABlock + t * 64;
+          const uint8_t *b =
+              packed + size_t(pn) * d.panelBytes() +
+              (g * d.quadsPerBlock() + t * quadsPerTile) * amx::kRowBytes;
+          T::load(a, qa.stride, b, int64_t(d.panelBytes()));
+          T::template dot<true>();
+        }
+        T::store(sums);
+        for (int64_t r = 0; r < rows; ++r) {
+          __m512 sa =
+              _mm512_set1_ps(qa.scales[size_t((i0 + r) * qa.blocks + g)]);
+          for (int64_t h = 0; h * kCols < cols; ++h) {
+            float *o = out + r * stride + h * kCols;
+            __m512 dot = _mm512_cvtepi32_ps(
+                _mm512_load_si512(sums + r * stride + h * kCols));
+            __m512 scaled = _mm512_mul_ps(dot, _mm512_mul_ps(sa, sb[h]));
+            _mm512_store_ps(
+                o, g == 0 ? scaled : _mm512_add_ps(_mm512_load_ps(o), scaled));
+          }
+        }
+      }
+    });
+    storeUnit(out, stride, rows, cols, cb + i0 * p.cs[1] + pn * kCols, p.cs[1],
+              p.accumulate);
+  });
+}
+#endif
+
 /// Batch element `bt` of a product with A quantized too
 /// (TFC_UK_QUANTIZE_A8): the threads split B's panels, and each runs all
 /// rows of A through its panel, four at a time (with 512-bit VNNI:
@@ -895,6 +1129,13 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
   // This thread's buffer (a batch of small products runs on several
   // threads at once), read by all the threads below.
   static thread_local QuantizedRows rows;
+#ifdef TFC_UK_AMX
+  if (!d.i4 && p.m >= kAmxMinRowsInt8 && amx::enabled()) {
+    rows.quantize(p, bt, parallel, /*biased=*/false, amx::kRows);
+    matmulIntDotAmx(p, d, rows, packed, scales, p.c + bt * p.cs[0], parallel);
+    return;
+  }
+#endif
   rows.quantize(p, bt, parallel, intdot::kVnni && !d.i4);
   const QuantizedRows &qa = rows;
   float *cb = p.c + bt * p.cs[0];
@@ -1012,9 +1253,18 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
     packBBf16(p, bt, scratch, parallel);
     packed = static_cast<const uint32_t *>(scratch);
   }
-  static thread_local std::vector<uint32_t> aStorage;
-  aStorage.resize(size_t(p.m * d.pairs));
-  uint32_t *aPairs = aStorage.data();
+#ifdef TFC_UK_AMX
+  bool amxRun = p.m >= kAmxMinRowsBf16 && amx::enabled();
+#else
+  constexpr bool amxRun = false;
+#endif
+  // For AMX whole tiles of rows (zero rows after A's; each row fills its
+  // pairs, those past K with zeros).
+  int64_t aRows = amxRun ? roundUp(p.m, 16) : p.m;
+  static thread_local std::vector<float> aStorage;
+  auto *aPairs = reinterpret_cast<uint32_t *>(
+      alignedScratch(aStorage, size_t(aRows * d.pairs)));
+  std::memset(aPairs + p.m * d.pairs, 0, size_t((aRows - p.m) * d.pairs) * 4);
   const float *ab = p.a + bt * p.as[0];
   // On the threads for many rows only: a parallel region costs more than a
   // few rows' conversion.
@@ -1046,6 +1296,12 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
     }
   }
   float *cb = p.c + bt * p.cs[0];
+#ifdef TFC_UK_AMX
+  if (amxRun) {
+    matmulBf16Amx(p, d, aPairs, packed, cb, parallel);
+    return;
+  }
+#endif
   constexpr int64_t kCols = Bf16Panels::kDotCols;
   // Eight rows by two panels: 16 independent vdpbf16ps chains. Its latency
   // is 6 cycles on a Zen 5 at two a cycle, which 12 chains (six rows)
@@ -1255,6 +1511,14 @@ void run(const Matmul &p) {
 extern "C" void tfc_uk_forget_packed_weights(void) {
 #ifdef TFC_UK_VECTOR
   packedWeights.clear();
+#endif
+}
+
+extern "C" int32_t tfc_uk_uses_amx(void) {
+#ifdef TFC_UK_AMX
+  return tfc::uk::amx::enabled() ? 1 : 0;
+#else
+  return 0;
 #endif
 }
 

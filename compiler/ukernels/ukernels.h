@@ -153,6 +153,11 @@ void _mlir_ciface_tfc_uk_matmul_f32_bf16(tfc::uk::MemRef<2> *a,
 /// tfc_model_weights_changed calls it when the runtime binds new weights.
 void tfc_uk_forget_packed_weights(void);
 
+/// 1 when this process's matmuls run their bf16 dot products and int8
+/// weights times int8 activations on AMX tiles (kernels built with AMX, a
+/// CPU with it, Linux's permission granted, TFC_AMX not 0), else 0.
+int32_t tfc_uk_uses_amx(void);
+
 /// Softmax along the last dimension of a [rows, n] view.
 void _mlir_ciface_tfc_uk_softmax_f32(tfc::uk::MemRef<2> *in,
                                      tfc::uk::MemRef<2> *out);

@@ -25,6 +25,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -333,7 +334,17 @@ INSTANTIATE_TEST_SUITE_P(
         // int4 weights on the six-row, two-panel VNNI-512 kernel too: short
         // last row blocks of five and three rows, a lone last panel.
         Case{1, 11, 513, 63, false, true, false, 2, BType::F32, 4, true},
-        Case{1, 9, 300, 70, true, true, true, 3, BType::F32, 4, true}));
+        Case{1, 9, 300, 70, true, true, true, 3, BType::F32, 4, true},
+        // Where the int8 weights run on AMX tiles (units of up to 32 rows
+        // by two panels): the fewest rows it takes (4) and one fewer, one
+        // whole tile of rows against exactly two panels and one block of
+        // K, 33 rows (a last unit of one row) by three panels (a lone last
+        // one), several units of rows with transposed A.
+        Case{1, 4, 128, 16, false, true, false, 2, BType::F32, 8, true},
+        Case{1, 3, 200, 40, false, true, true, 2, BType::F32, 8, true},
+        Case{1, 16, 256, 32, false, true, false, 2, BType::F32, 8, true},
+        Case{1, 33, 520, 48, false, true, true, 2, BType::F32, 8, true},
+        Case{1, 96, 384, 200, true, true, false, 2, BType::F32, 8, true}));
 
 // A bf16 weight (or B) times an A of bf16 values (TFC_UK_A_BF16; bf16 dot
 // products where AVX-512 BF16 is, which the emulated-BF16 build of a host
@@ -359,8 +370,31 @@ INSTANTIATE_TEST_SUITE_P(
         Case{4, 9, 40, 17, false, false, true, 1, BType::BF16, 0, false, true},
         Case{1, 64, 1100, 600, false, true, false, 2, BType::BF16, 0, false,
              true},
+        // Where they run on AMX tiles (K in tiles of 16 pairs, rows in
+        // units of 32): the fewest rows (2), a K shorter than one tile of
+        // pairs, one whole tile of rows by two panels, 33 rows (a last
+        // unit of one row) by three panels, a B of activations.
+        Case{1, 2, 64, 16, false, true, false, 2, BType::BF16, 0, false, true},
+        Case{1, 16, 31, 32, false, true, true, 2, BType::BF16, 0, false, true},
+        Case{1, 33, 100, 48, false, true, true, 2, BType::BF16, 0, false, true},
+        Case{1, 47, 1025, 20, true, false, false, 2, BType::BF16, 0, false,
+             true},
         // The flag with an f32 B changes nothing.
         Case{1, 7, 300, 50, false, true, false, 2, BType::F32, 0, false,
              true}));
+
+// Whether the matmul runs on AMX: where the kernels were built with it
+// (TFC_TEST_KERNELS_HAVE_AMX: the host that built them has it), unless
+// TFC_AMX=0 turns it off; nowhere else. ctest runs the cases above both
+// ways on such a host.
+TEST(MatmulAmx, OnWhereBuiltUnlessTurnedOff) {
+#ifdef TFC_TEST_KERNELS_HAVE_AMX
+  const char *setting = std::getenv("TFC_AMX");
+  bool off = setting && std::string(setting) == "0";
+  EXPECT_EQ(tfc_uk_uses_amx(), off ? 0 : 1);
+#else
+  EXPECT_EQ(tfc_uk_uses_amx(), 0);
+#endif
+}
 
 } // namespace
