@@ -2,11 +2,11 @@
 //
 // Where the kernels are built with AMX (the machine that builds them has
 // AMX-TILE, AMX-INT8 and AMX-BF16: compiler/ukernels/CMakeLists.txt), the
-// matmul runs its bf16 dot products (TFC_UK_A_BF16) and its int8 weights
-// times int8 activations (TFC_UK_QUANTIZE_A8) on tile instructions
-// (tdpbf16ps, tdpbssd): one instruction multiplies a 16 x 32 bf16 (or
-// 16 x 64 int8) tile of A by a tile of B into a 16 x 16 tile of f32 (int32)
-// sums, 8 (16) times the products of an AVX-512 instruction.
+// matmul runs its bf16 dot products (TFC_UK_A_BF16) and its int8 or int4
+// weights times int8 activations (TFC_UK_QUANTIZE_A8) on tile instructions
+// (tdpbf16ps; tdpbssd, tdpbsud): one instruction multiplies a 16 x 32 bf16
+// (or 16 x 64 int8) tile of A by a tile of B into a 16 x 16 tile of f32
+// (int32) sums, 8 (16) times the products of an AVX-512 instruction.
 //
 // Linux hands a process the tiles' 8 KiB of register state only on request
 // (arch_prctl ARCH_REQ_XCOMP_PERM): enabled() asks once, and the kernels

@@ -921,8 +921,12 @@ namespace amx = tfc::uk::amx;
 /// AMX against AVX-512): int8 one row 0.032-0.037 against 0.024-0.025,
 /// three rows level (0.035), four 0.042 against 0.044, eight 0.045
 /// against 0.068; bf16 one row level (0.06), two 0.064 against 0.08, three
-/// 0.06-0.08 against 0.09-0.11, eight 0.068 against 0.24.
-constexpr int64_t kAmxMinRowsInt8 = 4, kAmxMinRowsBf16 = 2;
+/// 0.06-0.08 against 0.09-0.11, eight 0.068 against 0.24. An int4 weight
+/// is unpacked for the tiles on every product: four rows 0.065-0.071
+/// against 0.045-0.049, eight 0.077-0.083 against 0.068-0.07, twelve
+/// 0.085-0.089 against 0.107-0.124.
+constexpr int64_t kAmxMinRowsInt8 = 4, kAmxMinRowsInt4 = 12,
+                  kAmxMinRowsBf16 = 2;
 
 /// The AMX kernels' unit: up to two tiles of rows (32) by two 16-column
 /// panels, sums in tiles 0-3 (row tile r, panel t: tile 2r + t), A in
@@ -944,6 +948,9 @@ void storeUnit(const float *out, int64_t stride, int64_t rows, int64_t cols,
       _mm512_mask_storeu_ps(cr, lanes, v);
     }
 }
+
+/// The values a tile product multiplies.
+enum class AmxProduct { Bf16, S8S8, S8U8 };
 
 /// Tile operations of a unit of RT row tiles by PT panels, with the tile
 /// numbers as the instructions need them (immediates).
@@ -970,23 +977,26 @@ template <int RT, int PT> struct UnitTiles {
       _tile_loadd(5, static_cast<const char *>(a) + amx::kRows * aStride,
                   aStride);
   }
-  /// The sum tiles plus the products of A's and B's: int8 (tdpbssd) or
-  /// bf16 (tdpbf16ps) values.
-  template <bool Int8> static void dot() {
-    dotTile<0, 4, 6, Int8>();
+  /// The sum tiles plus the products of A's and B's values: bf16
+  /// (tdpbf16ps), signed int8 (tdpbssd), or signed int8 A and unsigned B
+  /// (tdpbsud).
+  template <AmxProduct K> static void dot() {
+    dotTile<0, 4, 6, K>();
     if constexpr (PT == 2)
-      dotTile<1, 4, 7, Int8>();
+      dotTile<1, 4, 7, K>();
     if constexpr (RT == 2) {
-      dotTile<2, 5, 6, Int8>();
+      dotTile<2, 5, 6, K>();
       if constexpr (PT == 2)
-        dotTile<3, 5, 7, Int8>();
+        dotTile<3, 5, 7, K>();
     }
   }
-  template <int C, int A, int B, bool Int8> static void dotTile() {
-    if constexpr (Int8)
+  template <int C, int A, int B, AmxProduct K> static void dotTile() {
+    if constexpr (K == AmxProduct::Bf16)
+      _tile_dpbf16ps(C, A, B);
+    else if constexpr (K == AmxProduct::S8S8)
       _tile_dpbssd(C, A, B);
     else
-      _tile_dpbf16ps(C, A, B);
+      _tile_dpbsud(C, A, B);
   }
   /// The sums into `out` (4-byte elements, rows PT * 16 apart).
   static void store(void *out) {
@@ -1018,18 +1028,70 @@ template <typename F> void withUnit(int64_t rows, int64_t cols, F &&f) {
   }
 }
 
-/// Runs unit(i0, pn) for the units of an m x (panels) product, rows first,
-/// over the threads when `parallel`, each thread's tiles configured.
-template <typename F>
-void forEachUnit(int64_t m, int64_t panels, bool parallel, F &&unit) {
+/// An int4 weight's panels unpacked for tdpbsud: each quad's 32 bytes
+/// (intdot::quadBytes(true): column c's nibble in the low half of byte
+/// 4c + r, column c + 8's in the high half) as an int8 quad's 64 (columns
+/// 0-7, then 8-15), still biased by intdot::kBias. Each thread of a
+/// product has its own and unpacks the two panels of its current units
+/// once, running every block of rows against them (forEachUnit's
+/// panelsFirst).
+struct UnpackedPanels {
+  std::vector<float> storage; // 64-byte aligned through alignedScratch
+  int64_t pn = -1;            // the first panel unpacked
+  uint8_t *bytes = nullptr;
+
+  /// Panels pn and pn + 1 (if there is one) of `packed`, unpacked.
+  const uint8_t *get(const DotPanels &d, const uint8_t *packed, int64_t pn) {
+    if (pn == this->pn)
+      return bytes;
+    this->pn = pn;
+    int64_t quads = d.blocks * d.quadsPerBlock();
+    bytes = reinterpret_cast<uint8_t *>(
+        alignedScratch(storage, size_t(2 * quads * amx::kRowBytes) / 4));
+    const uint8_t *panel = packed + size_t(pn) * d.panelBytes();
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    for (int64_t h = 0; h < 2 && pn + h < d.panels; ++h)
+      for (int64_t q = 0; q < quads; ++q) {
+        __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(
+            panel + h * d.panelBytes() + q * intdot::quadBytes(true)));
+        uint8_t *to = bytes + (h * quads + q) * amx::kRowBytes;
+        _mm256_store_si256(reinterpret_cast<__m256i *>(to),
+                           _mm256_and_si256(v, nibble));
+        _mm256_store_si256(reinterpret_cast<__m256i *>(to + 32),
+                           _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble));
+      }
+    return bytes;
+  }
+};
+
+/// A unit's scratch (forEachUnit): none for bf16, an int4 weight's
+/// unpacked panels for integer dot products.
+struct NoScratch {};
+struct IntDotScratch {
+  UnpackedPanels unpacked;
+};
+
+/// Runs unit(i0, pn, scratch) for the units of an m x (panels) product over
+/// the threads when `parallel`, each thread's tiles configured and its
+/// Scratch its own for the product: rows first (each thread's units run a
+/// block of rows against panel after panel), or with `panelsFirst` a pair
+/// of panels against block after block of rows.
+template <typename Scratch, typename F>
+void forEachUnit(int64_t m, int64_t panels, bool parallel, bool panelsFirst,
+                 F &&unit) {
   int64_t rowUnits = (m + kAmxUnitRows - 1) / kAmxUnitRows;
   int64_t panelPairs = (panels + 1) / 2;
 #pragma omp parallel if (parallel)
   {
     amx::configure();
+    Scratch scratch;
 #pragma omp for schedule(static)
-    for (int64_t u = 0; u < rowUnits * panelPairs; ++u)
-      unit((u / panelPairs) * kAmxUnitRows, 2 * (u % panelPairs));
+    for (int64_t u = 0; u < rowUnits * panelPairs; ++u) {
+      if (panelsFirst)
+        unit((u % rowUnits) * kAmxUnitRows, 2 * (u / rowUnits), scratch);
+      else
+        unit((u / panelPairs) * kAmxUnitRows, 2 * (u % panelPairs), scratch);
+    }
     _tile_release();
   }
 }
@@ -1041,30 +1103,36 @@ void matmulBf16Amx(const Matmul &p, const Bf16Panels &d, const uint32_t *aPairs,
                    const uint32_t *packed, float *cb, bool parallel) {
   constexpr int64_t kCols = Bf16Panels::kDotCols;
   static_assert(kCols * 4 == amx::kRowBytes, "a pair row is a tile row");
-  forEachUnit(p.m, d.panels, parallel, [&](int64_t i0, int64_t pn) {
-    int64_t rows = std::min(kAmxUnitRows, p.m - i0);
-    int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
-    alignas(64) float out[kAmxUnitRows * 2 * kCols];
-    withUnit(rows, cols, [&](auto tiles) {
-      using T = decltype(tiles);
-      T::zero();
-      const uint32_t *a = aPairs + i0 * d.pairs;
-      const uint32_t *b = packed + pn * d.pairs * kCols;
-      for (int64_t kp = 0; kp < d.pairs; kp += amx::kRows) {
-        T::load(a + kp, d.pairs * 4, b + kp * kCols, d.pairs * kCols * 4);
-        T::template dot<false>();
-      }
-      T::store(out);
-    });
-    storeUnit(out, cols > kCols ? 2 * kCols : kCols, rows, cols,
-              cb + i0 * p.cs[1] + pn * kCols, p.cs[1], p.accumulate);
-  });
+  forEachUnit<NoScratch>(
+      p.m, d.panels, parallel, /*panelsFirst=*/false,
+      [&](int64_t i0, int64_t pn, NoScratch &) {
+        int64_t rows = std::min(kAmxUnitRows, p.m - i0);
+        int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
+        alignas(64) float out[kAmxUnitRows * 2 * kCols];
+        withUnit(rows, cols, [&](auto tiles) {
+          using T = decltype(tiles);
+          T::zero();
+          const uint32_t *a = aPairs + i0 * d.pairs;
+          const uint32_t *b = packed + pn * d.pairs * kCols;
+          for (int64_t kp = 0; kp < d.pairs; kp += amx::kRows) {
+            T::load(a + kp, d.pairs * 4, b + kp * kCols, d.pairs * kCols * 4);
+            T::template dot<AmxProduct::Bf16>();
+          }
+          T::store(out);
+        });
+        storeUnit(out, cols > kCols ? 2 * kCols : kCols, rows, cols,
+                  cb + i0 * p.cs[1] + pn * kCols, p.cs[1], p.accumulate);
+      });
 }
 
-/// matmulIntDot on AMX for an int8 weight: A's unbiased int8 rows (padded
-/// to whole tiles with zeros) by the panels, a block of K (two tiles' 64
-/// values) at a time; each block's int32 sums are scaled and added up in
-/// order as in dotRowsVnni512.
+/// matmulIntDot on AMX: A's unbiased int8 rows (padded to whole tiles with
+/// zeros) by the panels, a block of K (two tiles' 64 values) at a time;
+/// each block's int32 sums, less an int4 weight's bias (kBias times the
+/// block's sum of A), are scaled and added up in order as in
+/// dotRowsVnni512. An int8 weight's quads are tile rows as packed (tdpbssd);
+/// an int4 weight's are unpacked first (UnpackedPanels; tdpbsud, the
+/// weight's biased nibbles unsigned).
+template <bool I4>
 void matmulIntDotAmx(const Matmul &p, const DotPanels &d,
                      const QuantizedRows &qa, const uint8_t *packed,
                      const float *scales, float *cb, bool parallel) {
@@ -1073,47 +1141,63 @@ void matmulIntDotAmx(const Matmul &p, const DotPanels &d,
                     kABlock == 2 * amx::kRowBytes,
                 "a quad is a tile row, a block two tiles of K");
   const int64_t quadsPerTile = amx::kRows;
-  forEachUnit(p.m, d.panels, parallel, [&](int64_t i0, int64_t pn) {
-    int64_t rows = std::min(kAmxUnitRows, p.m - i0);
-    int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
-    int64_t stride = cols > kCols ? 2 * kCols : kCols;
-    alignas(64) int32_t sums[kAmxUnitRows * 2 * kCols];
-    alignas(64) float out[kAmxUnitRows * 2 * kCols];
-    __m512 sb[2];
-    for (int h = 0; h < 2; ++h)
-      sb[h] = pn + h < d.panels
-                  ? _mm512_loadu_ps(scales + (pn + h) * p.groups() * kCols)
-                  : _mm512_setzero_ps();
-    withUnit(rows, cols, [&](auto tiles) {
-      using T = decltype(tiles);
-      for (int64_t g = 0; g < d.blocks; ++g) {
-        T::zero();
-        for (int64_t t = 0; t < 2; ++t) {
-          const int8_t *a = qa.values + i0 * qa.stride + g * kABlock + t * 64;
-          const uint8_t *b =
-              packed + size_t(pn) * d.panelBytes() +
-              (g * d.quadsPerBlock() + t * quadsPerTile) * amx::kRowBytes;
-          T::load(a, qa.stride, b, int64_t(d.panelBytes()));
-          T::template dot<true>();
-        }
-        T::store(sums);
-        for (int64_t r = 0; r < rows; ++r) {
-          __m512 sa =
-              _mm512_set1_ps(qa.scales[size_t((i0 + r) * qa.blocks + g)]);
-          for (int64_t h = 0; h * kCols < cols; ++h) {
-            float *o = out + r * stride + h * kCols;
-            __m512 dot = _mm512_cvtepi32_ps(
-                _mm512_load_si512(sums + r * stride + h * kCols));
-            __m512 scaled = _mm512_mul_ps(dot, _mm512_mul_ps(sa, sb[h]));
-            _mm512_store_ps(
-                o, g == 0 ? scaled : _mm512_add_ps(_mm512_load_ps(o), scaled));
+  // The B each unit reads: its panels, and the distance between the two.
+  const int64_t bStride =
+      I4 ? d.blocks * d.quadsPerBlock() * amx::kRowBytes : d.panelBytes();
+  forEachUnit<IntDotScratch>(
+      p.m, d.panels, parallel, /*panelsFirst=*/I4,
+      [&](int64_t i0, int64_t pn, IntDotScratch &scratch) {
+        int64_t rows = std::min(kAmxUnitRows, p.m - i0);
+        int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
+        int64_t stride = cols > kCols ? 2 * kCols : kCols;
+        alignas(64) int32_t sums[kAmxUnitRows * 2 * kCols];
+        alignas(64) float out[kAmxUnitRows * 2 * kCols];
+        const uint8_t *panels = packed + size_t(pn) * d.panelBytes();
+        if constexpr (I4)
+          panels = scratch.unpacked.get(d, packed, pn);
+        withUnit(rows, cols, [&](auto tiles) {
+          using T = decltype(tiles);
+          for (int64_t g = 0; g < d.blocks; ++g) {
+            T::zero();
+            for (int64_t t = 0; t < 2; ++t) {
+              const int8_t *a =
+                  qa.values + i0 * qa.stride + g * kABlock + t * 64;
+              const uint8_t *b =
+                  panels +
+                  (g * d.quadsPerBlock() + t * quadsPerTile) * amx::kRowBytes;
+              T::load(a, qa.stride, b, bStride);
+              T::template dot<I4 ? AmxProduct::S8U8 : AmxProduct::S8S8>();
+            }
+            T::store(sums);
+            // The panels' scales: an int8 weight's one per column, an int4
+            // weight's per column and block.
+            __m512 sb[2];
+            for (int h = 0; h < 2; ++h)
+              sb[h] = pn + h < d.panels
+                          ? _mm512_loadu_ps(
+                                scales +
+                                ((pn + h) * p.groups() + (I4 ? g : 0)) * kCols)
+                          : _mm512_setzero_ps();
+            for (int64_t r = 0; r < rows; ++r) {
+              size_t at = size_t((i0 + r) * qa.blocks + g);
+              __m512 sa = _mm512_set1_ps(qa.scales[at]);
+              __m512i bias =
+                  _mm512_set1_epi32(I4 ? intdot::kBias * qa.sums[at] : 0);
+              for (int64_t h = 0; h * kCols < cols; ++h) {
+                float *o = out + r * stride + h * kCols;
+                __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(
+                    _mm512_load_si512(sums + r * stride + h * kCols), bias));
+                __m512 scaled = _mm512_mul_ps(dot, _mm512_mul_ps(sa, sb[h]));
+                _mm512_store_ps(
+                    o,
+                    g == 0 ? scaled : _mm512_add_ps(_mm512_load_ps(o), scaled));
+              }
+            }
           }
-        }
-      }
-    });
-    storeUnit(out, stride, rows, cols, cb + i0 * p.cs[1] + pn * kCols, p.cs[1],
-              p.accumulate);
-  });
+        });
+        storeUnit(out, stride, rows, cols, cb + i0 * p.cs[1] + pn * kCols,
+                  p.cs[1], p.accumulate);
+      });
 }
 #endif
 
@@ -1130,9 +1214,13 @@ void matmulIntDot(const Matmul &p, int64_t bt, bool parallel) {
   // threads at once), read by all the threads below.
   static thread_local QuantizedRows rows;
 #ifdef TFC_UK_AMX
-  if (!d.i4 && p.m >= kAmxMinRowsInt8 && amx::enabled()) {
+  if (p.m >= (d.i4 ? kAmxMinRowsInt4 : kAmxMinRowsInt8) && amx::enabled()) {
     rows.quantize(p, bt, parallel, /*biased=*/false, amx::kRows);
-    matmulIntDotAmx(p, d, rows, packed, scales, p.c + bt * p.cs[0], parallel);
+    float *cb = p.c + bt * p.cs[0];
+    if (d.i4)
+      matmulIntDotAmx<true>(p, d, rows, packed, scales, cb, parallel);
+    else
+      matmulIntDotAmx<false>(p, d, rows, packed, scales, cb, parallel);
     return;
   }
 #endif

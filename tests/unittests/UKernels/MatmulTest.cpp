@@ -344,7 +344,15 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 3, 200, 40, false, true, true, 2, BType::F32, 8, true},
         Case{1, 16, 256, 32, false, true, false, 2, BType::F32, 8, true},
         Case{1, 33, 520, 48, false, true, true, 2, BType::F32, 8, true},
-        Case{1, 96, 384, 200, true, true, false, 2, BType::F32, 8, true}));
+        Case{1, 96, 384, 200, true, true, false, 2, BType::F32, 8, true},
+        // int4 weights on AMX (unpacked per thread and pair of panels, every
+        // block of rows against them): the fewest rows it takes (12) and one
+        // fewer, 33 rows by three panels with a K not a multiple of a
+        // block, several units of rows and pairs of panels.
+        Case{1, 12, 256, 32, false, true, false, 2, BType::F32, 4, true},
+        Case{1, 11, 256, 32, false, true, true, 2, BType::F32, 4, true},
+        Case{1, 33, 520, 48, false, true, true, 2, BType::F32, 4, true},
+        Case{1, 96, 384, 200, true, true, false, 2, BType::F32, 4, true}));
 
 // A bf16 weight (or B) times an A of bf16 values (TFC_UK_A_BF16; bf16 dot
 // products where AVX-512 BF16 is, which the emulated-BF16 build of a host
@@ -382,6 +390,18 @@ INSTANTIATE_TEST_SUITE_P(
         // The flag with an f32 B changes nothing.
         Case{1, 7, 300, 50, false, true, false, 2, BType::F32, 0, false,
              true}));
+
+// A weight packed where another was before (the allocator hands the
+// address back once the first is forgotten): nothing of the first may
+// stay in use. On AMX an int4 weight's panels are unpacked per thread and
+// product, which must not take an earlier product's for this one's.
+TEST(MatmulAmx, NewWeightAtAnOldAddress) {
+  for (int bits : {8, 4})
+    for (unsigned seed : {1u, 2u, 3u}) {
+      Case c{1, 40, 300, 40, false, true, false, 2, BType::F32, bits, true};
+      EXPECT_LE(run(c, seed), 1.0) << ::testing::PrintToString(c);
+    }
+}
 
 // Whether the matmul runs on AMX: where the kernels were built with it
 // (TFC_TEST_KERNELS_HAVE_AMX: the host that built them has it), unless
