@@ -86,7 +86,7 @@ template <typename F> inline void withBType(BType t, F &&f) {
 }
 
 /// n rounded up to a multiple of `step`.
-constexpr int64_t roundUp(int64_t n, int64_t step) {
+[[maybe_unused]] constexpr int64_t roundUp(int64_t n, int64_t step) {
   return (n + step - 1) / step * step;
 }
 
