@@ -38,6 +38,9 @@ that holds it, a larger one in slices of the largest.
 (weights and activations in bf16, matmul sums and norm statistics in f32)
 and PyTorch eager on the model converted with .to(torch.bfloat16); their
 cosines are reported, not checked, too.
+--systems may also name tfc-int8-noamx and tfc-bf16-noamx: the int8 and
+bf16 builds run with TFC_AMX=0 (their matmuls on AVX-512 where the CPU has
+AMX; docs/Dialect.md), in the same rounds as the rest.
 Prints a markdown table and writes it plus JSON to bench/minilm/results/.
 Every system gets the same thread count (--threads) and its runtime's default
 thread wait policy.
