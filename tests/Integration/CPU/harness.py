@@ -49,7 +49,6 @@ def start(argv):
     return h, np.random.default_rng(seed), target
 
 
-
 class RoundedPast(list):
     """The `kv` list a reference model appends each layer's keys and values
     to ([B, heads, S, D]), which first overwrites those of the first `past`
@@ -66,6 +65,7 @@ class RoundedPast(list):
         for t, g in zip(pair, self.given[len(self)]):
             t[:, :, :self.past] = g.astype(np.float64)
         super().append(pair)
+
 
 class Harness:
     def __init__(self, bindir, workdir, target="cpu", compile_flags=()):
