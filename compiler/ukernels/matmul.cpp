@@ -551,7 +551,7 @@ float *alignedScratch(std::vector<float> &storage, size_t floats) {
 /// `biased`: the values are stored as the unsigned bytes a + intdot::kABias
 /// (the sums are not).
 struct QuantizedRows {
-  std::vector<int8_t> storage;
+  std::vector<float> storage; // 64-byte aligned through alignedScratch
   int8_t *values = nullptr;
   std::vector<float> scales;
   std::vector<int32_t> sums;
@@ -564,10 +564,8 @@ struct QuantizedRows {
     blocks = (p.k + kABlock - 1) / kABlock;
     stride = blocks * kABlock;
     int64_t rows = roundUp(p.m, rowStep);
-    if (storage.size() < size_t(rows * stride) + 64)
-      storage.resize(size_t(rows * stride) + 64);
     values = reinterpret_cast<int8_t *>(
-        (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
+        alignedScratch(storage, size_t(rows * stride + 3) / 4));
     std::memset(values + p.m * stride, 0, size_t((rows - p.m) * stride));
     scales.resize(size_t(p.m * blocks));
     sums.resize(size_t(p.m * blocks));
