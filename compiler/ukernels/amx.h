@@ -1,12 +1,14 @@
-//===- amx.h - Intel AMX tiles for the matmul ------------------*- C++ -*-===//
+//===- amx.h - Intel AMX tiles for the matmul and attention ----*- C++ -*-===//
 //
 // Where the kernels are built with AMX (the machine that builds them has
 // AMX-TILE, AMX-INT8 and AMX-BF16: compiler/ukernels/CMakeLists.txt), the
 // matmul runs its bf16 dot products (TFC_UK_A_BF16) and its int8 or int4
 // weights times int8 activations (TFC_UK_QUANTIZE_A8) on tile instructions
-// (tdpbf16ps; tdpbssd, tdpbsud): one instruction multiplies a 16 x 32 bf16
-// (or 16 x 64 int8) tile of A by a tile of B into a 16 x 16 tile of f32
-// (int32) sums, 8 (16) times the products of an AVX-512 instruction.
+// (tdpbf16ps; tdpbssd, tdpbsud), and so does the attention of bf16 values
+// (TFC_UK_ATTENTION_BF16) in blocks of queries: one instruction multiplies
+// a 16 x 32 bf16 (or 16 x 64 int8) tile of A by a tile of B into a 16 x 16
+// tile of f32 (int32) sums, 8 (16) times the products of an AVX-512
+// instruction.
 //
 // Linux hands a process the tiles' 8 KiB of register state only on request
 // (arch_prctl ARCH_REQ_XCOMP_PERM): enabled() asks once, and the kernels
@@ -30,6 +32,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 namespace tfc::uk::amx {
 
@@ -75,6 +78,101 @@ inline void configure() {
     config.rows[t] = kRows;
   }
   _tile_loadconfig(&config);
+}
+
+/// The values a tile product multiplies.
+enum class Product { Bf16, S8S8, S8U8 };
+
+/// Tile operations of a unit of RT row tiles by PT column tiles (panels),
+/// with the tile numbers as the instructions need them (immediates): sums
+/// in tiles 0-3 (row tile r, panel t: tile 2r + t), A in tiles 4-5, B in
+/// tiles 6-7.
+template <int RT, int PT> struct UnitTiles {
+  static void zero() {
+    _tile_zero(0);
+    if constexpr (PT == 2)
+      _tile_zero(1);
+    if constexpr (RT == 2) {
+      _tile_zero(2);
+      if constexpr (PT == 2)
+        _tile_zero(3);
+    }
+  }
+  /// A's row tiles from a (rows aStride bytes apart, the second tile kRows
+  /// rows after the first), B's panels from b (rows bRowStride bytes apart,
+  /// the second panel bStride bytes after the first).
+  static void load(const void *a, int64_t aStride, const void *b,
+                   int64_t bStride, int64_t bRowStride = kRowBytes) {
+    _tile_loadd(4, a, aStride);
+    _tile_loadd(6, b, bRowStride);
+    if constexpr (PT == 2)
+      _tile_loadd(7, static_cast<const char *>(b) + bStride, bRowStride);
+    if constexpr (RT == 2)
+      _tile_loadd(5, static_cast<const char *>(a) + kRows * aStride, aStride);
+  }
+  /// The sum tiles plus the products of A's and B's values: bf16
+  /// (tdpbf16ps), signed int8 (tdpbssd), or signed int8 A and unsigned B
+  /// (tdpbsud).
+  template <Product K> static void dot() {
+    dotTile<0, 4, 6, K>();
+    if constexpr (PT == 2)
+      dotTile<1, 4, 7, K>();
+    if constexpr (RT == 2) {
+      dotTile<2, 5, 6, K>();
+      if constexpr (PT == 2)
+        dotTile<3, 5, 7, K>();
+    }
+  }
+  template <int C, int A, int B, Product K> static void dotTile() {
+    if constexpr (K == Product::Bf16)
+      _tile_dpbf16ps(C, A, B);
+    else if constexpr (K == Product::S8S8)
+      _tile_dpbssd(C, A, B);
+    else
+      _tile_dpbsud(C, A, B);
+  }
+  /// The sums into `out` (4-byte elements, rows `stride` bytes apart, each
+  /// panel kRowBytes after the one before).
+  static void store(void *out, int64_t stride = PT * kRowBytes) {
+    char *o = static_cast<char *>(out);
+    forEachSum(stride, [&](auto tile, int64_t at) {
+      _tile_stored(decltype(tile)::value, o + at, stride);
+    });
+  }
+  /// The sums from `in`, laid out as store() writes them.
+  static void loadSums(const void *in, int64_t stride = PT * kRowBytes) {
+    const char *i = static_cast<const char *>(in);
+    forEachSum(stride, [&](auto tile, int64_t at) {
+      _tile_loadd(decltype(tile)::value, i + at, stride);
+    });
+  }
+  /// f(tile, at) for each sum tile (an std::integral_constant) and the byte
+  /// offset of its first row in store()'s layout.
+  template <typename F> static void forEachSum(int64_t stride, F &&f) {
+    f(std::integral_constant<int, 0>(), 0);
+    if constexpr (PT == 2)
+      f(std::integral_constant<int, 1>(), kRowBytes);
+    if constexpr (RT == 2) {
+      f(std::integral_constant<int, 2>(), kRows * stride);
+      if constexpr (PT == 2)
+        f(std::integral_constant<int, 3>(), kRows * stride + kRowBytes);
+    }
+  }
+};
+
+/// Calls f(UnitTiles<RT, PT>()) for a unit of `rows` rows (at most two
+/// tiles) and `cols` columns (at most two panels of 16).
+template <typename F> void withUnit(int64_t rows, int64_t cols, F &&f) {
+  if (rows > kRows) {
+    if (cols > 16)
+      f(UnitTiles<2, 2>());
+    else
+      f(UnitTiles<2, 1>());
+  } else if (cols > 16) {
+    f(UnitTiles<1, 2>());
+  } else {
+    f(UnitTiles<1, 1>());
+  }
 }
 
 } // namespace tfc::uk::amx

@@ -21,6 +21,13 @@
 // before it, are skipped; grouped-query heads share their K/V head without a
 // copy.
 //
+// Q, K and V of bf16 values (TFC_UK_ATTENTION_BF16) take both products on
+// bf16 pairs: on AMX tiles where the kernels have them (amx.h), St and Ot
+// as 16 x 16 tiles of f32 sums (K's rows and Vt's by Qt's and P's pairs),
+// each K/V head packed once for the tiles (packHeadTiles) and the score
+// epilogue run over the stored scores; else on vdpbf16ps in the same
+// register blocks as f32.
+//
 // Query blocks of at most kFewRows rows (decode) take attendRows instead:
 // the head dimension along the lanes, the rows that share a K/V head taken
 // together so that each K/V block is read once for all of them, and the
@@ -28,6 +35,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "amx.h"
 #include "microkernel.h"
 #include "simd.h"
 #include "ukernels.h"
@@ -62,11 +70,24 @@ namespace {
 /// the build machines (LLVM 22's libomp formats a trace string in every
 /// __kmpc_dispatch_next): a region of 96 trivial tasks on two threads took
 /// 27-31 us, 2-3 us with the counter (0.96-0.99 us with a static schedule).
-template <typename Body> void forEachTask(int64_t n, Body &&body) {
+/// With `Tiles`, each thread configures its AMX tiles before its first
+/// task and releases them after its last.
+template <bool Tiles = false, typename Body>
+void forEachTask(int64_t n, Body &&body) {
   std::atomic<int64_t> next{0};
 #pragma omp parallel if (n > 1)
-  for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n;)
-    body(t);
+  {
+#ifdef TFC_UK_AMX
+    if constexpr (Tiles)
+      tfc::uk::amx::configure();
+#endif
+    for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < n;)
+      body(t);
+#ifdef TFC_UK_AMX
+    if constexpr (Tiles)
+      _tile_release();
+#endif
+  }
 }
 
 /// The element type of K and V: f32, or bf16 or f16 (their bits: the
@@ -89,10 +110,18 @@ struct Problem {
   bool bf16;      // Q, K and V hold bf16 values (TFC_UK_ATTENTION_BF16)
 };
 
-/// One (batch, K/V head)'s K and V as bf16 pairs (packHeadPairs), for
-/// products on bf16 dot products; null otherwise.
+/// How a query block's two products run: f32 FMAs; bf16 dot products
+/// (vdpbf16ps) on pairs of bf16 values; or AMX tiles (tdpbf16ps) on the
+/// same pairs.
+enum class Products { F32, Bf16Dot, Tiles };
+
+/// One (batch, K/V head)'s K and V as bf16 pairs, for products on bf16
+/// values (packHeadPairs, packHeadTiles); null for f32 products. K's rows
+/// are kStride words apart; with Tiles, V is transposed, its channels
+/// vStride bf16 values apart.
 struct HeadPairs {
   const uint32_t *k = nullptr, *v = nullptr;
+  int64_t kStride = 0, vStride = 0;
 };
 
 /// No key is below the window of any query: windowStart without a window.
@@ -499,60 +528,61 @@ constexpr float kRescaleThreshold = 8.0f;
 int64_t keyPairWords(const Problem &p) { return p.Skv * ((p.D + 1) / 2); }
 int64_t valuePairWords(const Problem &p) { return (p.Skv + 1) / 2 * p.Dv; }
 
+/// K's rows of (batch b, K/V head kh) as bf16 pairs of channels: key j's
+/// channels 2d, 2d + 1 at kp[j * stride + d] for j < rows (an odd D's last
+/// high half 0; the words past D's pairs and the rows past Skv 0). K is f32
+/// holding bf16 values, or bf16.
+void packKeyPairs(const Problem &p, int64_t b, int64_t kh, uint32_t *kp,
+                  int64_t stride, int64_t rows) {
+  using tfc::uk::bf16PairsInOrder;
+  for (int64_t j = 0; j < rows; ++j) {
+    uint32_t *to = kp + j * stride;
+    if (j >= p.Skv) {
+      std::memset(to, 0, sizeof(uint32_t) * size_t(stride));
+      continue;
+    }
+    for (int64_t d0 = 0; d0 < 2 * stride; d0 += 32) {
+      __m512i pairs;
+      if (p.kv == KVType::BF16) {
+        // A row's bf16 values are its pairs already.
+        pairs = _mm512_maskz_loadu_epi16(tfc::uk::firstHalves(p.D - d0),
+                                         p.k16 + b * p.ks[0] + kh * p.ks[1] +
+                                             j * p.ks[2] + d0);
+      } else {
+        const float *src = p.k + b * p.ks[0] + kh * p.ks[1] + j * p.ks[2] + d0;
+        __m512 x0 = _mm512_maskz_loadu_ps(firstLanes(p.D - d0), src);
+        __m512 x1 = _mm512_maskz_loadu_ps(firstLanes(p.D - d0 - 16), src + 16);
+        pairs = bf16PairsInOrder(x0, x1);
+      }
+      _mm512_mask_storeu_epi32(to + d0 / 2, firstLanes(stride - d0 / 2), pairs);
+    }
+  }
+}
+
+/// V's channels c0..c0 + 15 of key j of (b, kh) as f32 (0 past Dv).
+inline __m512 valueRow(const Problem &p, int64_t b, int64_t kh, int64_t j,
+                       int64_t c0) {
+  __mmask16 cols = firstLanes(p.Dv - c0);
+  int64_t at = b * p.vs[0] + kh * p.vs[1] + j * p.vs[2] + c0;
+  if (p.kv == KVType::BF16)
+    return tfc::uk::widenBF16(_mm256_maskz_loadu_epi16(cols, p.v16 + at));
+  return _mm512_maskz_loadu_ps(cols, p.v + at);
+}
+
 /// K and V of (batch b, K/V head kh) as bf16 pairs into `kp` and `vp`:
-/// key j's channels 2d, 2d + 1 at kp[j * (D + 1) / 2 + d] (an odd D's last
-/// high half 0), keys 2t, 2t + 1 of channel c at vp[t * Dv + c] (an odd
-/// Skv's last high half 0). K and V are f32 holding bf16 values, or bf16.
+/// K's rows packKeyPairs' (stride (D + 1) / 2), keys 2t, 2t + 1 of channel
+/// c at vp[t * Dv + c] (an odd Skv's last high half 0). K and V are f32
+/// holding bf16 values, or bf16.
 void packHeadPairs(const Problem &p, int64_t b, int64_t kh, uint32_t *kp,
                    uint32_t *vp) {
-  using tfc::uk::bf16PairsInOrder;
-  using tfc::uk::bf16PairsOfRows;
-  int64_t dp = (p.D + 1) / 2;
-  if (p.kv == KVType::BF16) {
-    // A row's bf16 values are its pairs already; V's rows interleave.
-    const uint16_t *kb = p.k16 + b * p.ks[0] + kh * p.ks[1];
-    const uint16_t *vb = p.v16 + b * p.vs[0] + kh * p.vs[1];
-    for (int64_t j = 0; j < p.Skv; ++j)
-      for (int64_t d0 = 0; d0 < p.D; d0 += 32) {
-        _mm512_mask_storeu_epi32(
-            kp + j * dp + d0 / 2, firstLanes(dp - d0 / 2),
-            _mm512_maskz_loadu_epi16(tfc::uk::firstHalves(p.D - d0),
-                                     kb + j * p.ks[2] + d0));
-      }
-    for (int64_t t = 0; 2 * t < p.Skv; ++t)
-      for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
-        __mmask16 cols = firstLanes(p.Dv - c0);
-        const uint16_t *src = vb + 2 * t * p.vs[2] + c0;
-        __m512i lo = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(cols, src));
-        __m512i hi = 2 * t + 1 < p.Skv
-                         ? _mm512_cvtepu16_epi32(
-                               _mm256_maskz_loadu_epi16(cols, src + p.vs[2]))
-                         : _mm512_setzero_si512();
-        _mm512_mask_storeu_epi32(
-            vp + t * p.Dv + c0, cols,
-            _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
-      }
-    return;
-  }
-  const float *kb = p.k + b * p.ks[0] + kh * p.ks[1];
-  const float *vb = p.v + b * p.vs[0] + kh * p.vs[1];
-  for (int64_t j = 0; j < p.Skv; ++j)
-    for (int64_t d0 = 0; d0 < p.D; d0 += 32) {
-      const float *src = kb + j * p.ks[2] + d0;
-      __m512 x0 = _mm512_maskz_loadu_ps(firstLanes(p.D - d0), src);
-      __m512 x1 = _mm512_maskz_loadu_ps(firstLanes(p.D - d0 - 16), src + 16);
-      _mm512_mask_storeu_epi32(kp + j * dp + d0 / 2, firstLanes(dp - d0 / 2),
-                               bf16PairsInOrder(x0, x1));
-    }
+  packKeyPairs(p, b, kh, kp, (p.D + 1) / 2, p.Skv);
   for (int64_t t = 0; 2 * t < p.Skv; ++t)
     for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
-      __mmask16 cols = firstLanes(p.Dv - c0);
-      const float *src = vb + 2 * t * p.vs[2] + c0;
-      __m512 lo = _mm512_maskz_loadu_ps(cols, src);
-      __m512 hi = 2 * t + 1 < p.Skv ? _mm512_maskz_loadu_ps(cols, src + p.vs[2])
+      __m512 lo = valueRow(p, b, kh, 2 * t, c0);
+      __m512 hi = 2 * t + 1 < p.Skv ? valueRow(p, b, kh, 2 * t + 1, c0)
                                     : _mm512_setzero_ps();
-      _mm512_mask_storeu_epi32(vp + t * p.Dv + c0, cols,
-                               bf16PairsOfRows(lo, hi));
+      _mm512_mask_storeu_epi32(vp + t * p.Dv + c0, firstLanes(p.Dv - c0),
+                               tfc::uk::bf16PairsOfRows(lo, hi));
     }
 }
 
@@ -571,21 +601,150 @@ void pairProbabilities(const float *sc, int64_t nb, bool odd, float *pp) {
       _mm512_store_si512(pp + t * Br + v * 16, tfc::uk::bf16PairsOfRows(x, y));
     }
 }
+
+#ifdef TFC_UK_AMX
+namespace amx = tfc::uk::amx;
+
+inline int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/// Where one (batch, K/V head)'s K and V lie for the tile products
+/// (packHeadTiles), in 32-bit words: K's rows by pairs of channels
+/// (packKeyPairs), kStride words apart (D's pairs rounded up to a tile
+/// row), rows to the last one a tile of keys from any block may load; V
+/// transposed, a row of bf16 values per channel (vStride values apart: the
+/// keys rounded up past the last 32 keys a block's tiles may load from its
+/// even first key), rows rounded up to a tile of channels. Everything past
+/// D, Dv and Skv is 0: a tile that reaches past a block multiplies zeros,
+/// or other keys by a weight of 0.
+struct TileLayout {
+  int64_t kStride, keyRows, vStride, channelRows;
+  size_t keyWords() const { return size_t(keyRows * kStride); }
+  size_t words() const {
+    return keyWords() + size_t(channelRows * vStride / 2);
+  }
+};
+
+TileLayout tileLayout(const Problem &p) {
+  TileLayout t;
+  t.kStride = roundUp((p.D + 1) / 2, amx::kRows);
+  t.keyRows = roundUp(p.Skv, amx::kRows) + amx::kRows;
+  t.vStride = roundUp(p.Skv, 32) + 32;
+  t.channelRows = roundUp(p.Dv, amx::kRows);
+  return t;
+}
+
+/// K and V of (batch b, K/V head kh) for the tile products into `words`,
+/// laid out as TileLayout says.
+void packHeadTiles(const Problem &p, int64_t b, int64_t kh, const TileLayout &t,
+                   uint32_t *words) {
+  packKeyPairs(p, b, kh, words, t.kStride, t.keyRows);
+  uint16_t *vt = reinterpret_cast<uint16_t *>(words + t.keyWords());
+  // 16 x 16 blocks of keys by channels transposed in registers, two of them
+  // (32 keys) rounded to bf16 per store of a channel's row.
+  for (int64_t c0 = 0; c0 < t.channelRows; c0 += 16)
+    for (int64_t j0 = 0; j0 < t.vStride; j0 += 32) {
+      __m512 r[2][16];
+      for (int h = 0; h < 2; ++h) {
+        for (int i = 0; i < 16; ++i) {
+          int64_t j = j0 + 16 * h + i;
+          r[h][i] = j < p.Skv ? valueRow(p, b, kh, j, c0) : _mm512_setzero_ps();
+        }
+        tfc::uk::transpose16(r[h]);
+      }
+      for (int c = 0; c < 16; ++c)
+        _mm512_storeu_si512(vt + (c0 + c) * t.vStride + j0,
+                            tfc::uk::bf16PairsInOrder(r[0][c], r[1][c]));
+    }
+}
+
+/// St[j][query] = K[j0 + j] . Q[query] for keys j < nb (rows up to the next
+/// whole tile written too) on tiles: units of two tiles of keys (A: K's
+/// rows of pairs) by NV tiles of queries (B: Qt's pairs of channels, rows
+/// rounded up to whole tiles with zeros).
+template <int NV>
+void tileScores(const HeadPairs &pairs, int64_t j0, int64_t nb, const float *qt,
+                float *sc) {
+  constexpr int64_t Br = NV * 16;
+  for (int64_t j = 0; j < nb; j += 2 * amx::kRows)
+    amx::withUnit(nb - j, Br, [&](auto tiles) {
+      using T = decltype(tiles);
+      T::zero();
+      const uint32_t *k = pairs.k + (j0 + j) * pairs.kStride;
+      for (int64_t w = 0; w < pairs.kStride; w += amx::kRows) {
+        T::load(k + w, pairs.kStride * 4, qt + w * Br, amx::kRowBytes, Br * 4);
+        T::template dot<amx::Product::Bf16>();
+      }
+      T::store(sc + j * Br);
+    });
+}
+
+/// Runs the score product's epilogue over the scores of keys j < nb that
+/// the tiles stored in sc, kRowsPerCall rows per call (as if the register
+/// blocks of the AVX-512 product had just computed them).
+template <int NV>
+void epilogueOverRows(ScoreEpilogue<NV> &epilogue, float *sc, int64_t nb) {
+  constexpr int64_t Br = NV * 16;
+  constexpr int kRowsPerCall = 4;
+  tfc::uk::Tile<NV> t = packedTile<NV>(nullptr, 0, 0, nullptr, 0, sc,
+                                       /*accumulate=*/false, nullptr);
+  for (int64_t j = 0; j < nb; j += kRowsPerCall, t.c += kRowsPerCall * Br)
+    tfc::uk::withRows<kRowsPerCall>(
+        std::min<int64_t>(kRowsPerCall, nb - j), [&](auto height) {
+          constexpr int H = decltype(height)::value;
+          __m512 acc[H][NV];
+          for (int r = 0; r < H; ++r)
+            for (int v = 0; v < NV; ++v)
+              acc[r][v] = _mm512_load_ps(t.c + r * Br + v * 16);
+          auto side = epilogue.sideWork();
+          epilogue(acc, t, side);
+        });
+}
+
+/// Ot[c][query] += sum over keys of Vt[c][key] P[key][query] on tiles, for
+/// the keys of `pairCount` pairs from the even key e0 (P's pairs in pp, as
+/// pairProbabilities writes them; the rows past them to a whole tile are
+/// zeroed here): units of two tiles of channels (A: V's transposed rows) by
+/// NV tiles of queries (B: P's pairs of keys), Ot's tiles loaded and stored
+/// around them.
+template <int NV>
+void tileValues(const HeadPairs &pairs, int64_t Dv, int64_t e0,
+                int64_t pairCount, float *pp, float *ot) {
+  constexpr int64_t Br = NV * 16;
+  int64_t pairRows = roundUp(pairCount, amx::kRows);
+  std::memset(pp + pairCount * Br, 0,
+              sizeof(float) * size_t((pairRows - pairCount) * Br));
+  const uint16_t *vt = reinterpret_cast<const uint16_t *>(pairs.v) + e0;
+  for (int64_t c = 0; c < Dv; c += 2 * amx::kRows)
+    amx::withUnit(Dv - c, Br, [&](auto tiles) {
+      using T = decltype(tiles);
+      T::loadSums(ot + c * Br);
+      for (int64_t t = 0; t < pairRows; t += amx::kRows) {
+        T::load(vt + c * pairs.vStride + 2 * t, pairs.vStride * 2, pp + t * Br,
+                amx::kRowBytes, Br * 4);
+        T::template dot<amx::Product::Bf16>();
+      }
+      T::store(ot + c * Br);
+    });
+}
+#endif
 #endif
 
 /// Walks keys [kvBegin, kvEnd) for queries [i0, i0 + nq) of (b, h), leaving
-/// the unnormalised accumulator and the softmax state in `st`. With `Pairs`
-/// (`pairs` holds the K/V head's pairs) both products run on bf16 dot
-/// products:
+/// the unnormalised accumulator and the softmax state in `st`. With bf16
+/// products (M: Bf16Dot or Tiles; `pairs` holds the K/V head's pairs) both
+/// products run on bf16 dot products:
 /// St = K_blk . Qt on K's and Q's bf16 pairs of channels (exact products of
 /// bf16 values, f32 sums, multiplied by queryFactor in the epilogue), Ot +=
 /// Vt . P on pairs of keys, P rounded to bf16 (as FlashAttention's tensor
-/// cores take it; the sums l stay those of the f32 P).
-template <int NV, bool Pairs>
+/// cores take it; the sums l stay those of the f32 P). On Tiles, the
+/// scores land in memory and the score product's epilogue runs over them
+/// from there.
+template <int NV, Products M>
 void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                  int64_t kvBegin, int64_t kvEnd, BlockState<NV> &st,
                  HeadPairs pairs) {
   constexpr int64_t Br = NV * 16;
+  constexpr bool Pairs = M != Products::F32;
   constexpr tfc::uk::BPanel Panel =
       Pairs ? tfc::uk::BPanel::BF16Dot : tfc::uk::BPanel::F32;
   // The score product's k loop runs half as many steps on pairs: its side
@@ -595,8 +754,9 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   // Qt[d][query], by queryFactor; or Qt's pairs of channels, unscaled.
   alignas(64) float qt[kMaxDim * Br];
   alignas(64) float sc[kBc * Br]; // St[key][query], then P
-  // P's pairs of keys (Pairs).
-  alignas(64) float pp[Pairs ? (kBc / 2 + 1) * Br : 1];
+  // P's pairs of keys (Pairs): kBc / 2 + 1 of them from an odd first key,
+  // rounded up to a whole tile of 16 on Tiles.
+  alignas(64) float pp[Pairs ? (kBc / 2 + 16) * Br : 1];
   int64_t kh = h / (p.Hq / p.Hkv);
   const float *qb = p.q + b * p.qs[0] + h * p.qs[1];
   // f32 K and V (not read with Pairs: K and V may be 16-bit).
@@ -634,12 +794,20 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                         _mm512_mul_ps(r[j], qscale));
     }
   }
+  // Tiles: the pairs rounded up to whole tiles (K's rows of pairs hold
+  // kStride words), with zeros; Ot's channels likewise.
+  int64_t otRows = p.Dv;
+  if constexpr (M == Products::Tiles) {
+    std::memset(qt + dp * Br, 0,
+                sizeof(float) * size_t((pairs.kStride - dp) * Br));
+    otRows = (p.Dv + 15) / 16 * 16;
+  }
 
   for (int v = 0; v < NV; ++v) {
     st.m[v] = _mm512_set1_ps(kNegInf);
     st.l[v] = _mm512_setzero_ps();
   }
-  std::memset(st.ot, 0, sizeof(float) * p.Dv * Br);
+  std::memset(st.ot, 0, sizeof(float) * size_t(otRows * Br));
 
   // Causal: no query of this block sees a key past the last one's limit;
   // none sees a key before the first one's window.
@@ -694,12 +862,40 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
                                /*accumulate=*/true, nullptr)
               : packedTile<NV>(vb + j0 * p.vs[2], 1, p.vs[2], sc, nb, st.ot,
                                /*accumulate=*/true, nullptr);
-    // P as the value product reads it.
-    auto pairP = [&] {
+    // St = K_blk . Qt into sc, through `epilogue`.
+    auto scoreProduct = [&](ScoreEpilogue<NV> &epilogue) {
+#ifdef TFC_UK_AMX
+      if constexpr (M == Products::Tiles) {
+        tileScores<NV>(pairs, j0, nb, qt, sc);
+        epilogueOverRows<NV>(epilogue, sc, nb);
+      } else
+#endif
+        blockProduct<NV, ScoreUnroll, ARows::Strided, Panel>(scores, nb,
+                                                             epilogue);
+    };
+    // Ot = Ot * alpha + Vt . P (no alpha: Ot + Vt . P), P from sc.
+    auto valueProduct = [&](const __m512 *alpha) {
 #ifdef TFC_UK_BF16DOT
       if constexpr (Pairs)
         pairProbabilities<NV>(sc, nb, j0 % 2 != 0, pp);
 #endif
+#ifdef TFC_UK_AMX
+      if constexpr (M == Products::Tiles) {
+        if (alpha)
+          for (int64_t c = 0; c < p.Dv; ++c)
+            for (int v = 0; v < NV; ++v)
+              _mm512_store_ps(
+                  st.ot + c * Br + v * 16,
+                  _mm512_mul_ps(_mm512_load_ps(st.ot + c * Br + v * 16),
+                                alpha[v]));
+        tileValues<NV>(pairs, p.Dv, j0 - j0 % 2, (j0 % 2 + nb + 1) / 2, pp,
+                       st.ot);
+      } else
+#endif
+      {
+        values.alpha = alpha;
+        blockProduct<NV, kUnroll, ARows::Strided, Panel>(values, p.Dv);
+      }
     };
     // Every key of the block visible to every query: no mask, causal only
     // if the block ends before the first query's limit, in every window.
@@ -717,8 +913,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
         epilogue.reference = st.m;
       else
         epilogue.seed = seed;
-      blockProduct<NV, ScoreUnroll, ARows::Strided, Panel>(scores, nb,
-                                                           epilogue);
+      scoreProduct(epilogue);
       epilogue.finish();
       __mmask16 over = 0;
       for (int v = 0; v < NV; ++v)
@@ -733,8 +928,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
           st.l[v] = _mm512_add_ps(st.l[v], epilogue.sum[v]);
         }
         started = true;
-        pairP();
-        blockProduct<NV, kUnroll, ARows::Strided, Panel>(values, p.Dv);
+        valueProduct(nullptr);
         continue; // Ot += Vt . P
       }
     }
@@ -742,7 +936,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
 
     // St = K_blk . Qt, raw, with the block's max.
     ScoreEpilogue<NV> epilogue = scoreEpilogue();
-    blockProduct<NV, ScoreUnroll, ARows::Strided, Panel>(scores, nb, epilogue);
+    scoreProduct(epilogue);
 
     // Mask, causal limit; then the block's max.
     __m512 mnew[NV];
@@ -805,9 +999,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
       st.l[v] = _mm512_fmadd_ps(st.l[v], alpha[v], lsum[v]);
 
     // Ot = Ot * alpha + Vt . P, with Vt[c][key] = V[key][c].
-    values.alpha = alpha;
-    pairP();
-    blockProduct<NV, kUnroll, ARows::Strided, Panel>(values, p.Dv);
+    valueProduct(alpha);
   }
 }
 
@@ -844,51 +1036,77 @@ void storeBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
 }
 
 /// Query block qb (NV * 16 rows) of (b, h), written out.
-template <int NV, bool Pairs>
+template <int NV, Products M>
 void attendQueryBlock(const Problem &p, int64_t b, int64_t h, int64_t qb,
                       HeadPairs pairs) {
   constexpr int64_t Br = NV * 16;
   int64_t i0 = qb * Br, nq = std::min(Br, p.Sq - i0);
   BlockState<NV> st;
-  attendBlock<NV, Pairs>(p, b, h, i0, nq, 0, p.Skv, st, pairs);
+  attendBlock<NV, M>(p, b, h, i0, nq, 0, p.Skv, st, pairs);
   storeBlock<NV>(p, b, h, i0, nq, st);
 }
 
 /// Every query block of (batch, query head) as a task; `pairsOf(b, kh)`
-/// gives a K/V head's pairs (Pairs).
-template <int NV, bool Pairs, typename PairsOf>
+/// gives a K/V head's pairs (bf16 products).
+template <int NV, Products M, typename PairsOf>
 void attendBlocks(const Problem &p, PairsOf &&pairsOf) {
   int64_t qBlocks = (p.Sq + NV * 16 - 1) / (NV * 16);
-  forEachTask(p.B * p.Hq * qBlocks, [&](int64_t t) {
+  forEachTask<M == Products::Tiles>(p.B * p.Hq * qBlocks, [&](int64_t t) {
     int64_t qb = t % qBlocks, bh = t / qBlocks;
     int64_t b = bh / p.Hq, h = bh % p.Hq;
-    attendQueryBlock<NV, Pairs>(p, b, h, qb, pairsOf(b, h / (p.Hq / p.Hkv)));
+    attendQueryBlock<NV, M>(p, b, h, qb, pairsOf(b, h / (p.Hq / p.Hkv)));
   });
 }
 
 #ifdef TFC_UK_BF16DOT
-/// attendBlocks on bf16 dot products. With at least two K/V heads per
+/// attendBlocks on bf16 products (M: Bf16Dot, on the pairs packHeadPairs
+/// lays out, or Tiles, on packHeadTiles'). With at least two K/V heads per
 /// thread, a task is one K/V head: its thread pairs K and V into a buffer
 /// of its own, then runs every query block of the heads that share them,
 /// which find the pairs in its caches (pairing every head ahead of the
 /// tasks took a pass through L3 that cost a short sequence more than the
 /// pairs saved: 96 heads of 128 x 64, 25% of the time). With fewer, every
 /// head is paired first and the query blocks are the tasks.
-template <int NV> void attentionBlockedPairs(const Problem &p) {
+template <int NV, Products M> void attentionBlockedPairs(const Problem &p) {
   int64_t heads = p.B * p.Hkv, group = p.Hq / p.Hkv;
   int64_t qBlocks = (p.Sq + NV * 16 - 1) / (NV * 16);
+  // A head's words: its K pairs, then its V pairs.
+  HeadPairs layout{nullptr, nullptr, (p.D + 1) / 2, 0};
   size_t keyWords = size_t(keyPairWords(p));
   size_t headWords = keyWords + size_t(valuePairWords(p));
+#ifdef TFC_UK_AMX
+  TileLayout tiles = tileLayout(p);
+  if constexpr (M == Products::Tiles) {
+    layout.kStride = tiles.kStride;
+    layout.vStride = tiles.vStride;
+    keyWords = tiles.keyWords();
+    headWords = tiles.words();
+  }
+#endif
+  auto headAt = [&](const uint32_t *words) {
+    HeadPairs head = layout;
+    head.k = words;
+    head.v = words + keyWords;
+    return head;
+  };
+  auto pack = [&](int64_t b, int64_t kh, uint32_t *words) {
+#ifdef TFC_UK_AMX
+    if constexpr (M == Products::Tiles) {
+      packHeadTiles(p, b, kh, tiles, words);
+      return;
+    }
+#endif
+    packHeadPairs(p, b, kh, words, words + keyWords);
+  };
   if (heads >= 2 * int64_t(omp_get_max_threads())) {
-    forEachTask(heads, [&](int64_t u) {
+    forEachTask<M == Products::Tiles>(heads, [&](int64_t u) {
       static thread_local std::vector<uint32_t> storage;
       storage.resize(headWords);
       int64_t b = u / p.Hkv, kh = u % p.Hkv;
-      packHeadPairs(p, b, kh, storage.data(), storage.data() + keyWords);
-      HeadPairs pairs{storage.data(), storage.data() + keyWords};
+      pack(b, kh, storage.data());
       for (int64_t h = kh * group; h < (kh + 1) * group; ++h)
         for (int64_t qb = 0; qb < qBlocks; ++qb)
-          attendQueryBlock<NV, true>(p, b, h, qb, pairs);
+          attendQueryBlock<NV, M>(p, b, h, qb, headAt(storage.data()));
     });
     return;
   }
@@ -897,25 +1115,31 @@ template <int NV> void attentionBlockedPairs(const Problem &p) {
   uint32_t *all = storage.data();
 #pragma omp parallel for schedule(static)
   for (int64_t u = 0; u < heads; ++u)
-    packHeadPairs(p, u / p.Hkv, u % p.Hkv, all + u * headWords,
-                  all + u * headWords + keyWords);
-  attendBlocks<NV, true>(p, [&](int64_t b, int64_t kh) {
-    uint32_t *head = all + (b * p.Hkv + kh) * headWords;
-    return HeadPairs{head, head + keyWords};
+    pack(u / p.Hkv, u % p.Hkv, all + u * headWords);
+  attendBlocks<NV, M>(p, [&](int64_t b, int64_t kh) {
+    return headAt(all + (b * p.Hkv + kh) * headWords);
   });
 }
 #endif
 
-/// Query blocks of NV * 16 rows as tasks, on bf16 dot products when Q, K
-/// and V hold bf16 values and the kernels have them.
+/// Query blocks of NV * 16 rows as tasks, on bf16 products when Q, K and V
+/// hold bf16 values and the kernels have them: on AMX tiles where this
+/// process may use them, else on bf16 dot products.
 template <int NV> void attentionBlocked(const Problem &p) {
 #ifdef TFC_UK_BF16DOT
   if (p.bf16) {
-    attentionBlockedPairs<NV>(p);
+#ifdef TFC_UK_AMX
+    if (tfc::uk::amx::enabled()) {
+      attentionBlockedPairs<NV, Products::Tiles>(p);
+      return;
+    }
+#endif
+    attentionBlockedPairs<NV, Products::Bf16Dot>(p);
     return;
   }
 #endif
-  attendBlocks<NV, false>(p, [](int64_t, int64_t) { return HeadPairs{}; });
+  attendBlocks<NV, Products::F32>(p,
+                                  [](int64_t, int64_t) { return HeadPairs{}; });
 }
 
 /// attendRowsAnyDim's contract for ND head-dimension vectors. The

@@ -926,9 +926,8 @@ namespace amx = tfc::uk::amx;
 constexpr int64_t kAmxMinRowsInt8 = 4, kAmxMinRowsInt4 = 12,
                   kAmxMinRowsBf16 = 2;
 
-/// The AMX kernels' unit: up to two tiles of rows (32) by two 16-column
-/// panels, sums in tiles 0-3 (row tile r, panel t: tile 2r + t), A in
-/// tiles 4-5, B in tiles 6-7.
+/// The AMX kernels' unit (amx::UnitTiles): up to two tiles of rows (32) by
+/// two 16-column panels.
 constexpr int64_t kAmxUnitRows = 2 * amx::kRows;
 
 /// Rows [0, rows) and columns [0, cols) of a unit's f32 results (row
@@ -945,85 +944,6 @@ void storeUnit(const float *out, int64_t stride, int64_t rows, int64_t cols,
         v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, cr));
       _mm512_mask_storeu_ps(cr, lanes, v);
     }
-}
-
-/// The values a tile product multiplies.
-enum class AmxProduct { Bf16, S8S8, S8U8 };
-
-/// Tile operations of a unit of RT row tiles by PT panels, with the tile
-/// numbers as the instructions need them (immediates).
-template <int RT, int PT> struct UnitTiles {
-  static void zero() {
-    _tile_zero(0);
-    if constexpr (PT == 2)
-      _tile_zero(1);
-    if constexpr (RT == 2) {
-      _tile_zero(2);
-      if constexpr (PT == 2)
-        _tile_zero(3);
-    }
-  }
-  /// A's row tiles from a (the second kRows rows after the first), B's
-  /// panels from b (the second bStride bytes after the first).
-  static void load(const void *a, int64_t aStride, const void *b,
-                   int64_t bStride) {
-    _tile_loadd(4, a, aStride);
-    _tile_loadd(6, b, amx::kRowBytes);
-    if constexpr (PT == 2)
-      _tile_loadd(7, static_cast<const char *>(b) + bStride, amx::kRowBytes);
-    if constexpr (RT == 2)
-      _tile_loadd(5, static_cast<const char *>(a) + amx::kRows * aStride,
-                  aStride);
-  }
-  /// The sum tiles plus the products of A's and B's values: bf16
-  /// (tdpbf16ps), signed int8 (tdpbssd), or signed int8 A and unsigned B
-  /// (tdpbsud).
-  template <AmxProduct K> static void dot() {
-    dotTile<0, 4, 6, K>();
-    if constexpr (PT == 2)
-      dotTile<1, 4, 7, K>();
-    if constexpr (RT == 2) {
-      dotTile<2, 5, 6, K>();
-      if constexpr (PT == 2)
-        dotTile<3, 5, 7, K>();
-    }
-  }
-  template <int C, int A, int B, AmxProduct K> static void dotTile() {
-    if constexpr (K == AmxProduct::Bf16)
-      _tile_dpbf16ps(C, A, B);
-    else if constexpr (K == AmxProduct::S8S8)
-      _tile_dpbssd(C, A, B);
-    else
-      _tile_dpbsud(C, A, B);
-  }
-  /// The sums into `out` (4-byte elements, rows PT * 16 apart).
-  static void store(void *out) {
-    constexpr int64_t stride = PT * amx::kRowBytes;
-    char *o = static_cast<char *>(out);
-    _tile_stored(0, o, stride);
-    if constexpr (PT == 2)
-      _tile_stored(1, o + amx::kRowBytes, stride);
-    if constexpr (RT == 2) {
-      _tile_stored(2, o + amx::kRows * stride, stride);
-      if constexpr (PT == 2)
-        _tile_stored(3, o + amx::kRows * stride + amx::kRowBytes, stride);
-    }
-  }
-};
-
-/// Calls f(UnitTiles<RT, PT>()) for a unit of `rows` rows and `cols`
-/// columns.
-template <typename F> void withUnit(int64_t rows, int64_t cols, F &&f) {
-  if (rows > amx::kRows) {
-    if (cols > 16)
-      f(UnitTiles<2, 2>());
-    else
-      f(UnitTiles<2, 1>());
-  } else if (cols > 16) {
-    f(UnitTiles<1, 2>());
-  } else {
-    f(UnitTiles<1, 1>());
-  }
 }
 
 /// An int4 weight's panels unpacked for tdpbsud: each quad's 32 bytes
@@ -1107,14 +1027,14 @@ void matmulBf16Amx(const Matmul &p, const Bf16Panels &d, const uint32_t *aPairs,
         int64_t rows = std::min(kAmxUnitRows, p.m - i0);
         int64_t cols = std::min(2 * kCols, p.n - pn * kCols);
         alignas(64) float out[kAmxUnitRows * 2 * kCols];
-        withUnit(rows, cols, [&](auto tiles) {
+        amx::withUnit(rows, cols, [&](auto tiles) {
           using T = decltype(tiles);
           T::zero();
           const uint32_t *a = aPairs + i0 * d.pairs;
           const uint32_t *b = packed + pn * d.pairs * kCols;
           for (int64_t kp = 0; kp < d.pairs; kp += amx::kRows) {
             T::load(a + kp, d.pairs * 4, b + kp * kCols, d.pairs * kCols * 4);
-            T::template dot<AmxProduct::Bf16>();
+            T::template dot<amx::Product::Bf16>();
           }
           T::store(out);
         });
@@ -1153,7 +1073,7 @@ void matmulIntDotAmx(const Matmul &p, const DotPanels &d,
         const uint8_t *panels = packed + size_t(pn) * d.panelBytes();
         if constexpr (I4)
           panels = scratch.unpacked.get(d, packed, pn);
-        withUnit(rows, cols, [&](auto tiles) {
+        amx::withUnit(rows, cols, [&](auto tiles) {
           using T = decltype(tiles);
           for (int64_t g = 0; g < d.blocks; ++g) {
             T::zero();
@@ -1164,7 +1084,7 @@ void matmulIntDotAmx(const Matmul &p, const DotPanels &d,
                   panels +
                   (g * d.quadsPerBlock() + t * quadsPerTile) * amx::kRowBytes;
               T::load(a, qa.stride, b, bStride);
-              T::template dot<I4 ? AmxProduct::S8U8 : AmxProduct::S8S8>();
+              T::template dot<I4 ? amx::Product::S8U8 : amx::Product::S8S8>();
             }
             T::store(sums);
             // The panels' scales: an int8 weight's one per column, an int4

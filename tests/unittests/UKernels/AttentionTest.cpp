@@ -562,6 +562,19 @@ INSTANTIATE_TEST_SUITE_P(
              {},
              1.5f},
         Case{"prefill_no_mask", 1, 2, 1, 50, 61, 16, 24, false, Mask::None, {}},
+        // One query block of 16 rows (13-16 queries), wide heads (D = 128:
+        // four tiles of K's pairs on AMX).
+        Case{"prefill_one_block_wide_heads_right_padding_causal",
+             2,
+             4,
+             2,
+             14,
+             200,
+             128,
+             80,
+             true,
+             Mask::RightPadding,
+             {150, 197}},
         // Odd head dimensions and key count (bf16 pairs of channels and of
         // keys with a lone last half).
         Case{"prefill_odd_dims_right_padding_causal",
