@@ -110,10 +110,14 @@ struct Matmul {
   bool aBf16;      // A holds bf16 values (TFC_UK_A_BF16)
   BType btype;     // F32, F16 or BF16
   int64_t batch, m, n, k;
-  const float *a;
-  const void *b; // btype elements
+  const float *a; // null when A is stored as bf16 (aBits)
+  const void *b;  // btype elements
   float *c;
   int64_t as[3], bs[3], cs[3]; // strides in elements, batch first
+  /// A's bf16 bits, where A is stored as bf16 (the _bf16_bf16 entries; then
+  /// aBf16 holds): the bf16 dot products read them as they are, every
+  /// other path widens them first (withF32A).
+  const uint16_t *aBits = nullptr;
 
   /// Batch element bt of B, as an element offset from b.
   int64_t bOffset(int64_t bt) const { return bt * bs[0]; }
@@ -1271,11 +1275,34 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
   auto *aPairs = reinterpret_cast<uint32_t *>(
       alignedScratch(aStorage, size_t(aRows * d.pairs)));
   std::memset(aPairs + p.m * d.pairs, 0, size_t((aRows - p.m) * d.pairs) * 4);
-  const float *ab = p.a + bt * p.as[0];
   // On the threads for many rows only: a parallel region costs more than a
   // few rows' conversion.
 #pragma omp parallel for schedule(static) if (parallel && p.m >= 64)
   for (int64_t i = 0; i < p.m; ++i) {
+    uint32_t *pairs = aPairs + i * d.pairs;
+    if (p.aBits) {
+      // A's bf16 bits: in order, a row's pairs are its words (an odd K's
+      // last one, and those after K, zero in the high half).
+      const uint16_t *row = p.aBits + bt * p.as[0] + i * p.as[1];
+      if (p.as[2] == 1) {
+        for (int64_t l = 0; l < 2 * d.pairs; l += 32) {
+          int64_t n = std::clamp<int64_t>(p.k - l, 0, 32);
+          __m512i x = _mm512_maskz_loadu_epi16(
+              __mmask32(n == 32 ? ~0u : (1u << n) - 1), row + l);
+          _mm512_mask_storeu_epi32(pairs + l / 2,
+                                   tfc::uk::firstLanes(d.pairs - l / 2), x);
+        }
+        continue;
+      }
+      for (int64_t kp = 0; kp < d.pairs; ++kp) {
+        auto bits = [&](int64_t l) -> uint32_t {
+          return l < p.k ? row[l * p.as[2]] : 0;
+        };
+        pairs[kp] = bits(2 * kp) | bits(2 * kp + 1) << 16;
+      }
+      continue;
+    }
+    const float *ab = p.a + bt * p.as[0];
     const float *row = ab + i * p.as[1];
     if (p.as[2] == 1) {
       // Rows in place: 32 values (16 pairs) at a time.
@@ -1500,15 +1527,49 @@ void matmulPacked(const Matmul &p) {
 
 #endif // TFC_UK_VECTOR
 
+/// p with A's bf16 bits (aBits) widened to f32 in `storage`, [batch, m, k]
+/// in order.
+Matmul withF32A(const Matmul &p, std::vector<float> &storage) {
+  Matmul q = p;
+  int64_t size = p.batch * p.m * p.k;
+  storage.resize(size_t(size));
+  float *a = storage.data();
+#pragma omp parallel for collapse(2) schedule(static) if (size >= (1 << 16))
+  for (int64_t bt = 0; bt < p.batch; ++bt)
+    for (int64_t i = 0; i < p.m; ++i)
+      for (int64_t l = 0; l < p.k; ++l) {
+        uint32_t bits =
+            uint32_t(p.aBits[bt * p.as[0] + i * p.as[1] + l * p.as[2]]) << 16;
+        std::memcpy(a + (bt * p.m + i) * p.k + l, &bits, 4);
+      }
+  q.a = a;
+  q.aBits = nullptr;
+  q.as[0] = p.m * p.k;
+  q.as[1] = p.k;
+  q.as[2] = 1;
+  return q;
+}
+
 void run(const Matmul &p) {
   if (p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0)
     return;
 #ifdef TFC_UK_VECTOR
   if (p.cs[2] == 1) {
-    matmulPacked(p);
+    // Only the bf16 dot products read A's bf16 bits as they are.
+    if (p.aBits && !bf16Dot(p)) {
+      static thread_local std::vector<float> wide;
+      matmulPacked(withF32A(p, wide));
+    } else {
+      matmulPacked(p);
+    }
     return;
   }
 #endif
+  if (p.aBits) {
+    std::vector<float> wide;
+    matmulReference(withF32A(p, wide));
+    return;
+  }
   matmulReference(p);
 }
 
@@ -1530,9 +1591,11 @@ extern "C" int32_t tfc_uk_uses_amx(void) {
 
 /// The product of memref descriptors a, b, c (rank 2 or 3; rank 2 is a
 /// batch of one) with B's elements of type `btype`.
-template <int Rank, typename BElement>
-void runDescriptors(MemRef<Rank> *a, MemRef<Rank, BElement> *b, MemRef<Rank> *c,
-                    int32_t flags, BType btype) {
+template <int Rank, typename AElement, typename BElement>
+void runDescriptors(MemRef<Rank, AElement> *a, MemRef<Rank, BElement> *b,
+                    MemRef<Rank> *c, int32_t flags, BType btype) {
+  // A of f32, or of bf16 bits (whose values are then bf16 values).
+  constexpr bool aBits = std::is_same_v<AElement, uint16_t>;
   constexpr int d = Rank - 2; // the first matrix dimension
   bool constantB = (flags & TFC_UK_CONSTANT_B) != 0;
   Quant quant = !constantB                          ? Quant::None
@@ -1543,18 +1606,22 @@ void runDescriptors(MemRef<Rank> *a, MemRef<Rank, BElement> *b, MemRef<Rank> *c,
            constantB,
            quant,
            quant != Quant::None && (flags & TFC_UK_QUANTIZE_A8) != 0,
-           (flags & TFC_UK_A_BF16) != 0,
+           aBits || (flags & TFC_UK_A_BF16) != 0,
            btype,
            Rank == 3 ? c->sizes[0] : 1,
            c->sizes[d],
            c->sizes[d + 1],
            a->sizes[d + 1],
-           a->data(),
+           nullptr,
            b->data(),
            c->data(),
            {},
            {},
            {}};
+  if constexpr (aBits)
+    p.aBits = a->data();
+  else
+    p.a = a->data();
   for (int i = 0; i < Rank; ++i) {
     p.as[3 - Rank + i] = a->strides[i];
     p.bs[3 - Rank + i] = b->strides[i];
@@ -1563,18 +1630,20 @@ void runDescriptors(MemRef<Rank> *a, MemRef<Rank, BElement> *b, MemRef<Rank> *c,
   run(p);
 }
 
-// The entry points of ukernels.h: rank 3 (a batch) or 2, B of f32, f16 or
-// bf16 (its bits as uint16_t).
-#define TFC_MATMUL_ENTRY(NAME, RANK, ELEMENT, TYPE)                            \
-  extern "C" void _mlir_ciface_##NAME(MemRef<RANK> *a,                         \
-                                      MemRef<RANK, ELEMENT> *b,                \
+// The entry points of ukernels.h: rank 3 (a batch) or 2, A of f32 or bf16
+// and B of f32, f16 or bf16 (16-bit elements as their bits, uint16_t).
+#define TFC_MATMUL_ENTRY(NAME, RANK, A_ELEMENT, B_ELEMENT, B_TYPE)             \
+  extern "C" void _mlir_ciface_##NAME(MemRef<RANK, A_ELEMENT> *a,              \
+                                      MemRef<RANK, B_ELEMENT> *b,              \
                                       MemRef<RANK> *c, int32_t flags) {        \
-    runDescriptors(a, b, c, flags, BType::TYPE);                               \
+    runDescriptors(a, b, c, flags, BType::B_TYPE);                             \
   }
-TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32, 3, float, F32)
-TFC_MATMUL_ENTRY(tfc_uk_matmul_f32, 2, float, F32)
-TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32_f16, 3, uint16_t, F16)
-TFC_MATMUL_ENTRY(tfc_uk_matmul_f32_f16, 2, uint16_t, F16)
-TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32_bf16, 3, uint16_t, BF16)
-TFC_MATMUL_ENTRY(tfc_uk_matmul_f32_bf16, 2, uint16_t, BF16)
+TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32, 3, float, float, F32)
+TFC_MATMUL_ENTRY(tfc_uk_matmul_f32, 2, float, float, F32)
+TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32_f16, 3, float, uint16_t, F16)
+TFC_MATMUL_ENTRY(tfc_uk_matmul_f32_f16, 2, float, uint16_t, F16)
+TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_f32_bf16, 3, float, uint16_t, BF16)
+TFC_MATMUL_ENTRY(tfc_uk_matmul_f32_bf16, 2, float, uint16_t, BF16)
+TFC_MATMUL_ENTRY(tfc_uk_batch_matmul_bf16_bf16, 3, uint16_t, uint16_t, BF16)
+TFC_MATMUL_ENTRY(tfc_uk_matmul_bf16_bf16, 2, uint16_t, uint16_t, BF16)
 #undef TFC_MATMUL_ENTRY

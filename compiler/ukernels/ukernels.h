@@ -149,6 +149,18 @@ void _mlir_ciface_tfc_uk_matmul_f32_bf16(tfc::uk::MemRef<2> *a,
                                          tfc::uk::MemRef<2, uint16_t> *b,
                                          tfc::uk::MemRef<2> *c, int32_t flags);
 
+/// A stored as bf16 (its bits) times a bf16 B: TFC_UK_A_BF16 holds without
+/// the flag. The bf16 dot products read A as it is; every other way of
+/// computing the product (a quantized B, no bf16 dot products, a strided C)
+/// widens it to f32 first.
+void _mlir_ciface_tfc_uk_batch_matmul_bf16_bf16(tfc::uk::MemRef<3, uint16_t> *a,
+                                                tfc::uk::MemRef<3, uint16_t> *b,
+                                                tfc::uk::MemRef<3> *c,
+                                                int32_t flags);
+void _mlir_ciface_tfc_uk_matmul_bf16_bf16(tfc::uk::MemRef<2, uint16_t> *a,
+                                          tfc::uk::MemRef<2, uint16_t> *b,
+                                          tfc::uk::MemRef<2> *c, int32_t flags);
+
 /// Drops the packed copies of constant B operands; the model's
 /// tfc_model_weights_changed calls it when the runtime binds new weights.
 void tfc_uk_forget_packed_weights(void);

@@ -35,10 +35,10 @@
 // ANOW: error: convert-linalg-matmul-to-cpu: quantize-activations=int8 needs quantize-weights=int8 or int4
 //
 // Matmuls with an f32 result go to the packed f32 GEMM micro-kernel. An
-// f16 (bf16) B goes to the kernel's _f16 (_bf16) variant as it is (the
-// kernel packs it in 16-bit panels, a weight once: flag 2, constant, and
-// widens them as it loads them); an
-// f16 (bf16) A is widened into an f32 temporary, freed after the call.
+// f16 (bf16) B goes to the kernel's _f32_f16 (_f32_bf16) variant as it is
+// (the kernel packs it in 16-bit panels, a weight once: flag 2, constant,
+// and widens them as it loads them); an f16 A is widened into an f32
+// temporary, freed after the call.
 
 // CHECK-LABEL: func.func @f16_weight
 // CHECK: %[[A:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x16x32xf32>
@@ -60,17 +60,20 @@
 // CHECK-NOT: memref.alloc
 // CHECK: arith.constant 1 : i32
 // CHECK: call @tfc_uk_matmul_f32_bf16(
-// A bf16 A times a bf16 B: A widened, flag 32 (A holds bf16 values: the
-// kernel may multiply on bf16 dot products), with a weight (1 | 2 | 32) or
-// another activation (1 | 32); an f16 A does not set it.
+// A bf16 A times a bf16 B: the _bf16_bf16 variant reads A as it is (no
+// widening), with a weight (1 | 2) or another activation (1); an f16 A
+// times a bf16 B is widened for the _f32_bf16 one.
 // CHECK-LABEL: func.func @bf16_products
-// CHECK: arith.extf %{{.*}} : bf16 to f32
-// CHECK: arith.constant 35 : i32
-// CHECK: call @tfc_uk_matmul_f32_bf16(
-// CHECK: arith.constant 33 : i32
-// CHECK: call @tfc_uk_matmul_f32_bf16(
+// CHECK-NOT: arith.extf
+// CHECK: %[[A:.*]] = memref.cast %arg0 : memref<16x32xbf16> to memref<?x?xbf16, strided<[?, ?], offset: ?>>
+// CHECK: arith.constant 3 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_bf16_bf16(%[[A]],
+// CHECK-NOT: arith.extf
 // CHECK: arith.constant 1 : i32
-// CHECK: call @tfc_uk_matmul_f32_bf16(
+// CHECK-NEXT: call @tfc_uk_matmul_bf16_bf16(
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: arith.constant 1 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32_bf16(
 // An f16 result is not the micro-kernel's.
 // CHECK-LABEL: func.func @f16_result
 // CHECK: linalg.matmul

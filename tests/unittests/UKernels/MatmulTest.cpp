@@ -45,9 +45,10 @@ struct Case {
   bool transposeA, weightB, accumulate;
   int threads;
   BType bType = BType::F32;
-  int quantBits = 0;      // with weightB: 8 (TFC_UK_QUANTIZE_I8) or 4 (_I4)
-  bool quantizeA = false; // with quantBits: TFC_UK_QUANTIZE_A8
-  bool aBf16 = false;     // A of bf16 values: TFC_UK_A_BF16
+  int quantBits = 0;        // with weightB: 8 (TFC_UK_QUANTIZE_I8) or 4 (_I4)
+  bool quantizeA = false;   // with quantBits: TFC_UK_QUANTIZE_A8
+  bool aBf16 = false;       // A of bf16 values: TFC_UK_A_BF16
+  bool aStoredBf16 = false; // with a bf16 B: A as its bf16 bits (_bf16_bf16)
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -59,7 +60,9 @@ void PrintTo(const Case &c, std::ostream *os) {
                                    : "")
       << (c.quantBits ? ", quantized to int" + std::to_string(c.quantBits) : "")
       << (c.quantizeA ? ", A to int8" : "")
-      << (c.aBf16 ? ", A bf16 values" : "");
+      << (c.aStoredBf16 ? ", A stored as bf16"
+          : c.aBf16     ? ", A bf16 values"
+                        : "");
 }
 
 /// Rows of a quantization group: all K for int8, 128 for int4.
@@ -116,11 +119,30 @@ std::vector<uint16_t> toBits16(std::vector<float> &b, BType type) {
   return bits;
 }
 
-/// One call through the entry point for B's type and rank.
+/// One call through the entry point for A's and B's types and the rank.
 template <typename T>
 void call(std::vector<float> &a, T *b, std::vector<float> &out, const Case &c,
           const int64_t *as, const int64_t *bs, int32_t flags) {
   int64_t B = c.batch, M = c.m, K = c.k, N = c.n;
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    if (c.aStoredBf16) {
+      std::vector<float> values = a;
+      std::vector<uint16_t> bits = toBits16(values, BType::BF16);
+      uint16_t *pa = bits.data();
+      if (B == 1) {
+        MemRef<2, uint16_t> ma{pa, pa, 0, {M, K}, {as[1], as[2]}};
+        MemRef<2, uint16_t> mb{b, b, 0, {K, N}, {bs[1], bs[2]}};
+        MemRef<2> mc{out.data(), out.data(), 0, {M, N}, {N, 1}};
+        _mlir_ciface_tfc_uk_matmul_bf16_bf16(&ma, &mb, &mc, flags);
+      } else {
+        MemRef<3, uint16_t> ma{pa, pa, 0, {B, M, K}, {as[0], as[1], as[2]}};
+        MemRef<3, uint16_t> mb{b, b, 0, {B, K, N}, {bs[0], bs[1], bs[2]}};
+        MemRef<3> mc{out.data(), out.data(), 0, {B, M, N}, {M * N, N, 1}};
+        _mlir_ciface_tfc_uk_batch_matmul_bf16_bf16(&ma, &mb, &mc, flags);
+      }
+      return;
+    }
+  }
   if (B == 1) {
     MemRef<2> ma{a.data(), a.data(), 0, {M, K}, {as[1], as[2]}};
     MemRef<2, T> mb{b, b, 0, {K, N}, {bs[1], bs[2]}};
@@ -174,7 +196,7 @@ double run(const Case &c, unsigned seed) {
                                       : 0) |
                   (c.quantizeA ? TFC_UK_QUANTIZE_A8 : 0) |
                   (c.aBf16 ? TFC_UK_A_BF16 : 0);
-  if (c.aBf16) // A's values rounded to bf16, as the flag promises
+  if (c.aBf16 || c.aStoredBf16) // A's values rounded to bf16, as promised
     (void)toBits16(a, BType::BF16);
   omp_set_num_threads(c.threads);
   std::vector<uint16_t> b16;
@@ -390,6 +412,36 @@ INSTANTIATE_TEST_SUITE_P(
         // The flag with an f32 B changes nothing.
         Case{1, 7, 300, 50, false, true, false, 2, BType::F32, 0, false,
              true}));
+
+// A stored as bf16 (the _bf16_bf16 entries, which a bf16 model's matmuls
+// call): read as bf16 pairs by the bf16 dot products (on AMX tiles from
+// two rows up where the host has them, else AVX-512) in rows in place and
+// transposed, odd K (a last pair padded) past one store of 32 values, odd
+// N, accumulation, a B of activations, a batch; widened to f32 first where
+// the weight is quantized (int8 and int4, with A quantized too or not; A
+// transposed).
+INSTANTIATE_TEST_SUITE_P(
+    Bf16StoredA, MatmulTest,
+    ::testing::Values(Case{1, 1, 1100, 300, false, true, false, 2, BType::BF16,
+                           0, false, false, true},
+                      Case{1, 13, 777, 130, false, true, true, 2, BType::BF16,
+                           0, false, false, true},
+                      Case{1, 131, 513, 40, true, true, true, 3, BType::BF16, 0,
+                           false, false, true},
+                      Case{1, 33, 63, 48, false, true, false, 2, BType::BF16, 0,
+                           false, false, true},
+                      Case{1, 70, 301, 70, false, false, false, 2, BType::BF16,
+                           0, false, false, true},
+                      Case{4, 9, 40, 17, false, false, true, 1, BType::BF16, 0,
+                           false, false, true},
+                      Case{3, 40, 97, 33, true, false, false, 2, BType::BF16, 0,
+                           false, false, true},
+                      Case{1, 20, 300, 50, true, true, true, 2, BType::BF16, 8,
+                           false, false, true},
+                      Case{1, 20, 300, 50, false, true, false, 2, BType::BF16,
+                           4, true, false, true},
+                      Case{1, 5, 1025, 520, false, true, false, 2, BType::BF16,
+                           8, true, false, true}));
 
 // A weight packed where another was before (the allocator hands the
 // address back once the first is forgotten): nothing of the first may

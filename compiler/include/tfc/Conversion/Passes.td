@@ -164,10 +164,12 @@ def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
     micro-kernel linked into every model (compiler/ukernels/matmul.cpp): B
     is packed into two-vector panels, 256-deep slices of which stay in L1
     while 6-row blocks of C stay in registers. An f16 or bf16 B goes to the
-    kernel's `_f16` / `_bf16` variant as it is: the kernel packs it in
-    16-bit panels, a weight (`tfc.role = "weight"`) once for the life of
-    the process, and widens them as it loads them; an f16 or bf16 A is
-    widened into an f32 temporary. The op's
+    kernel's `_f32_f16` / `_f32_bf16` variant as it is: the kernel packs it
+    in 16-bit panels, a weight (`tfc.role = "weight"`) once for the life of
+    the process, and widens them as it loads them; an f16 A, or a bf16 A
+    times a B of another type, is widened into an f32 temporary. A bf16 A
+    times a bf16 B goes to the `_bf16_bf16` variant as it is (the kernel
+    reads its values as the bf16 pairs of its bf16 dot products). The op's
     accumulate semantics (C += A . B) are kept. Runs after bufferization.
 
     With `quantize-weights=int8`, weight B operands are quantized to int8

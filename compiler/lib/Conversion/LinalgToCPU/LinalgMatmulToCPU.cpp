@@ -161,13 +161,13 @@ Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
 }
 
 /// linalg.matmul / linalg.batch_matmul with an f32 result and the default
-/// maps. An f16/bf16 B goes to the kernel's _f16 / _bf16 variant as it is:
-/// the kernel packs it in 16-bit panels (once for a weight) and widens them as
-/// it loads them; an f16/bf16 A is
-/// widened into an f32 temporary, freed after the call. Either way, the same
-/// products and f32 sums the op defines. A bf16 A times a bf16 B says so to
-/// the kernel (TFC_UK_A_BF16: its values are bf16, the products may run on
-/// bf16 dot products).
+/// maps. An f16/bf16 B goes to the kernel's _f32_f16 / _f32_bf16 variant as
+/// it is: the kernel packs it in 16-bit panels (once for a weight) and
+/// widens them as it loads them; an f16 A, or a bf16 A times a B of
+/// another type, is widened into an f32 temporary, freed after the call.
+/// A bf16 A times a bf16 B goes to the _bf16_bf16 variant as it is, which
+/// reads its bf16 values as bf16 pairs for bf16 dot products. Either way,
+/// the same products and f32 sums the op defines.
 /// A weight B is quantized as the kernel packs it when `quantizeFlag`
 /// (TFC_UK_QUANTIZE_I8 or _I4, perhaps with _A8) is not 0.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
@@ -210,31 +210,35 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
 
     bool constantB = isWeight(operands[1]);
     Type bType = elementType(operands[1]);
-    std::string name = kernel + (bType.isF16()    ? "_f16"
-                                 : bType.isBF16() ? "_bf16"
-                                                  : "");
-    SmallVector<Value> temporaries;
     bool bf16Products = elementType(operands[0]).isBF16() && bType.isBF16();
-    if (!elementType(operands[0]).isF32()) {
+    std::string name = kernel + (bf16Products     ? "_bf16_bf16"
+                                 : bType.isF16()  ? "_f32_f16"
+                                 : bType.isBF16() ? "_f32_bf16"
+                                                  : "_f32");
+    SmallVector<Value> temporaries;
+    if (!elementType(operands[0]).isF32() && !bf16Products) {
       operands[0] = widenToF32(rewriter, loc, operands[0]);
       temporaries.push_back(operands[0]);
     }
 
     MemRefType dyn = dynamicF32MemRef(op.getContext(), rank);
+    MemRefType dynA =
+        dynamicMemRef(op.getContext(), rank, elementType(operands[0]));
     MemRefType dynB = dynamicMemRef(op.getContext(), rank, bType);
     SmallVector<Value> args;
     for (auto [i, v] : llvm::enumerate(operands))
-      args.push_back(
-          memref::CastOp::create(rewriter, loc, i == 1 ? dynB : dyn, v));
+      args.push_back(memref::CastOp::create(rewriter, loc,
+                                            i == 0   ? dynA
+                                            : i == 1 ? dynB
+                                                     : dyn,
+                                            v));
     // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B,
-    // 4 (8) B quantized to int8 (int4), 16 A quantized to int8 too, 32 A of
-    // bf16 values.
-    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 | quantizeFlag : 0) |
-                    (bf16Products ? 32 : 0);
+    // 4 (8) B quantized to int8 (int4), 16 A quantized to int8 too.
+    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 | quantizeFlag : 0);
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(flags)));
     declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), name,
-                  {dyn, dynB, dyn, rewriter.getI32Type()});
+                  {dynA, dynB, dyn, rewriter.getI32Type()});
     auto call =
         rewriter.replaceOpWithNewOp<func::CallOp>(op, name, TypeRange(), args);
     rewriter.setInsertionPointAfter(call);
@@ -277,10 +281,10 @@ struct LinalgMatmulToCPUPass
       quantize |= 16;
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<MatmulToKernel<linalg::MatmulOp>>(
-        &getContext(), "tfc_uk_matmul_f32", quantize);
+    patterns.add<MatmulToKernel<linalg::MatmulOp>>(&getContext(),
+                                                   "tfc_uk_matmul", quantize);
     patterns.add<MatmulToKernel<linalg::BatchMatmulOp>>(
-        &getContext(), "tfc_uk_batch_matmul_f32", quantize);
+        &getContext(), "tfc_uk_batch_matmul", quantize);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
