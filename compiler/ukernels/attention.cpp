@@ -101,6 +101,10 @@ struct Problem {
   KVType kv = KVType::F32;
   const uint16_t *k16 = nullptr, *v16 = nullptr; // 16-bit K and V
   float *out;
+  /// Q and the output stored as bf16 (the _bf16 entries; q and out null):
+  /// only the query blocks on bf16 products read and write them.
+  const uint16_t *q16 = nullptr;
+  uint16_t *out16 = nullptr;
   int64_t qs[4], ks[4], vs[4], ms[4], os[4];
   float scale;
   float softcap; // > 0: scaled scores capped to softcap * tanh(s / softcap)
@@ -758,7 +762,7 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   // rounded up to a whole tile of 16 on Tiles.
   alignas(64) float pp[Pairs ? (kBc / 2 + 16) * Br : 1];
   int64_t kh = h / (p.Hq / p.Hkv);
-  const float *qb = p.q + b * p.qs[0] + h * p.qs[1];
+  const int64_t qAt = b * p.qs[0] + h * p.qs[1];
   // f32 K and V (not read with Pairs: K and V may be 16-bit).
   const float *kb = Pairs ? nullptr : p.k + b * p.ks[0] + kh * p.ks[1];
   const float *vb = Pairs ? nullptr : p.v + b * p.vs[0] + kh * p.vs[1];
@@ -773,13 +777,18 @@ void attendBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
   const __m512 qscale = _mm512_set1_ps(queryFactor(p));
   for (int v = 0; v < NV; ++v) {
     int64_t rows = std::min<int64_t>(16, nq - v * 16);
-    const float *qv = qb + (i0 + v * 16) * p.qs[2];
+    int64_t qv = qAt + (i0 + v * 16) * p.qs[2];
     for (int64_t d0 = 0; d0 < p.D; d0 += 16) {
       __mmask16 cols = firstLanes(p.D - d0);
       __m512 r[16];
-      for (int i = 0; i < 16; ++i)
-        r[i] = i < rows ? _mm512_maskz_loadu_ps(cols, qv + i * p.qs[2] + d0)
-                        : _mm512_setzero_ps();
+      for (int i = 0; i < 16; ++i) {
+        int64_t at = qv + i * p.qs[2] + d0;
+        r[i] =
+            i >= rows ? _mm512_setzero_ps()
+            : p.q16
+                ? tfc::uk::widenBF16(_mm256_maskz_loadu_epi16(cols, p.q16 + at))
+                : _mm512_maskz_loadu_ps(cols, p.q + at);
+      }
       tfc::uk::transpose16(r);
 #ifdef TFC_UK_BF16DOT
       if constexpr (Pairs) {
@@ -1016,8 +1025,9 @@ void storeBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
     _mm512_store_ps(inv + v * 16,
                     _mm512_mask_mov_ps(r, empty, _mm512_setzero_ps()));
   }
-  // 16 x 16 blocks of Ot transposed in registers, scaled per query.
-  float *ob = p.out + b * p.os[0] + h * p.os[1];
+  // 16 x 16 blocks of Ot transposed in registers, scaled per query (and
+  // rounded to bf16 for a bf16 output).
+  const int64_t oAt = b * p.os[0] + h * p.os[1];
   for (int v = 0; v < NV; ++v) {
     int64_t rows = std::min<int64_t>(16, nq - v * 16);
     for (int64_t c0 = 0; c0 < p.Dv; c0 += 16) {
@@ -1027,10 +1037,15 @@ void storeBlock(const Problem &p, int64_t b, int64_t h, int64_t i0, int64_t nq,
         r[c] = c < channels ? _mm512_load_ps(st.ot + (c0 + c) * Br + v * 16)
                             : _mm512_setzero_ps();
       tfc::uk::transpose16(r);
-      for (int64_t i = 0; i < rows; ++i)
-        _mm512_mask_storeu_ps(
-            ob + (i0 + v * 16 + i) * p.os[2] + c0, firstLanes(channels),
-            _mm512_mul_ps(r[i], _mm512_set1_ps(inv[v * 16 + i])));
+      for (int64_t i = 0; i < rows; ++i) {
+        int64_t at = oAt + (i0 + v * 16 + i) * p.os[2] + c0;
+        __m512 o = _mm512_mul_ps(r[i], _mm512_set1_ps(inv[v * 16 + i]));
+        if (p.out16)
+          _mm256_mask_storeu_epi16(p.out16 + at, firstLanes(channels),
+                                   tfc::uk::narrowBF16(o));
+        else
+          _mm512_mask_storeu_ps(p.out + at, firstLanes(channels), o);
+      }
     }
   }
 }
@@ -2004,12 +2019,14 @@ bool fastPathApplies(const Problem &p) {
 #endif
 
 /// The call of `q` on keys and values of `k`'s and `v`'s shapes (and, for
-/// 16-bit ones, of type `kv`).
-template <typename T>
-Problem problemOf(const MemRef<4> &q, const MemRef<4, T> &k,
-                  const MemRef<4, T> &v, const MemRef<4> *mask, MemRef<4> &out,
-                  float scale, int32_t flags, int32_t causal, float softcap,
-                  int64_t window, int64_t skv, KVType kv = KVType::F32) {
+/// 16-bit ones, of type `kv`); Q and the output of element Q: f32, or
+/// bf16 bits (uint16_t).
+template <typename T, typename Q = float>
+Problem problemOf(const MemRef<4, Q> &q, const MemRef<4, T> &k,
+                  const MemRef<4, T> &v, const MemRef<4> *mask,
+                  MemRef<4, Q> &out, float scale, int32_t flags, int32_t causal,
+                  float softcap, int64_t window, int64_t skv,
+                  KVType kv = KVType::F32) {
   bool hasMask = (flags & TFC_UK_ATTENTION_MASK) != 0;
   Problem p;
   p.B = q.sizes[0];
@@ -2019,7 +2036,14 @@ Problem problemOf(const MemRef<4> &q, const MemRef<4, T> &k,
   p.Hkv = k.sizes[1];
   p.Skv = skv;
   p.Dv = v.sizes[3];
-  p.q = q.data();
+  if constexpr (std::is_same_v<Q, float>) {
+    p.q = q.data();
+    p.out = out.data();
+  } else {
+    p.q = p.out = nullptr;
+    p.q16 = q.data();
+    p.out16 = out.data();
+  }
   p.kv = kv;
   if constexpr (std::is_same_v<T, float>) {
     p.k = k.data();
@@ -2029,7 +2053,6 @@ Problem problemOf(const MemRef<4> &q, const MemRef<4, T> &k,
     p.k16 = k.data();
     p.v16 = v.data();
   }
-  p.out = out.data();
   p.mask = hasMask ? mask->data() : nullptr;
   for (int d = 0; d < 4; ++d) {
     p.qs[d] = q.strides[d];
@@ -2213,6 +2236,68 @@ void attentionInParts(MemRef<4> *q, MemRef<4, E> *k0, MemRef<4, E> *k1,
   oneBuffer(q, &kc, &vc, mask, out, scale, flags, causal, softcap, window);
 }
 
+/// Whether the query blocks on bf16 products run `p` (its keys cut to
+/// their last visible one), reading Q and writing the output as bf16.
+bool bf16QueryBlocksRun(const Problem &p) {
+#if defined(__AVX512F__) && defined(TFC_UK_BF16DOT)
+  return p.Sq > kFewRows && p.kv == KVType::BF16 && fastPathApplies(p);
+#else
+  (void)p;
+  return false;
+#endif
+}
+
+/// run(qf, of) with bf16 `q` widened to f32 in qf and f32 results in of,
+/// rounded to bf16 into `out` after (to nearest, ties to even).
+template <typename Run>
+void withF32QueryAndOutput(MemRef<4, uint16_t> *q, MemRef<4, uint16_t> *out,
+                           Run &&run) {
+  static thread_local std::vector<float> qStorage, oStorage;
+  MemRef<4> qf = widened<KVType::BF16>(qStorage, *q);
+  const int64_t *n = out->sizes;
+  MemRef<4> of = contiguous(oStorage, n[0], n[1], n[2], n[3]);
+  run(&qf, &of);
+  int64_t rows = n[0] * n[1] * n[2];
+#pragma omp parallel for schedule(static) if (rows * n[3] >= (1 << 16))
+  for (int64_t row = 0; row < rows; ++row) {
+    int64_t i = row % n[2], h = row / n[2] % n[1], b = row / n[2] / n[1];
+    uint16_t *to = out->data() + b * out->strides[0] + h * out->strides[1] +
+                   i * out->strides[2];
+    for (int64_t d = 0; d < n[3]; ++d)
+      to[d * out->strides[3]] = tfc::uk::bf16Bits(of.data()[row * n[3] + d]);
+  }
+}
+
+/// Attention with Q, K, V and the output stored as bf16 (the _bf16
+/// entries): the query blocks on bf16 products read and write them as
+/// they are; every other path (a few rows, no bf16 dot products) runs on Q
+/// widened to f32 and rounds its f32 output.
+void attentionBf16(MemRef<4, uint16_t> *q, MemRef<4, uint16_t> *k,
+                   MemRef<4, uint16_t> *v, MemRef<4> *mask,
+                   MemRef<4, uint16_t> *out, float scale, int32_t flags,
+                   int32_t causal, float softcap, int64_t window) {
+  flags |= TFC_UK_ATTENTION_BF16;
+  Problem p = problemOf(*q, *k, *v, mask, *out, scale, flags, causal, softcap,
+                        window, k->sizes[2], KVType::BF16);
+  if (isEmpty(p))
+    return;
+#if defined(__AVX512F__) && defined(TFC_UK_BF16DOT)
+  KeyRanges keys = keyRanges(p);
+  p.Skv = keys.end[keys.count - 1];
+  if (bf16QueryBlocksRun(p)) {
+    if (p.Sq <= 16)
+      attentionBlocked<1>(p);
+    else
+      attentionBlocked<2>(p);
+    return;
+  }
+#endif
+  withF32QueryAndOutput(q, out, [&](MemRef<4> *qf, MemRef<4> *of) {
+    attention16<KVType::BF16>(qf, k, v, mask, of, scale, flags, causal, softcap,
+                              window);
+  });
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_tfc_uk_attention_f32(
@@ -2271,3 +2356,39 @@ extern "C" void _mlir_ciface_tfc_uk_attention_kv2_f32(
 TFC_ATTENTION16_ENTRIES(bf16, BF16)
 TFC_ATTENTION16_ENTRIES(f16, F16)
 #undef TFC_ATTENTION16_ENTRIES
+
+extern "C" void _mlir_ciface_tfc_uk_attention_bf16(
+    MemRef<4, uint16_t> *q, MemRef<4, uint16_t> *k, MemRef<4, uint16_t> *v,
+    MemRef<4> *mask, MemRef<4, uint16_t> *out, float scale, int32_t flags,
+    int32_t causal, float softcap, int64_t window) {
+  attentionBf16(q, k, v, mask, out, scale, flags, causal, softcap, window);
+}
+
+/// The two-part form: the query blocks read K and V concatenated (as the
+/// f32-query entries' do); fewer rows run the two-part f32-query entry
+/// (its few-row kernel reads the parts where they are) on Q widened.
+extern "C" void _mlir_ciface_tfc_uk_attention_kv2_bf16(
+    MemRef<4, uint16_t> *q, MemRef<4, uint16_t> *k0, MemRef<4, uint16_t> *k1,
+    MemRef<4, uint16_t> *v0, MemRef<4, uint16_t> *v1, MemRef<4> *mask,
+    MemRef<4, uint16_t> *out, float scale, int32_t flags, int32_t causal,
+    float softcap, int64_t window) {
+  int64_t split = k0->sizes[2], skv = split + k1->sizes[2];
+  Problem p = problemOf(*q, *k0, *v0, mask, *out, scale, flags, causal, softcap,
+                        window, skv, KVType::BF16);
+  if (isEmpty(p))
+    return;
+  if (!bf16QueryBlocksRun(p)) {
+    withF32QueryAndOutput(q, out, [&](MemRef<4> *qf, MemRef<4> *of) {
+      _mlir_ciface_tfc_uk_attention_kv2_f32_bf16(
+          qf, k0, k1, v0, v1, mask, of, scale, flags | TFC_UK_ATTENTION_BF16,
+          causal, softcap, window);
+    });
+    return;
+  }
+  std::vector<uint16_t> kStorage, vStorage;
+  MemRef<4, uint16_t> kc = contiguous(kStorage, p.B, p.Hkv, skv, p.D);
+  MemRef<4, uint16_t> vc = contiguous(vStorage, p.B, p.Hkv, skv, p.Dv);
+  copyPart(*k0, *v0, 0, kc, vc);
+  copyPart(*k1, *v1, split, kc, vc);
+  attentionBf16(q, &kc, &vc, mask, out, scale, flags, causal, softcap, window);
+}

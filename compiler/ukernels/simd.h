@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
@@ -25,6 +26,16 @@ inline float toLog2Domain(float x) {
     return y;
   return std::max(std::min(y, std::numeric_limits<float>::max()),
                   -std::numeric_limits<float>::max());
+}
+
+/// x rounded to bf16 (to nearest, ties to even; a NaN stays a quiet NaN),
+/// its bits.
+inline uint16_t bf16Bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if (std::isnan(x))
+    return uint16_t((bits >> 16) | 0x40);
+  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
 }
 
 // The vector layer of the shared kernels (microkernel.h, the packed matmul):
@@ -149,6 +160,15 @@ inline __m512i roundedBf16High(__m512 x) {
                           _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
 }
 #endif
+
+/// x's 16 values rounded to bf16 (to nearest, ties to even), their bits.
+inline __m256i narrowBF16(__m512 x) {
+#ifdef __AVX512BF16__
+  return (__m256i)_mm512_cvtneps_pbh(x);
+#else
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(roundedBf16High(x), 16));
+#endif
+}
 
 /// x0 then x1 rounded to bf16 as 32 values in order: lane l holds values
 /// 2l and 2l + 1 of the 32 (a row's pairs for dpbf16).

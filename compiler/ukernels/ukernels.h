@@ -91,6 +91,23 @@ void _mlir_ciface_tfc_uk_attention_kv2_f32_f16(
     tfc::uk::MemRef<4> *out, float scale, int32_t flags, int32_t causal,
     float softcap, int64_t window);
 
+/// Q, K, V and the output stored as bf16 (a bf16 model's attention):
+/// TFC_UK_ATTENTION_BF16 holds without the flag, and the output is the
+/// f32 result rounded to bf16 (to nearest, ties to even). Query blocks on
+/// bf16 products read Q and write the output as they are; the other paths
+/// run the _f32_bf16 entries on Q widened and round their output.
+void _mlir_ciface_tfc_uk_attention_bf16(
+    tfc::uk::MemRef<4, uint16_t> *q, tfc::uk::MemRef<4, uint16_t> *k,
+    tfc::uk::MemRef<4, uint16_t> *v, tfc::uk::MemRef<4> *mask,
+    tfc::uk::MemRef<4, uint16_t> *out, float scale, int32_t flags,
+    int32_t causal, float softcap, int64_t window);
+void _mlir_ciface_tfc_uk_attention_kv2_bf16(
+    tfc::uk::MemRef<4, uint16_t> *q, tfc::uk::MemRef<4, uint16_t> *k0,
+    tfc::uk::MemRef<4, uint16_t> *k1, tfc::uk::MemRef<4, uint16_t> *v0,
+    tfc::uk::MemRef<4, uint16_t> *v1, tfc::uk::MemRef<4> *mask,
+    tfc::uk::MemRef<4, uint16_t> *out, float scale, int32_t flags,
+    int32_t causal, float softcap, int64_t window);
+
 /// Flags of the matmul kernels.
 enum : int32_t {
   TFC_UK_ACCUMULATE = 1, ///< c += a . b (else c = a . b)

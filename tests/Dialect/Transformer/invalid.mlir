@@ -98,7 +98,7 @@ func.func @negative_heads_not_dividing(%q: tensor<1x4x8x16xf32>, %k: tensor<1x3x
 // -----
 
 func.func @negative_mask_element_type(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x10x16xf32>, %v: tensor<1x2x10x16xf32>, %m: tensor<1x1x8x10xf16>) -> tensor<1x4x8x16xf32> {
-  // expected-error @+1 {{mask element type 'f16' differs from query element type 'f32'}}
+  // expected-error @+1 {{mask element type 'f16' differs from query element type 'f32' (only f32 may mask a query of another type)}}
   %o = transformer.attention %q, %k, %v mask %m : tensor<1x4x8x16xf32>, tensor<1x2x10x16xf32>, tensor<1x2x10x16xf32>, tensor<1x1x8x10xf16> -> tensor<1x4x8x16xf32>
   return %o : tensor<1x4x8x16xf32>
 }

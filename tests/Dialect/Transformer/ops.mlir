@@ -22,6 +22,14 @@ func.func @attention_f16_mask_rank2(%q: tensor<1x2x1x80xf16>, %k: tensor<1x2x5x8
   return %o : tensor<1x2x1x80xf16>
 }
 
+// An f32 mask under a bf16 query (the CPU kernels' form).
+// CHECK-LABEL: func @attention_bf16_f32_mask
+// CHECK: transformer.attention {{.*}} mask {{.*}} : tensor<1x2x3x8xbf16>, tensor<1x2x5x8xbf16>, tensor<1x2x5x8xbf16>, tensor<1x1x3x5xf32> -> tensor<1x2x3x8xbf16>
+func.func @attention_bf16_f32_mask(%q: tensor<1x2x3x8xbf16>, %k: tensor<1x2x5x8xbf16>, %v: tensor<1x2x5x8xbf16>, %m: tensor<1x1x3x5xf32>) -> tensor<1x2x3x8xbf16> {
+  %o = transformer.attention %q, %k, %v mask %m : tensor<1x2x3x8xbf16>, tensor<1x2x5x8xbf16>, tensor<1x2x5x8xbf16>, tensor<1x1x3x5xf32> -> tensor<1x2x3x8xbf16>
+  return %o : tensor<1x2x3x8xbf16>
+}
+
 // CHECK-LABEL: func @attention_bf16_dynamic
 // CHECK: transformer.attention {{.*}} : tensor<?x8x?x64xbf16>, tensor<?x2x?x64xbf16>, tensor<?x2x?x64xbf16> -> tensor<?x8x?x64xbf16>
 func.func @attention_bf16_dynamic(%q: tensor<?x8x?x64xbf16>, %k: tensor<?x2x?x64xbf16>, %v: tensor<?x2x?x64xbf16>) -> tensor<?x8x?x64xbf16> {

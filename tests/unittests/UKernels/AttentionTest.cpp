@@ -126,6 +126,9 @@ enum class Values {
   Bf16,
   /// f16 values, K and V as f16 (tfc_uk_attention_f32_f16).
   F16,
+  /// bf16 values, Q, K, V and the output as bf16 (tfc_uk_attention_bf16:
+  /// what a bf16 model's lowering passes).
+  Bf16Stored,
 };
 
 /// x rounded to f16, as f32.
@@ -148,9 +151,10 @@ uint16_t bitsOf(float x, Values values) {
 /// The errors of a case against float64. With `split` >= 0 the keys and
 /// values go to the kv2 entry in two parts, keys [0, split) and
 /// [split, Skv). With other `values` than F32, Q, K and V are rounded to
-/// bf16 or f16 values, which the reference takes too.
+/// bf16 or f16 values, which the reference takes too. `outputs`, if given,
+/// receives the kernel's output.
 Errors run(const Case &c, unsigned seed, int64_t split = -1,
-           Values values = Values::F32) {
+           Values values = Values::F32, std::vector<float> *outputs = nullptr) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, 1.0f);
   auto random = [&](int64_t n) {
@@ -162,7 +166,8 @@ Errors run(const Case &c, unsigned seed, int64_t split = -1,
   std::vector<float> q = random(c.B * c.Hq * c.Sq * c.D);
   std::vector<float> k = random(c.B * c.Hkv * c.Skv * c.D);
   std::vector<float> v = random(c.B * c.Hkv * c.Skv * c.Dv);
-  bool bf16 = values == Values::Bf16InF32 || values == Values::Bf16;
+  bool stored = values == Values::Bf16Stored;
+  bool bf16 = values == Values::Bf16InF32 || values == Values::Bf16 || stored;
   if (values != Values::F32)
     for (std::vector<float> *x : {&q, &k, &v})
       for (float &e : *x)
@@ -196,9 +201,31 @@ Errors run(const Case &c, unsigned seed, int64_t split = -1,
       return y;
     };
     std::vector<T> kt = typed(k), vt = typed(v);
+    // Q and the output as bf16 (Bf16Stored); the output widened back into
+    // `out` after the call.
+    std::vector<uint16_t> q16(q.size()),
+        out16(out.size(), uint16_t(0x7fc0)); // NaN
+    for (size_t i = 0; stored && i < q.size(); ++i)
+      q16[i] = bitsOf(q[i], values);
+    MemRef<4, uint16_t> mq16 = memref(q16, c.B, c.Hq, c.Sq, c.D);
+    MemRef<4, uint16_t> mo16 = memref(out16, c.B, c.Hq, c.Sq, c.Dv);
+    auto widenOutput = [&] {
+      for (size_t i = 0; i < out.size(); ++i) {
+        uint32_t wide = uint32_t(out16[i]) << 16;
+        std::memcpy(&out[i], &wide, 4);
+      }
+    };
     if (split < 0) {
       MemRef<4, T> mk = memref(kt, c.B, c.Hkv, c.Skv, c.D);
       MemRef<4, T> mv = memref(vt, c.B, c.Hkv, c.Skv, c.Dv);
+      if constexpr (std::is_same_v<T, uint16_t>)
+        if (stored) {
+          _mlir_ciface_tfc_uk_attention_bf16(&mq16, &mk, &mv, &mm, &mo16, scale,
+                                             flags, causal, c.softcap,
+                                             c.window);
+          widenOutput();
+          return;
+        }
       if constexpr (std::is_same_v<T, float>)
         _mlir_ciface_tfc_uk_attention_f32(&mq, &mk, &mv, &mm, &mo, scale, flags,
                                           causal, c.softcap, c.window);
@@ -234,6 +261,14 @@ Errors run(const Case &c, unsigned seed, int64_t split = -1,
     mk0.sizes[2] = mv0.sizes[2] = split;
     MemRef<4, T> mk1 = memref(k1, c.B, c.Hkv, rest, c.D);
     MemRef<4, T> mv1 = memref(v1, c.B, c.Hkv, rest, c.Dv);
+    if constexpr (std::is_same_v<T, uint16_t>)
+      if (stored) {
+        _mlir_ciface_tfc_uk_attention_kv2_bf16(&mq16, &mk0, &mk1, &mv0, &mv1,
+                                               &mm, &mo16, scale, flags, causal,
+                                               c.softcap, c.window);
+        widenOutput();
+        return;
+      }
     if constexpr (std::is_same_v<T, float>)
       _mlir_ciface_tfc_uk_attention_kv2_f32(&mq, &mk0, &mk1, &mv0, &mv1, &mm,
                                             &mo, scale, flags, causal,
@@ -300,6 +335,8 @@ Errors run(const Case &c, unsigned seed, int64_t split = -1,
         }
       }
   e.mean = total / double(std::max<int64_t>(count, 1));
+  if (outputs)
+    *outputs = out;
   return e;
 }
 
@@ -365,6 +402,38 @@ TEST_P(AttentionMaskTest, Bf16ValuesMatchFloat64) {
         RecordProperty("worst", text);
       }
     }
+}
+
+/// Q, K, V and the output stored as bf16 (the _bf16 entries, in one
+/// buffer and in two parts): the same computation as the _f32_bf16 entries
+/// on the same values, its output rounded to bf16 (to nearest, ties to
+/// even) bit for bit, whichever path runs it (the query blocks read and
+/// write bf16 themselves; a few rows run on widened copies); and so within
+/// Bf16ValuesMatchFloat64's bounds plus that rounding (2^-9 of an output,
+/// at most 2^-9 max|V|).
+TEST_P(AttentionMaskTest, Bf16StoredIsRoundedF32Output) {
+  const Case &c = GetParam();
+  constexpr double kRounding = 1.0 / 256, kOutputRounding = 1.0 / 512;
+  for (int64_t split : {int64_t(-1), c.Skv - c.Sq, c.Skv / 3}) {
+    std::vector<float> f32Out, bf16Out;
+    unsigned seed = unsigned(c.Skv * 7 + c.Sq);
+    (void)run(c, seed, split, Values::Bf16, &f32Out);
+    Errors e = run(c, seed, split, Values::Bf16Stored, &bf16Out);
+    std::string what =
+        ::testing::PrintToString(c) + (split >= 0 ? ", keys split" : "");
+    int64_t differ = 0;
+    for (size_t i = 0; i < f32Out.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &f32Out[i], 4);
+      bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
+      float rounded;
+      std::memcpy(&rounded, &bits, 4);
+      differ += std::memcmp(&rounded, &bf16Out[i], 4) != 0;
+    }
+    EXPECT_EQ(differ, 0) << what;
+    EXPECT_LE(e.worst, kRounding + kOutputRounding + kBound) << what;
+    EXPECT_LE(e.mean, kRounding / 8 + kOutputRounding) << what;
+  }
 }
 
 /// f16 values with K and V passed as f16 (the _f32_f16 entries): the

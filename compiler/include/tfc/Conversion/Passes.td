@@ -14,10 +14,12 @@ def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp
     (`compiler/ukernels/`): a flash attention with an online softmax that
     never forms the score matrix, and one-pass-per-row softmax and
     normalisations. Operands become f32 (f16 and bf16 are widened around the
-    op, but attention's keys and values stay 16-bit for the kernels'
-    `_f32_f16` / `_f32_bf16` entries; an f16/bf16 rms_norm rounds the kernel's normalised rows to its type
-    and multiplies by gamma there, as its definition says), the attention
-    mask rank 4, softmax and the norms work on `[rows, n]` over the last
+    op, but an f16 attention's keys and values stay 16-bit for the kernel's
+    `_f32_f16` entry, and a bf16 attention keeps Q, K, V and its result
+    bf16 for the `_bf16` entry; an f16/bf16 rms_norm rounds the kernel's
+    normalised rows to its type and multiplies by gamma there, as its
+    definition says), the attention mask f32 and rank 4, softmax and the
+    norms work on `[rows, n]` over the last
     dimension (an inner softmax dimension is transposed there and back). The
     kernels are declared in the module with `llvm.emit_c_interface`.
 

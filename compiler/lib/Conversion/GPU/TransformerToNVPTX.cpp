@@ -42,8 +42,13 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
        v = op.getValue().getType();
   if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
     return std::nullopt;
-  // 16-bit keys under an f32 query (the CPU kernels' form): decomposed.
+  // 16-bit keys under an f32 query, or an f32 mask under a 16-bit one (the
+  // CPU kernels' forms): decomposed.
   if (k.getElementType() != q.getElementType())
+    return std::nullopt;
+  if (Value m = op.getMask();
+      m && cast<RankedTensorType>(m.getType()).getElementType() !=
+               q.getElementType())
     return std::nullopt;
   AttentionShape s;
   s.batch = q.getDimSize(0);

@@ -32,11 +32,13 @@ namespace tfc {
 namespace tfc {
 namespace {
 
-/// The attention kernels (K and V f32, bf16 or f16) and their kv2 forms.
+/// The attention kernels (K and V f32, bf16 or f16 under an f32 query, or
+/// all bf16) and their kv2 forms.
 constexpr std::pair<StringLiteral, StringLiteral> kAttentionKV2[] = {
     {"tfc_uk_attention_f32", "tfc_uk_attention_kv2_f32"},
     {"tfc_uk_attention_f32_bf16", "tfc_uk_attention_kv2_f32_bf16"},
-    {"tfc_uk_attention_f32_f16", "tfc_uk_attention_kv2_f32_f16"}};
+    {"tfc_uk_attention_f32_f16", "tfc_uk_attention_kv2_f32_f16"},
+    {"tfc_uk_attention_bf16", "tfc_uk_attention_kv2_bf16"}};
 
 /// The kv2 form of attention kernel `callee`, or "" for another callee.
 StringRef kv2Of(StringRef callee) {

@@ -36,14 +36,18 @@ KernelSignature kernelFor(Operation *op) {
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
   if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
     // K and V as they are: f32, or f16/bf16 for the _f32_f16 and
-    // _f32_bf16 entries.
+    // _f32_bf16 entries; all of Q, K, V and the result bf16 for the _bf16
+    // one.
     Type kv = a.getKey().getType().getElementType();
-    MemRefType m = dynamicF32MemRef(ctx, 4), mkv = dynamicMemRef(ctx, 4, kv);
+    Type qo = a.getQuery().getType().getElementType();
+    MemRefType m = dynamicF32MemRef(ctx, 4), mkv = dynamicMemRef(ctx, 4, kv),
+               mqo = dynamicMemRef(ctx, 4, qo);
     Type i64 = IntegerType::get(ctx, 64);
-    StringRef name = kv.isBF16()  ? "tfc_uk_attention_f32_bf16"
-                     : kv.isF16() ? "tfc_uk_attention_f32_f16"
-                                  : "tfc_uk_attention_f32";
-    return {name, {m, mkv, mkv, m, m, f32, i32, i32, f32, i64}};
+    StringRef name = qo.isBF16()   ? "tfc_uk_attention_bf16"
+                     : kv.isBF16() ? "tfc_uk_attention_f32_bf16"
+                     : kv.isF16()  ? "tfc_uk_attention_f32_f16"
+                                   : "tfc_uk_attention_f32";
+    return {name, {mqo, mkv, mkv, m, mqo, f32, i32, i32, f32, i64}};
   }
   MemRefType m1 = dynamicF32MemRef(ctx, 1), m2 = dynamicF32MemRef(ctx, 2);
   if (isa<transformer::SoftmaxOp>(op))
@@ -59,19 +63,19 @@ KernelSignature kernelFor(Operation *op) {
 constexpr StringLiteral kBf16ValuesAttr = "tfc.bf16_values";
 
 /// Whether `op` already has the form the kernels take: f32 (attention's K
-/// and V may be f16 or bf16, both of one type), statically shaped,
-/// attention with a rank-4 mask, softmax and the norms on [rows, n] over
-/// the last dimension.
+/// and V may be f16 or bf16, both of one type, or all of its Q, K, V and
+/// result bf16), statically shaped, attention with an f32 rank-4 mask,
+/// softmax and the norms on [rows, n] over the last dimension.
 bool isKernelForm(Operation *op) {
   auto elementType = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getElementType();
   };
   if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
-    Type kv = elementType(a.getKey());
-    return elementType(a.getQuery()).isF32() &&
-           elementType(a.getValue()) == kv &&
-           (kv.isF32() || kv.isF16() || kv.isBF16()) &&
-           elementType(a.getResult()).isF32() &&
+    Type kv = elementType(a.getKey()), qo = elementType(a.getQuery());
+    bool f32Query = qo.isF32() && (kv.isF32() || kv.isF16() || kv.isBF16());
+    bool allBf16 = qo.isBF16() && kv.isBF16();
+    return (f32Query || allBf16) && elementType(a.getValue()) == kv &&
+           elementType(a.getResult()) == qo &&
            (!a.getMask() || (elementType(a.getMask()).isF32() &&
                              a.getMask().getType().getRank() == 4));
   }
@@ -100,10 +104,11 @@ SmallVector<int64_t> rowsByLast(ArrayRef<int64_t> shape) {
 }
 
 /// Rewrites an op into kernel form around itself: f32 operands (but an
-/// f16/bf16 attention's K and V, which its kernel reads as they are: a
-/// decoder's cache is not widened), a rank-4 mask, rows by the last
-/// dimension (softmax over an inner dimension is transposed there and
-/// back).
+/// f16 attention's K and V, which its kernel reads as they are: a
+/// decoder's cache is not widened; and a bf16 attention's Q, K, V and
+/// result, all of which its kernel reads and writes as they are), an f32
+/// rank-4 mask, rows by the last dimension (softmax over an inner
+/// dimension is transposed there and back).
 struct PrepareForKernel : RewritePattern {
   PrepareForKernel(MLIRContext *ctx)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
@@ -123,14 +128,18 @@ struct PrepareForKernel : RewritePattern {
     if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
       Value mask =
           a.getMask() ? t.expandToRank(t.cast(a.getMask(), f32), 4) : Value();
-      auto fused = transformer::AttentionOp::create(
-          rewriter, a.getLoc(), resultType.clone(f32),
-          t.cast(a.getQuery(), f32), a.getKey(), a.getValue(), mask,
-          rewriter.getF32FloatAttr(float(a.getEffectiveScale())),
-          a.getIsCausal(), a.getSoftcapAttr(), a.getWindowAttr());
       auto isBf16 = [](Value v) {
         return cast<RankedTensorType>(v.getType()).getElementType().isBF16();
       };
+      bool allBf16 = isBf16(a.getQuery()) && isBf16(a.getKey()) &&
+                     isBf16(a.getValue()) &&
+                     resultType.getElementType().isBF16();
+      Type qo = allBf16 ? resultType.getElementType() : f32;
+      auto fused = transformer::AttentionOp::create(
+          rewriter, a.getLoc(), resultType.clone(qo), t.cast(a.getQuery(), qo),
+          a.getKey(), a.getValue(), mask,
+          rewriter.getF32FloatAttr(float(a.getEffectiveScale())),
+          a.getIsCausal(), a.getSoftcapAttr(), a.getWindowAttr());
       if (isBf16(a.getQuery()) && isBf16(a.getKey()) && isBf16(a.getValue()))
         fused->setAttr(kBf16ValuesAttr, rewriter.getUnitAttr());
       result = fused.getResult();
@@ -246,13 +255,21 @@ struct KernelCallBufferization
                                        rewriter.getI32IntegerAttr(v));
     };
     if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
-      // ukernels.h's TFC_UK_ATTENTION_MASK and TFC_UK_ATTENTION_BF16.
-      int32_t flags =
-          (a.getMask() ? 1 : 0) | (a->hasAttr(kBf16ValuesAttr) ? 2 : 0);
+      // ukernels.h's TFC_UK_ATTENTION_MASK and TFC_UK_ATTENTION_BF16 (which
+      // a bf16 query implies).
+      bool bf16Values = a->hasAttr(kBf16ValuesAttr) ||
+                        a.getQuery().getType().getElementType().isBF16();
+      int32_t flags = (a.getMask() ? 1 : 0) | (bf16Values ? 2 : 0);
+      // Without a mask, the kernel reads none: an f32 operand stands in.
+      Value mask = a.getMask() ? buffers[3] : buffers[0];
+      if (!a.getMask() && !a.getQuery().getType().getElementType().isF32())
+        mask = toDynamic(memref::AllocaOp::create(
+            rewriter, loc,
+            MemRefType::get({1, 1, 1, 1}, rewriter.getF32Type())));
       args = {buffers[0],
               buffers[1],
               buffers[2],
-              a.getMask() ? buffers[3] : buffers[0],
+              mask,
               toDynamic(out),
               f32(a.getEffectiveScale()),
               i32(flags),

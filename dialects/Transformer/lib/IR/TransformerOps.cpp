@@ -164,9 +164,11 @@ LogicalResult AttentionOp::verify() {
   if (Value mask = getMask()) {
     auto m = cast<RankedTensorType>(mask.getType());
     SmallVector<int64_t> full = {b, hq, sq, skv};
-    if (m.getElementType() != et)
+    // The query's type, or f32 (the CPU kernels' form of a 16-bit op).
+    if (m.getElementType() != et && !m.getElementType().isF32())
       return emitOpError() << "mask element type " << m.getElementType()
-                           << " differs from query element type " << et;
+                           << " differs from query element type " << et
+                           << " (only f32 may mask a query of another type)";
     bool ok = m.getRank() <= 4;
     for (int64_t i = 0; ok && i < m.getRank(); ++i) {
       int64_t md = m.getDimSize(m.getRank() - 1 - i);
