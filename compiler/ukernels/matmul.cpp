@@ -1018,11 +1018,12 @@ void forEachUnit(int64_t m, int64_t panels, bool parallel, bool panelsFirst,
   }
 }
 
-/// matmulBf16Dot on AMX: A's bf16 pairs (rows padded to whole tiles, pairs
-/// to Bf16Panels' pairs, with zeros) by the panels, all of K summed in the
-/// tiles.
+/// matmulBf16Dot on AMX: A's bf16 pairs (rows aStride words apart, padded
+/// to whole tiles, pairs to Bf16Panels' pairs, with zeros) by the panels,
+/// all of K summed in the tiles.
 void matmulBf16Amx(const Matmul &p, const Bf16Panels &d, const uint32_t *aPairs,
-                   const uint32_t *packed, float *cb, bool parallel) {
+                   int64_t aStride, const uint32_t *packed, float *cb,
+                   bool parallel) {
   constexpr int64_t kCols = Bf16Panels::kDotCols;
   static_assert(kCols * 4 == amx::kRowBytes, "a pair row is a tile row");
   forEachUnit<NoScratch>(
@@ -1034,10 +1035,10 @@ void matmulBf16Amx(const Matmul &p, const Bf16Panels &d, const uint32_t *aPairs,
         amx::withUnit(rows, cols, [&](auto tiles) {
           using T = decltype(tiles);
           T::zero();
-          const uint32_t *a = aPairs + i0 * d.pairs;
+          const uint32_t *a = aPairs + i0 * aStride;
           const uint32_t *b = packed + pn * d.pairs * kCols;
           for (int64_t kp = 0; kp < d.pairs; kp += amx::kRows) {
-            T::load(a + kp, d.pairs * 4, b + kp * kCols, d.pairs * kCols * 4);
+            T::load(a + kp, aStride * 4, b + kp * kCols, d.pairs * kCols * 4);
             T::template dot<amx::Product::Bf16>();
           }
           T::store(out);
@@ -1265,6 +1266,15 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
   }
 #ifdef TFC_UK_AMX
   bool amxRun = p.m >= kAmxMinRowsBf16 && amx::enabled();
+  // A's bf16 rows are the tiles' pairs as they are where they fill whole
+  // tiles: rows in place, whole tiles of rows and of K (32 values).
+  if (amxRun && p.aBits && p.as[2] == 1 && p.as[1] % 2 == 0 &&
+      p.m % amx::kRows == 0 && p.k % (2 * amx::kRows) == 0) {
+    const uint16_t *a = p.aBits + bt * p.as[0];
+    matmulBf16Amx(p, d, reinterpret_cast<const uint32_t *>(a), p.as[1] / 2,
+                  packed, p.c + bt * p.cs[0], parallel);
+    return;
+  }
 #else
   constexpr bool amxRun = false;
 #endif
@@ -1331,7 +1341,7 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
   float *cb = p.c + bt * p.cs[0];
 #ifdef TFC_UK_AMX
   if (amxRun) {
-    matmulBf16Amx(p, d, aPairs, packed, cb, parallel);
+    matmulBf16Amx(p, d, aPairs, d.pairs, packed, cb, parallel);
     return;
   }
 #endif

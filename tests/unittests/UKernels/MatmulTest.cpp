@@ -422,26 +422,33 @@ INSTANTIATE_TEST_SUITE_P(
 // transposed).
 INSTANTIATE_TEST_SUITE_P(
     Bf16StoredA, MatmulTest,
-    ::testing::Values(Case{1, 1, 1100, 300, false, true, false, 2, BType::BF16,
-                           0, false, false, true},
-                      Case{1, 13, 777, 130, false, true, true, 2, BType::BF16,
-                           0, false, false, true},
-                      Case{1, 131, 513, 40, true, true, true, 3, BType::BF16, 0,
-                           false, false, true},
-                      Case{1, 33, 63, 48, false, true, false, 2, BType::BF16, 0,
-                           false, false, true},
-                      Case{1, 70, 301, 70, false, false, false, 2, BType::BF16,
-                           0, false, false, true},
-                      Case{4, 9, 40, 17, false, false, true, 1, BType::BF16, 0,
-                           false, false, true},
-                      Case{3, 40, 97, 33, true, false, false, 2, BType::BF16, 0,
-                           false, false, true},
-                      Case{1, 20, 300, 50, true, true, true, 2, BType::BF16, 8,
-                           false, false, true},
-                      Case{1, 20, 300, 50, false, true, false, 2, BType::BF16,
-                           4, true, false, true},
-                      Case{1, 5, 1025, 520, false, true, false, 2, BType::BF16,
-                           8, true, false, true}));
+    ::testing::Values(
+        Case{1, 1, 1100, 300, false, true, false, 2, BType::BF16, 0, false,
+             false, true},
+        Case{1, 13, 777, 130, false, true, true, 2, BType::BF16, 0, false,
+             false, true},
+        Case{1, 131, 513, 40, true, true, true, 3, BType::BF16, 0, false, false,
+             true},
+        Case{1, 33, 63, 48, false, true, false, 2, BType::BF16, 0, false, false,
+             true},
+        Case{1, 70, 301, 70, false, false, false, 2, BType::BF16, 0, false,
+             false, true},
+        Case{4, 9, 40, 17, false, false, true, 1, BType::BF16, 0, false, false,
+             true},
+        Case{3, 40, 97, 33, true, false, false, 2, BType::BF16, 0, false, false,
+             true},
+        // Whole tiles of rows and of K (on AMX the tiles read A's rows where
+        // they are): a weight, and a batch of activations.
+        Case{1, 64, 384, 70, false, true, true, 2, BType::BF16, 0, false, false,
+             true},
+        Case{3, 32, 64, 48, false, false, false, 2, BType::BF16, 0, false,
+             false, true},
+        Case{1, 20, 300, 50, true, true, true, 2, BType::BF16, 8, false, false,
+             true},
+        Case{1, 20, 300, 50, false, true, false, 2, BType::BF16, 4, true, false,
+             true},
+        Case{1, 5, 1025, 520, false, true, false, 2, BType::BF16, 8, true,
+             false, true}));
 
 // A weight packed where another was before (the allocator hands the
 // address back once the first is forgotten): nothing of the first may
