@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 using tfc::uk::MemRef;
@@ -294,6 +295,48 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_f32(MemRef<2> *in,
                layerNormRow(x, gamma->data(), gamma->strides[0], beta->data(),
                             beta->strides[0], y, n, epsilon, stream, next);
              });
+}
+
+namespace {
+/// The f32 value of bf16 bits.
+inline float fromBf16(uint16_t bits) {
+  uint32_t wide = uint32_t(bits) << 16;
+  float x;
+  std::memcpy(&x, &wide, 4);
+  return x;
+}
+} // namespace
+
+extern "C" void _mlir_ciface_tfc_uk_layer_norm_bf16(MemRef<2, uint16_t> *in,
+                                                    MemRef<1, uint16_t> *gamma,
+                                                    MemRef<1, uint16_t> *beta,
+                                                    MemRef<2, uint16_t> *out,
+                                                    float epsilon) {
+  int64_t rows = in->sizes[0], n = in->sizes[1];
+  if (n == 0)
+    return;
+  // Gamma and beta widened once; each row widened into a row of f32
+  // scratch, normalised by the f32 kernel into another and rounded.
+  std::vector<float> gb(size_t(2 * n));
+  for (int64_t j = 0; j < n; ++j) {
+    gb[j] = fromBf16(gamma->data()[j * gamma->strides[0]]);
+    gb[n + j] = fromBf16(beta->data()[j * beta->strides[0]]);
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    static thread_local std::vector<float> scratch;
+    if (scratch.size() < size_t(2 * n))
+      scratch.resize(size_t(2 * n));
+    float *x = scratch.data(), *y = x + n;
+    const uint16_t *from = in->data() + r * in->strides[0];
+    for (int64_t j = 0; j < n; ++j)
+      x[j] = fromBf16(from[j * in->strides[1]]);
+    layerNormRow(x, gb.data(), 1, gb.data() + n, 1, y, n, epsilon,
+                 /*stream=*/false, /*next=*/nullptr);
+    uint16_t *to = out->data() + r * out->strides[0];
+    for (int64_t j = 0; j < n; ++j)
+      to[j * out->strides[1]] = tfc::uk::bf16Bits(y[j]);
+  }
 }
 
 extern "C" void _mlir_ciface_tfc_uk_rms_norm_f32(MemRef<2> *in,

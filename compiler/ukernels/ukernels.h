@@ -196,6 +196,13 @@ void _mlir_ciface_tfc_uk_layer_norm_f32(tfc::uk::MemRef<2> *in,
                                         tfc::uk::MemRef<1> *gamma,
                                         tfc::uk::MemRef<1> *beta,
                                         tfc::uk::MemRef<2> *out, float epsilon);
+/// ... of bf16 values, with bf16 gamma and beta, computed in f32 as the f32
+/// kernel does and rounded to bf16 (to nearest, ties to even).
+void _mlir_ciface_tfc_uk_layer_norm_bf16(tfc::uk::MemRef<2, uint16_t> *in,
+                                         tfc::uk::MemRef<1, uint16_t> *gamma,
+                                         tfc::uk::MemRef<1, uint16_t> *beta,
+                                         tfc::uk::MemRef<2, uint16_t> *out,
+                                         float epsilon);
 
 /// RMS normalisation along the last dimension of a [rows, n] view:
 /// x * rsqrt(mean(x * x) + epsilon) * gamma.

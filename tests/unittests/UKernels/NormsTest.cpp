@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -107,6 +108,78 @@ TEST_P(NormsTest, LayerNormMatchesDouble) {
            r.beta[j];
   });
   EXPECT_LT(w, 1e-5) << "n = " << n << ", column stride " << colStride;
+}
+
+/// The bits of x rounded to bf16 (to nearest, ties to even).
+uint16_t bf16BitsOf(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+/// x rounded to bf16, as f32.
+float roundToBf16(float x) {
+  uint32_t bits = uint32_t(bf16BitsOf(x)) << 16;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+// tfc_uk_layer_norm_bf16 (bf16 rows, gamma, beta and result): the f32
+// kernel's result on the same values, rounded to bf16, bit for bit; and so
+// within the double reference's bound plus that rounding (2^-8 relative).
+TEST_P(NormsTest, LayerNormBf16IsRoundedF32) {
+  int64_t n = std::get<0>(GetParam()), colStride = std::get<1>(GetParam());
+  Rows r = randomRows(37, n, colStride, 300 + n);
+  for (std::vector<float> *v : {&r.x, &r.gamma, &r.beta})
+    for (float &e : *v)
+      e = roundToBf16(e);
+  float eps = 1e-5f;
+  std::vector<float> f32Out(r.rows * n);
+  MemRef<2> in = view(r.x.data(), r.rows, n, colStride);
+  MemRef<2> o = view(f32Out.data(), r.rows, n, 1);
+  MemRef<1> g = vec(r.gamma), b = vec(r.beta);
+  _mlir_ciface_tfc_uk_layer_norm_f32(&in, &g, &b, &o, eps);
+
+  auto bits = [](const std::vector<float> &v) {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      h[i] = bf16BitsOf(v[i]);
+    return h;
+  };
+  std::vector<uint16_t> x16 = bits(r.x), g16 = bits(r.gamma),
+                        b16 = bits(r.beta), out16(r.rows * n, 0x7fc0);
+  MemRef<2, uint16_t> in16{
+      x16.data(), x16.data(), 0, {r.rows, n}, {n * colStride, colStride}};
+  MemRef<2, uint16_t> o16{out16.data(), out16.data(), 0, {r.rows, n}, {n, 1}};
+  MemRef<1, uint16_t> gv{g16.data(), g16.data(), 0, {n}, {1}},
+      bv{b16.data(), b16.data(), 0, {n}, {1}};
+  _mlir_ciface_tfc_uk_layer_norm_bf16(&in16, &gv, &bv, &o16, eps);
+
+  int64_t differ = 0;
+  std::vector<float> out(out16.size());
+  for (size_t i = 0; i < out16.size(); ++i) {
+    differ += out16[i] != bf16BitsOf(f32Out[i]);
+    uint32_t wide = uint32_t(out16[i]) << 16;
+    std::memcpy(&out[i], &wide, 4);
+  }
+  EXPECT_EQ(differ, 0) << "n = " << n << ", column stride " << colStride;
+  auto at = [&](int64_t row, int64_t j) {
+    return double(r.x[(row * n + j) * colStride]);
+  };
+  std::vector<double> mean(r.rows, 0.0), var(r.rows, 0.0);
+  for (int64_t row = 0; row < r.rows; ++row) {
+    for (int64_t k = 0; k < n; ++k)
+      mean[row] += at(row, k) / n;
+    for (int64_t k = 0; k < n; ++k)
+      var[row] += (at(row, k) - mean[row]) * (at(row, k) - mean[row]) / n;
+  }
+  double w = worst(out, r.rows, n, [&](int64_t row, int64_t j) {
+    return (at(row, j) - mean[row]) / std::sqrt(var[row] + double(eps)) *
+               r.gamma[j] +
+           r.beta[j];
+  });
+  EXPECT_LT(w, 1e-5 + 1.0 / 256)
+      << "n = " << n << ", column stride " << colStride;
 }
 
 // n: shorter than a vector, a masked tail only, whole groups of 64 plus a

@@ -16,7 +16,8 @@ def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp
     normalisations. Operands become f32 (f16 and bf16 are widened around the
     op, but an f16 attention's keys and values stay 16-bit for the kernel's
     `_f32_f16` entry, and a bf16 attention keeps Q, K, V and its result
-    bf16 for the `_bf16` entry; an f16/bf16 rms_norm rounds the kernel's
+    bf16 for the `_bf16` entry, as does a bf16 layer_norm its operands and
+    result for the `_bf16` kernel; an f16/bf16 rms_norm rounds the kernel's
     normalised rows to its type and multiplies by gamma there, as its
     definition says), the attention mask f32 and rank 4, softmax and the
     norms work on `[rows, n]` over the last

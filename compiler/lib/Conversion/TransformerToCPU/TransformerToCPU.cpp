@@ -31,6 +31,17 @@ struct KernelSignature {
   SmallVector<Type> args;
 };
 
+/// Whether `op` is a layer_norm of bf16 input, gamma, beta and result (the
+/// _bf16 kernel's form, rank 2 aside).
+bool isAllBf16LayerNorm(Operation *op) {
+  auto isBf16 = [](Type t) {
+    return cast<RankedTensorType>(t).getElementType().isBF16();
+  };
+  return isa<transformer::LayerNormOp>(op) &&
+         llvm::all_of(op->getOperandTypes(), isBf16) &&
+         isBf16(op->getResult(0).getType());
+}
+
 KernelSignature kernelFor(Operation *op) {
   MLIRContext *ctx = op->getContext();
   Type f32 = Float32Type::get(ctx), i32 = IntegerType::get(ctx, 32);
@@ -54,6 +65,12 @@ KernelSignature kernelFor(Operation *op) {
     return {"tfc_uk_softmax_f32", {m2, m2}};
   if (isa<transformer::RmsNormOp>(op))
     return {"tfc_uk_rms_norm_f32", {m2, m1, m2, f32}};
+  if (isAllBf16LayerNorm(op)) {
+    Type bf16 = BFloat16Type::get(ctx);
+    MemRefType h1 = dynamicMemRef(ctx, 1, bf16),
+               h2 = dynamicMemRef(ctx, 2, bf16);
+    return {"tfc_uk_layer_norm_bf16", {h2, h1, h1, h2, f32}};
+  }
   return {"tfc_uk_layer_norm_f32", {m2, m1, m1, m2, f32}};
 }
 
@@ -79,9 +96,10 @@ bool isKernelForm(Operation *op) {
            (!a.getMask() || (elementType(a.getMask()).isF32() &&
                              a.getMask().getType().getRank() == 4));
   }
-  for (Type t : op->getOperandTypes())
-    if (!cast<RankedTensorType>(t).getElementType().isF32())
-      return false;
+  if (!isAllBf16LayerNorm(op))
+    for (Type t : op->getOperandTypes())
+      if (!cast<RankedTensorType>(t).getElementType().isF32())
+        return false;
   if (auto s = dyn_cast<transformer::SoftmaxOp>(op))
     return s.getType().getRank() == 2 && s.getDimension() == 1;
   return cast<RankedTensorType>(op->getResult(0).getType()).getRank() == 2;
@@ -182,12 +200,14 @@ struct PrepareForKernel : RewritePattern {
         result = t.mul(t.cast(result, et),
                        t.expandToRank(rms.getGamma(), resultType.getRank()));
     } else {
+      // f32, or bf16 throughout for the _bf16 kernel.
       auto ln = cast<transformer::LayerNormOp>(op);
+      Type et = isAllBf16LayerNorm(op) ? resultType.getElementType() : f32;
       auto rows = transformer::LayerNormOp::create(
           rewriter, ln.getLoc(),
-          t.reshape(t.cast(ln.getInput(), f32),
+          t.reshape(t.cast(ln.getInput(), et),
                     rowsByLast(resultType.getShape())),
-          t.cast(ln.getGamma(), f32), t.cast(ln.getBeta(), f32),
+          t.cast(ln.getGamma(), et), t.cast(ln.getBeta(), et),
           ln.getEpsilonAttr());
       result = t.reshape(rows, resultType.getShape());
     }
