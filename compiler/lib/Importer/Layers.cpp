@@ -79,21 +79,29 @@ LogicalResult readPositiveInts(const JsonConfig &config,
   return success();
 }
 
-/// x [..., in] as [1, rows, in] times `w` [1, in, out], plus `bias` [out],
-/// reshaped back to [..., out]. f16/bf16 products accumulate in f32 and are
-/// rounded once, as cuBLAS does for PyTorch.
+/// x [..., in] as [1, rows, in] times `w` [1, in, out], reshaped back to
+/// [..., out], plus `bias` [out]. f16/bf16 products accumulate in f32 and
+/// are rounded once, as cuBLAS does for PyTorch. The product is reshaped
+/// before its rounding and bias, so that those and what follows them in
+/// x's shape (an activation, a residual add) are one elementwise chain,
+/// which the CPU pipeline fuses into one loop.
 static Value project(TosaBuilder &tb, Value x, Value w, Value bias,
                      int64_t out) {
   RankedTensorType t = typeOf(x);
   int64_t in = t.getShape().back();
-  Value y = tb.cast(tb.matmul(tb.reshape(x, {1, t.getNumElements() / in, in}),
-                              w, tb.builder().getF32Type()),
-                    t.getElementType());
-  if (bias)
-    y = tb.add(y, tb.reshape(bias, {1, 1, out}));
   SmallVector<int64_t> shape(t.getShape());
   shape.back() = out;
-  return tb.reshape(y, shape);
+  Value y = tb.cast(
+      tb.reshape(tb.matmul(tb.reshape(x, {1, t.getNumElements() / in, in}), w,
+                           tb.builder().getF32Type()),
+                 shape),
+      t.getElementType());
+  if (bias) {
+    SmallVector<int64_t> biasShape(shape.size(), 1);
+    biasShape.back() = out;
+    y = tb.add(y, tb.reshape(bias, biasShape));
+  }
+  return y;
 }
 
 FailureOr<Value> linear(ModelBuilder &mb, TosaBuilder &tb, Value x,

@@ -23,6 +23,27 @@ func.func @casts(%a: vector<8xf32>, %b: bf16) -> (vector<8xbf16>, f32) {
   return %t, %e : vector<8xbf16>, f32
 }
 
+// A bf16 result that the next operation reads is rounded, even between the
+// `contract` casts that arith-emulate-unsupported-floats puts around each
+// bf16 op (whose extf(truncf(x)) a folder would turn into x): the sum
+// reaches the second add only through the rounding's shift.
+// CASTS-LABEL: func.func @rounded_between_ops
+// CASTS-SAME: (%[[X:.*]]: f32, %[[Y:.*]]: f32)
+// CASTS-NOT: arith.addf %[[X]], %[[Y]] : f32
+// CASTS: %[[S:.*]] = arith.addf %[[X]], %{{.*}} : f32
+// CASTS: arith.bitcast %[[S]] : f32 to i32
+// CASTS: arith.shrui
+// CASTS: arith.shli
+// CASTS: %[[W:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// CASTS: arith.addf %[[W]], %[[Y]] : f32
+func.func @rounded_between_ops(%x: f32, %y: f32) -> f32 {
+  %s = arith.addf %x, %y : f32
+  %t = arith.truncf %s fastmath<contract> : f32 to bf16
+  %e = arith.extf %t fastmath<contract> : bf16 to f32
+  %r = arith.addf %e, %y : f32
+  return %r : f32
+}
+
 // A bf16 product: an f32 multiply between the bits' widening and rounding;
 // no bf16 arithmetic and no fptrunc reach LLVM.
 // PIPE-LABEL: llvm.func @product

@@ -154,7 +154,10 @@ def ExpandBF16Casts : Pass<"tfc-expand-bf16-casts"> {
     (MLIR's `populateExpandBFloat16Patterns`). Without AVX512-BF16, LLVM
     lowers each truncation to a call of compiler-rt's `__truncsfbf2`, one
     element at a time, in the loops of a model computing in bf16; the
-    integer forms vectorise.
+    integer forms vectorise. Nothing is folded on the way: every bf16
+    result keeps its rounding, also where the next op of the same loop
+    reads it (`arith-emulate-unsupported-floats` marks its casts
+    `contract`, and `extf(truncf(x))` would fold to `x`).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -9,6 +9,7 @@
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -36,8 +37,12 @@ struct ExpandBF16CastsPass : impl::ExpandBF16CastsBase<ExpandBF16CastsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     arith::populateExpandBFloat16Patterns(patterns);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+    // Without folding: arith-emulate-unsupported-floats marks the casts it
+    // puts around each bf16 op `contract`, and extf(truncf(x)) of two such
+    // casts folds to x, which would drop the rounding of a bf16 result that
+    // the next op of a fused loop reads (a bias added before a residual
+    // add) where a stored one keeps it.
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };
 
