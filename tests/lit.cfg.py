@@ -47,6 +47,19 @@ def cuda_driver_available():
             count.value > 0)
 
 
+# Code-generation checks that hold only where the host has AVX-512.
+def host_has_avx512():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " avx512f" in line
+                       for line in f)
+    except OSError:
+        return False
+
+
+if host_has_avx512():
+    config.available_features.add("host-avx512")
+
 # GPU numerics tests (REQUIRES: cuda-driver) run only where a GPU is;
 # elsewhere lit reports them UNSUPPORTED.
 if cuda_driver_available():
