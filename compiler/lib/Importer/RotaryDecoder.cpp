@@ -41,6 +41,9 @@ RotaryPositions rotaryPositions(const ImportOptions &o) {
   return {o.pastLen + o.seqLen, o.positionIds};
 }
 
+/// The largest head dimension a decoder's configuration may give.
+constexpr int64_t kMaxHeadDim = 1 << 16;
+
 LogicalResult readDecoderShape(const JsonConfig &c, int64_t headDimDefault,
                                RotaryDecoder &d, std::string &error) {
   if (failed(readPositiveInts(c,
@@ -84,6 +87,20 @@ LogicalResult readDecoderShape(const JsonConfig &c, int64_t headDimDefault,
                "head_dim", headDimDefault ? headDimDefault : d.hidden / d.heads,
                d.headDim)))
     return failure();
+  // The rotary tables are built from the configuration, before its sizes
+  // meet the weights' shapes: a head dimension of billions (hidden_size
+  // 4e9) took 33 s and 8 GB there before the weights' error, and more ran
+  // out of memory. No model's heads come near this bound.
+  if (d.headDim > kMaxHeadDim) {
+    bool given = headDimField && c.has("head_dim");
+    (void)c.fieldError(given ? "head_dim" : "hidden_size",
+                       "a head dimension of " + Twine(d.headDim) +
+                           (given ? "" : " (per attention head)") +
+                           " is larger than tfc supports (at most " +
+                           Twine(kMaxHeadDim) + ")",
+                       error);
+    return failure();
+  }
   if (d.headDim % 2 != 0) {
     (void)c.fieldError("head_dim",
                        "the rotary embedding needs an even head dimension (" +
