@@ -512,13 +512,17 @@ PackedWeights packedWeights;
 /// takes tens of microseconds; one query row's products are ~0.5 MFLOP).
 constexpr double kParallelFlops = 4e6;
 
-/// ... unless B has at least this many bytes: a product of few rows then
-/// streams B from L3 or memory at one core's bandwidth, and the threads
-/// together read faster. A LLaMA decode step (hidden 768, 2 threads, AVX2)
-/// ran all its GEMVs on one thread before (below 4 MFLOP each): f32 16.7 ->
-/// 10.5 ms (29 GB/s of weights, two cores' read bandwidth), bf16 11.5 ->
-/// 8.7 ms.
-constexpr size_t kParallelBytes = size_t(1) << 19;
+/// ... unless B has at least this many elements (512 KiB of f32): a
+/// product of few rows then streams B from L3 or memory at one core's
+/// bandwidth, and the threads together read faster. A LLaMA decode step
+/// (hidden 768, 2 threads, AVX2) ran all its GEMVs on one thread before
+/// (below 4 MFLOP each): f32 16.7 -> 10.5 ms (29 GB/s of weights, two
+/// cores' read bandwidth), bf16 11.5 -> 8.7 ms. Elements, not bytes: a
+/// 16-bit or quantized B has fewer bytes for the same work of widening and
+/// multiplying, and int4 projections of 768 x 768 and 768 x 256 (295 and 98
+/// KiB) ran on one thread when bytes counted (the same step with int4
+/// weights and int8 activations, AVX-512: 5.9 -> 5.2 ms, Performance.md).
+constexpr double kParallelElements = double(size_t(1) << 17);
 
 /// The threads' tasks over `m` rows: `count` of them (a multiple of the
 /// threads), each a range of whole kernel blocks of `rows` rows (the last
@@ -1558,12 +1562,11 @@ void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
 
 void matmulPacked(const Matmul &p) {
   double flops = 2.0 * double(p.m) * double(p.n) * double(p.k);
-  double bBytes =
-      double(p.n * p.k) * double(panelRowBytes(p.panelType())) / double(kNR);
+  double bElements = double(p.n) * double(p.k);
   // Whether `products` of them make enough work for the threads.
   auto worthThreads = [&](int64_t products) {
     return flops * double(products) >= kParallelFlops ||
-           bBytes * double(products) >= double(kParallelBytes);
+           bElements * double(products) >= kParallelElements;
   };
   if (worthThreads(1) || p.batch == 1) {
     // Large products on all threads each; small lone ones on this one.
