@@ -1398,7 +1398,6 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
 }
 #endif
 
-/// Batch element `bt` of the product, on the threads if `parallel`.
 /// Rows [0, kc) of a slice of a quantized panel (int8; int4 of one
 /// group) times their columns' scales, as rows of kNR f32 at `to`: a
 /// product of many rows runs the f32 kernel on it, block after block of
@@ -1424,6 +1423,7 @@ void dequantizeSlice(const int8_t *b, const float *scale, int64_t kc,
   }
 }
 
+/// Batch element `bt` of the product, on the threads if `parallel`.
 void matmulOne(const Matmul &p, int64_t bt, bool parallel) {
   using namespace tfc::uk;
   if (p.quantizeA) {

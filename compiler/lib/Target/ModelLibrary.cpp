@@ -293,7 +293,7 @@ void optimize(llvm::Module &mod, llvm::TargetMachine &tm) {
   // The generated loops are vectorised at full width, as the micro-kernels
   // are (-mprefer-vector-width=512): LLVM's tuning of the Intel cores with
   // AVX-512 prefers 256 bits, which halved the lanes of the GELU loops of a
-  // bf16 MiniLM (batch 8: 70.5 -> 63.5 ms, Performance.md). Where the host
+  // bf16 MiniLM (batch 8: 61.3 -> 58.7 ms, Performance.md). Where the host
   // has no AVX-512 the widest legal vectors are used as before.
   for (llvm::Function &f : mod)
     if (!f.isDeclaration() && !f.hasFnAttribute("prefer-vector-width"))
