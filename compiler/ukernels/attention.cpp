@@ -2136,8 +2136,7 @@ MemRef<4> widened(std::vector<float> &storage, const MemRef<4, uint16_t> &x) {
         std::memcpy(&f, &bits, 2);
         to[d] = float(f);
       } else {
-        uint32_t wide = uint32_t(bits) << 16;
-        std::memcpy(to + d, &wide, 4);
+        to[d] = tfc::uk::bf16Value(bits);
       }
     }
   }

@@ -56,10 +56,7 @@ template <BType T> inline float loadB(const void *b, int64_t i) {
       std::memcpy(&h, &bits, 2);
       return float(h);
     } else {
-      uint32_t wide = uint32_t(bits) << 16;
-      float f;
-      std::memcpy(&f, &wide, 4);
-      return f;
+      return tfc::uk::bf16Value(bits);
     }
   }
 }
@@ -1593,11 +1590,9 @@ Matmul withF32A(const Matmul &p, std::vector<float> &storage) {
 #pragma omp parallel for collapse(2) schedule(static) if (size >= (1 << 16))
   for (int64_t bt = 0; bt < p.batch; ++bt)
     for (int64_t i = 0; i < p.m; ++i)
-      for (int64_t l = 0; l < p.k; ++l) {
-        uint32_t bits =
-            uint32_t(p.aBits[bt * p.as[0] + i * p.as[1] + l * p.as[2]]) << 16;
-        std::memcpy(a + (bt * p.m + i) * p.k + l, &bits, 4);
-      }
+      for (int64_t l = 0; l < p.k; ++l)
+        a[(bt * p.m + i) * p.k + l] = tfc::uk::bf16Value(
+            p.aBits[bt * p.as[0] + i * p.as[1] + l * p.as[2]]);
   q.a = a;
   q.aBits = nullptr;
   q.as[0] = p.m * p.k;

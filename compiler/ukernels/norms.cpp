@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 using tfc::uk::MemRef;
@@ -297,16 +296,6 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_f32(MemRef<2> *in,
              });
 }
 
-namespace {
-/// The f32 value of bf16 bits.
-inline float fromBf16(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float x;
-  std::memcpy(&x, &wide, 4);
-  return x;
-}
-} // namespace
-
 extern "C" void _mlir_ciface_tfc_uk_layer_norm_bf16(MemRef<2, uint16_t> *in,
                                                     MemRef<1, uint16_t> *gamma,
                                                     MemRef<1, uint16_t> *beta,
@@ -319,8 +308,8 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_bf16(MemRef<2, uint16_t> *in,
   // scratch, normalised by the f32 kernel into another and rounded.
   std::vector<float> gb(size_t(2 * n));
   for (int64_t j = 0; j < n; ++j) {
-    gb[j] = fromBf16(gamma->data()[j * gamma->strides[0]]);
-    gb[n + j] = fromBf16(beta->data()[j * beta->strides[0]]);
+    gb[j] = tfc::uk::bf16Value(gamma->data()[j * gamma->strides[0]]);
+    gb[n + j] = tfc::uk::bf16Value(beta->data()[j * beta->strides[0]]);
   }
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
@@ -330,7 +319,7 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_bf16(MemRef<2, uint16_t> *in,
     float *x = scratch.data(), *y = x + n;
     const uint16_t *from = in->data() + r * in->strides[0];
     for (int64_t j = 0; j < n; ++j)
-      x[j] = fromBf16(from[j * in->strides[1]]);
+      x[j] = tfc::uk::bf16Value(from[j * in->strides[1]]);
     layerNormRow(x, gb.data(), 1, gb.data() + n, 1, y, n, epsilon,
                  /*stream=*/false, /*next=*/nullptr);
     uint16_t *to = out->data() + r * out->strides[0];

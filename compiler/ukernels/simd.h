@@ -38,6 +38,14 @@ inline uint16_t bf16Bits(float x) {
   return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
 }
 
+/// The f32 value of bf16 bits (exact).
+inline float bf16Value(uint16_t bits) {
+  uint32_t wide = uint32_t(bits) << 16;
+  float x;
+  std::memcpy(&x, &wide, 4);
+  return x;
+}
+
 // The vector layer of the shared kernels (microkernel.h, the packed matmul):
 // one float vector type and the few operations they need, for AVX-512 (16
 // lanes, mask registers) or AVX2 with FMA (8 lanes, lane masks in a vector
