@@ -149,16 +149,16 @@ struct PrepareForKernel : RewritePattern {
       auto isBf16 = [](Value v) {
         return cast<RankedTensorType>(v.getType()).getElementType().isBF16();
       };
-      bool allBf16 = isBf16(a.getQuery()) && isBf16(a.getKey()) &&
-                     isBf16(a.getValue()) &&
-                     resultType.getElementType().isBF16();
+      bool bf16Values =
+          isBf16(a.getQuery()) && isBf16(a.getKey()) && isBf16(a.getValue());
+      bool allBf16 = bf16Values && resultType.getElementType().isBF16();
       Type qo = allBf16 ? resultType.getElementType() : f32;
       auto fused = transformer::AttentionOp::create(
           rewriter, a.getLoc(), resultType.clone(qo), t.cast(a.getQuery(), qo),
           a.getKey(), a.getValue(), mask,
           rewriter.getF32FloatAttr(float(a.getEffectiveScale())),
           a.getIsCausal(), a.getSoftcapAttr(), a.getWindowAttr());
-      if (isBf16(a.getQuery()) && isBf16(a.getKey()) && isBf16(a.getValue()))
+      if (bf16Values)
         fused->setAttr(kBf16ValuesAttr, rewriter.getUnitAttr());
       result = fused.getResult();
     } else if (auto s = dyn_cast<transformer::SoftmaxOp>(op)) {
