@@ -2,7 +2,19 @@
 lit files (split at '// -----') is compiled twice, as written (unfused) and
 through --transformer-fuse with the fused kernels, and both builds run on the
 same fresh random inputs. Fused and unfused must agree to 1e-5 relative
-error; functions where the fused build fused nothing are reported as such.
+error (5e-3 where the unfused graph computes in f16), or, on a draw where
+the graph itself is ill-conditioned, to four times what moving every float
+input by one ulp moves the unfused build's output (the largest of four such
+moves). Functions where the fused build fused nothing are reported as such.
+
+Why the second bound: the inputs are standard normal, weights included, so a
+layer's attention logits spread over hundreds and its softmax is close to
+an argmax. On a draw where two logits of a row nearly tie, the rounding of
+either build moves that row's output by 1e-5 and more: seed 2780834905's
+BERT layer differs by 2.1e-5 between the builds, and one-ulp moves of its
+inputs move the unfused build's output by 1.7e-5 to 9e-5. On ordinary draws
+those moves are 3e-7, so the fixed bound is the one that applies; a fusion
+error moves outputs by 1e-3 and more on any draw.
 
 usage: fusion_differential.py BINDIR WORKDIR FILE... [--expect-fused]
 """
@@ -37,6 +49,18 @@ def random_input(rng, shape, dtype):
     raise ValueError("unsupported argument type " + dtype)
 
 
+def one_ulp_moves(rng, inputs):
+    """`inputs` with every float element moved one ulp up or down at
+    random; other inputs unchanged."""
+    moved = []
+    for x in inputs:
+        if x.dtype.kind == "f":
+            up = rng.integers(0, 2, x.shape).astype(bool)
+            x = np.nextafter(x, np.where(up, np.inf, -np.inf).astype(x.dtype))
+        moved.append(x)
+    return moved
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     expect_fused = "--expect-fused" in sys.argv
@@ -45,6 +69,9 @@ def main():
     print("seed", seed)
     h.seed = seed
     rng = np.random.default_rng(seed)
+    # The one-ulp moves draw from their own stream, so that a seed gives the
+    # same inputs with and without them.
+    move_rng = np.random.default_rng([seed, 1])
     for path in args[2:]:
         chunks = open(path).read().split("// -----")
         for index, chunk in enumerate(chunks):
@@ -70,11 +97,20 @@ def main():
                     h.expect(label + ": " + summary, fused_any)
                 (a,) = h.run(fused, inputs)
                 (b,) = h.run(unfused, inputs)
+                b64 = b.astype(np.float64)
                 # The unfused f16 graph computes in f16; the fused kernels
                 # in f32.
                 tol = 5e-3 if b.dtype == np.float16 else 1e-5
-                h.expect_close(label + " fused vs unfused", a,
-                               b.astype(np.float64), tol)
+                moves = [np.linalg.norm(
+                    h.run(unfused, one_ulp_moves(move_rng, inputs))[0].astype(
+                        np.float64) - b64) / max(np.linalg.norm(b64), 1e-30)
+                         for _ in range(4)]
+                bound = max(tol, 4 * max(moves))
+                h.expect_close(label + " fused vs unfused", a, b64, bound)
+                if bound > tol:
+                    print("   (%s: one-ulp input moves change the unfused "
+                          "output by up to %.2e: bound %.2e)" %
+                          (label, max(moves), bound))
     h.finish()
 
 
