@@ -13,7 +13,9 @@ usage: mutate_mlir.py BINDIR SRCROOT WORKDIR [--seed N] [--runs N | --seconds S]
 
 The lit test runs a fixed number of mutants of a fixed seed; longer runs
 (--seconds 1800) print each failure with its mutant's file and end with
-the count. A session of 22041 runs (seed 1, 25 minutes) found no failure.
+the count. On 2026-12-03, 22041 runs through tfc-compile alone (an
+earlier form of this script, 25 minutes) and 15145 runs of seed 11 through
+all five (15 minutes) found no failure.
 """
 
 import argparse
