@@ -357,7 +357,7 @@ class Harness:
     def expect_close(self, label, got, ref, tol):
         self.checks += 1
         got64 = got.astype(np.float64)
-        err = np.linalg.norm(got64 - ref) / max(np.linalg.norm(ref), 1e-30)
+        err = relative_error(got64, ref)
         ok = np.all(np.isfinite(got64)) and err <= tol
         self.report(ok, "%-60s rel.err %.2e (tol %.0e)" % (label, err, tol))
         return ok
@@ -407,6 +407,13 @@ class Harness:
         print("%d passed, %d failed" % (self.checks - self.failures,
                                        self.failures))
         sys.exit(1 if self.failures else 0)
+
+
+def relative_error(got, ref):
+    """|got - ref| / |ref| in the Frobenius norm, in float64."""
+    ref = np.asarray(ref, dtype=np.float64)
+    return np.linalg.norm(np.asarray(got, dtype=np.float64) - ref) / max(
+        np.linalg.norm(ref), 1e-30)
 
 
 def rounded_weights(w, dtype):
