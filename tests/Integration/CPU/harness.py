@@ -218,7 +218,13 @@ class Harness:
         (--kv-cache: no past, the keys and values returned), a chunk after
         a past and one-token decode (--past-len: the reference's keys and
         values of the earlier tokens as inputs). The hidden states of the
-        new tokens and the keys and values of all tokens must match."""
+        new tokens and the keys and values of all tokens must match within
+        `tol`; in f16, the hidden states of the tokens after a past within
+        the larger of `tol` and three times what one-ulp moves of the cache
+        change them by (largest_move). A few tokens' states carry the
+        model's conditioning on the draw: over 18 seeds their error was 0.4
+        to 1.4 times that move, and seed 1011's decode step missed 10 f16
+        ulps (8.98e-3) where its moves reached 9.8e-3."""
         kv = []
         whole = reference(cfg, w, ids, mask, kv)
         np_type = {"f32": np.float32, "f16": np.float16}[dtype]
@@ -246,8 +252,23 @@ class Harness:
                 label = "%s %s past %d, %d new %s" % (
                     name, dtype, past, seq - past,
                     "fused" if fused else "unfused")
+                bound = tol
+                if past and dtype != "f32":
+                    # A few tokens' hidden states after a past in f16: how
+                    # far one-ulp moves of the cache move them (from their
+                    # own stream, so that a seed keeps its inputs).
+                    move = self.largest_move(
+                        lambda x: self.run_hf(lib, model, x,
+                                              1 + 2 * layers)[0],
+                        inputs, out[0].astype(np.float64),
+                        np.random.default_rng([self.seed, 1]))
+                    bound = max(tol, 3 * move)
+                    if bound > tol:
+                        print("   (one-ulp moves of the cache change the "
+                              "hidden states by up to %.2e: bound %.2e)" %
+                              (move, bound))
                 self.expect_close(label + ": hidden states", out[0],
-                                  ref[:, past:], tol)
+                                  ref[:, past:], bound)
                 self.expect_close(
                     label + ": keys and values",
                     np.concatenate([o.astype(np.float64).ravel()
@@ -362,6 +383,16 @@ class Harness:
         self.report(ok, "%-60s rel.err %.2e (tol %.0e)" % (label, err, tol))
         return ok
 
+    def largest_move(self, run, inputs, out, rng, count=4):
+        """How far `count` one-ulp moves of the float `inputs`
+        (one_ulp_moves, drawn from `rng`) move `run(inputs)` = `out`: the
+        largest relative_error of run(moved) against out. A measure of how
+        well conditioned the computation is on this draw: where the moves
+        change the output by more than a tolerance allows, the build's own
+        rounding can too."""
+        return max(relative_error(run(one_ulp_moves(rng, inputs)), out)
+                   for _ in range(count))
+
     def expect_rows_close(self, label, got, ref, tol, share=0.25,
                           cap=5e-2):
         """At least `share` of the rows (along the last axis) of `got` within
@@ -414,6 +445,18 @@ def relative_error(got, ref):
     ref = np.asarray(ref, dtype=np.float64)
     return np.linalg.norm(np.asarray(got, dtype=np.float64) - ref) / max(
         np.linalg.norm(ref), 1e-30)
+
+
+def one_ulp_moves(rng, inputs):
+    """`inputs` with every float element moved one ulp up or down at
+    random; other inputs unchanged."""
+    moved = []
+    for x in inputs:
+        if x.dtype.kind == "f":
+            up = rng.integers(0, 2, x.shape).astype(bool)
+            x = np.nextafter(x, np.where(up, np.inf, -np.inf).astype(x.dtype))
+        moved.append(x)
+    return moved
 
 
 def rounded_weights(w, dtype):
