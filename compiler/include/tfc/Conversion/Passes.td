@@ -137,7 +137,11 @@ def MathApproximation : Pass<"tfc-math-approximation"> {
     arithmetic (MLIR's `populateMathPolynomialApproximationPatterns`). LLVM
     has no intrinsic for `erf` (GELU), and its `exp` on vectors becomes one
     libm call per element; the polynomial forms vectorise and run about ten
-    times faster on AVX-512 with a relative error of about 1e-7.
+    times faster on AVX-512 with a relative error of about 1e-7. An f32
+    `math.erf` whose result reaches only roundings to f16 or bf16, through
+    elementwise arithmetic (the GELU of a bf16 model), becomes one rational
+    approximation on |x| <= 4 instead: 20 operations against MLIR's 50, 6.1
+    units of f32's last place against 4, which the rounding hides.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
