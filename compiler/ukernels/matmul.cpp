@@ -239,10 +239,110 @@ auto *panelScales(const Matmul &p, int64_t panels, Byte *packed) {
                                             panelRowBytes(p.panelType()));
 }
 
-/// B of batch element bt quantized (groupScale, quantized) in panels of
-/// `cols` columns, the panels on the threads: store(pn, j, l, q) for the
-/// value of row l of panel pn's column j, and the scale of its group g at
-/// scales[(pn * groups + g) * cols + j]. Columns past N hold 0 with scale 0.
+/// The n values x[l * step] quantized symmetrically with `qmax` (as
+/// groupScale and quantized define it: scale max|x| / qmax, each value
+/// round(x / scale), to nearest with ties to even, in [-qmax, qmax]) into q,
+/// each byte XORed with `flip` (0x80 stores a + 128 as unsigned); their
+/// scale and the sum of the values. Vectors over contiguous values: the
+/// same division and rounding as the scalar form, so the same bytes.
+void quantizeSymmetric(const float *x, int64_t step, int64_t n, float qmax,
+                       int8_t *q, float &scale, int32_t &sum, uint8_t flip) {
+#ifdef __AVX512BW__
+  // A contiguous block of 128 values (A's blocks, an int4 weight's groups):
+  // eight vectors, four packed to bytes at a time (two in-lane packs, one
+  // permutation to put the lanes back in order).
+  if (step == 1 && n == 128) {
+    const __m512 magnitude = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
+    __m512 v[8], top = _mm512_setzero_ps();
+    for (int j = 0; j < 8; ++j) {
+      v[j] = _mm512_loadu_ps(x + 16 * j);
+      top = _mm512_max_ps(top, _mm512_and_ps(v[j], magnitude));
+    }
+    scale = _mm512_reduce_max_ps(top) / qmax;
+    if (scale == 0) {
+      sum = 0;
+      std::memset(q, flip, size_t(n)); // the values are 0
+      return;
+    }
+    const __m512 scale16 = _mm512_set1_ps(scale);
+    // packs leaves dword L * 4 + j of each 64 bytes holding vector j's
+    // values 4L..4L+3; the permutation puts them at j * 4 + L.
+    const __m512i order =
+        _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+    __m512i sum16 = _mm512_setzero_si512();
+    for (int g = 0; g < 2; ++g) {
+      __m512i w[4];
+      for (int j = 0; j < 4; ++j) {
+        // Clamped before the rounding in vcvtps2dq (to nearest, ties to
+        // even, in the default rounding mode): qmax is an integer, so the
+        // same as rounding first.
+        __m512 t = _mm512_div_ps(v[4 * g + j], scale16);
+        t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-qmax)),
+                          _mm512_set1_ps(qmax));
+        w[j] = _mm512_cvtps_epi32(t);
+        sum16 = _mm512_add_epi32(sum16, w[j]);
+      }
+      __m512i bytes = _mm512_packs_epi16(_mm512_packs_epi32(w[0], w[1]),
+                                         _mm512_packs_epi32(w[2], w[3]));
+      bytes = _mm512_xor_si512(_mm512_permutexvar_epi32(order, bytes),
+                               _mm512_set1_epi8(char(flip)));
+      _mm512_storeu_si512(q + 64 * g, bytes);
+    }
+    sum = _mm512_reduce_add_epi32(sum16);
+    return;
+  }
+#endif
+  int64_t vectorEnd = step == 1 ? n / 8 * 8 : 0;
+  __m256 top8 = _mm256_setzero_ps();
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (int64_t l = 0; l < vectorEnd; l += 8)
+    top8 =
+        _mm256_max_ps(top8, _mm256_and_ps(_mm256_loadu_ps(x + l), magnitude));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, top8);
+  float top = 0;
+  for (float t : lanes)
+    top = std::max(top, t);
+  for (int64_t l = vectorEnd; l < n; ++l)
+    top = std::max(top, std::fabs(x[l * step]));
+  scale = top / qmax;
+  sum = 0;
+  if (scale == 0) {
+    std::memset(q, flip, size_t(n)); // the values are 0
+    return;
+  }
+  __m256 scale8 = _mm256_set1_ps(scale);
+  __m256i sum8 = _mm256_setzero_si256();
+  for (int64_t l = 0; l < vectorEnd; l += 8) {
+    __m256 t = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + l), scale8),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-qmax)),
+                      _mm256_set1_ps(qmax));
+    __m256i v = _mm256_cvtps_epi32(t);
+    sum8 = _mm256_add_epi32(sum8, v);
+    __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v),
+                                    _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(q + l),
+                     _mm_xor_si128(_mm_packs_epi16(words, words),
+                                   _mm_set1_epi8(char(flip))));
+  }
+  int32_t partial[8];
+  _mm256_storeu_si256(reinterpret_cast<__m256i *>(partial), sum8);
+  for (int32_t t : partial)
+    sum += t;
+  for (int64_t l = vectorEnd; l < n; ++l) {
+    int v = quantized(x[l * step], scale, qmax);
+    q[l] = int8_t(uint8_t(v) ^ flip);
+    sum += v;
+  }
+}
+
+/// B of batch element bt quantized (quantizeSymmetric, in groups of
+/// p.group() rows) in panels of `cols` columns, the panels on the threads:
+/// store(pn, l0, n, q, stride) for rows [l0, l0 + n) of panel pn (one group),
+/// column j's values at q[j * stride, + n), and the scale of group g of
+/// column j at scales[(pn * groups + g) * cols + j]. Columns past N hold 0
+/// with scale 0.
 template <typename Store>
 void quantizePanels(const Matmul &p, int64_t bt, int64_t panels, int64_t cols,
                     float *scales, Store store) {
@@ -250,19 +350,38 @@ void quantizePanels(const Matmul &p, int64_t bt, int64_t panels, int64_t cols,
     constexpr BType T = decltype(type)::value;
     if constexpr (T != BType::I8 && T != BType::I4) {
       int64_t groups = p.groups(), group = p.group();
-#pragma omp parallel for schedule(static)
-      for (int64_t pn = 0; pn < panels; ++pn)
-        for (int64_t j = 0; j < cols; ++j) {
-          int64_t col = pn * cols + j;
+#pragma omp parallel
+      {
+        // A group of a column as f32 where it is not one in place (16-bit
+        // values, or rows apart in B), and the group's quantized values.
+        std::vector<float> column(static_cast<size_t>(group));
+        std::vector<int8_t> q(static_cast<size_t>(cols * group));
+#pragma omp for schedule(static)
+        for (int64_t pn = 0; pn < panels; ++pn)
           for (int64_t g = 0; g < groups; ++g) {
-            float scale = col < p.n ? groupScale<T>(p, bt, col, g) : 0.0f;
-            scales[(pn * groups + g) * cols + j] = scale;
-            for (int64_t l = g * group; l < std::min(p.k, (g + 1) * group); ++l)
-              store(pn, j, l,
-                    col < p.n ? quantized(p.bAt<T>(bt, l, col), scale, p.qmax())
-                              : 0);
+            int64_t l0 = g * group, n = std::min(p.k, l0 + group) - l0;
+            for (int64_t j = 0; j < cols; ++j) {
+              int64_t col = pn * cols + j;
+              int8_t *qj = q.data() + j * group;
+              float scale = 0;
+              int32_t sum;
+              if (col >= p.n) {
+                std::fill_n(qj, n, int8_t(0));
+              } else if (T == BType::F32 && p.bs[1] == 1) {
+                quantizeSymmetric(static_cast<const float *>(p.b) +
+                                      p.bOffset(bt) + l0 + col * p.bs[2],
+                                  1, n, p.qmax(), qj, scale, sum, 0);
+              } else {
+                for (int64_t l = 0; l < n; ++l)
+                  column[l] = p.bAt<T>(bt, l0 + l, col);
+                quantizeSymmetric(column.data(), 1, n, p.qmax(), qj, scale, sum,
+                                  0);
+              }
+              scales[(pn * groups + g) * cols + j] = scale;
+            }
+            store(pn, l0, n, static_cast<const int8_t *>(q.data()), group);
           }
-        }
+      }
     }
   });
 }
@@ -275,16 +394,18 @@ void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
   auto *bytes = static_cast<uint8_t *>(packed);
   bool i4 = p.quant == Quant::I4;
   size_t rowBytes = panelRowBytes(p.panelType());
-  std::memset(bytes, 0, size_t(panels * p.k) * rowBytes);
-  quantizePanels(p, bt, panels, kNR, panelScales(p, panels, bytes),
-                 [&](int64_t pn, int64_t j, int64_t l, int q) {
-                   uint8_t *row = bytes + (pn * p.k + l) * rowBytes;
-                   if (!i4)
-                     row[j] = uint8_t(int8_t(q));
-                   else
-                     row[j % tfc::uk::kLanes] |=
-                         uint8_t((q & 15) << (j < tfc::uk::kLanes ? 0 : 4));
-                 });
+  // Every byte of the panels is written (columns past N as 0).
+  constexpr int64_t kHalf = tfc::uk::kLanes;
+  quantizePanels(
+      p, bt, panels, kNR, panelScales(p, panels, bytes),
+      [&](int64_t pn, int64_t l0, int64_t n, const int8_t *q, int64_t stride) {
+        uint8_t *row = bytes + (pn * p.k + l0) * rowBytes;
+        for (int64_t l = 0; l < n; ++l, row += rowBytes)
+          for (int64_t j = 0; j < (i4 ? kHalf : kNR); ++j)
+            row[j] = i4 ? uint8_t((q[j * stride + l] & 15) |
+                                  (q[(j + kHalf) * stride + l] & 15) << 4)
+                        : uint8_t(q[j * stride + l]);
+      });
 }
 
 /// The layout of B packed for integer dot products (intdot.h): panels of
@@ -337,16 +458,28 @@ void packBDot(const Matmul &p, int64_t bt, void *packed) {
     std::fill_n(sums, d.panels * d.blocks * intdot::kCols, 0);
   quantizePanels(
       p, bt, d.panels, intdot::kCols, d.scales(p, bytes),
-      [&](int64_t pn, int64_t j, int64_t l, int q) {
-        uint8_t *quad =
-            bytes + size_t(pn) * d.panelBytes() + (l / 4) * quadBytes;
-        if (!d.i4) {
-          quad[(j / 8) * 32 + (j % 8) * 4 + l % 4] = uint8_t(int8_t(q));
+      [&](int64_t pn, int64_t l0, int64_t n, const int8_t *q, int64_t stride) {
+        uint8_t *panel = bytes + size_t(pn) * d.panelBytes();
+        bool i4 = d.i4;
+        for (int64_t l = l0; l < l0 + n; ++l) {
+          // Row l's bytes of its quad: column j's at (j % 8) * 4 + l % 4,
+          // an int8 weight's columns 8-15 32 bytes after 0-7, an int4
+          // weight's in the high nibbles of 0-7's bytes.
+          uint8_t *at = panel + (l / 4) * quadBytes + l % 4;
+          const int8_t *ql = q + (l - l0);
+          if (i4) {
+            for (int64_t j = 0; j < 8; ++j)
+              at[j * 4] = uint8_t((ql[j * stride] + intdot::kBias) |
+                                  (ql[(j + 8) * stride] + intdot::kBias) << 4);
+            continue;
+          }
+          for (int64_t j = 0; j < 16; ++j)
+            at[(j / 8) * 32 + (j % 8) * 4] = uint8_t(ql[j * stride]);
           if (sums)
-            sums[(pn * d.blocks + l / kABlock) * intdot::kCols + j] += q;
-        } else
-          quad[(j % 8) * 4 + l % 4] |=
-              uint8_t((q + intdot::kBias) << (j < 8 ? 0 : 4));
+            for (int64_t j = 0; j < 16; ++j)
+              sums[(pn * d.blocks + l / kABlock) * intdot::kCols + j] +=
+                  ql[j * stride];
+        }
       });
 }
 
@@ -390,16 +523,28 @@ void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
   Bf16Panels d(p);
   auto *words = static_cast<uint32_t *>(packed);
   const auto *src = static_cast<const uint16_t *>(p.b) + p.bOffset(bt);
+  // A weight stored [N, K] of even K: a column's pairs are its 32-bit
+  // words as they are.
+  bool columnWords = p.bs[1] == 1 && p.k % 2 == 0;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t pn = 0; pn < d.panels; ++pn)
     for (int64_t j = 0; j < Bf16Panels::kDotCols; ++j) {
       int64_t col = pn * Bf16Panels::kDotCols + j;
+      uint32_t *to = words + pn * d.pairs * Bf16Panels::kDotCols + j;
+      int64_t kp = 0;
+      if (col < p.n && columnWords) {
+        const uint16_t *column = src + col * p.bs[2];
+        for (; kp < p.k / 2; ++kp) {
+          uint32_t pair;
+          std::memcpy(&pair, column + 2 * kp, 4);
+          to[kp * Bf16Panels::kDotCols] = pair;
+        }
+      }
       auto at = [&](int64_t l) -> uint32_t {
         return col < p.n && l < p.k ? src[l * p.bs[1] + col * p.bs[2]] : 0;
       };
-      for (int64_t kp = 0; kp < d.pairs; ++kp)
-        words[(pn * d.pairs + kp) * Bf16Panels::kDotCols + j] =
-            at(2 * kp) | at(2 * kp + 1) << 16;
+      for (; kp < d.pairs; ++kp)
+        to[kp * Bf16Panels::kDotCols] = at(2 * kp) | at(2 * kp + 1) << 16;
     }
 }
 
@@ -417,11 +562,18 @@ void packB(const Matmul &p, int64_t bt, int64_t panels, void *packed,
       E *dst = static_cast<E *>(packed) + pn * kNR * p.k;
       int64_t cols = std::min(kNR, p.n - pn * kNR);
       if (p.bs[1] == 1) {
-        // B is a transposed view (a weight stored [N, K]): read along K.
-        for (int64_t j = 0; j < kNR; ++j) {
-          const E *column = src + (pn * kNR + j) * p.bs[2];
-          for (int64_t l = 0; l < p.k; ++l)
-            dst[l * kNR + j] = j < cols ? column[l] : E(0);
+        // B is a transposed view (a weight stored [N, K]): read along K,
+        // kRows rows of the panel at a time, which stay in L1 while its
+        // columns are written (a whole f32 panel at K = 768, 96 KiB, did
+        // not).
+        constexpr int64_t kRows = 64;
+        for (int64_t l0 = 0; l0 < p.k; l0 += kRows) {
+          int64_t l1 = std::min(p.k, l0 + kRows);
+          for (int64_t j = 0; j < kNR; ++j) {
+            const E *column = src + (pn * kNR + j) * p.bs[2];
+            for (int64_t l = l0; l < l1; ++l)
+              dst[l * kNR + j] = j < cols ? column[l] : E(0);
+          }
         }
       } else {
         for (int64_t l = 0; l < p.k; ++l)
@@ -588,110 +740,13 @@ struct QuantizedRows {
     }
   }
 
-#ifdef __AVX512BW__
-  /// block() of a contiguous full block with AVX-512: its 128 values in
-  /// eight vectors, the same max, division and rounding (to nearest, ties
-  /// to even: vcvtps2dq in the default rounding mode), four vectors packed
-  /// to bytes at a time (two in-lane packs, one permutation to put the
-  /// lanes back in order).
-  static void fullBlock(const float *a, int8_t *q, float &scale, int32_t &sum,
-                        uint8_t flip) {
-    static_assert(kABlock == 128, "a block is eight vectors");
-    const __m512 magnitude = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
-    __m512 x[8], top = _mm512_setzero_ps();
-    for (int j = 0; j < 8; ++j) {
-      x[j] = _mm512_loadu_ps(a + 16 * j);
-      top = _mm512_max_ps(top, _mm512_and_ps(x[j], magnitude));
-    }
-    scale = _mm512_reduce_max_ps(top) / kAMax;
-    if (scale == 0) {
-      sum = 0;
-      std::memset(q, flip, size_t(kABlock)); // the values are 0
-      return;
-    }
-    const __m512 scale16 = _mm512_set1_ps(scale);
-    // packs leaves dword L * 4 + j of each 64 bytes holding vector j's
-    // values 4L..4L+3; the permutation puts them at j * 4 + L.
-    const __m512i order =
-        _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
-    __m512i sum16 = _mm512_setzero_si512();
-    for (int g = 0; g < 2; ++g) {
-      __m512i v[4];
-      for (int j = 0; j < 4; ++j) {
-        __m512 t = _mm512_div_ps(x[4 * g + j], scale16);
-        t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-kAMax)),
-                          _mm512_set1_ps(kAMax));
-        v[j] = _mm512_cvtps_epi32(t);
-        sum16 = _mm512_add_epi32(sum16, v[j]);
-      }
-      __m512i bytes = _mm512_packs_epi16(_mm512_packs_epi32(v[0], v[1]),
-                                         _mm512_packs_epi32(v[2], v[3]));
-      bytes = _mm512_xor_si512(_mm512_permutexvar_epi32(order, bytes),
-                               _mm512_set1_epi8(char(flip)));
-      _mm512_storeu_si512(q + 64 * g, bytes);
-    }
-    sum = _mm512_reduce_add_epi32(sum16);
-  }
-#endif
-
   /// The n values a[l * step] quantized into q (biased: as a + kABias);
   /// their scale and sum.
   static void block(const float *a, int64_t step, int64_t n, int8_t *q,
                     float &scale, int32_t &sum, bool biased) {
     // Adding 128 to an int8 is flipping its top bit.
-    const uint8_t flip = biased ? 0x80 : 0;
     static_assert(intdot::kABias == 0x80);
-#ifdef __AVX512BW__
-    if (step == 1 && n == kABlock) {
-      fullBlock(a, q, scale, sum, flip);
-      return;
-    }
-#endif
-    // Vectors over a contiguous row, as the scalar loop computes: the
-    // same division and rounding (to nearest, ties to even).
-    int64_t vectorEnd = step == 1 ? n / 8 * 8 : 0;
-    __m256 top8 = _mm256_setzero_ps();
-    const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-    for (int64_t l = 0; l < vectorEnd; l += 8)
-      top8 =
-          _mm256_max_ps(top8, _mm256_and_ps(_mm256_loadu_ps(a + l), magnitude));
-    float lanes[8];
-    _mm256_storeu_ps(lanes, top8);
-    float top = 0;
-    for (float x : lanes)
-      top = std::max(top, x);
-    for (int64_t l = vectorEnd; l < n; ++l)
-      top = std::max(top, std::fabs(a[l * step]));
-    scale = top / kAMax;
-    sum = 0;
-    if (scale == 0) {
-      std::memset(q, flip, size_t(n)); // the values are 0
-      return;
-    }
-    __m256 scale8 = _mm256_set1_ps(scale);
-    __m256i sum8 = _mm256_setzero_si256();
-    for (int64_t l = 0; l < vectorEnd; l += 8) {
-      __m256 t = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(a + l), scale8),
-                                 _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-kAMax)),
-                        _mm256_set1_ps(kAMax));
-      __m256i v = _mm256_cvtps_epi32(t);
-      sum8 = _mm256_add_epi32(sum8, v);
-      __m128i words = _mm_packs_epi32(_mm256_castsi256_si128(v),
-                                      _mm256_extracti128_si256(v, 1));
-      _mm_storel_epi64(reinterpret_cast<__m128i *>(q + l),
-                       _mm_xor_si128(_mm_packs_epi16(words, words),
-                                     _mm_set1_epi8(char(flip))));
-    }
-    int32_t partial[8];
-    _mm256_storeu_si256(reinterpret_cast<__m256i *>(partial), sum8);
-    for (int32_t x : partial)
-      sum += x;
-    for (int64_t l = vectorEnd; l < n; ++l) {
-      int v = quantized(a[l * step], scale, kAMax);
-      q[l] = int8_t(uint8_t(v) ^ flip);
-      sum += v;
-    }
+    quantizeSymmetric(a, step, n, kAMax, q, scale, sum, biased ? 0x80 : 0);
   }
 };
 

@@ -450,6 +450,71 @@ INSTANTIATE_TEST_SUITE_P(
         Case{1, 5, 1025, 520, false, true, false, 2, BType::BF16, 8, true,
              false, true}));
 
+// A quantized weight's values exactly: each group's largest magnitude is
+// qmax times a power of two s, the others halfway between two multiples
+// of s (or on one), which must round to nearest with ties to even (and
+// 0.5 s to 0) in every packed layout: int8 and int4 panels (f32 A), and
+// both with A quantized (integer dot products, on AMX where it is). Row i
+// of A is `unit` times row i of the identity (127: A's scale is then 1),
+// so C's row i is exactly unit * q(B's row i) * s. B in f32 (quantized in
+// place) and bf16 (widened first); K past one group of int4, and a panel
+// of columns left partly empty.
+TEST(MatmulQuantized, TiesRoundToEvenInEveryLayout) {
+  const int64_t K = 300, M = K, N = 40;
+  for (int bits : {8, 4})
+    for (bool quantizeA : {false, true})
+      for (BType bType : {BType::F32, BType::BF16})
+        for (int threads : {1, 2}) {
+          float qmax = bits == 8 ? 127.0f : 7.0f;
+          int64_t group = bits == 8 ? K : 128;
+          std::vector<float> halves;
+          for (float t : {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 0.25f,
+                          0.75f, 0.0f, 1.0f, 63.5f, 64.5f, 125.5f, 126.5f})
+            if (t <= qmax)
+              halves.push_back(t), halves.push_back(-t);
+          // b stored [N, K]: column j's value l at j * K + l.
+          std::vector<float> b(size_t(N * K)), expected(size_t(M * N));
+          float unit = quantizeA ? 127.0f : 1.0f;
+          for (int64_t j = 0; j < N; ++j)
+            for (int64_t l = 0; l < K; ++l) {
+              float s = std::ldexp(1.0f, -int(j % 5)), t;
+              if (l % group == 0)
+                t = (j % 2 ? -1.0f : 1.0f) * qmax;
+              else
+                t = halves[size_t(l * 7 + j * 3) % halves.size()];
+              b[size_t(j * K + l)] = t * s;
+              expected[size_t(l * N + j)] = unit * std::nearbyint(t) * s;
+            }
+          std::vector<float> a(size_t(M * K), 0.0f), out(size_t(M * N));
+          for (int64_t i = 0; i < M; ++i)
+            a[size_t(i * K + i)] = unit;
+          Case c{1,     M,       K,     N,    false,    true,
+                 false, threads, bType, bits, quantizeA};
+          int64_t as[3] = {M * K, K, 1}, bs[3] = {K * N, 1, K};
+          int32_t flags =
+              TFC_UK_CONSTANT_B |
+              (bits == 8 ? TFC_UK_QUANTIZE_I8 : TFC_UK_QUANTIZE_I4) |
+              (quantizeA ? TFC_UK_QUANTIZE_A8 : 0);
+          omp_set_num_threads(threads);
+          std::vector<uint16_t> b16;
+          if (bType == BType::F32) {
+            call(a, b.data(), out, c, as, bs, flags);
+          } else {
+            b16 = toBits16(b, bType); // exact: at most 8 significant bits
+            call(a, b16.data(), out, c, as, bs, flags);
+          }
+          tfc_uk_forget_packed_weights();
+          int64_t wrong = 0;
+          size_t first = 0;
+          for (size_t e = out.size(); e-- > 0;)
+            if (out[e] != expected[e])
+              ++wrong, first = e;
+          EXPECT_EQ(wrong, 0) << ::testing::PrintToString(c) << ": C["
+                              << first / N << "][" << first % N << "] is "
+                              << out[first] << ", expected " << expected[first];
+        }
+}
+
 // A weight packed where another was before (the allocator hands the
 // address back once the first is forgotten): nothing of the first may
 // stay in use. On AMX an int4 weight's panels are unpacked per thread and
