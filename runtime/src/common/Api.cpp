@@ -53,6 +53,8 @@ struct tfc_model {
   std::vector<int32_t> weightArgs; // argument index of each weight
   std::vector<void *> buffers;     // arguments, then results
   std::unique_ptr<tfc::SafetensorsFile> weightsFile;
+  /// Whether weightsFile's pages were dropped (releaseWeightPages).
+  bool weightPagesReleased = false;
   std::vector<tfc::AlignedBuffer> weightCopies;
   /// The device side of an nvptx model; null for cpu models.
   std::unique_ptr<tfc::cuda::GpuModel> gpu;
@@ -293,6 +295,20 @@ void poisonHostOutputs(tfc_model *model) {
 
 /// Set by tfc_set_num_threads; applied to every model loaded afterwards.
 std::atomic<int32_t> requestedThreads{0};
+
+/// After a CPU model's first run with weights from a file: the kernels have
+/// packed (and quantized) their copies of the weights they multiply by,
+/// binding has converted those of another float type, and the file's
+/// bytes are read no more, so its pages are dropped from the process's
+/// resident memory. The few read in place every run (embedding rows, norm
+/// scales) come back from the file on the next run. A GPU model's weights
+/// are on the device once bound.
+void releaseWeightPages(tfc_model *model) {
+  if (!model->weightsFile || model->weightPagesReleased)
+    return;
+  model->weightsFile->releasePages();
+  model->weightPagesReleased = true;
+}
 
 /// Calls omp_set_num_threads as found from `scope` (RTLD_DEFAULT, or a model's
 /// handle: a model opened RTLD_LOCAL keeps its OpenMP runtime out of the
@@ -651,6 +667,9 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
       model->buffers[model->weightArgs[i]] = const_cast<void *>(pointers[i]);
     model->weightCopies = std::move(copies);
     model->weightsFile = std::move(file);
+    model->weightPagesReleased = false;
+    if (model->gpu)
+      releaseWeightPages(model);
     if (model->weightsChanged)
       model->weightsChanged();
     return nullptr;
@@ -755,11 +774,11 @@ tfc_status tfc_model_invoke(tfc_model *model) {
       return s;
     if (model->gpu)
       return fromGpu(model->gpu->invoke(model->run, model->buffers.data()));
-    if (model->variants) {
+    if (model->variants)
       model->variants->run(model->buffers.data());
-      return nullptr;
-    }
-    model->run(model->buffers.data());
+    else
+      model->run(model->buffers.data());
+    releaseWeightPages(model);
     return nullptr;
   });
 }
@@ -786,9 +805,12 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
       else
         model->run(model->buffers.data());
     };
+    // The weights' pages are dropped after the first run, outside the
+    // time of any.
     for (int32_t i = 0; i < warmup; ++i) {
       poisonHostOutputs(model);
       runOnce();
+      releaseWeightPages(model);
     }
     for (int32_t i = 0; i < runs; ++i) {
       poisonHostOutputs(model);
@@ -797,6 +819,7 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
       std::chrono::duration<double, std::milli> elapsed =
           std::chrono::steady_clock::now() - start;
       ms[i] = elapsed.count();
+      releaseWeightPages(model);
     }
     return nullptr;
   });

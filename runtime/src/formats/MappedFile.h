@@ -17,6 +17,9 @@ namespace tfc {
 bool mapFile(const std::string &path, const uint8_t *&data, size_t &size,
              std::string &error);
 void unmapFile(const uint8_t *data, size_t size);
+/// Drops this process's pages of a map from mapFile (its resident memory):
+/// the bytes stay the same, read back from the file where touched again.
+void releaseMappedPages(const uint8_t *data, size_t size);
 
 /// Writes the byte ranges `chunks` one after another to `path` (created or
 /// truncated). On failure returns false and sets `error` to

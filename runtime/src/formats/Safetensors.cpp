@@ -325,6 +325,11 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
   return file;
 }
 
+void SafetensorsFile::releasePages() {
+  if (mapped_)
+    releaseMappedPages(image_, imageSize_);
+}
+
 SafetensorsFile::~SafetensorsFile() {
   if (mapped_)
     unmapFile(image_, imageSize_);

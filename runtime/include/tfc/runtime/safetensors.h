@@ -63,6 +63,10 @@ public:
   const std::string &path() const { return path_; }
   const uint8_t *image() const { return image_; }
   size_t imageSize() const { return imageSize_; }
+  /// For a mapped file, drops the process's pages of it (its resident
+  /// memory; the tensors read the same, from the file, where touched
+  /// again); for an image in memory, nothing.
+  void releasePages();
 
 private:
   SafetensorsFile() = default;
