@@ -518,6 +518,22 @@ struct Bf16Panels {
   size_t bytes() const { return size_t(panels * pairs * kDotCols) * 4; }
 };
 
+#ifdef __AVX512F__
+/// dst[r * dstStride + c] = src[c * srcStride + r] for r, c in [0, 16): 16
+/// runs of 16 32-bit words (strides in words) transposed in registers.
+inline void transposeWords16(const void *src, int64_t srcStride, void *dst,
+                             int64_t dstStride) {
+  const auto *in = static_cast<const char *>(src);
+  auto *out = static_cast<char *>(dst);
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i)
+    r[i] = _mm512_loadu_ps(in + i * srcStride * 4);
+  tfc::uk::transpose16(r);
+  for (int i = 0; i < 16; ++i)
+    _mm512_storeu_ps(out + i * dstStride * 4, r[i]);
+}
+#endif
+
 /// Packs the bf16 B of batch element bt as Bf16Panels lays it out.
 void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
   Bf16Panels d(p);
@@ -526,12 +542,24 @@ void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
   // A weight stored [N, K] of even K: a column's pairs are its 32-bit
   // words as they are.
   bool columnWords = p.bs[1] == 1 && p.k % 2 == 0;
+  constexpr int64_t kCols = Bf16Panels::kDotCols;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t pn = 0; pn < d.panels; ++pn)
-    for (int64_t j = 0; j < Bf16Panels::kDotCols; ++j) {
-      int64_t col = pn * Bf16Panels::kDotCols + j;
-      uint32_t *to = words + pn * d.pairs * Bf16Panels::kDotCols + j;
-      int64_t kp = 0;
+  for (int64_t pn = 0; pn < d.panels; ++pn) {
+    // Pairs [0, vectorPairs) of a whole panel: 16 x 16 blocks of words
+    // transposed in registers.
+    int64_t vectorPairs = 0;
+#ifdef __AVX512F__
+    static_assert(kCols == 16, "a panel is one block of columns");
+    if (columnWords && (pn + 1) * kCols <= p.n)
+      for (; vectorPairs + 16 <= p.k / 2; vectorPairs += 16)
+        transposeWords16(src + pn * kCols * p.bs[2] + 2 * vectorPairs,
+                         p.bs[2] / 2,
+                         words + (pn * d.pairs + vectorPairs) * kCols, kCols);
+#endif
+    for (int64_t j = 0; j < kCols; ++j) {
+      int64_t col = pn * kCols + j;
+      uint32_t *to = words + pn * d.pairs * kCols + j;
+      int64_t kp = vectorPairs;
       if (col < p.n && columnWords) {
         const uint16_t *column = src + col * p.bs[2];
         for (; kp < p.k / 2; ++kp) {
@@ -546,6 +574,7 @@ void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
       for (; kp < d.pairs; ++kp)
         to[kp * Bf16Panels::kDotCols] = at(2 * kp) | at(2 * kp + 1) << 16;
     }
+  }
 }
 
 /// Packs B of batch element bt into kNR-column panels, each holding all of
@@ -566,8 +595,18 @@ void packB(const Matmul &p, int64_t bt, int64_t panels, void *packed,
         // kRows rows of the panel at a time, which stay in L1 while its
         // columns are written (a whole f32 panel at K = 768, 96 KiB, did
         // not).
+        int64_t l0 = 0;
+#ifdef __AVX512F__
+        // A whole f32 panel: 16 x 16 blocks transposed in registers.
+        if constexpr (T == BType::F32)
+          if (cols == kNR)
+            for (; l0 + 16 <= p.k; l0 += 16)
+              for (int64_t h = 0; h < kNR; h += 16)
+                transposeWords16(src + (pn * kNR + h) * p.bs[2] + l0, p.bs[2],
+                                 dst + l0 * kNR + h, kNR);
+#endif
         constexpr int64_t kRows = 64;
-        for (int64_t l0 = 0; l0 < p.k; l0 += kRows) {
+        for (; l0 < p.k; l0 += kRows) {
           int64_t l1 = std::min(p.k, l0 + kRows);
           for (int64_t j = 0; j < kNR; ++j) {
             const E *column = src + (pn * kNR + j) * p.bs[2];
