@@ -565,14 +565,14 @@ void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
         for (; kp < p.k / 2; ++kp) {
           uint32_t pair;
           std::memcpy(&pair, column + 2 * kp, 4);
-          to[kp * Bf16Panels::kDotCols] = pair;
+          to[kp * kCols] = pair;
         }
       }
       auto at = [&](int64_t l) -> uint32_t {
         return col < p.n && l < p.k ? src[l * p.bs[1] + col * p.bs[2]] : 0;
       };
       for (; kp < d.pairs; ++kp)
-        to[kp * Bf16Panels::kDotCols] = at(2 * kp) | at(2 * kp + 1) << 16;
+        to[kp * kCols] = at(2 * kp) | at(2 * kp + 1) << 16;
     }
   }
 }
