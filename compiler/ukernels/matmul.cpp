@@ -386,6 +386,36 @@ void quantizePanels(const Matmul &p, int64_t bt, int64_t panels, int64_t cols,
   });
 }
 
+/// t[i][j] becomes t[j][i]: a 16 x 16 block of bytes transposed in four
+/// rounds of interleaving (bytes, then pairs, quads and halves of rows).
+inline void transposeBytes16(__m128i t[16]) {
+  __m128i a[16];
+  for (int k = 0; k < 8; ++k) {
+    a[2 * k] = _mm_unpacklo_epi8(t[2 * k], t[2 * k + 1]);
+    a[2 * k + 1] = _mm_unpackhi_epi8(t[2 * k], t[2 * k + 1]);
+  }
+  // a[4m + h]: rows 4m, 4m + 1 (4m + 2, 4m + 3 at a[4m + 2 + h]) of columns
+  // 8h..8h+7, in byte pairs.
+  __m128i b[16];
+  for (int m = 0; m < 4; ++m)
+    for (int h = 0; h < 2; ++h) {
+      b[4 * m + 2 * h] = _mm_unpacklo_epi16(a[4 * m + h], a[4 * m + 2 + h]);
+      b[4 * m + 2 * h + 1] = _mm_unpackhi_epi16(a[4 * m + h], a[4 * m + 2 + h]);
+    }
+  // b[4m + c]: rows 4m..4m+3 of columns 4c..4c+3.
+  __m128i c[16];
+  for (int p = 0; p < 2; ++p)
+    for (int q = 0; q < 4; ++q) {
+      c[8 * p + 2 * q] = _mm_unpacklo_epi32(b[8 * p + q], b[8 * p + 4 + q]);
+      c[8 * p + 2 * q + 1] = _mm_unpackhi_epi32(b[8 * p + q], b[8 * p + 4 + q]);
+    }
+  // c[8p + e]: rows 8p..8p+7 of columns 2e, 2e + 1.
+  for (int e = 0; e < 8; ++e) {
+    t[2 * e] = _mm_unpacklo_epi64(c[e], c[8 + e]);
+    t[2 * e + 1] = _mm_unpackhi_epi64(c[e], c[8 + e]);
+  }
+}
+
 /// Packs B of batch element bt quantized into panels laid out as packB's:
 /// int8 values, or int4 ones (two's complement nibbles) with column j of a
 /// panel row in the low nibble of byte j and column j + kLanes in the high
@@ -396,11 +426,45 @@ void packBQuantized(const Matmul &p, int64_t bt, int64_t panels, void *packed) {
   size_t rowBytes = panelRowBytes(p.panelType());
   // Every byte of the panels is written (columns past N as 0).
   constexpr int64_t kHalf = tfc::uk::kLanes;
+  static_assert(kNR % 16 == 0, "a panel is whole blocks of 16 columns");
   quantizePanels(
       p, bt, panels, kNR, panelScales(p, panels, bytes),
       [&](int64_t pn, int64_t l0, int64_t n, const int8_t *q, int64_t stride) {
         uint8_t *row = bytes + (pn * p.k + l0) * rowBytes;
-        for (int64_t l = 0; l < n; ++l, row += rowBytes)
+        int64_t l = 0;
+        // 16 rows at a time: each block of 16 columns transposed in
+        // registers, then stored (int8) or joined in nibbles (int4:
+        // columns j and j + kHalf in one byte).
+        for (; l + 16 <= n; l += 16, row += 16 * rowBytes) {
+          __m128i t[kNR / 16][16];
+          for (int64_t h = 0; h < kNR / 16; ++h) {
+            for (int64_t j = 0; j < 16; ++j)
+              t[h][j] = _mm_loadu_si128(reinterpret_cast<const __m128i *>(
+                  q + (16 * h + j) * stride + l));
+            transposeBytes16(t[h]);
+          }
+          const __m128i nibble = _mm_set1_epi8(15);
+          for (int64_t r = 0; r < 16; ++r) {
+            auto *out = reinterpret_cast<__m128i *>(row + r * rowBytes);
+            if (!i4) {
+              for (int64_t h = 0; h < kNR / 16; ++h)
+                _mm_storeu_si128(out + h, t[h][r]);
+              continue;
+            }
+            // The low nibbles' columns [0, kHalf), the high ones' after:
+            // the second block of 16 (AVX-512), or the block's second
+            // half (AVX2: 8 and 8).
+            auto join = [&](__m128i lo, __m128i hi) {
+              return _mm_or_si128(_mm_and_si128(lo, nibble),
+                                  _mm_slli_epi16(_mm_and_si128(hi, nibble), 4));
+            };
+            if constexpr (kHalf == 16)
+              _mm_storeu_si128(out, join(t[0][r], t[kNR / 16 - 1][r]));
+            else
+              _mm_storel_epi64(out, join(t[0][r], _mm_srli_si128(t[0][r], 8)));
+          }
+        }
+        for (; l < n; ++l, row += rowBytes)
           for (int64_t j = 0; j < (i4 ? kHalf : kNR); ++j)
             row[j] = i4 ? uint8_t((q[j * stride + l] & 15) |
                                   (q[(j + kHalf) * stride + l] & 15) << 4)
