@@ -523,27 +523,47 @@ void packBDot(const Matmul &p, int64_t bt, void *packed) {
   quantizePanels(
       p, bt, d.panels, intdot::kCols, d.scales(p, bytes),
       [&](int64_t pn, int64_t l0, int64_t n, const int8_t *q, int64_t stride) {
-        uint8_t *panel = bytes + size_t(pn) * d.panelBytes();
-        bool i4 = d.i4;
-        for (int64_t l = l0; l < l0 + n; ++l) {
-          // Row l's bytes of its quad: column j's at (j % 8) * 4 + l % 4,
-          // an int8 weight's columns 8-15 32 bytes after 0-7, an int4
-          // weight's in the high nibbles of 0-7's bytes.
-          uint8_t *at = panel + (l / 4) * quadBytes + l % 4;
-          const int8_t *ql = q + (l - l0);
-          if (i4) {
-            for (int64_t j = 0; j < 8; ++j)
-              at[j * 4] = uint8_t((ql[j * stride] + intdot::kBias) |
-                                  (ql[(j + 8) * stride] + intdot::kBias) << 4);
-            continue;
+        // A group starts a quad (its rows are 128, or all K from 0).
+        uint8_t *panel =
+            bytes + size_t(pn) * d.panelBytes() + (l0 / 4) * quadBytes;
+        // A quad's column j is 4 bytes (its 4 rows in order) at
+        // (j % 8) * 4: an int8 weight's columns 8-15 32 bytes after 0-7,
+        // an int4 weight's in the high nibbles of 0-7's bytes. Those are
+        // 4 consecutive values of the column's group, moved as one word.
+        static_assert(intdot::kBias == 8, "biased by flipping bit 3");
+        for (int64_t l = 0; l < n; l += 4, panel += quadBytes) {
+          int64_t rows = std::min<int64_t>(4, n - l);
+          // Rows past K stay 0 (the panel was cleared).
+          uint32_t mask = rows == 4 ? ~0u : (1u << (8 * rows)) - 1;
+          auto word = [&](int64_t j) {
+            uint32_t w = 0;
+            if (rows == 4)
+              std::memcpy(&w, q + j * stride + l, 4);
+            else
+              std::memcpy(&w, q + j * stride + l, size_t(rows));
+            return w;
+          };
+          for (int64_t j = 0; j < (d.i4 ? 8 : 16); ++j) {
+            uint32_t w = word(j);
+            if (d.i4) {
+              // q + 8 in [1, 15]: the low nibble with bit 3 flipped.
+              constexpr uint32_t kLow = 0x0f0f0f0f, kBit3 = 0x08080808;
+              w = (((w ^ kBit3) & kLow) | ((word(j + 8) ^ kBit3) & kLow) << 4) &
+                  mask;
+            }
+            std::memcpy(panel + (j / 8) * 32 + (j % 8) * 4, &w, 4);
           }
-          for (int64_t j = 0; j < 16; ++j)
-            at[(j / 8) * 32 + (j % 8) * 4] = uint8_t(ql[j * stride]);
-          if (sums)
-            for (int64_t j = 0; j < 16; ++j)
-              sums[(pn * d.blocks + l / kABlock) * intdot::kCols + j] +=
-                  ql[j * stride];
         }
+        // An int8 weight's column sums, block by block.
+        if (sums)
+          for (int64_t j = 0; j < 16; ++j)
+            for (int64_t b = 0; b < n; b += kABlock) {
+              int32_t sum = 0;
+              for (int64_t l = b; l < std::min(n, b + kABlock); ++l)
+                sum += q[j * stride + l];
+              sums[(pn * d.blocks + (l0 + b) / kABlock) * intdot::kCols + j] +=
+                  sum;
+            }
       });
 }
 
