@@ -53,10 +53,8 @@ bool mapFile(const std::string &path, const uint8_t *&data, size_t &size,
 void releaseMappedPages(const uint8_t *data, size_t size) {
   // A private, read-only map of a file holds no page of its own: the pages
   // dropped are the file's, read back from it if touched again.
-  if (data && size) {
+  if (data && size)
     madvise(const_cast<uint8_t *>(data), size, MADV_DONTNEED);
-    madvise(const_cast<uint8_t *>(data), size, MADV_RANDOM);
-  }
 }
 
 void unmapFile(const uint8_t *data, size_t size) {
