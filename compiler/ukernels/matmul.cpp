@@ -379,7 +379,7 @@ void quantizePanels(const Matmul &p, int64_t bt, int64_t panels, int64_t cols,
               }
               scales[(pn * groups + g) * cols + j] = scale;
             }
-            store(pn, l0, n, static_cast<const int8_t *>(q.data()), group);
+            store(pn, l0, n, q.data(), group);
           }
       }
     }
