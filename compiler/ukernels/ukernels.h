@@ -33,6 +33,8 @@ template <int Rank, typename T = float> struct MemRef {
 } // namespace tfc::uk
 
 extern "C" {
+struct tfc_packed_weight; // abi.h
+
 /// Flags of the attention kernels.
 enum : int32_t {
   TFC_UK_ATTENTION_MASK = 1, ///< `mask` is read (else ignored)
@@ -181,6 +183,13 @@ void _mlir_ciface_tfc_uk_matmul_bf16_bf16(tfc::uk::MemRef<2, uint16_t> *a,
 /// Drops the packed copies of constant B operands; the model's
 /// tfc_model_weights_changed calls it when the runtime binds new weights.
 void tfc_uk_forget_packed_weights(void);
+
+/// The packed copies of constant B operands, for a model's
+/// tfc_model_packed_format, tfc_model_packed_weights and
+/// tfc_model_adopt_packed_weight (abi.h, "Packed weights").
+const char *tfc_uk_packed_format(void);
+int32_t tfc_uk_packed_weights(tfc_packed_weight *out, int32_t capacity);
+int32_t tfc_uk_adopt_packed_weight(const tfc_packed_weight *weight);
 
 /// 1 when this process's matmuls run their bf16 dot products and int8
 /// weights times int8 activations on AMX tiles (kernels built with AMX, a

@@ -97,6 +97,8 @@ _SIGNATURES = {
     "tfc_model_weight": (_DESC, [_P, _I32]),
     "tfc_model_output": (_DESC, [_P, _I32]),
     "tfc_model_bind_weights": (_P, [_P, _STR]),
+    "tfc_model_save_packed_weights": (_P, [_P, _STR]),
+    "tfc_model_load_packed_weights": (_P, [_P, _STR]),
     "tfc_model_bind_input": (_P, [_P, _I32, _P]),
     "tfc_model_bind_output": (_P, [_P, _I32, _P]),
     "tfc_model_check_input": (_P, [_P, _I32, _I32, _I32,
@@ -322,6 +324,19 @@ class Model:
     def bind_weights(self, path):
         """Binds every weight by name from a safetensors file."""
         _check(self._rt, self._rt.tfc_model_bind_weights(
+            self._live(), os.fspath(path).encode()))
+
+    def save_packed_weights(self, path):
+        """Writes the weights as the CPU kernels have packed them so far
+        (run the model first) to `path`, for load_packed_weights in a later
+        process."""
+        _check(self._rt, self._rt.tfc_model_save_packed_weights(
+            self._live(), os.fspath(path).encode()))
+
+    def load_packed_weights(self, path):
+        """Maps a file of save_packed_weights: the model packs none of the
+        weights it holds (checked against the bound weights file)."""
+        _check(self._rt, self._rt.tfc_model_load_packed_weights(
             self._live(), os.fspath(path).encode()))
 
     def run(self, *inputs, **named):

@@ -2,6 +2,7 @@
 //
 // tfc-run model.so [--weights W.safetensors] --input a.npy [--input b.npy ...]
 //         --output y.npy [...] [--repeat N] [--warmup N] [--threads N]
+//         [--packed-weights W.packed]
 //
 // Uses only the runtime's C API, for CPU and GPU (nvptx) models alike. Every
 // error is one line on stderr, "tfc-run: error: ...", and exit status 1.
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 namespace {
@@ -24,6 +26,7 @@ const char kUsage[] =
     "usage: tfc-run MODEL.so [--weights FILE.safetensors] --input IN.npy ... "
     "--output OUT.npy ...\n"
     "               [--repeat N] [--warmup N] [--threads N] [--describe]\n"
+    "               [--packed-weights FILE.packed]\n"
     "\n"
     "Runs a model compiled by tfc-compile. Inputs map to the model's inputs "
     "in\n"
@@ -39,6 +42,11 @@ const char kUsage[] =
     "                   of the model's compute (CUDA events for GPU models)\n"
     "  --warmup N       untimed runs before those (default 1 with --repeat)\n"
     "  --threads N      threads for compiled CPU code (OpenMP)\n"
+    "  --packed-weights FILE\n"
+    "                   the weights as the CPU kernels pack them (and "
+    "quantize\n"
+    "                   them): read from FILE where it exists (no packing on\n"
+    "                   the first run), else written there after the runs\n"
     "  --describe       print the model's signature (and device) and exit\n"
     "GPU models (target nvptx) need the CUDA driver, libcuda.so.1 (or\n"
     "$TFC_CUDA_DRIVER).\n";
@@ -46,6 +54,7 @@ const char kUsage[] =
 struct Options {
   std::string model;
   std::string weights;
+  std::string packedWeights;
   std::vector<std::string> inputs;
   std::vector<std::string> outputs;
   long repeat = 0;
@@ -99,9 +108,9 @@ Options parseOptions(int argc, char **argv) {
         flag = arg.substr(0, eq);
         value = arg.substr(eq + 1);
       }
-      static const char *const kValued[] = {"--weights", "--input",
-                                            "--output",  "--repeat",
-                                            "--warmup",  "--threads"};
+      static const char *const kValued[] = {
+          "--weights", "--input",   "--output",        "--repeat",
+          "--warmup",  "--threads", "--packed-weights"};
       if (std::find_if(std::begin(kValued), std::end(kValued),
                        [&](const char *f) { return flag == f; }) ==
           std::end(kValued))
@@ -126,6 +135,10 @@ Options parseOptions(int argc, char **argv) {
         options.warmup = parseCount(flag, value, 0);
       } else if (flag == "--threads") {
         options.threads = parseCount(flag, value, 1);
+      } else if (flag == "--packed-weights") {
+        if (value.empty())
+          fail("--packed-weights expects a file name");
+        options.packedWeights = value;
       }
       continue;
     }
@@ -136,6 +149,9 @@ Options parseOptions(int argc, char **argv) {
   }
   if (options.model.empty())
     fail("no model given (see --help)");
+  if (!options.packedWeights.empty() && options.weights.empty())
+    fail("--packed-weights goes with --weights: the packed copies are of "
+         "the weights bound from that file");
   if (options.warmup < 0)
     options.warmup = sawRepeat ? 1 : 0;
   return options;
@@ -362,6 +378,20 @@ int main(int argc, char **argv) {
          " (" + tfc_model_weight(model, 0)->name +
          (numWeights > 1 ? ", ..." : "") + "): pass --weights FILE");
 
+  // Packed copies from an earlier process; else this one's, saved below.
+  bool savePacked = false;
+  if (!options.packedWeights.empty()) {
+    struct stat st;
+    if (::stat(options.packedWeights.c_str(), &st) == 0) {
+      check(
+          tfc_model_load_packed_weights(model, options.packedWeights.c_str()));
+      std::fprintf(stderr, "tfc-run: read packed weights from %s\n",
+                   options.packedWeights.c_str());
+    } else {
+      savePacked = true;
+    }
+  }
+
   size_t numInputs = size_t(tfc_model_num_inputs(model));
   if (options.inputs.size() != numInputs)
     fail("model " + options.model + " takes " + plural(numInputs, "input") +
@@ -442,6 +472,12 @@ int main(int argc, char **argv) {
         std::memset(tfc_array_data(array), 0xff, tfc_array_nbytes(array));
       check(tfc_model_invoke(model));
     }
+  }
+
+  if (savePacked) {
+    check(tfc_model_save_packed_weights(model, options.packedWeights.c_str()));
+    std::fprintf(stderr, "tfc-run: wrote packed weights to %s\n",
+                 options.packedWeights.c_str());
   }
 
   for (size_t i = 0; i < numOutputs; ++i) {

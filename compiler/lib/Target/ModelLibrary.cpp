@@ -256,18 +256,46 @@ void addDefaultThreads(llvm::Module &mod, int threads) {
   llvm::appendToGlobalCtors(mod, ctor, 65535);
 }
 
-/// Adds `tfc_model_weights_changed()`, which the runtime calls after binding
-/// weights: it drops what the micro-kernels derived from the old ones.
-void addWeightsChanged(llvm::Module &mod) {
+/// The ABI entry points that call a micro-kernel function of the same
+/// arguments: `tfc_model_weights_changed()`, which the runtime calls after
+/// binding weights (it drops what the micro-kernels derived from the old
+/// ones), and the packed weights' three (abi.h, "Packed weights").
+struct Forwarder {
+  const char *exported, *target;
+};
+constexpr Forwarder kForwarders[] = {
+    {"tfc_model_weights_changed", "tfc_uk_forget_packed_weights"},
+    {"tfc_model_packed_format", "tfc_uk_packed_format"},
+    {"tfc_model_packed_weights", "tfc_uk_packed_weights"},
+    {"tfc_model_adopt_packed_weight", "tfc_uk_adopt_packed_weight"},
+};
+
+void addMicroKernelEntryPoints(llvm::Module &mod) {
   llvm::LLVMContext &ctx = mod.getContext();
-  auto *voidFn = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), false);
-  llvm::FunctionCallee forget =
-      mod.getOrInsertFunction("tfc_uk_forget_packed_weights", voidFn);
-  auto *fn = llvm::Function::Create(voidFn, llvm::Function::ExternalLinkage,
-                                    "tfc_model_weights_changed", mod);
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
-  b.CreateCall(forget);
-  b.CreateRetVoid();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::FunctionType *types[] = {
+      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), false),
+      llvm::FunctionType::get(ptr, false),
+      llvm::FunctionType::get(i32, {ptr, i32}, false),
+      llvm::FunctionType::get(i32, {ptr}, false),
+  };
+  static_assert(std::size(kForwarders) == std::size(types));
+  for (auto [forwarder, type] : llvm::zip_equal(kForwarders, types)) {
+    llvm::FunctionCallee target =
+        mod.getOrInsertFunction(forwarder.target, type);
+    auto *fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage,
+                                      forwarder.exported, mod);
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+    llvm::SmallVector<llvm::Value *> args;
+    for (llvm::Argument &arg : fn->args())
+      args.push_back(&arg);
+    llvm::CallInst *call = b.CreateCall(target, args);
+    if (type->getReturnType()->isVoidTy())
+      b.CreateRetVoid();
+    else
+      b.CreateRet(call);
+  }
 }
 
 /// Everything but the ABI symbols and external declarations becomes
@@ -276,7 +304,9 @@ void internalize(llvm::Module &mod) {
   for (llvm::Function &f : mod) {
     if (f.isDeclaration() || f.getName() == "tfc_model_run" ||
         f.getName() == "tfc_model_manifest" ||
-        f.getName() == "tfc_model_weights_changed")
+        llvm::any_of(kForwarders, [&](const Forwarder &forwarder) {
+          return f.getName() == forwarder.exported;
+        }))
       continue;
     f.setLinkage(llvm::GlobalValue::InternalLinkage);
   }
@@ -534,7 +564,7 @@ LogicalResult emitVariantsInParallel(llvm::ArrayRef<ModuleOp> modules,
   if (!addVariants(mod, manifests, variants, manifestData, declareRun, error))
     return failure();
   if (options.linkMicroKernels)
-    addWeightsChanged(mod);
+    addMicroKernelEntryPoints(mod);
   if (options.defaultThreads > 0 && options.linkMicroKernels)
     addDefaultThreads(mod, options.defaultThreads);
   return finish(mod, *tm, options, error, objects);
@@ -627,7 +657,7 @@ LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
       !addVariants(*mod, manifests, variants, manifestData, addRun, error))
     return failure();
   if (options.linkMicroKernels)
-    addWeightsChanged(*mod);
+    addMicroKernelEntryPoints(*mod);
   if (options.defaultThreads > 0 && options.linkMicroKernels)
     addDefaultThreads(*mod, options.defaultThreads);
   return finish(*mod, *tm, options, error);

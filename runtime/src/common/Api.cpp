@@ -12,6 +12,7 @@
 #include "cuda/Failure.h"
 #include "cuda/GpuModel.h"
 #include "cuda/Modules.h"
+#include "formats/PackedWeights.h"
 
 #include <algorithm>
 #include <atomic>
@@ -49,6 +50,11 @@ struct tfc_model {
   /// Null for a model of one shape.
   std::unique_ptr<tfc::ModelVariants> variants;
   tfc_model_weights_changed_fn weightsChanged = nullptr; // optional
+  /// The packed weights' entry points (abi.h): null for a model that packs
+  /// none.
+  tfc_model_packed_format_fn packedFormat = nullptr;
+  tfc_model_packed_weights_fn packedWeights = nullptr;
+  tfc_model_adopt_packed_weight_fn adoptPackedWeight = nullptr;
   std::vector<int32_t> inputArgs;  // argument index of each input
   std::vector<int32_t> weightArgs; // argument index of each weight
   std::vector<void *> buffers;     // arguments, then results
@@ -56,6 +62,11 @@ struct tfc_model {
   /// Whether weightsFile's pages were dropped (releaseWeightPages).
   bool weightPagesReleased = false;
   std::vector<tfc::AlignedBuffer> weightCopies;
+  /// The weights file's size and modification time while every weight is
+  /// bound from it; empty otherwise.
+  std::string weightsIdentity;
+  /// The packed weights file whose copies the model holds (adopted).
+  std::unique_ptr<tfc::PackedWeightsFile> packedFile;
   /// The device side of an nvptx model; null for cpu models.
   std::unique_ptr<tfc::cuda::GpuModel> gpu;
 };
@@ -108,6 +119,18 @@ std::string describe(const tfc_tensor_desc &desc) {
 bool fileExists(const char *path) {
   struct stat st;
   return ::stat(path, &st) == 0;
+}
+
+/// "123 bytes, modified 1764781200.123456789": what a packed weights file
+/// records of the weights file it was packed from.
+std::string fileIdentity(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return "";
+  char nanos[16];
+  std::snprintf(nanos, sizeof(nanos), "%09ld", long(st.st_mtim.tv_nsec));
+  return std::to_string(st.st_size) + " bytes, modified " +
+         std::to_string(st.st_mtim.tv_sec) + "." + nanos;
 }
 
 /// "input 0 'a'"
@@ -510,6 +533,15 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     model->run = runFn;
     model->weightsChanged = reinterpret_cast<tfc_model_weights_changed_fn>(
         ownSymbol(handle, "tfc_model_weights_changed"));
+    model->packedFormat = reinterpret_cast<tfc_model_packed_format_fn>(
+        ownSymbol(handle, "tfc_model_packed_format"));
+    model->packedWeights = reinterpret_cast<tfc_model_packed_weights_fn>(
+        ownSymbol(handle, "tfc_model_packed_weights"));
+    model->adoptPackedWeight =
+        reinterpret_cast<tfc_model_adopt_packed_weight_fn>(
+            ownSymbol(handle, "tfc_model_adopt_packed_weight"));
+    if (!model->packedFormat || !model->adoptPackedWeight)
+      model->packedWeights = nullptr;
     model->buffers.assign(
         size_t(manifest->num_args) + size_t(manifest->num_results), nullptr);
     if (isGpu)
@@ -525,6 +557,11 @@ void tfc_model_destroy(tfc_model *model) {
   if (!model)
     return;
   void *handle = model->handle;
+  // The library stays loaded while another model uses it: what it packed
+  // from these weights (or adopted from a file about to be unmapped) must
+  // not outlive them.
+  if (model->weightsChanged)
+    model->weightsChanged();
   delete model;
   if (handle)
     closeLibrary(handle);
@@ -659,6 +696,7 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
             model->buffers[arg] = nullptr;
           model->weightCopies.clear();
           model->weightsFile.reset();
+          model->weightsIdentity.clear();
           return fromGpu(std::move(e));
         }
       }
@@ -667,11 +705,13 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
       model->buffers[model->weightArgs[i]] = const_cast<void *>(pointers[i]);
     model->weightCopies = std::move(copies);
     model->weightsFile = std::move(file);
+    model->weightsIdentity = fileIdentity(path);
     model->weightPagesReleased = false;
     if (model->gpu)
       releaseWeightPages(model);
     if (model->weightsChanged)
       model->weightsChanged();
+    model->packedFile.reset();
     return nullptr;
   });
 }
@@ -680,6 +720,173 @@ const void *tfc_model_weight_data(const tfc_model *model, int32_t index) {
   if (!model || index < 0 || size_t(index) >= model->weightArgs.size())
     return nullptr;
   return model->buffers[model->weightArgs[index]];
+}
+
+namespace {
+
+/// UNIMPLEMENTED for a model that packs no weights, FAILED_PRECONDITION for
+/// weights not all bound from one file; null when packed weights can be
+/// saved or loaded for `model`.
+tfc_status checkPackable(const tfc_model *model) {
+  if (!model->packedWeights)
+    return makeStatus(TFC_UNIMPLEMENTED,
+                      "model " + model->path +
+                          " packs no weights (a GPU model, or one built "
+                          "without the CPU micro-kernels)");
+  if (model->weightsIdentity.empty())
+    return makeStatus(TFC_FAILED_PRECONDITION,
+                      "model " + model->path +
+                          ": packed weights go with weights bound from a file "
+                          "(tfc_model_bind_weights); bind them first");
+  return nullptr;
+}
+
+} // namespace
+
+tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
+  if (!model || !path)
+    return makeStatus(
+        TFC_INVALID_ARGUMENT,
+        "tfc_model_save_packed_weights: model and path must not be NULL");
+  return guard([&]() -> tfc_status {
+    if (tfc_status s = checkPackable(model))
+      return s;
+    std::vector<tfc_packed_weight> copies(
+        size_t(std::max(model->packedWeights(nullptr, 0), 0)));
+    copies.resize(size_t(
+        std::clamp(model->packedWeights(copies.data(), int32_t(copies.size())),
+                   0, int32_t(copies.size()))));
+    // Each copy names the bytes it was packed from: a bound weight's (a B
+    // computed by the model, were there one, would be left out).
+    std::vector<tfc::PackedEntry> entries;
+    for (const tfc_packed_weight &c : copies) {
+      const auto *source = static_cast<const char *>(c.source);
+      for (int32_t i = 0; i < tfc_model_num_weights(model); ++i) {
+        const tfc_tensor_desc &desc = *tfc_model_weight(model, i);
+        const auto *data =
+            static_cast<const char *>(tfc_model_weight_data(model, i));
+        if (!data || source < data ||
+            source >= data + tfc_tensor_desc_nbytes(&desc))
+          continue;
+        tfc::PackedEntry e;
+        e.weight = desc.name;
+        e.dtype = desc.dtype;
+        e.shape.assign(desc.shape, desc.shape + desc.rank);
+        e.offset = uint64_t(source - data);
+        e.kind[0] = c.kind[0];
+        e.kind[1] = c.kind[1];
+        e.k = c.k;
+        e.n = c.n;
+        e.strides[0] = c.strides[0];
+        e.strides[1] = c.strides[1];
+        e.data = c.data;
+        e.bytes = c.bytes;
+        entries.push_back(std::move(e));
+        break;
+      }
+    }
+    if (entries.empty())
+      return makeStatus(TFC_FAILED_PRECONDITION,
+                        "model " + model->path +
+                            " has packed no weights yet: run it once, then "
+                            "save them");
+    std::string error;
+    if (!tfc::writePackedWeights(path, model->packedFormat(),
+                                 tfc::fileContentIdentity(model->path),
+                                 model->weightsIdentity, entries, error))
+      return makeStatus(TFC_IO_ERROR, "packed weights file " + error);
+    return nullptr;
+  });
+}
+
+tfc_status tfc_model_load_packed_weights(tfc_model *model, const char *path) {
+  if (!model || !path)
+    return makeStatus(
+        TFC_INVALID_ARGUMENT,
+        "tfc_model_load_packed_weights: model and path must not be NULL");
+  return guard([&]() -> tfc_status {
+    if (tfc_status s = checkPackable(model))
+      return s;
+    std::string where = std::string("packed weights file ") + path;
+    if (!fileExists(path))
+      return makeStatus(TFC_NOT_FOUND, where + ": " + std::strerror(ENOENT));
+    std::string error;
+    std::unique_ptr<tfc::PackedWeightsFile> file =
+        tfc::PackedWeightsFile::open(path, error);
+    if (!file)
+      return makeStatus(TFC_BAD_FORMAT, "packed weights file " + error);
+    std::string format = model->packedFormat();
+    if (file->format() != format)
+      return makeStatus(TFC_MISMATCH, where + " was packed by kernels '" +
+                                          file->format() + "', model " +
+                                          model->path + "'s are '" + format +
+                                          "'");
+    // The same kernels pack the same bytes, but only the model library
+    // knows which products quantize which weights (int8 or int4 builds of
+    // one checkpoint hold the same weights).
+    std::string modelIdentity = tfc::fileContentIdentity(model->path);
+    if (file->modelIdentity() != modelIdentity)
+      return makeStatus(TFC_MISMATCH, where +
+                                          " was saved by another model "
+                                          "library (" +
+                                          file->modelIdentity() + "; " +
+                                          model->path + " is " + modelIdentity +
+                                          "): save it again");
+    if (file->weightsIdentity() != model->weightsIdentity)
+      return makeStatus(TFC_MISMATCH,
+                        where + " was packed from other weights (a file of " +
+                            file->weightsIdentity() + "; " +
+                            model->weightsFile->path() + " is " +
+                            model->weightsIdentity + "): save it again");
+    std::vector<tfc_packed_weight> copies;
+    for (const tfc::PackedEntry &e : file->entries()) {
+      int32_t i = tfc_model_find_weight(model, e.weight.c_str());
+      if (i < 0)
+        return makeStatus(TFC_MISMATCH,
+                          where + ": weight " + quote(e.weight.c_str()) +
+                              " is not one of model " + model->path + "'s");
+      const tfc_tensor_desc &desc = *tfc_model_weight(model, i);
+      if (e.dtype != desc.dtype || e.shape.size() != size_t(desc.rank) ||
+          !std::equal(e.shape.begin(), e.shape.end(), desc.shape))
+        return makeStatus(
+            TFC_MISMATCH,
+            where + ": weight " + quote(desc.name) + " is " +
+                describe(e.dtype, int32_t(e.shape.size()), e.shape.data()) +
+                " there, model " + model->path + " has " + describe(desc));
+      if (e.offset >= tfc_tensor_desc_nbytes(&desc))
+        return makeStatus(TFC_BAD_FORMAT,
+                          where + ": weight " + quote(desc.name) + ": offset " +
+                              std::to_string(e.offset) + " lies past its end");
+      const auto *data =
+          static_cast<const char *>(tfc_model_weight_data(model, i));
+      copies.push_back({data + e.offset,
+                        {e.kind[0], e.kind[1]},
+                        e.k,
+                        e.n,
+                        {e.strides[0], e.strides[1]},
+                        e.data,
+                        e.bytes});
+    }
+    // What the model holds now goes (an earlier file's copies among it),
+    // then the file's copies come in, all or none.
+    if (model->weightsChanged)
+      model->weightsChanged();
+    model->packedFile = std::move(file);
+    for (size_t i = 0; i < copies.size(); ++i)
+      if (model->adoptPackedWeight(&copies[i]) != 0) {
+        std::string name = model->packedFile->entries()[i].weight;
+        if (model->weightsChanged)
+          model->weightsChanged();
+        model->packedFile.reset();
+        return makeStatus(
+            TFC_BAD_FORMAT,
+            where + ": entry " + std::to_string(i) + " (weight " +
+                quote(name.c_str()) + ", " + std::to_string(copies[i].k) +
+                " x " + std::to_string(copies[i].n) + ") is not a copy model " +
+                model->path + "'s kernels make");
+      }
+    return nullptr;
+  });
 }
 
 static tfc_status bindArgument(tfc_model *model, tfc_tensor_role role,
@@ -716,8 +923,12 @@ static tfc_status bindArgument(tfc_model *model, tfc_tensor_role role,
       }
     }
     model->buffers[slot] = const_cast<void *>(data);
-    if (role == TFC_ROLE_WEIGHT && model->weightsChanged)
-      model->weightsChanged();
+    if (role == TFC_ROLE_WEIGHT) {
+      if (model->weightsChanged)
+        model->weightsChanged();
+      model->packedFile.reset();
+      model->weightsIdentity.clear();
+    }
     return nullptr;
   });
 }

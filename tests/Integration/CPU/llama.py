@@ -14,6 +14,7 @@ usage: llama.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
 """
 
 import math
+import os
 import sys
 
 import numpy as np
@@ -314,6 +315,18 @@ def write_model(directory, rng, cfg, shapes=None):
                  if k in CFG or k == "head_dim"})
     return gpt2.write_directory(directory, rng, cfg,
                                 weights(rng, full, prefix_of(cfg)), shapes)
+
+
+# The runtime tests' model (tests/Runtime/Inputs): 17 MB of f32 weights.
+SMALL = dict(CFG, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+             num_key_value_heads=2, intermediate_size=1024, vocab_size=512)
+
+
+def write_small_model(directory, rng):
+    """A random LLaMA of SMALL's shape in `directory`; returns its config,
+    its weights and the path of its model.safetensors."""
+    w = write_model(directory, rng, SMALL)
+    return dict(SMALL), w, os.path.join(directory, "model.safetensors")
 
 
 def logits_model(h, rng, name, cfg, head):

@@ -48,12 +48,8 @@ def main():
     runtime, bindir, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
     rng = np.random.default_rng(20261203)
-    cfg = dict(llama.CFG, hidden_size=256, num_hidden_layers=4,
-               num_attention_heads=4, num_key_value_heads=2,
-               intermediate_size=1024, vocab_size=512)
     model = os.path.join(work, "llama")
-    w = llama.write_model(model, rng, cfg)
-    weights = os.path.join(model, "model.safetensors")
+    cfg, w, weights = llama.write_small_model(model, rng)
     size = os.path.getsize(weights)
     lib = os.path.join(work, "llama.so")
     subprocess.run([os.path.join(bindir, "tfc-compile"), "--hf", model,

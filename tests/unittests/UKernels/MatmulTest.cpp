@@ -21,10 +21,13 @@
 
 #include "ukernels.h"
 
+#include "tfc/runtime/abi.h"
+
 #include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <ostream>
@@ -525,6 +528,69 @@ TEST(MatmulAmx, NewWeightAtAnOldAddress) {
       Case c{1, 40, 300, 40, false, true, false, 2, BType::F32, bits, true};
       EXPECT_LE(run(c, seed), 1.0) << ::testing::PrintToString(c);
     }
+}
+
+// The packed copies a model lists and adopts (abi.h, "Packed weights"):
+// a listed copy, adopted again after the kernels forgot theirs, gives the
+// same C, and is what they read (zeroed, it makes C zero); a copy of the
+// wrong size or kind is refused. For each packed layout: f32 panels, int8
+// panels, int8 and int4 integer-dot panels.
+TEST(MatmulPackedWeights, AdoptedCopiesAreReadAndChecked) {
+  if (std::string(tfc_uk_packed_format()).empty())
+    GTEST_SKIP() << "the scalar kernels pack no weights";
+  for (auto [bits, quantizeA] :
+       {std::pair{0, false}, {8, false}, {8, true}, {4, true}}) {
+    Case c{1, 5, 200, 40, false, true, false, 1, BType::F32, bits, quantizeA};
+    SCOPED_TRACE(::testing::PrintToString(c));
+    std::mt19937 rng(7);
+    std::vector<float> a = randomVector(c.m * c.k, rng);
+    std::vector<float> b = randomVector(c.k * c.n, rng);
+    int64_t as[3] = {c.m * c.k, c.k, 1}, bs[3] = {c.k * c.n, 1, c.k};
+    int32_t flags = TFC_UK_CONSTANT_B |
+                    (bits == 8   ? TFC_UK_QUANTIZE_I8
+                     : bits == 4 ? TFC_UK_QUANTIZE_I4
+                                 : 0) |
+                    (quantizeA ? TFC_UK_QUANTIZE_A8 : 0);
+    tfc_uk_forget_packed_weights();
+    std::vector<float> own(size_t(c.m * c.n));
+    call(a, b.data(), own, c, as, bs, flags);
+    ASSERT_EQ(tfc_uk_packed_weights(nullptr, 0), 1);
+    tfc_packed_weight listed;
+    ASSERT_EQ(tfc_uk_packed_weights(&listed, 1), 1);
+    EXPECT_EQ(listed.source, b.data());
+    EXPECT_EQ(listed.k, c.k);
+    EXPECT_EQ(listed.n, c.n);
+    std::vector<float> copy((listed.bytes + 63) / 4 + 16);
+    auto *aligned = reinterpret_cast<char *>(
+        (reinterpret_cast<uintptr_t>(copy.data()) + 63) / 64 * 64);
+    std::memcpy(aligned, listed.data, listed.bytes);
+    tfc_uk_forget_packed_weights();
+    EXPECT_EQ(tfc_uk_packed_weights(nullptr, 0), 0);
+
+    tfc_packed_weight w = listed;
+    w.data = aligned;
+    tfc_packed_weight wrong = w;
+    wrong.bytes += 64;
+    EXPECT_EQ(tfc_uk_adopt_packed_weight(&wrong), -1);
+    wrong = w;
+    wrong.kind[1] = 7;
+    EXPECT_EQ(tfc_uk_adopt_packed_weight(&wrong), -1);
+    EXPECT_EQ(tfc_uk_packed_weights(nullptr, 0), 0);
+    ASSERT_EQ(tfc_uk_adopt_packed_weight(&w), 0);
+    std::vector<float> adopted(own.size());
+    call(a, b.data(), adopted, c, as, bs, flags);
+    EXPECT_EQ(adopted, own);
+    tfc_packed_weight now;
+    ASSERT_EQ(tfc_uk_packed_weights(&now, 1), 1);
+    EXPECT_EQ(now.data, static_cast<const void *>(aligned));
+
+    tfc_uk_forget_packed_weights();
+    std::memset(aligned, 0, listed.bytes);
+    ASSERT_EQ(tfc_uk_adopt_packed_weight(&w), 0);
+    call(a, b.data(), adopted, c, as, bs, flags);
+    EXPECT_EQ(adopted, std::vector<float>(own.size(), 0.0f));
+    tfc_uk_forget_packed_weights();
+  }
 }
 
 // Whether the matmul runs on AMX: where the kernels were built with it

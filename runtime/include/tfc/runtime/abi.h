@@ -128,6 +128,40 @@ typedef struct tfc_model_variant {
 } tfc_model_variant;
 typedef int32_t (*tfc_model_variants_fn)(const tfc_model_variant **variants);
 
+/* Packed weights. A CPU model whose matmuls pack their constant weights
+ * (into panels laid out for its kernels, quantized with --quantize-weights)
+ * on first use also exports
+ *
+ *   const char *tfc_model_packed_format(void);
+ *   int32_t tfc_model_packed_weights(tfc_packed_weight *out,
+ *                                    int32_t capacity);
+ *   int32_t tfc_model_adopt_packed_weight(const tfc_packed_weight *weight);
+ *
+ * so that the runtime can keep what one process packed and hand it to the
+ * next (tfc_model_save_packed_weights, api.h). The format names how the
+ * kernels lay out what they pack (panel width, dot-product forms, AMX
+ * tiles): two models of the same format pack the same weight and key into
+ * the same bytes. tfc_model_packed_weights writes up to `capacity` of the
+ * copies the model holds into `out` and returns how many it holds.
+ * tfc_model_adopt_packed_weight takes bytes packed earlier as the copy for
+ * the weight at `source`, without copying them: the caller keeps them, and
+ * the weight's bytes, unchanged until the next tfc_model_weights_changed.
+ * It returns 0, or -1 when no product of this model's kernels packs such a
+ * key into `bytes` bytes (a key already packed keeps its copy). */
+typedef struct tfc_packed_weight {
+  const void *source; /* the weight bytes the copy was packed from */
+  int32_t kind[2];    /* the kernels' panel type and layout (opaque) */
+  int64_t k, n;       /* the weight as the product's B: depth, columns */
+  int64_t strides[2]; /* its element strides along k and n */
+  const void *data;   /* the packed bytes (64-byte aligned) */
+  uint64_t bytes;
+} tfc_packed_weight;
+typedef const char *(*tfc_model_packed_format_fn)(void);
+typedef int32_t (*tfc_model_packed_weights_fn)(tfc_packed_weight *out,
+                                               int32_t capacity);
+typedef int32_t (*tfc_model_adopt_packed_weight_fn)(
+    const tfc_packed_weight *weight);
+
 /* Provided by the runtime; called by compiled code for its temporaries. */
 void *_mlir_memref_to_llvm_alloc(size_t size);
 void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size);

@@ -155,6 +155,34 @@ TFC_API tfc_status tfc_model_bind_weights(tfc_model *model,
  * to the device here, in both functions: bind again after changing them.) */
 TFC_API tfc_status tfc_model_bind_weight(tfc_model *model, int32_t index,
                                          const void *data);
+/* Packed weights (CPU models; abi.h, "Packed weights"). A model packs each
+ * weight it multiplies by on its first use, quantizing it there for
+ * --quantize-weights, so a process's first run takes longer than the rest.
+ * tfc_model_save_packed_weights writes the copies the model holds to `path`
+ * (through a temporary file renamed into place); in a later process,
+ * tfc_model_load_packed_weights maps such a file read-only and hands its
+ * copies to the model, which then packs none of them: they are read from
+ * the map in place (the page cache's pages, shared by the processes that
+ * map the file). Both need every weight bound from one file
+ * (tfc_model_bind_weights; FAILED_PRECONDITION otherwise); the packed file
+ * records that file's size and modification time, the model library's size
+ * and a hash of its bytes (only the library knows which weights its
+ * products quantize, and how), the kernels' packing format, and the name,
+ * dtype and shape of each copy's weight, and loading checks them all:
+ * MISMATCH naming what differs ("packed weights file p.packed was packed
+ * from other weights (a file of 100 bytes, modified ...; w.safetensors is
+ * ...): save it again"). Saving before the model
+ * has run is FAILED_PRECONDITION ("model m.so has packed no weights yet:
+ * run it once, then save them"); a model that packs nothing (nvptx, or
+ * built without the CPU micro-kernels) gives UNIMPLEMENTED. BAD_FORMAT for
+ * a file that is not one or is damaged, IO_ERROR when writing fails. The
+ * map lives until weights are bound again, another packed file is loaded,
+ * or the model is destroyed. */
+TFC_API tfc_status tfc_model_save_packed_weights(tfc_model *model,
+                                                 const char *path);
+TFC_API tfc_status tfc_model_load_packed_weights(tfc_model *model,
+                                                 const char *path);
+
 /* The buffer bound to weight `index` (inside the weights file's mapping when
  * the tensor was aligned there), or NULL. */
 TFC_API const void *tfc_model_weight_data(const tfc_model *model,
