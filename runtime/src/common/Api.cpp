@@ -62,6 +62,19 @@ struct tfc_model {
   /// Whether weightsFile's pages were dropped (releaseWeightPages).
   bool weightPagesReleased = false;
   std::vector<tfc::AlignedBuffer> weightCopies;
+  /// A CPU model's weights bound through a conversion (another float type
+  /// in the file) that is not made yet: by weight index, the file's tensor.
+  /// They are converted on first need (convertPendingWeights), unless a
+  /// packed weights file holds their converted bytes.
+  std::vector<std::pair<int32_t, const tfc::SafetensorsTensor *>>
+      pendingConversions;
+  /// Weights bound through a conversion, by weight index (whose copies a
+  /// packed weights file keeps).
+  std::vector<bool> converted;
+  /// The pending conversions that packedFile's converted bytes stand in
+  /// for (bound to them).
+  std::vector<std::pair<int32_t, const tfc::SafetensorsTensor *>>
+      fromPackedFile;
   /// The weights file's size and modification time while every weight is
   /// bound from it; empty otherwise.
   std::string weightsIdentity;
@@ -237,6 +250,33 @@ std::vector<tfc::cuda::Slot> gpuSlots(const tfc_model *model) {
         tfc_tensor_desc_nbytes(tfc_model_output(model, i)), TFC_ROLE_OUTPUT,
         roleName(model, TFC_ROLE_OUTPUT, i)};
   return slots;
+}
+
+/// Makes the converted copies tfc_model_bind_weights deferred (all, or
+/// weight `only`'s): OUT_OF_MEMORY naming the tensor when one cannot be.
+tfc_status convertPendingWeights(tfc_model *model, int32_t only = -1) {
+  auto &pending = model->pendingConversions;
+  for (size_t i = 0; i < pending.size();) {
+    auto [index, tensor] = pending[i];
+    if (only >= 0 && index != only) {
+      ++i;
+      continue;
+    }
+    const tfc_tensor_desc &desc = *tfc_model_weight(model, index);
+    size_t nbytes = tfc_tensor_desc_nbytes(&desc);
+    tfc::AlignedBuffer copy;
+    if (!copy.allocate(nbytes))
+      return makeStatus(TFC_OUT_OF_MEMORY,
+                        "weights file " + model->weightsFile->path() +
+                            ": tensor " + quote(desc.name) + ": out of memory");
+    tfc::convertFloats(tensor->data, tensor->dtype, copy.data(),
+                       static_cast<tfc::DType>(desc.dtype),
+                       nbytes / tfc_dtype_size(desc.dtype));
+    model->buffers[model->weightArgs[index]] = copy.data();
+    model->weightCopies.push_back(std::move(copy));
+    pending.erase(pending.begin() + std::ptrdiff_t(i));
+  }
+  return nullptr;
 }
 
 /// FAILED_PRECONDITION naming the first unbound argument or result.
@@ -544,6 +584,7 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
       model->packedWeights = nullptr;
     model->buffers.assign(
         size_t(manifest->num_args) + size_t(manifest->num_results), nullptr);
+    model->converted.assign(model->weightArgs.size(), false);
     if (isGpu)
       if (tfc::cuda::GpuError e = tfc::cuda::GpuModel::create(
               file, gpuModules, gpuSlots(model.get()), model->gpu))
@@ -637,6 +678,8 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
       return makeStatus(TFC_BAD_FORMAT, "weights file " + error);
     std::vector<tfc::AlignedBuffer> copies;
     std::vector<const void *> pointers;
+    std::vector<std::pair<int32_t, const tfc::SafetensorsTensor *>> pending;
+    std::vector<bool> converted;
     for (int32_t arg : model->weightArgs) {
       const tfc_tensor_desc &desc = model->manifest->args[arg];
       const tfc::SafetensorsTensor *tensor = file->find(desc.name);
@@ -650,7 +693,9 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
           std::equal(tensor->shape.begin(), tensor->shape.end(), desc.shape);
       // A float tensor binds to a weight of another float type through a
       // converted copy (an f32 checkpoint for a model compiled with
-      // --dtype bf16, or the other way), once, here.
+      // --dtype bf16, or the other way), made once: for a CPU model on
+      // first need (a packed weights file may hold it; below), for a GPU
+      // model here.
       tfc::DType want = static_cast<tfc::DType>(desc.dtype);
       bool convert = int32_t(tensor->dtype) != desc.dtype &&
                      tfc::isFloatConvertible(tensor->dtype, want);
@@ -669,6 +714,12 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
       size_t elementAlignment = std::max<size_t>(tfc_dtype_size(desc.dtype), 1);
       bool aligned =
           reinterpret_cast<uintptr_t>(tensor->data) % elementAlignment == 0;
+      converted.push_back(convert);
+      if (convert && !model->gpu) {
+        pending.emplace_back(int32_t(pointers.size()), tensor);
+        pointers.push_back(nullptr);
+        continue;
+      }
       if ((aligned || model->gpu) && tensor->nbytes > 0 && !convert) {
         pointers.push_back(tensor->data);
         continue;
@@ -695,6 +746,7 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
           for (int32_t arg : model->weightArgs)
             model->buffers[arg] = nullptr;
           model->weightCopies.clear();
+          model->pendingConversions.clear();
           model->weightsFile.reset();
           model->weightsIdentity.clear();
           return fromGpu(std::move(e));
@@ -704,6 +756,8 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
     for (size_t i = 0; i < model->weightArgs.size(); ++i)
       model->buffers[model->weightArgs[i]] = const_cast<void *>(pointers[i]);
     model->weightCopies = std::move(copies);
+    model->pendingConversions = std::move(pending);
+    model->converted = std::move(converted);
     model->weightsFile = std::move(file);
     model->weightsIdentity = fileIdentity(path);
     model->weightPagesReleased = false;
@@ -711,6 +765,7 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
       releaseWeightPages(model);
     if (model->weightsChanged)
       model->weightsChanged();
+    model->fromPackedFile.clear();
     model->packedFile.reset();
     return nullptr;
   });
@@ -719,10 +774,34 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
 const void *tfc_model_weight_data(const tfc_model *model, int32_t index) {
   if (!model || index < 0 || size_t(index) >= model->weightArgs.size())
     return nullptr;
+  // A deferred conversion is made now (NULL when it cannot be).
+  if (tfc_status s =
+          convertPendingWeights(const_cast<tfc_model *>(model), index)) {
+    tfc_status_free(s);
+    return nullptr;
+  }
   return model->buffers[model->weightArgs[index]];
 }
 
 namespace {
+
+/// The kind of a packed weights file's entry that holds a weight bound
+/// through a conversion, as converted (not a kernel's packed copy).
+constexpr int32_t kConvertedKind = -1;
+
+/// Unmaps the model's packed weights file, after its kernels drop the
+/// copies they adopted from it; the weights bound to its converted bytes
+/// go back to being converted on first need.
+void dropPackedFile(tfc_model *model) {
+  if (model->weightsChanged)
+    model->weightsChanged();
+  for (const auto &p : model->fromPackedFile) {
+    model->buffers[model->weightArgs[p.first]] = nullptr;
+    model->pendingConversions.push_back(p);
+  }
+  model->fromPackedFile.clear();
+  model->packedFile.reset();
+}
 
 /// UNIMPLEMENTED for a model that packs no weights, FAILED_PRECONDITION for
 /// weights not all bound from one file; null when packed weights can be
@@ -759,6 +838,14 @@ tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
     // Each copy names the bytes it was packed from: a bound weight's (a B
     // computed by the model, were there one, would be left out).
     std::vector<tfc::PackedEntry> entries;
+    auto entryOf = [&](int32_t i) {
+      const tfc_tensor_desc &desc = *tfc_model_weight(model, i);
+      tfc::PackedEntry e;
+      e.weight = desc.name;
+      e.dtype = desc.dtype;
+      e.shape.assign(desc.shape, desc.shape + desc.rank);
+      return e;
+    };
     for (const tfc_packed_weight &c : copies) {
       const auto *source = static_cast<const char *>(c.source);
       for (int32_t i = 0; i < tfc_model_num_weights(model); ++i) {
@@ -768,10 +855,7 @@ tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
         if (!data || source < data ||
             source >= data + tfc_tensor_desc_nbytes(&desc))
           continue;
-        tfc::PackedEntry e;
-        e.weight = desc.name;
-        e.dtype = desc.dtype;
-        e.shape.assign(desc.shape, desc.shape + desc.rank);
+        tfc::PackedEntry e = entryOf(i);
         e.offset = uint64_t(source - data);
         e.kind[0] = c.kind[0];
         e.kind[1] = c.kind[1];
@@ -790,6 +874,22 @@ tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
                         "model " + model->path +
                             " has packed no weights yet: run it once, then "
                             "save them");
+    // The weights bound through a conversion, as converted: a later
+    // process maps them instead of converting them again.
+    for (int32_t i = 0; i < tfc_model_num_weights(model); ++i) {
+      if (!model->converted[size_t(i)])
+        continue;
+      tfc::PackedEntry e = entryOf(i);
+      e.kind[0] = e.kind[1] = kConvertedKind;
+      e.data = tfc_model_weight_data(model, i);
+      e.bytes = tfc_tensor_desc_nbytes(tfc_model_weight(model, i));
+      if (!e.data)
+        return makeStatus(TFC_OUT_OF_MEMORY,
+                          "model " + model->path + ": weight " +
+                              quote(e.weight.c_str()) +
+                              ": out of memory converting it");
+      entries.push_back(std::move(e));
+    }
     std::string error;
     if (!tfc::writePackedWeights(path, model->packedFormat(),
                                  tfc::fileContentIdentity(model->path),
@@ -808,6 +908,11 @@ tfc_status tfc_model_load_packed_weights(tfc_model *model, const char *path) {
     if (tfc_status s = checkPackable(model))
       return s;
     std::string where = std::string("packed weights file ") + path;
+    if (model->packedFile)
+      return makeStatus(TFC_FAILED_PRECONDITION,
+                        where + ": model " + model->path + " holds those of " +
+                            model->packedFile->path() +
+                            " already; bind its weights again first");
     if (!fileExists(path))
       return makeStatus(TFC_NOT_FOUND, where + ": " + std::strerror(ENOENT));
     std::string error;
@@ -838,7 +943,8 @@ tfc_status tfc_model_load_packed_weights(tfc_model *model, const char *path) {
                             file->weightsIdentity() + "; " +
                             model->weightsFile->path() + " is " +
                             model->weightsIdentity + "): save it again");
-    std::vector<tfc_packed_weight> copies;
+    // Every entry names one of the model's weights as it is now.
+    std::vector<int32_t> weightOf;
     for (const tfc::PackedEntry &e : file->entries()) {
       int32_t i = tfc_model_find_weight(model, e.weight.c_str());
       if (i < 0)
@@ -853,38 +959,64 @@ tfc_status tfc_model_load_packed_weights(tfc_model *model, const char *path) {
             where + ": weight " + quote(desc.name) + " is " +
                 describe(e.dtype, int32_t(e.shape.size()), e.shape.data()) +
                 " there, model " + model->path + " has " + describe(desc));
-      if (e.offset >= tfc_tensor_desc_nbytes(&desc))
+      size_t nbytes = tfc_tensor_desc_nbytes(&desc);
+      bool isConversion = e.kind[0] == kConvertedKind;
+      if (isConversion ? !model->converted[size_t(i)] || e.offset != 0 ||
+                             e.bytes != nbytes
+                       : e.offset >= nbytes)
         return makeStatus(TFC_BAD_FORMAT,
-                          where + ": weight " + quote(desc.name) + ": offset " +
-                              std::to_string(e.offset) + " lies past its end");
-      const auto *data =
-          static_cast<const char *>(tfc_model_weight_data(model, i));
-      copies.push_back({data + e.offset,
-                        {e.kind[0], e.kind[1]},
-                        e.k,
-                        e.n,
-                        {e.strides[0], e.strides[1]},
-                        e.data,
-                        e.bytes});
+                          where + ": weight " + quote(desc.name) + ": " +
+                              (isConversion
+                                   ? "a converted copy of " +
+                                         std::to_string(e.bytes) + " bytes"
+                                   : "offset " + std::to_string(e.offset)) +
+                              " does not fit it");
+      weightOf.push_back(i);
     }
-    // What the model holds now goes (an earlier file's copies among it),
-    // then the file's copies come in, all or none.
+    // What the model holds now goes; the file's converted weights are
+    // bound in place of the conversions not made yet, then its packed
+    // copies come in (their keys name the weights' bytes as bound), all or
+    // none.
     if (model->weightsChanged)
       model->weightsChanged();
     model->packedFile = std::move(file);
-    for (size_t i = 0; i < copies.size(); ++i)
-      if (model->adoptPackedWeight(&copies[i]) != 0) {
-        std::string name = model->packedFile->entries()[i].weight;
-        if (model->weightsChanged)
-          model->weightsChanged();
-        model->packedFile.reset();
+    const std::vector<tfc::PackedEntry> &entries = model->packedFile->entries();
+    auto &pending = model->pendingConversions;
+    for (size_t k = 0; k < entries.size(); ++k) {
+      auto it =
+          std::find_if(pending.begin(), pending.end(),
+                       [&](const auto &p) { return p.first == weightOf[k]; });
+      if (entries[k].kind[0] != kConvertedKind || it == pending.end())
+        continue;
+      model->buffers[model->weightArgs[weightOf[k]]] =
+          const_cast<void *>(entries[k].data);
+      model->fromPackedFile.push_back(*it);
+      pending.erase(it);
+    }
+    for (size_t k = 0; k < entries.size(); ++k) {
+      const tfc::PackedEntry &e = entries[k];
+      if (e.kind[0] == kConvertedKind)
+        continue;
+      const auto *data =
+          static_cast<const char *>(tfc_model_weight_data(model, weightOf[k]));
+      tfc_packed_weight copy = {data + e.offset,
+                                {e.kind[0], e.kind[1]},
+                                e.k,
+                                e.n,
+                                {e.strides[0], e.strides[1]},
+                                e.data,
+                                e.bytes};
+      if (!data || model->adoptPackedWeight(&copy) != 0) {
+        dropPackedFile(model);
         return makeStatus(
-            TFC_BAD_FORMAT,
-            where + ": entry " + std::to_string(i) + " (weight " +
-                quote(name.c_str()) + ", " + std::to_string(copies[i].k) +
-                " x " + std::to_string(copies[i].n) + ") is not a copy model " +
-                model->path + "'s kernels make");
+            data ? TFC_BAD_FORMAT : TFC_OUT_OF_MEMORY,
+            where + ": entry " + std::to_string(k) + " (weight " +
+                quote(e.weight.c_str()) + ", " + std::to_string(e.k) + " x " +
+                std::to_string(e.n) + ") " +
+                (data ? "is not a copy model " + model->path + "'s kernels make"
+                      : "cannot be converted: out of memory"));
       }
+    }
     return nullptr;
   });
 }
@@ -922,13 +1054,19 @@ static tfc_status bindArgument(tfc_model *model, tfc_tensor_role role,
         return fromGpu(std::move(e));
       }
     }
-    model->buffers[slot] = const_cast<void *>(data);
     if (role == TFC_ROLE_WEIGHT) {
-      if (model->weightsChanged)
-        model->weightsChanged();
-      model->packedFile.reset();
+      // The kernels drop what they derived from the weights (dropPackedFile
+      // calls weightsChanged), and this one is no conversion of the file's.
+      dropPackedFile(model);
+      auto &pending = model->pendingConversions;
+      pending.erase(
+          std::remove_if(pending.begin(), pending.end(),
+                         [&](const auto &p) { return p.first == index; }),
+          pending.end());
+      model->converted[size_t(index)] = false;
       model->weightsIdentity.clear();
     }
+    model->buffers[slot] = const_cast<void *>(data);
     return nullptr;
   });
 }
@@ -979,6 +1117,8 @@ tfc_status tfc_model_invoke(tfc_model *model) {
     return makeStatus(TFC_INVALID_ARGUMENT,
                       "tfc_model_invoke: model must not be NULL");
   return guard([&]() -> tfc_status {
+    if (tfc_status s = convertPendingWeights(model))
+      return s;
     if (tfc_status s = checkBound(model))
       return s;
     if (tfc_status s = checkInputBounds(model))
@@ -1001,6 +1141,8 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
                       "tfc_model_time: needs a model, runs >= 1, warmup >= 0 "
                       "and room for the times");
   return guard([&]() -> tfc_status {
+    if (tfc_status s = convertPendingWeights(model))
+      return s;
     if (tfc_status s = checkBound(model))
       return s;
     if (tfc_status s = checkInputBounds(model))

@@ -19,8 +19,11 @@ them), int8 panels (--quantize-weights=int8) and int4 integer-dot panels
     reference one step less quantized lies over 10 bounds away.
 Then the errors, each a one-line status naming the file: saving before a
 run, a weights file touched since, another model library, a file that is
-not one, one cut short, one whose table was altered, a missing one, and a
-weight bound from a caller's buffer since.
+not one, one cut short, one whose table was altered, a missing one, a
+second file for the same binding, and a weight bound from a caller's
+buffer since. The bf16 build binds an f32 checkpoint through conversions:
+the file holds them made, and a model that loads it reads its weights from
+the file's map.
   packed_weights.py LIBTFCRT BINDIR WORKDIR
 """
 import ctypes
@@ -66,6 +69,27 @@ def data_offset(path):
     return struct.unpack_from("<Q", header, 16)[0]
 
 
+def weight_data(rt, m, name):
+    """The address of the bytes bound to weight `name` of Model `m`."""
+    find, data = rt.tfc_model_find_weight, rt.tfc_model_weight_data
+    find.restype, data.restype = ctypes.c_int32, ctypes.c_void_p
+    find.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+    data.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+    return data(m._handle, find(m._handle, name.encode()))
+
+
+def in_map(address, path):
+    """Whether `address` lies in this process's map of the file `path`."""
+    path = os.path.realpath(path)
+    for line in open("/proc/self/maps"):
+        fields = line.split()
+        if len(fields) >= 6 and fields[5] == path:
+            lo, hi = (int(x, 16) for x in fields[0].split("-"))
+            if lo <= (address or 0) < hi:
+                return True
+    return False
+
+
 def main():
     runtime, bindir, work = sys.argv[1:4]
     os.makedirs(work, exist_ok=True)
@@ -106,6 +130,15 @@ def main():
             m.save_packed_weights(packed)
         with tfc.Model(lib, weights=weights, runtime=rt) as m:
             m.load_packed_weights(packed)
+            if name == "bf16":
+                # The f32 checkpoint's tensors bind to the bf16 model
+                # through conversions, which the file holds made: the
+                # weights are its bytes, not copies converted again.
+                inside = [in_map(weight_data(rt, m, n), packed)
+                          for n in ("model.embed_tokens.weight",
+                                    "model.norm.weight")]
+                expect("bf16: the converted weights are read from the file",
+                       all(inside))
             loaded = [m.run(ids, mask)[0], m.run(ids, mask)[0]]
         expect(name + ": the loaded copies give the output of the model's "
                "own, bit for bit, in both runs",
@@ -140,6 +173,11 @@ def main():
 
     lib, packed = libs["int8"], os.path.join(work, "int8.packed")
     with tfc.Model(lib, weights=weights, runtime=rt) as m:
+        m.load_packed_weights(packed)
+        expect_error("a second file for the same binding",
+                     lambda: m.load_packed_weights(packed),
+                     "FAILED_PRECONDITION", "already")
+    with tfc.Model(lib, weights=weights, runtime=rt) as m:
         expect_error("another model library",
                      lambda: m.load_packed_weights(
                          os.path.join(work, "int4+int8.packed")),
@@ -172,10 +210,8 @@ def main():
         norm = np.zeros(cfg["hidden_size"] + 16, np.float32)
         start = (-norm.ctypes.data % 64) // 4  # 64-byte aligned
         norm[start:start + cfg["hidden_size"]] = w["model.norm.weight"]
-        find = rt.tfc_model_find_weight
-        find.restype = ctypes.c_int32
-        find.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        index = find(m._handle, b"model.norm.weight")
+        weight_data(rt, m, "model.norm.weight")  # sets the signatures
+        index = rt.tfc_model_find_weight(m._handle, b"model.norm.weight")
         expect("the final norm's weight is found", index >= 0)
         status = bind(m._handle, index, norm[start:].ctypes.data)
         expect("binding it from a buffer", not status)

@@ -143,8 +143,12 @@ TFC_API int32_t tfc_model_find_weight(const tfc_model *model, const char *name);
 /* Memory-maps a safetensors file and binds every weight by name, checking its
  * dtype and shape (MISMATCH names the tensor; NOT_FOUND for a weight the file
  * lacks). An f32, f16 or bf16 tensor binds to a weight of another of these
- * types through a copy converted once here (narrowing rounds to nearest
- * even). Tensors of the weight's dtype aligned to their element size in the
+ * types through a converted copy (narrowing rounds to nearest even), made
+ * once: here for an nvptx model; for a cpu model on first need (the first
+ * run, tfc_model_weight_data, saving packed weights), or never where a
+ * packed weights file loaded before holds it converted (below; an
+ * OUT_OF_MEMORY then comes from the run). Tensors of the weight's dtype
+ * aligned to their element size in the
  * file are used in place; others are copied once into an aligned buffer. The
  * mapping lives until the model is destroyed or weights are bound again. Extra
  * tensors in the file are ignored. */
@@ -176,15 +180,20 @@ TFC_API tfc_status tfc_model_bind_weight(tfc_model *model, int32_t index,
  * run it once, then save them"); a model that packs nothing (nvptx, or
  * built without the CPU micro-kernels) gives UNIMPLEMENTED. BAD_FORMAT for
  * a file that is not one or is damaged, IO_ERROR when writing fails. The
- * map lives until weights are bound again, another packed file is loaded,
- * or the model is destroyed. */
+ * file also holds the weights bound through a conversion (an f32
+ * checkpoint for a bf16 model), as converted: loading binds them to its
+ * bytes, and the conversion is never made. A model loads one packed file
+ * per binding of its weights (FAILED_PRECONDITION for a second). The map
+ * lives until weights are bound again or the model is destroyed. */
 TFC_API tfc_status tfc_model_save_packed_weights(tfc_model *model,
                                                  const char *path);
 TFC_API tfc_status tfc_model_load_packed_weights(tfc_model *model,
                                                  const char *path);
 
 /* The buffer bound to weight `index` (inside the weights file's mapping when
- * the tensor was aligned there), or NULL. */
+ * the tensor was aligned there, inside a packed weights file's for a
+ * conversion it held), or NULL; a conversion not made yet is made here
+ * (NULL when memory runs out). */
 TFC_API const void *tfc_model_weight_data(const tfc_model *model,
                                           int32_t index);
 /* Caller buffers, 64-byte aligned, dense, of the manifest's dtype and shape;
