@@ -22,10 +22,29 @@ uint64_t roundUp(uint64_t n, uint64_t step) {
   return (n + step - 1) / step * step;
 }
 
-uint64_t fnv1a(const uint8_t *data, size_t size) {
+/// A 64-bit hash of [data, data + size): each little-endian 64-bit word
+/// (the last one zero-padded, and the size after all) XORed in, multiplied
+/// by an odd constant and folded with its high half, so that every bit
+/// reaches every later one. One multiply per 8 bytes: a model library of
+/// a few MB hashes in well under a millisecond (FNV-1a byte by byte took
+/// 6% of a MiniLM process that loads packed weights).
+uint64_t hash64(const uint8_t *data, size_t size) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < size; ++i)
-    h = (h ^ data[i]) * 0x100000001b3ull;
+  auto mix = [&](uint64_t word) {
+    h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  };
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, data + i, 8);
+    mix(word);
+  }
+  uint64_t tail = 0;
+  if (size > i)
+    std::memcpy(&tail, data + i, size - i);
+  mix(tail);
+  mix(uint64_t(size));
   return h;
 }
 
@@ -72,9 +91,9 @@ std::string fileContentIdentity(const std::string &path) {
     return "";
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx",
-                static_cast<unsigned long long>(fnv1a(data, size)));
+                static_cast<unsigned long long>(hash64(data, size)));
   unmapFile(data, size);
-  return std::to_string(size) + " bytes, FNV-1a " + hash;
+  return std::to_string(size) + " bytes, hash " + hash;
 }
 
 bool writePackedWeights(const std::string &path, const std::string &format,
@@ -123,7 +142,7 @@ bool writePackedWeights(const std::string &path, const std::string &format,
   header.put(dataOffset);
   header.put(dataOffset + dataBytes);
   header.put(
-      fnv1a(reinterpret_cast<const uint8_t *>(body.data()), body.size()));
+      hash64(reinterpret_cast<const uint8_t *>(body.data()), body.size()));
   header.put(uint32_t(entries.size()));
   header.put(uint32_t(0));
 
@@ -205,7 +224,7 @@ PackedWeightsFile::fromMemory(const uint8_t *data, size_t size,
     return fail("bad header (table of " + std::to_string(tableBytes) +
                 " bytes, data at " + std::to_string(dataOffset) + ")");
   const uint8_t *tableData = file->image_ + kHeaderBytes;
-  if (fnv1a(tableData, tableBytes) != checksum)
+  if (hash64(tableData, tableBytes) != checksum)
     return fail("table damaged (its checksum differs)");
 
   Reader r{tableData, tableBytes};

@@ -7,7 +7,8 @@
 // of the file serves them in place. Little-endian:
 //
 //   header  "TFCPACK1", u64 table bytes, u64 data offset, u64 file bytes,
-//           u64 FNV-1a of the table, u32 entries, u32 0
+//           u64 hash of the table (hash64 in PackedWeights.cpp),
+//           u32 entries, u32 0
 //   table   str format, str model identity, str weights file identity,
 //           then per entry:
 //           str weight name, i32 dtype, u32 rank, i64 shape[rank],
@@ -43,7 +44,7 @@ struct PackedEntry {
   uint64_t bytes = 0;
 };
 
-/// "123 bytes, FNV-1a 0123456789abcdef": a file's size and a hash of its
+/// "123 bytes, hash 0123456789abcdef": a file's size and a hash of its
 /// bytes; empty when it cannot be read.
 std::string fileContentIdentity(const std::string &path);
 
