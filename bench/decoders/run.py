@@ -88,6 +88,27 @@ def make_model(d, family, layers):
     model_class(family)(cfg).save_pretrained(d, safe_serialization=True)
 
 
+def peer_environments():
+    """The environment of the peers' processes, without thread settings,
+    and PyTorch's."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME",
+                        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    # Debian's torch uses the pthread OpenBLAS, which oversubscribes the
+    # cores next to torch's own threads; bench/minilm/setup_peers.sh fetches
+    # the OpenMP build (as the MiniLM benchmark uses).
+    torch_env = dict(env)
+    openblas = os.path.join(ROOT, "bench", ".venv", "openblas",
+                            "openblas-openmp")
+    if os.path.isdir(openblas):
+        torch_env["LD_LIBRARY_PATH"] = openblas + (
+            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    else:
+        print("run.py: warning: %s missing; PyTorch runs on the pthread "
+              "OpenBLAS" % openblas)
+    return env, torch_env
+
+
 def peer(a):
     import torch
     torch.set_num_threads(a.threads)
@@ -253,21 +274,7 @@ def main():
     tag = "%s_%dl_b%d_s%d" % (a.family, a.layers, b, s)
     if past_len:
         tag += "_past%d" % past_len
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME",
-                        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-    # Debian's torch uses the pthread OpenBLAS, which oversubscribes the
-    # cores next to torch's own threads; bench/minilm/setup_peers.sh fetches
-    # the OpenMP build (as the MiniLM benchmark uses).
-    torch_env = dict(env)
-    openblas = os.path.join(ROOT, "bench", ".venv", "openblas",
-                            "openblas-openmp")
-    if os.path.isdir(openblas):
-        torch_env["LD_LIBRARY_PATH"] = openblas + (
-            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    else:
-        print("run.py: warning: %s missing; PyTorch runs on the pthread "
-              "OpenBLAS" % openblas)
+    env, torch_env = peer_environments()
     past = []
     if past_len:
         prefix = os.path.join(work, "past_")
