@@ -201,10 +201,15 @@ def _aligned_empty(shape, dtype):
 
 class Model:
     """A compiled model (model.so) loaded by the runtime, its weights bound
-    from a safetensors file. close() (or `with`) unloads it early."""
+    from a safetensors file. close() (or `with`) unloads it early.
 
-    def __init__(self, path, weights=None, runtime=None):
+    packed_weights: a packed weights file (CPU models, with `weights`): read
+    where it exists, so that the first run packs nothing; otherwise written
+    after the first run (save_packed_weights)."""
+
+    def __init__(self, path, weights=None, runtime=None, packed_weights=None):
         self._handle = None  # first: __del__ runs even if loading fails
+        self._save_packed = None
         self._rt = _runtime(runtime)
         handle = ctypes.c_void_p()
         _check(self._rt, self._rt.tfc_model_load(os.fspath(path).encode(),
@@ -217,6 +222,14 @@ class Model:
         self._out_buffers = [None] * len(self._infos("output"))
         if weights is not None:
             self.bind_weights(weights)
+        if packed_weights is not None:
+            if weights is None:
+                raise Error("packed_weights goes with weights: the packed "
+                            "copies are of the weights bound from that file")
+            if os.path.exists(packed_weights):
+                self.load_packed_weights(packed_weights)
+            else:
+                self._save_packed = packed_weights
 
     def close(self):
         """Unloads the model (once; later calls do nothing)."""
@@ -326,6 +339,13 @@ class Model:
         _check(self._rt, self._rt.tfc_model_bind_weights(
             self._live(), os.fspath(path).encode()))
 
+    def _packed_after_run(self):
+        # Model(packed_weights=...) of a file that did not exist: written
+        # after the first run.
+        path, self._save_packed = self._save_packed, None
+        if path is not None:
+            self.save_packed_weights(path)
+
     def save_packed_weights(self, path):
         """Writes the weights as the CPU kernels have packed them so far
         (run the model first) to `path`, for load_packed_weights in a later
@@ -345,6 +365,7 @@ class Model:
         outputs in manifest order, new arrays that later runs leave."""
         self._bind(inputs, named)
         _check(self._rt, self._rt.tfc_model_invoke(self._handle))
+        self._packed_after_run()
         return [out.copy() for out in self._out_buffers]
 
     def time(self, *inputs, warmup=1, runs=10, **named):
@@ -354,6 +375,7 @@ class Model:
         ms = (ctypes.c_double * max(runs, 1))()
         _check(self._rt, self._rt.tfc_model_time(self._handle, warmup, runs,
                                                  ms))
+        self._packed_after_run()
         return list(ms[:runs])
 
     def _which(self, i):

@@ -171,6 +171,27 @@ def main():
             expect("%s: one step less quantized moves the reference by "
                    "%.1e" % (name, gap), gap > 10 * bound)
 
+    # The Python API's cache: Model(packed_weights=) writes the file after
+    # the first run where it is missing, and reads it where it exists.
+    cache = os.path.join(work, "cache.packed")
+    with tfc.Model(libs["int4+int8"], weights=weights, runtime=rt,
+                   packed_weights=cache) as m:
+        written = os.path.exists(cache)
+        first = m.run(ids, mask)[0]
+    expect("Model(packed_weights=) writes the file after the first run",
+           not written and os.path.exists(cache))
+    with tfc.Model(libs["int4+int8"], weights=weights, runtime=rt,
+                   packed_weights=cache) as m:
+        expect_error("... and a later Model has read it",
+                     lambda: m.load_packed_weights(cache),
+                     "FAILED_PRECONDITION", "already")
+        expect("... and gives the same output",
+               np.array_equal(m.run(ids, mask)[0], first))
+    expect_error("packed_weights without weights",
+                 lambda: tfc.Model(libs["int8"], runtime=rt,
+                                   packed_weights=cache),
+                 "INVALID_ARGUMENT", "goes with weights")
+
     lib, packed = libs["int8"], os.path.join(work, "int8.packed")
     with tfc.Model(lib, weights=weights, runtime=rt) as m:
         m.load_packed_weights(packed)
