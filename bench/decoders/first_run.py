@@ -15,8 +15,8 @@ of medians.
   bench/.venv/bin/python bench/decoders/first_run.py [--rounds 5]
 
 Needs bench/decoders/work from `bench/decoders/run.py --family llama
---layers 12` (the 12-block random LLaMA and its inputs, and those of
-`--seq-len 1 --past-len 127`).
+--layers 12 --seq-len 1 --past-len 127` (the 12-block random LLaMA and the
+KV cache of 127 tokens, past_*.npy); the token ids are this script's.
 """
 import argparse
 import os
@@ -65,14 +65,16 @@ def main():
     rng = np.random.default_rng(0)
     np.save(os.path.join(out_dir, "ids128.npy"),
             rng.integers(0, 32000, (1, 128)).astype(np.int64))
+    np.save(os.path.join(out_dir, "ids1.npy"),
+            rng.integers(0, 32000, (1, 1)).astype(np.int64))
     np.save(os.path.join(out_dir, "mask128.npy"), np.ones((1, 128), np.int64))
     shapes = {
         "prefill": (["--seq-len", "128"],
                     [os.path.join(out_dir, "ids128.npy"),
                      os.path.join(out_dir, "mask128.npy")], 1, 5),
         "decode": (["--seq-len", "1", "--past-len", "127"],
-                   [os.path.join(WORK, "ids.npy"),
-                    os.path.join(WORK, "mask.npy")], 25, 20),
+                   [os.path.join(out_dir, "ids1.npy"),
+                    os.path.join(out_dir, "mask128.npy")], 25, 20),
     }
     rows = []
     for name, flags in BUILDS:

@@ -30,6 +30,8 @@
 #include <optional>
 #include <string>
 #include <sys/stat.h>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 using tfc::DType;
@@ -252,9 +254,24 @@ std::vector<tfc::cuda::Slot> gpuSlots(const tfc_model *model) {
   return slots;
 }
 
+/// Set by tfc_set_num_threads; applied to every model loaded afterwards.
+std::atomic<int32_t> requestedThreads{0};
+
 /// Makes the converted copies tfc_model_bind_weights deferred (all, or
 /// weight `only`'s): OUT_OF_MEMORY naming the tensor when one cannot be.
+/// Their elements are converted in chunks on the threads tfc_set_num_threads
+/// asked for (or one per CPU): the conversion reads the checkpoint's pages
+/// and fills new ones, and the page faults of both run in parallel too.
 tfc_status convertPendingWeights(tfc_model *model, int32_t only = -1) {
+  struct Chunk {
+    const char *src;
+    tfc::DType from;
+    char *dst;
+    tfc::DType to;
+    size_t count;
+  };
+  constexpr size_t kChunk = size_t(1) << 20; // elements
+  std::vector<Chunk> chunks;
   auto &pending = model->pendingConversions;
   for (size_t i = 0; i < pending.size();) {
     auto [index, tensor] = pending[i];
@@ -269,13 +286,41 @@ tfc_status convertPendingWeights(tfc_model *model, int32_t only = -1) {
       return makeStatus(TFC_OUT_OF_MEMORY,
                         "weights file " + model->weightsFile->path() +
                             ": tensor " + quote(desc.name) + ": out of memory");
-    tfc::convertFloats(tensor->data, tensor->dtype, copy.data(),
-                       static_cast<tfc::DType>(desc.dtype),
-                       nbytes / tfc_dtype_size(desc.dtype));
+    auto to = static_cast<tfc::DType>(desc.dtype);
+    size_t count = nbytes / tfc_dtype_size(desc.dtype);
+    size_t fromSize = tfc_dtype_size(int32_t(tensor->dtype));
+    size_t toSize = tfc_dtype_size(desc.dtype);
+    for (size_t at = 0; at < count; at += kChunk)
+      chunks.push_back(
+          {reinterpret_cast<const char *>(tensor->data) + at * fromSize,
+           tensor->dtype, reinterpret_cast<char *>(copy.data()) + at * toSize,
+           to, std::min(kChunk, count - at)});
     model->buffers[model->weightArgs[index]] = copy.data();
     model->weightCopies.push_back(std::move(copy));
     pending.erase(pending.begin() + std::ptrdiff_t(i));
   }
+  std::atomic<size_t> next{0};
+  auto convert = [&] {
+    for (size_t c; (c = next++) < chunks.size();)
+      tfc::convertFloats(chunks[c].src, chunks[c].from, chunks[c].dst,
+                         chunks[c].to, chunks[c].count);
+  };
+  int32_t asked = requestedThreads.load();
+  size_t threads = std::min<size_t>(
+      {chunks.size(), 16,
+       asked > 0 ? size_t(asked)
+                 : std::max<size_t>(std::thread::hardware_concurrency(), 1)});
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) {
+    try {
+      helpers.emplace_back(convert);
+    } catch (const std::system_error &) {
+      break; // the threads there are do the rest
+    }
+  }
+  convert();
+  for (std::thread &helper : helpers)
+    helper.join();
   return nullptr;
 }
 
@@ -355,9 +400,6 @@ void poisonHostOutputs(tfc_model *model) {
     std::memset(model->buffers[numArgs + size_t(i)], 0xff,
                 tfc_tensor_desc_nbytes(tfc_model_output(model, i)));
 }
-
-/// Set by tfc_set_num_threads; applied to every model loaded afterwards.
-std::atomic<int32_t> requestedThreads{0};
 
 /// After a CPU model's first run with weights from a file: the kernels have
 /// packed (and quantized) their copies of the weights they multiply by,
