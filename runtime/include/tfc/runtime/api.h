@@ -144,14 +144,14 @@ TFC_API int32_t tfc_model_find_weight(const tfc_model *model, const char *name);
  * dtype and shape (MISMATCH names the tensor; NOT_FOUND for a weight the file
  * lacks). An f32, f16 or bf16 tensor binds to a weight of another of these
  * types through a converted copy (narrowing rounds to nearest even), made
- * once: here for an nvptx model; for a cpu model on first need (the first
- * run, tfc_model_weight_data, saving packed weights), or never where a
- * packed weights file loaded before holds it converted (below; an
- * OUT_OF_MEMORY then comes from the run). Tensors of the weight's dtype
- * aligned to their element size in the
- * file are used in place; others are copied once into an aligned buffer. The
- * mapping lives until the model is destroyed or weights are bound again. Extra
- * tensors in the file are ignored. */
+ * once: here for an nvptx model; for a cpu model on first need (the first run,
+ * tfc_model_weight_data, saving packed weights), on the threads
+ * tfc_set_num_threads asked for, or never where a packed weights file loaded
+ * before holds it converted (below; an OUT_OF_MEMORY then comes from the run).
+ * Tensors of the weight's dtype aligned to their element size in the file are
+ * used in place; others are copied once into an aligned buffer. The mapping
+ * lives until the model is destroyed or weights are bound again. Extra tensors
+ * in the file are ignored. */
 TFC_API tfc_status tfc_model_bind_weights(tfc_model *model,
                                           const char *safetensors_path);
 /* Binds one weight to a caller buffer (64-byte aligned, the manifest's dtype
@@ -159,32 +159,33 @@ TFC_API tfc_status tfc_model_bind_weights(tfc_model *model,
  * to the device here, in both functions: bind again after changing them.) */
 TFC_API tfc_status tfc_model_bind_weight(tfc_model *model, int32_t index,
                                          const void *data);
+
 /* Packed weights (CPU models; abi.h, "Packed weights"). A model packs each
  * weight it multiplies by on its first use, quantizing it there for
  * --quantize-weights, so a process's first run takes longer than the rest.
  * tfc_model_save_packed_weights writes the copies the model holds to `path`
- * (through a temporary file renamed into place); in a later process,
- * tfc_model_load_packed_weights maps such a file read-only and hands its
- * copies to the model, which then packs none of them: they are read from
- * the map in place (the page cache's pages, shared by the processes that
- * map the file). Both need every weight bound from one file
- * (tfc_model_bind_weights; FAILED_PRECONDITION otherwise); the packed file
- * records that file's size and modification time, the model library's size
- * and a hash of its bytes (only the library knows which weights its
- * products quantize, and how), the kernels' packing format, and the name,
- * dtype and shape of each copy's weight, and loading checks them all:
- * MISMATCH naming what differs ("packed weights file p.packed was packed
- * from other weights (a file of 100 bytes, modified ...; w.safetensors is
- * ...): save it again"). Saving before the model
- * has run is FAILED_PRECONDITION ("model m.so has packed no weights yet:
- * run it once, then save them"); a model that packs nothing (nvptx, or
- * built without the CPU micro-kernels) gives UNIMPLEMENTED. BAD_FORMAT for
- * a file that is not one or is damaged, IO_ERROR when writing fails. The
- * file also holds the weights bound through a conversion (an f32
- * checkpoint for a bf16 model), as converted: loading binds them to its
- * bytes, and the conversion is never made. A model loads one packed file
- * per binding of its weights (FAILED_PRECONDITION for a second). The map
- * lives until weights are bound again or the model is destroyed. */
+ * (through a temporary file renamed into place), with the weights bound
+ * through a conversion (an f32 checkpoint for a bf16 model) as converted; in a
+ * later process, tfc_model_load_packed_weights maps such a file read-only and
+ * hands its copies to the model, which then packs none of them and converts
+ * none of those weights: they are read from the map in place (the page cache's
+ * pages, shared by the processes that map the file). Both need every weight
+ * bound from one file (tfc_model_bind_weights; FAILED_PRECONDITION otherwise).
+ * The packed file records that file's size and modification time, the model
+ * library's size and a hash of its bytes (only the library knows which weights
+ * its products quantize, and how), the kernels' packing format, and the name,
+ * dtype and shape of each copy's weight, and loading checks them all: MISMATCH
+ * naming what differs ("packed weights file p.packed was packed from other
+ * weights (a file of 100 bytes, modified ...; w.safetensors is ...): save it
+ * again"). Its header and table are hashed (BAD_FORMAT when damaged, or for a
+ * file that is not one); the packed bytes are not: a file altered after it was
+ * saved gives wrong outputs. Saving before the model has run is
+ * FAILED_PRECONDITION ("model m.so has packed no weights yet: run it once,
+ * then save them"); a model that packs nothing (nvptx, or built without the
+ * CPU micro-kernels) gives UNIMPLEMENTED; IO_ERROR when writing fails. A model
+ * loads one packed file per binding of its weights (FAILED_PRECONDITION for a
+ * second). The map lives until weights are bound again or the model is
+ * destroyed. */
 TFC_API tfc_status tfc_model_save_packed_weights(tfc_model *model,
                                                  const char *path);
 TFC_API tfc_status tfc_model_load_packed_weights(tfc_model *model,
