@@ -34,6 +34,9 @@ std::string getCPUPipeline(const CPUPipelineOptions &options) {
        options.quantizeWeights +
        " quantize-activations=" + options.quantizeActivations + "},";
   p += "tfc-strided-copies-to-linalg,";
+  // Each temporary is freed after its last use, not at the function's end,
+  // so that the caching allocator hands it to the next one.
+  p += "func.func(tfc-early-dealloc),";
   // The remaining linalg ops become loops whose outermost parallel loop
   // runs on OpenMP threads; inner loops stay plain for LLVM to vectorise.
   // Single-iteration loops (a batch of 1) are promoted first, so the loop

@@ -1,0 +1,63 @@
+//===- EarlyDealloc.cpp - Free buffers right after their last use ---------===//
+
+#include "tfc/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+using namespace mlir;
+
+namespace tfc {
+#define GEN_PASS_DEF_EARLYDEALLOC
+#include "tfc/Conversion/Passes.h.inc"
+} // namespace tfc
+
+namespace tfc {
+namespace {
+
+/// The last operation of `block` that uses `buffer` or a memref derived from
+/// it (other than `dealloc`); null when one of them is used outside the
+/// block or by its terminator.
+Operation *lastUseInBlock(Value buffer, Block *block, Operation *dealloc) {
+  Operation *last = buffer.getDefiningOp();
+  SmallVector<Value> work = {buffer};
+  llvm::DenseSet<Value> seen = {buffer};
+  while (!work.empty()) {
+    Value value = work.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (user == dealloc)
+        continue;
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (!ancestor || ancestor == block->getTerminator())
+        return nullptr;
+      if (last->isBeforeInBlock(ancestor))
+        last = ancestor;
+      // Whatever memref an operation makes from the buffer may alias it.
+      for (Value result : user->getResults())
+        if (isa<BaseMemRefType>(result.getType()) && seen.insert(result).second)
+          work.push_back(result);
+    }
+  }
+  return last;
+}
+
+struct EarlyDeallocPass : impl::EarlyDeallocBase<EarlyDeallocPass> {
+  void runOnOperation() override {
+    SmallVector<memref::DeallocOp> deallocs;
+    getOperation()->walk([&](memref::DeallocOp d) { deallocs.push_back(d); });
+    for (memref::DeallocOp dealloc : deallocs) {
+      auto alloc = dealloc.getMemref().getDefiningOp<memref::AllocOp>();
+      if (!alloc || alloc->getBlock() != dealloc->getBlock())
+        continue;
+      Operation *last =
+          lastUseInBlock(alloc.getResult(), dealloc->getBlock(), dealloc);
+      if (last && last->isBeforeInBlock(dealloc))
+        dealloc->moveAfter(last);
+    }
+  }
+};
+
+} // namespace
+} // namespace tfc
