@@ -3,7 +3,8 @@
 // Each dealloc of a buffer allocated in the same block moves up to just
 // after the last operation of the block that uses the buffer or a memref
 // derived from it (views, casts, results of ops that take it), so that
-// the next allocation can take the freed block.
+// the next allocation can take the freed block; temporaries nothing reads
+// are erased first (@unread).
 
 // The first buffer dies after its copy into the second, which dies after
 // a view of it is read: each dealloc lands right after that last use,
@@ -84,5 +85,38 @@ func.func @kept(%x: memref<8xf32>, %cond: i1, %out: memref<8xf32>) {
   }
   memref.store %one, %out[%c0] : memref<8xf32>
   memref.dealloc %x : memref<8xf32>
+  return
+}
+
+// Temporaries nothing reads go, with their fills, copies, stores and
+// frees: the accumulator a matmul's kernel call left unread, a transpose's
+// buffer that became a view. A buffer read by anything stays.
+// CHECK-LABEL: func.func @unread
+// CHECK-NOT:  memref.alloc() : memref<4x8xf32>
+// CHECK-NOT:  memref.alloc() : memref<8x4xf32>
+// CHECK-NOT:  memref.alloc() : memref<2xf32>
+// CHECK:      %[[R:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[R]]
+// CHECK-NEXT: memref.copy %[[R]], %arg1
+// CHECK-NEXT: memref.dealloc %[[R]]
+// CHECK-NEXT: return
+func.func @unread(%x: memref<4x8xf32>, %out: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %filled = memref.alloc() : memref<4x8xf32>
+  linalg.fill ins(%zero : f32) outs(%filled : memref<4x8xf32>)
+  %unused = memref.alloc() : memref<8x4xf32>
+  %copied = memref.alloc() : memref<4x8xf32>
+  memref.copy %x, %copied : memref<4x8xf32> to memref<4x8xf32>
+  %stored = memref.alloc() : memref<2xf32>
+  memref.store %zero, %stored[%c0] : memref<2xf32>
+  %read = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%zero : f32) outs(%read : memref<8xf32>)
+  memref.copy %read, %out : memref<8xf32> to memref<8xf32>
+  memref.dealloc %filled : memref<4x8xf32>
+  memref.dealloc %unused : memref<8x4xf32>
+  memref.dealloc %copied : memref<4x8xf32>
+  memref.dealloc %stored : memref<2xf32>
+  memref.dealloc %read : memref<8xf32>
   return
 }

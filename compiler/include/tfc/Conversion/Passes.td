@@ -254,7 +254,7 @@ def StridedCopiesToLinalg : Pass<"tfc-strided-copies-to-linalg"> {
 }
 
 def EarlyDealloc : Pass<"tfc-early-dealloc", "mlir::func::FuncOp"> {
-  let summary = "Free each temporary buffer right after its last use";
+  let summary = "Drop unread temporaries, free the rest after their last use";
   let description = [{
     `buffer-deallocation-pipeline` frees a buffer at the end of the block
     that allocates it: in a model's one-block function, every temporary
@@ -267,6 +267,11 @@ def EarlyDealloc : Pass<"tfc-early-dealloc", "mlir::func::FuncOp"> {
     memref result of an operation that takes it: views, casts, loop
     results), so that later allocations of the run take the freed blocks.
     A buffer used by the block's terminator, or outside the block, stays.
+    First it erases the temporaries nothing reads (every user fills,
+    copies into, stores to or frees it), with those users: the lowering of
+    matmuls to kernel calls leaves the zero-filled accumulator of the
+    linalg op each call replaced (a memset of the product's size per run)
+    and the buffer of a weight's transpose that became a view.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }

@@ -3,6 +3,7 @@
 #include "tfc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -43,8 +44,44 @@ Operation *lastUseInBlock(Value buffer, Block *block, Operation *dealloc) {
   return last;
 }
 
+/// Whether `op` only writes `buffer` (taking nothing else from it): a fill,
+/// a copy into it, a store to it or its free.
+bool onlyWrites(Operation *op, Value buffer) {
+  if (isa<memref::DeallocOp>(op))
+    return true;
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.hasPureBufferSemantics() &&
+           llvm::all_of(fill.getDpsInputs(),
+                        [&](Value v) { return v != buffer; });
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return copy.getSource() != buffer;
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return store.getValueToStore() != buffer;
+  return false;
+}
+
+/// Erases every allocation of `func` that nothing reads: each user only
+/// writes it (onlyWrites). Matmuls lowered to kernel calls leave such
+/// buffers behind: the zero-filled accumulator of the linalg op the call
+/// replaced, the buffer of a transpose that became a view.
+void eraseUnreadAllocations(Operation *func) {
+  SmallVector<memref::AllocOp> dead;
+  func->walk([&](memref::AllocOp alloc) {
+    Value buffer = alloc.getResult();
+    if (llvm::all_of(buffer.getUsers(),
+                     [&](Operation *user) { return onlyWrites(user, buffer); }))
+      dead.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : dead) {
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      user->erase();
+    alloc->erase();
+  }
+}
+
 struct EarlyDeallocPass : impl::EarlyDeallocBase<EarlyDeallocPass> {
   void runOnOperation() override {
+    eraseUnreadAllocations(getOperation());
     SmallVector<memref::DeallocOp> deallocs;
     getOperation()->walk([&](memref::DeallocOp d) { deallocs.push_back(d); });
     for (memref::DeallocOp dealloc : deallocs) {
