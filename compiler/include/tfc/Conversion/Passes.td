@@ -269,9 +269,8 @@ def EarlyDealloc : Pass<"tfc-early-dealloc", "mlir::func::FuncOp"> {
     A buffer used by the block's terminator, or outside the block, stays.
     First it erases the temporaries nothing reads (every user fills,
     copies into, stores to or frees it), with those users: the lowering of
-    matmuls to kernel calls leaves the zero-filled accumulator of the
-    linalg op each call replaced (a memset of the product's size per run)
-    and the buffer of a weight's transpose that became a view.
+    matmuls to kernel calls leaves the buffer of a weight's transpose that
+    became a view, a weight-sized allocation per weight shape and run.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }

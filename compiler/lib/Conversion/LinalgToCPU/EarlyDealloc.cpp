@@ -62,8 +62,9 @@ bool onlyWrites(Operation *op, Value buffer) {
 
 /// Erases every allocation of `func` that nothing reads: each user only
 /// writes it (onlyWrites). Matmuls lowered to kernel calls leave such
-/// buffers behind: the zero-filled accumulator of the linalg op the call
-/// replaced, the buffer of a transpose that became a view.
+/// buffers behind: the buffer of a weight's transpose that became a view
+/// (one per weight shape: bufferization shares it between the projections
+/// of that shape).
 void eraseUnreadAllocations(Operation *func) {
   SmallVector<memref::AllocOp> dead;
   func->walk([&](memref::AllocOp alloc) {
