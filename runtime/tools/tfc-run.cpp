@@ -46,7 +46,8 @@ const char kUsage[] =
     "                   the weights as the CPU kernels pack them (and "
     "quantize\n"
     "                   them): read from FILE where it exists (no packing on\n"
-    "                   the first run), else written there after the runs\n"
+    "                   the first run), else written there after the runs;\n"
+    "                   a FILE of other weights or another model is rewritten\n"
     "  --describe       print the model's signature (and device) and exit\n"
     "GPU models (target nvptx) need the CUDA driver, libcuda.so.1 (or\n"
     "$TFC_CUDA_DRIVER).\n";
@@ -379,14 +380,27 @@ int main(int argc, char **argv) {
          (numWeights > 1 ? ", ..." : "") + "): pass --weights FILE");
 
   // Packed copies from an earlier process; else this one's, saved below.
+  // A packed weights file of other weights or another model library is
+  // replaced (the cache is stale); anything else wrong with it is an error
+  // (it may not be a packed weights file at all).
   bool savePacked = false;
   if (!options.packedWeights.empty()) {
     struct stat st;
     if (::stat(options.packedWeights.c_str(), &st) == 0) {
-      check(
-          tfc_model_load_packed_weights(model, options.packedWeights.c_str()));
-      std::fprintf(stderr, "tfc-run: read packed weights from %s\n",
-                   options.packedWeights.c_str());
+      tfc_status status =
+          tfc_model_load_packed_weights(model, options.packedWeights.c_str());
+      if (tfc_status_get_code(status) == TFC_MISMATCH) {
+        std::fprintf(
+            stderr,
+            "tfc-run: warning: %s; it is written again after the runs\n",
+            tfc_status_message(status));
+        tfc_status_free(status);
+        savePacked = true;
+      } else {
+        check(status);
+        std::fprintf(stderr, "tfc-run: read packed weights from %s\n",
+                     options.packedWeights.c_str());
+      }
     } else {
       savePacked = true;
     }
