@@ -25,6 +25,7 @@ a time. load_runtime() says where the runtime library is looked for.
 
 import ctypes
 import os
+import warnings
 from typing import NamedTuple, Optional, Tuple
 
 import numpy as np
@@ -204,8 +205,9 @@ class Model:
     from a safetensors file. close() (or `with`) unloads it early.
 
     packed_weights: a packed weights file (CPU models, with `weights`): read
-    where it exists, so that the first run packs nothing; otherwise written
-    after the first run (save_packed_weights)."""
+    where it exists, so that the first run packs nothing; otherwise, or
+    when it is stale (of other weights or another model library: a
+    warning), written after the first run (save_packed_weights)."""
 
     def __init__(self, path, weights=None, runtime=None, packed_weights=None):
         self._handle = None  # first: __del__ runs even if loading fails
@@ -227,7 +229,16 @@ class Model:
                 raise Error("packed_weights goes with weights: the packed "
                             "copies are of the weights bound from that file")
             if os.path.exists(packed_weights):
-                self.load_packed_weights(packed_weights)
+                try:
+                    self.load_packed_weights(packed_weights)
+                except Error as e:
+                    # A file of other weights or another model library is
+                    # stale: packed again and rewritten, as tfc-run does.
+                    if e.code != "MISMATCH":
+                        raise
+                    warnings.warn("%s; it is written again after the first "
+                                  "run" % e, stacklevel=2)
+                    self._save_packed = packed_weights
             else:
                 self._save_packed = packed_weights
 

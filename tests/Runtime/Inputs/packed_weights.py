@@ -32,6 +32,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 
@@ -174,6 +175,8 @@ def main():
     # The Python API's cache: Model(packed_weights=) writes the file after
     # the first run where it is missing, and reads it where it exists.
     cache = os.path.join(work, "cache.packed")
+    if os.path.exists(cache):  # a work directory used before
+        os.remove(cache)
     with tfc.Model(libs["int4+int8"], weights=weights, runtime=rt,
                    packed_weights=cache) as m:
         written = os.path.exists(cache)
@@ -245,6 +248,23 @@ def main():
         expect_error("the weights file touched since",
                      lambda: m.load_packed_weights(packed), "MISMATCH",
                      "was packed from other weights")
+    # The Python cache of other weights: a warning, packed again and
+    # rewritten, then read.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tfc.Model(libs["int4+int8"], weights=weights, runtime=rt,
+                       packed_weights=cache) as m:
+            before = os.path.getmtime(cache)
+            m.run(ids, mask)
+    expect("a stale Python cache warns (%s) and is rewritten" % (
+        str(caught[0].message)[:60] if caught else "no warning"),
+        len(caught) == 1 and "other weights" in str(caught[0].message)
+        and os.path.getmtime(cache) != before)
+    with tfc.Model(libs["int4+int8"], weights=weights, runtime=rt,
+                   packed_weights=cache) as m:
+        expect_error("... and read next time",
+                     lambda: m.load_packed_weights(cache),
+                     "FAILED_PRECONDITION", "already")
     print("%d failed" % failures)
     sys.exit(1 if failures else 0)
 
