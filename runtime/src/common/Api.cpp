@@ -272,6 +272,7 @@ tfc_status convertPendingWeights(tfc_model *model, int32_t only = -1) {
   };
   constexpr size_t kChunk = size_t(1) << 20; // elements
   std::vector<Chunk> chunks;
+  tfc_status status = nullptr;
   auto &pending = model->pendingConversions;
   for (size_t i = 0; i < pending.size();) {
     auto [index, tensor] = pending[i];
@@ -282,10 +283,14 @@ tfc_status convertPendingWeights(tfc_model *model, int32_t only = -1) {
     const tfc_tensor_desc &desc = *tfc_model_weight(model, index);
     size_t nbytes = tfc_tensor_desc_nbytes(&desc);
     tfc::AlignedBuffer copy;
-    if (!copy.allocate(nbytes))
-      return makeStatus(TFC_OUT_OF_MEMORY,
-                        "weights file " + model->weightsFile->path() +
-                            ": tensor " + quote(desc.name) + ": out of memory");
+    if (!copy.allocate(nbytes)) {
+      // The copies bound so far are still converted, below.
+      status =
+          makeStatus(TFC_OUT_OF_MEMORY,
+                     "weights file " + model->weightsFile->path() +
+                         ": tensor " + quote(desc.name) + ": out of memory");
+      break;
+    }
     auto to = static_cast<tfc::DType>(desc.dtype);
     size_t count = nbytes / tfc_dtype_size(desc.dtype);
     size_t fromSize = tfc_dtype_size(int32_t(tensor->dtype));
@@ -321,7 +326,7 @@ tfc_status convertPendingWeights(tfc_model *model, int32_t only = -1) {
   convert();
   for (std::thread &helper : helpers)
     helper.join();
-  return nullptr;
+  return status;
 }
 
 /// FAILED_PRECONDITION naming the first unbound argument or result.
@@ -403,7 +408,7 @@ void poisonHostOutputs(tfc_model *model) {
 
 /// After a CPU model's first run with weights from a file: the kernels have
 /// packed (and quantized) their copies of the weights they multiply by,
-/// binding has converted those of another float type, and the file's
+/// the weights of another float type are converted, and the file's
 /// bytes are read no more, so its pages are dropped from the process's
 /// resident memory. The few read in place every run (embedding rows, norm
 /// scales) come back from the file on the next run. A GPU model's weights
@@ -877,6 +882,9 @@ tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
     copies.resize(size_t(
         std::clamp(model->packedWeights(copies.data(), int32_t(copies.size())),
                    0, int32_t(copies.size()))));
+    // Conversions not made yet are made now: the file keeps them.
+    if (tfc_status s = convertPendingWeights(model))
+      return s;
     // Each copy names the bytes it was packed from: a bound weight's (a B
     // computed by the model, were there one, would be left out).
     std::vector<tfc::PackedEntry> entries;
@@ -893,7 +901,7 @@ tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
       for (int32_t i = 0; i < tfc_model_num_weights(model); ++i) {
         const tfc_tensor_desc &desc = *tfc_model_weight(model, i);
         const auto *data =
-            static_cast<const char *>(tfc_model_weight_data(model, i));
+            static_cast<const char *>(model->buffers[model->weightArgs[i]]);
         if (!data || source < data ||
             source >= data + tfc_tensor_desc_nbytes(&desc))
           continue;
@@ -923,13 +931,8 @@ tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
         continue;
       tfc::PackedEntry e = entryOf(i);
       e.kind[0] = e.kind[1] = kConvertedKind;
-      e.data = tfc_model_weight_data(model, i);
+      e.data = model->buffers[model->weightArgs[i]];
       e.bytes = tfc_tensor_desc_nbytes(tfc_model_weight(model, i));
-      if (!e.data)
-        return makeStatus(TFC_OUT_OF_MEMORY,
-                          "model " + model->path + ": weight " +
-                              quote(e.weight.c_str()) +
-                              ": out of memory converting it");
       entries.push_back(std::move(e));
     }
     std::string error;
