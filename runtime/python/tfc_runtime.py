@@ -119,7 +119,20 @@ _SIGNATURES = {
     "tfc_model_invoke": (_P, [_P]),
     "tfc_model_time": (_P, [_P, _I32, _I32, ctypes.POINTER(ctypes.c_double)]),
     "tfc_set_num_threads": (ctypes.c_int, [_I32]),
+    "tfc_allocator_get_stats": (None, [_P]),
+    "tfc_allocator_trim": (None, []),
+    "tfc_device_allocator_get_stats": (None, [_P]),
+    "tfc_device_allocator_trim": (None, []),
 }
+
+
+_STAT_FIELDS = ("alloc_calls", "free_calls", "fresh_allocs", "fresh_bytes",
+                "reused_allocs", "live_blocks", "live_bytes", "cached_blocks",
+                "cached_bytes", "foreign_frees")
+
+
+class _AllocatorStats(ctypes.Structure):  # tfc_allocator_stats
+    _fields_ = [(name, ctypes.c_uint64) for name in _STAT_FIELDS]
 
 _runtimes = {}  # path -> the library opened from it
 
@@ -175,6 +188,32 @@ def set_threads(n, runtime=None):
     if n < 1:
         raise Error("set_threads: %d threads; at least 1" % n)
     return bool(_runtime(runtime).tfc_set_num_threads(int(n)))
+
+
+def allocator_stats(device=False, runtime=None):
+    """The counters of the runtime's caching allocator as a dict (the fields
+    of tfc_allocator_stats: alloc_calls, fresh_allocs, fresh_bytes,
+    reused_allocs, live_bytes, cached_bytes, ...): the host allocator behind
+    compiled CPU code's buffers, or with `device` the device allocator behind
+    GPU models' buffers (all zero before a GPU model has run). A run's
+    working memory is the change in fresh_bytes across it."""
+    rt = _runtime(runtime)
+    stats = _AllocatorStats()
+    if device:
+        rt.tfc_device_allocator_get_stats(ctypes.byref(stats))
+    else:
+        rt.tfc_allocator_get_stats(ctypes.byref(stats))
+    return {name: getattr(stats, name) for name in _STAT_FIELDS}
+
+
+def trim_allocator(device=False, runtime=None):
+    """Returns every block the allocator caches to the system (with
+    `device`, to the CUDA driver, after the runtime's stream drains)."""
+    rt = _runtime(runtime)
+    if device:
+        rt.tfc_device_allocator_trim()
+    else:
+        rt.tfc_allocator_trim()
 
 
 def bf16_to_float32(bits):

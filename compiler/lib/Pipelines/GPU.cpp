@@ -26,7 +26,7 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
        "tosa-to-tensor),canonicalize,cse,"
        "func.func(tfc-fuse-elementwise),canonicalize,cse,";
   // Buffers: results become caller-provided out-parameters (device
-  // pointers), temporaries device buffers freed at return.
+  // pointers), temporaries device buffers freed after their last use.
   p += std::string("one-shot-bufferize{bufferize-function-boundaries "
                    "function-boundary-type-conversion=identity-layout-map},"
                    "buffer-results-to-out-params{modify-public-functions=true "
@@ -36,9 +36,11 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
        " tma=" + (options.tma ? "true" : "false") + "},";
   // f16/bf16 matmuls run on tensor cores; every remaining loop nest becomes
   // a kernel; all kernels go into one module, and the host code runs them in
-  // order on one stream.
+  // order on one stream. Each device buffer is freed right after the last
+  // launch that uses it: stream order makes the block safe to hand to the
+  // next allocation at once.
   p += "func.func(convert-linalg-to-parallel-loops,tfc-parallel-loops-to-gpu,"
-       "tfc-gpu-device-buffers),"
+       "tfc-gpu-device-buffers,tfc-early-dealloc),"
        "gpu-kernel-outlining,tfc-gpu-merge-modules,lower-affine,canonicalize,"
        "cse,func.func(gpu-async-region),";
   p += "gpu-lower-to-nvvm-pipeline{cubin-chip=" + options.chip +

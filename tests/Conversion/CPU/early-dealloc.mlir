@@ -4,7 +4,8 @@
 // after the last operation of the block that uses the buffer or a memref
 // derived from it (views, casts, results of ops that take it), so that
 // the next allocation can take the freed block; temporaries nothing reads
-// are erased first (@unread).
+// are erased first (@unread). A GPU model's device buffers move the same
+// way (@device).
 
 // The first buffer dies after its copy into the second, which dies after
 // a view of it is read: each dealloc lands right after that last use,
@@ -118,5 +119,49 @@ func.func @unread(%x: memref<4x8xf32>, %out: memref<8xf32>) {
   memref.dealloc %copied : memref<4x8xf32>
   memref.dealloc %stored : memref<2xf32>
   memref.dealloc %read : memref<8xf32>
+  return
+}
+
+// A GPU model's device buffers (synchronous gpu.alloc and gpu.dealloc, in
+// host code before gpu-async-region): the first buffer is freed right after
+// the launch that last reads it, before the second is allocated; the third
+// is only written (a gpu.memset) and goes with its writes.
+// CHECK-LABEL: func.func @device
+// CHECK:      %[[A:.*]] = gpu.alloc () : memref<64xf32>
+// CHECK-NEXT: gpu.launch
+// CHECK:      gpu.terminator
+// CHECK-NEXT: }
+// CHECK-NEXT: gpu.dealloc %[[A]]
+// CHECK-NEXT: %[[B:.*]] = gpu.alloc () : memref<64xf32>
+// CHECK-NOT:  gpu.memset
+// CHECK:      gpu.dealloc %[[B]]
+// CHECK-NEXT: return
+func.func @device(%x: memref<64xf32>, %out: memref<64xf32>) {
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %a = gpu.alloc () : memref<64xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%tx] : memref<64xf32>
+    memref.store %v, %a[%tx] : memref<64xf32>
+    %w = memref.load %a[%tx] : memref<64xf32>
+    memref.store %w, %out[%tx] : memref<64xf32>
+    gpu.terminator
+  }
+  %unread = gpu.alloc () : memref<64xf32>
+  gpu.memset %unread, %zero : memref<64xf32>, f32
+  %b = gpu.alloc () : memref<64xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %v = memref.load %out[%tx] : memref<64xf32>
+    memref.store %v, %b[%tx] : memref<64xf32>
+    %w = memref.load %b[%tx] : memref<64xf32>
+    memref.store %w, %out[%tx] : memref<64xf32>
+    gpu.terminator
+  }
+  gpu.dealloc %a : memref<64xf32>
+  gpu.dealloc %unread : memref<64xf32>
+  gpu.dealloc %b : memref<64xf32>
   return
 }

@@ -146,6 +146,20 @@ def check_gpu_add(c, rng, rt, fixtures, work):
         c.expect("gpu add: target %s, y = a + b * w, 4 timed runs" %
                  m.target, m.target == "nvptx" and len(ms) == 4 and
                  np.allclose(y, a + b * w, rtol=1e-6, atol=1e-6))
+        before = tfc.allocator_stats(device=True, runtime=rt)
+        m.run(a, b)
+        after = tfc.allocator_stats(device=True, runtime=rt)
+        c.expect("gpu add: a later run takes device blocks from the cache "
+                 "(%d requests, %d fresh bytes)" %
+                 (after["alloc_calls"] - before["alloc_calls"],
+                  after["fresh_bytes"] - before["fresh_bytes"]),
+                 after["alloc_calls"] > before["alloc_calls"] and
+                 after["fresh_bytes"] == before["fresh_bytes"])
+    tfc.trim_allocator(device=True, runtime=rt)
+    trimmed = tfc.allocator_stats(device=True, runtime=rt)
+    c.expect("gpu add: trimmed, the device cache holds %d bytes" %
+             trimmed["cached_bytes"], trimmed["cached_bytes"] == 0 and
+             trimmed["cached_blocks"] == 0 and trimmed["live_blocks"] == 0)
 
 
 def check_types(c, rng, rt, fixtures):
@@ -357,6 +371,18 @@ def check_llama(c, rng, rt, bindir, work):
         err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
         c.expect("llama length %d: hidden state %s, rel.err %.1e" % (
             n, list(out.shape), err), out.shape == ref.shape and err < 1e-4)
+    # The same length again: every temporary comes from the allocator's
+    # cache, and some were freed and reused within the run.
+    before = tfc.allocator_stats(runtime=rt)
+    m.run(input_ids=ids, attention_mask=mask)
+    after = tfc.allocator_stats(runtime=rt)
+    calls = after["alloc_calls"] - before["alloc_calls"]
+    c.expect("llama: a repeated run allocates %d temporaries, %d fresh bytes" %
+             (calls, after["fresh_bytes"] - before["fresh_bytes"]),
+             calls > 0 and after["fresh_bytes"] == before["fresh_bytes"] and
+             after["reused_allocs"] - before["reused_allocs"] == calls)
+    c.expect("llama: %d blocks live between runs" % after["live_blocks"],
+             after["live_blocks"] == before["live_blocks"])
     m.close()
 
 

@@ -262,13 +262,17 @@ def EarlyDealloc : Pass<"tfc-early-dealloc", "mlir::func::FuncOp"> {
     can reuse none of them within a run (a 12-block LLaMA prefill of 128
     tokens took 158 fresh blocks, 85 MB, all page-faulted in the first
     run). This pass moves each unconditional `memref.dealloc` of a
-    `memref.alloc` in the same block up to just after the last operation
+    `memref.alloc` in the same block (or `gpu.dealloc` of a `gpu.alloc`,
+    both synchronous: a GPU model's host code before `gpu-async-region`,
+    whose launches run in order on one stream, so a freed device block is
+    only reused by work queued after the last launch that reads it) up to
+    just after the last operation
     of the block that uses the buffer or anything derived from it (any
     memref result of an operation that takes it: views, casts, loop
     results), so that later allocations of the run take the freed blocks.
     A buffer used by the block's terminator, or outside the block, stays.
     First it erases the temporaries nothing reads (every user fills,
-    copies into, stores to or frees it), with those users: the lowering of
+    copies into, sets, stores to or frees it), with those users: the lowering of
     matmuls to kernel calls leaves the buffer of a weight's transpose that
     became a view, a weight-sized allocation per weight shape and run.
   }];

@@ -19,8 +19,9 @@ namespace {
 
 /// Frees `buffer` before every return of `func`. (Upstream's ownership-based
 /// deallocation cannot see through kernel launches, whose memory effects are
-/// unknown to it; temporaries live until the function returns, and the
-/// runtime's caching allocator hands the same blocks out again next run.)
+/// unknown to it; `tfc-early-dealloc` then moves each free up to just after
+/// the buffer's last use, and the runtime's caching allocator hands the
+/// block to the next allocation.)
 void freeAtReturns(func::FuncOp func, Value buffer) {
   func.walk([&](func::ReturnOp ret) {
     OpBuilder b(ret);

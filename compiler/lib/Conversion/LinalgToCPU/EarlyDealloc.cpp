@@ -3,6 +3,7 @@
 #include "tfc/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -17,6 +18,29 @@ namespace tfc {
 
 namespace tfc {
 namespace {
+
+/// The buffer `op` allocates: a `memref.alloc`, or a synchronous `gpu.alloc`
+/// (a GPU model's device buffers before `gpu-async-region`); null otherwise.
+Value allocatedBuffer(Operation *op) {
+  if (auto alloc = dyn_cast<memref::AllocOp>(op))
+    return alloc.getResult();
+  if (auto alloc = dyn_cast<gpu::AllocOp>(op))
+    if (!alloc.getAsyncToken() && alloc.getAsyncDependencies().empty())
+      return alloc.getMemref();
+  return nullptr;
+}
+
+/// The buffer `op` frees: a `memref.dealloc` or a synchronous `gpu.dealloc`.
+/// A GPU model's work runs in order on one stream, so a device buffer freed
+/// after the launch that last uses it is only handed to work queued later.
+Value freedBuffer(Operation *op) {
+  if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
+    return dealloc.getMemref();
+  if (auto dealloc = dyn_cast<gpu::DeallocOp>(op))
+    if (!dealloc.getAsyncToken() && dealloc.getAsyncDependencies().empty())
+      return dealloc.getMemref();
+  return nullptr;
+}
 
 /// The last operation of `block` that uses `buffer` or a memref derived from
 /// it (other than `dealloc`); null when one of them is used outside the
@@ -47,7 +71,7 @@ Operation *lastUseInBlock(Value buffer, Block *block, Operation *dealloc) {
 /// Whether `op` only writes `buffer` (taking nothing else from it): a fill,
 /// a copy into it, a store to it or its free.
 bool onlyWrites(Operation *op, Value buffer) {
-  if (isa<memref::DeallocOp>(op))
+  if (freedBuffer(op) == buffer)
     return true;
   if (auto fill = dyn_cast<linalg::FillOp>(op))
     return fill.hasPureBufferSemantics() &&
@@ -57,6 +81,10 @@ bool onlyWrites(Operation *op, Value buffer) {
     return copy.getSource() != buffer;
   if (auto store = dyn_cast<memref::StoreOp>(op))
     return store.getValueToStore() != buffer;
+  if (auto copy = dyn_cast<gpu::MemcpyOp>(op))
+    return copy.getSrc() != buffer && !copy.getAsyncToken();
+  if (auto set = dyn_cast<gpu::MemsetOp>(op))
+    return !set.getAsyncToken();
   return false;
 }
 
@@ -66,14 +94,15 @@ bool onlyWrites(Operation *op, Value buffer) {
 /// (one per weight shape: bufferization shares it between the projections
 /// of that shape).
 void eraseUnreadAllocations(Operation *func) {
-  SmallVector<memref::AllocOp> dead;
-  func->walk([&](memref::AllocOp alloc) {
-    Value buffer = alloc.getResult();
-    if (llvm::all_of(buffer.getUsers(),
-                     [&](Operation *user) { return onlyWrites(user, buffer); }))
+  SmallVector<Operation *> dead;
+  func->walk([&](Operation *alloc) {
+    Value buffer = allocatedBuffer(alloc);
+    if (buffer && llvm::all_of(buffer.getUsers(), [&](Operation *user) {
+          return onlyWrites(user, buffer);
+        }))
       dead.push_back(alloc);
   });
-  for (memref::AllocOp alloc : dead) {
+  for (Operation *alloc : dead) {
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
       user->erase();
     alloc->erase();
@@ -83,14 +112,18 @@ void eraseUnreadAllocations(Operation *func) {
 struct EarlyDeallocPass : impl::EarlyDeallocBase<EarlyDeallocPass> {
   void runOnOperation() override {
     eraseUnreadAllocations(getOperation());
-    SmallVector<memref::DeallocOp> deallocs;
-    getOperation()->walk([&](memref::DeallocOp d) { deallocs.push_back(d); });
-    for (memref::DeallocOp dealloc : deallocs) {
-      auto alloc = dealloc.getMemref().getDefiningOp<memref::AllocOp>();
-      if (!alloc || alloc->getBlock() != dealloc->getBlock())
+    SmallVector<Operation *> deallocs;
+    getOperation()->walk([&](Operation *op) {
+      if (freedBuffer(op))
+        deallocs.push_back(op);
+    });
+    for (Operation *dealloc : deallocs) {
+      Value buffer = freedBuffer(dealloc);
+      Operation *alloc = buffer.getDefiningOp();
+      if (!alloc || allocatedBuffer(alloc) != buffer ||
+          alloc->getBlock() != dealloc->getBlock())
         continue;
-      Operation *last =
-          lastUseInBlock(alloc.getResult(), dealloc->getBlock(), dealloc);
+      Operation *last = lastUseInBlock(buffer, dealloc->getBlock(), dealloc);
       if (last && last->isBeforeInBlock(dealloc))
         dealloc->moveAfter(last);
     }
