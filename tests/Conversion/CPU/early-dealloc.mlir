@@ -5,7 +5,7 @@
 // derived from it (views, casts, results of ops that take it), so that
 // the next allocation can take the freed block; temporaries nothing reads
 // are erased first (@unread). A GPU model's device buffers move the same
-// way (@device).
+// way (@device). Allocations move down to their first use (@sink).
 
 // The first buffer dies after its copy into the second, which dies after
 // a view of it is read: each dealloc lands right after that last use,
@@ -163,5 +163,28 @@ func.func @device(%x: memref<64xf32>, %out: memref<64xf32>) {
   gpu.dealloc %a : memref<64xf32>
   gpu.dealloc %unread : memref<64xf32>
   gpu.dealloc %b : memref<64xf32>
+  return
+}
+
+// An allocation moves down to just before its first use in its block, where
+// the block freed by the buffer before it can serve it.
+// CHECK-LABEL: func.func @sink
+// CHECK:      %[[A:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[A]]
+// CHECK-NEXT: memref.copy %[[A]], %{{.*}}
+// CHECK-NEXT: memref.dealloc %[[A]]
+// CHECK-NEXT: %[[B:.*]] = memref.alloc() : memref<8xf32>
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[B]]
+func.func @sink(%out: memref<8xf32>, %out2: memref<8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %b = memref.alloc() : memref<8xf32>
+  %a = memref.alloc() : memref<8xf32>
+  linalg.fill ins(%zero : f32) outs(%a : memref<8xf32>)
+  memref.copy %a, %out : memref<8xf32> to memref<8xf32>
+  linalg.fill ins(%one : f32) outs(%b : memref<8xf32>)
+  memref.copy %b, %out2 : memref<8xf32> to memref<8xf32>
+  memref.dealloc %a : memref<8xf32>
+  memref.dealloc %b : memref<8xf32>
   return
 }

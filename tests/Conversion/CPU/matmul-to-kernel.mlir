@@ -158,3 +158,58 @@ func.func @write_between(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %c: memre
   linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
   return
 }
+
+// One zero-filled buffer initialising two products of one shape (as
+// bufferization leaves them): the first takes a copy of it, the second the
+// buffer itself, filled well before it. Nothing touches that buffer between
+// its fill and the second matmul, so both calls overwrite C (flag 0) and
+// the fill goes too.
+// CHECK-LABEL: func.func @shared_zeros
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: memref.copy
+// CHECK: arith.constant 0 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+// CHECK: memref.store
+// CHECK: arith.constant 0 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+func.func @shared_zeros(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %x: memref<4xf32>) -> (memref<16x24xf32>, memref<16x24xf32>) {
+  %z = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %i = arith.constant 3 : index
+  %zeros = memref.alloc() : memref<16x24xf32>
+  linalg.fill ins(%z : f32) outs(%zeros : memref<16x24xf32>)
+  %c = memref.alloc() : memref<16x24xf32>
+  memref.copy %zeros, %c : memref<16x24xf32> to memref<16x24xf32>
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  memref.store %one, %x[%i] : memref<4xf32>
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%zeros : memref<16x24xf32>)
+  return %c, %zeros : memref<16x24xf32>, memref<16x24xf32>
+}
+// An earlier zero fill with C read in between (a copy out of it), or a view
+// of C taken before the matmul: C is accumulated into and the fill stays.
+// CHECK-LABEL: func.func @earlier_fill_read_between
+// CHECK: linalg.fill
+// CHECK: memref.copy
+// CHECK: arith.constant 1 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+func.func @earlier_fill_read_between(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %c: memref<16x24xf32>, %d: memref<16x24xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%c : memref<16x24xf32>)
+  memref.copy %c, %d : memref<16x24xf32> to memref<16x24xf32>
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  return
+}
+// CHECK-LABEL: func.func @earlier_fill_view_before
+// CHECK: linalg.fill
+// CHECK: arith.constant 1 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+func.func @earlier_fill_view_before(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %c: memref<16x24xf32>) {
+  %z = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %i = arith.constant 3 : index
+  %v = memref.expand_shape %c [[0, 1], [2]] output_shape [2, 8, 24] : memref<16x24xf32> into memref<2x8x24xf32>
+  linalg.fill ins(%z : f32) outs(%c : memref<16x24xf32>)
+  memref.store %one, %v[%i, %i, %i] : memref<2x8x24xf32>
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  return
+}

@@ -48,6 +48,55 @@ func.func @plain_bf16(%a: memref<128x96xbf16>, %b: memref<96x256xbf16>, %c: memr
 
 // -----
 
+// C made all zeros for the matmul alone (a zero fill, or a copy of a
+// zero-filled buffer, with nothing touching C between: ZeroInit.h): the
+// fill goes, and the kernel stores its product over C without reading it.
+// CHECK-LABEL: func.func @zero_init
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0
+// CHECK: gpu.func @matmul_0
+// CHECK: nvvm.mma.sync
+// CHECK-NOT: vector.load %{{.*}} : memref<128x64xf32>
+// CHECK-NOT: arith.addf
+// CHECK: vector.store %{{.*}} : memref<128x64xf32>, vector<2xf32>
+// CHECK: gpu.return
+func.func @zero_init(%a: memref<128x96xf16>, %b: memref<96x64xf16>, %c: memref<128x64xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%c : memref<128x64xf32>)
+  linalg.matmul ins(%a, %b : memref<128x96xf16>, memref<96x64xf16>) outs(%c : memref<128x64xf32>)
+  return
+}
+
+// -----
+
+// The same for the f32 FMA GEMM; a fill of ones stays and is added to.
+// CHECK-LABEL: func.func @zero_init_f32
+// CHECK: linalg.fill {{.*}} outs(%arg3
+// CHECK-NOT: linalg.fill
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_1
+// CHECK: gpu.func @matmul_0
+// CHECK: math.fma
+// CHECK: scf.yield
+// CHECK-NOT: memref.load %{{.*}} : memref<33x41xf32>
+// CHECK: memref.store %{{.*}} : memref<33x41xf32>
+// CHECK: gpu.func @matmul_1
+// CHECK: scf.yield
+// CHECK: memref.load %{{.*}} : memref<33x41xf32>
+// CHECK: arith.addf
+// CHECK: memref.store %{{.*}} : memref<33x41xf32>
+func.func @zero_init_f32(%a: memref<33x17xf32>, %b: memref<17x41xf32>, %c: memref<33x41xf32>, %d: memref<33x41xf32>) {
+  %z = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%z : f32) outs(%c : memref<33x41xf32>)
+  linalg.fill ins(%one : f32) outs(%d : memref<33x41xf32>)
+  linalg.matmul ins(%a, %b : memref<33x17xf32>, memref<17x41xf32>) outs(%c : memref<33x41xf32>)
+  linalg.matmul ins(%a, %b : memref<33x17xf32>, memref<17x41xf32>) outs(%d : memref<33x41xf32>)
+  return
+}
+
+// -----
+
 // An odd K in f16 (pairs would straddle rows) and a transposed map stay
 // loops.
 // CHECK-LABEL: func.func @stays_a_loop

@@ -254,7 +254,8 @@ def StridedCopiesToLinalg : Pass<"tfc-strided-copies-to-linalg"> {
 }
 
 def EarlyDealloc : Pass<"tfc-early-dealloc", "mlir::func::FuncOp"> {
-  let summary = "Drop unread temporaries, free the rest after their last use";
+  let summary = "Drop unread temporaries, allocate the rest at their first "
+                "use and free them after their last";
   let description = [{
     `buffer-deallocation-pipeline` frees a buffer at the end of the block
     that allocates it: in a model's one-block function, every temporary
@@ -275,6 +276,10 @@ def EarlyDealloc : Pass<"tfc-early-dealloc", "mlir::func::FuncOp"> {
     copies into, sets, stores to or frees it), with those users: the lowering of
     matmuls to kernel calls leaves the buffer of a weight's transpose that
     became a view, a weight-sized allocation per weight shape and run.
+    Then it moves each allocation down to just before the first operation
+    of its block that uses the buffer (bufferization may allocate a
+    zero-initialised accumulator at the function's start), so that it can
+    take a block freed by then.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }

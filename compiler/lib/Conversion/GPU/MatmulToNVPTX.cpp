@@ -8,7 +8,8 @@
 // multiplied), and each warp accumulates its 16 rows x 64 columns with
 // mma.sync m16n8k16 in f32, its fragments read by ldmatrix (B's
 // transposed). The op's semantics C += A·B are kept: C is read once at the
-// end.
+// end; where C was made all zeros for the matmul alone (ZeroInit.h), that
+// fill or copy goes and the kernel stores its product over C instead.
 //
 // With `wgmma` (sm_90a; K and N multiples of 8), each warpgroup owns 64
 // rows x min(N, 128) columns of C, two warpgroups per block sharing the B
@@ -33,6 +34,7 @@
 #include "KernelBuilder.h"
 #include "TensorMap.h"
 #include "tfc/Conversion/Passes.h"
+#include "tfc/Conversion/ZeroInit.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -67,6 +69,8 @@ struct GemmShape {
   bool batched;
   int64_t batch, m, n, k;
   Type t, acc; // operand and accumulator element types
+  /// C += A·B; false: C = A·B (C was all zeros, its fill gone).
+  bool accumulate = true;
 };
 
 /// The kernel's view of a matmul, or nullopt when it stays a loop nest.
@@ -161,7 +165,7 @@ GemmKernel beginGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
 
 /// C += the accumulators of a warp's 16 rows from row0 (C fragments of
 /// mma.sync side by side: tile nt holds columns n0 + 8 nt..), two elements
-/// at a time, inside the matrix.
+/// at a time, inside the matrix; C = them when !s.accumulate.
 void addToC(Arith &a, const GemmShape &s, Value C, ArrayRef<Value> lead,
             Value row0, Value n0, Value lane, ValueRange acc, int64_t tileN) {
   ImplicitLocOpBuilder &b = a.b;
@@ -176,13 +180,19 @@ void addToC(Arith &a, const GemmShape &s, Value C, ArrayRef<Value> lead,
           SmallVector<Value> idx(lead);
           idx.append({row, col});
           unsigned bytes = 2 * s.acc.getIntOrFloatBitWidth() / 8;
-          Value old = vector::LoadOp::create(b, pairTy, C, idx, false,
-                                             llvm::MaybeAlign(bytes));
+          Value old = s.accumulate
+                          ? vector::LoadOp::create(b, pairTy, C, idx, false,
+                                                   llvm::MaybeAlign(bytes))
+                                .getResult()
+                          : Value();
           SmallVector<Value> sum;
           for (int e = 0; e < 2; ++e) {
-            Value o = vector::ExtractOp::create(b, old, ArrayRef<int64_t>{e});
-            sum.push_back(
-                a.fromF32(a.fadd(a.toF32(o), acc[nt * 4 + 2 * r + e]), s.acc));
+            Value v = acc[nt * 4 + 2 * r + e];
+            if (old)
+              v = a.fadd(a.toF32(vector::ExtractOp::create(
+                             b, old, ArrayRef<int64_t>{e})),
+                         v);
+            sum.push_back(a.fromF32(v, s.acc));
           }
           vector::StoreOp::create(
               b, vector::FromElementsOp::create(b, pairTy, sum), C, idx, false,
@@ -595,7 +605,7 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
           }
         }
       });
-  // C += the accumulators, inside the matrix.
+  // C += the accumulators (C = them: !s.accumulate), inside the matrix.
   for (int64_t r = 0; r < 4; ++r) {
     Value row = a.add(a.add(k.m0, row0), r);
     a.guarded(a.ult(row, s.m), [&]() {
@@ -604,8 +614,10 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
         a.guarded(s.n % kTile == 0 ? Value() : a.ult(col, s.n), [&]() {
           SmallVector<Value> idx(k.lead);
           idx.append({row, col});
-          Value old = memref::LoadOp::create(b, k.C, idx);
-          memref::StoreOp::create(b, a.fadd(old, res[4 * r + c]), k.C, idx);
+          Value v = res[4 * r + c];
+          if (s.accumulate)
+            v = a.fadd(memref::LoadOp::create(b, k.C, idx), v);
+          memref::StoreOp::create(b, v, k.C, idx);
         });
       }
     });
@@ -635,6 +647,10 @@ struct ConvertLinalgMatmulToNVPTXPass
     auto kernels = gpu::GPUModuleOp::create(b, module.getLoc(), "tfc_matmul");
     for (auto [i, item] : llvm::enumerate(gemms)) {
       auto [op, s] = item;
+      if (Operation *init = foldableZeroInit(op, op.getDpsInits()[0])) {
+        init->erase();
+        s.accumulate = false;
+      }
       bool wide = useWgmma(s, wgmma), maps = useTma(s, wgmma, tma);
       std::string name = "matmul_" + std::to_string(i);
       GemmTiling t = gemmTiling(s, wide);

@@ -109,9 +109,39 @@ void eraseUnreadAllocations(Operation *func) {
   }
 }
 
+/// Moves every allocation down to just before the first operation of its
+/// block that uses the buffer, so that it can take a block freed by then
+/// (bufferization allocates a zero-initialised accumulator where its fill
+/// was, which may be the function's start). An allocation with a user
+/// outside its block stays.
+void sinkAllocations(Operation *func) {
+  SmallVector<Operation *> allocs;
+  func->walk([&](Operation *op) {
+    if (allocatedBuffer(op))
+      allocs.push_back(op);
+  });
+  for (Operation *alloc : allocs) {
+    Block *block = alloc->getBlock();
+    Operation *first = nullptr;
+    bool local = true;
+    for (Operation *user : allocatedBuffer(alloc).getUsers()) {
+      Operation *at = block->findAncestorOpInBlock(*user);
+      if (!at) {
+        local = false;
+        break;
+      }
+      if (!first || at->isBeforeInBlock(first))
+        first = at;
+    }
+    if (local && first && alloc->isBeforeInBlock(first))
+      alloc->moveBefore(first);
+  }
+}
+
 struct EarlyDeallocPass : impl::EarlyDeallocBase<EarlyDeallocPass> {
   void runOnOperation() override {
     eraseUnreadAllocations(getOperation());
+    sinkAllocations(getOperation());
     SmallVector<Operation *> deallocs;
     getOperation()->walk([&](Operation *op) {
       if (freedBuffer(op))

@@ -2,14 +2,13 @@
 
 #include "tfc/Conversion/KernelCalls.h"
 #include "tfc/Conversion/Passes.h"
+#include "tfc/Conversion/ZeroInit.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -68,50 +67,6 @@ linalg::TransposeOp foldableTranspose(Operation *matmul, Value b) {
       !overwrites(*next, b))
     return nullptr;
   return t;
-}
-
-/// Whether `fill` writes zeros.
-bool isZeroFill(linalg::FillOp fill) {
-  return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
-}
-
-/// The op that makes C all zeros right before the matmul, which the kernel
-/// can then overwrite instead of accumulating into: the last op before the
-/// matmul in its block with memory effects (casts and views of operands
-/// have none) is either a zero fill of C, or a copy into C of a buffer whose
-/// last write before the copy is a zero fill. Returns that fill or copy, or
-/// null.
-Operation *foldableZeroInit(Operation *matmul, Value c) {
-  Operation *prev = matmul->getPrevNode();
-  while (prev && isMemoryEffectFree(prev))
-    prev = prev->getPrevNode();
-  if (auto fill = dyn_cast_or_null<linalg::FillOp>(prev))
-    return fill.getOutputs()[0] == c && isZeroFill(fill) ? fill : nullptr;
-  auto copy = dyn_cast_or_null<memref::CopyOp>(prev);
-  if (!copy || !overwrites(copy, c))
-    return nullptr;
-  Value source = copy.getSource();
-  Operation *lastWrite = nullptr;
-  for (Operation *user : source.getUsers()) {
-    if (user->getBlock() != copy->getBlock())
-      return nullptr;
-    if (!user->isBeforeInBlock(copy))
-      continue;
-    if (isa<ViewLikeOpInterface>(user))
-      return nullptr; // writes through a view could not be ordered
-    auto reads = [&](Operation *op) {
-      auto copyOp = dyn_cast<memref::CopyOp>(op);
-      return copyOp && copyOp.getSource() == source;
-    };
-    if (reads(user))
-      continue;
-    if (!lastWrite || lastWrite->isBeforeInBlock(user))
-      lastWrite = user;
-  }
-  auto fill = dyn_cast_or_null<linalg::FillOp>(lastWrite);
-  if (!fill || fill.getOutputs()[0] != source || !isZeroFill(fill))
-    return nullptr;
-  return copy;
 }
 
 /// Whether `buffer` is a view of an entry-block argument of its function that
