@@ -2,7 +2,7 @@
 //
 // tfc-run model.so [--weights W.safetensors] --input a.npy [--input b.npy ...]
 //         --output y.npy [...] [--repeat N] [--warmup N] [--threads N]
-//         [--packed-weights W.packed]
+//         [--packed-weights W.packed] [--memory]
 //
 // Uses only the runtime's C API, for CPU and GPU (nvptx) models alike. Every
 // error is one line on stderr, "tfc-run: error: ...", and exit status 1.
@@ -26,7 +26,7 @@ const char kUsage[] =
     "usage: tfc-run MODEL.so [--weights FILE.safetensors] --input IN.npy ... "
     "--output OUT.npy ...\n"
     "               [--repeat N] [--warmup N] [--threads N] [--describe]\n"
-    "               [--packed-weights FILE.packed]\n"
+    "               [--packed-weights FILE.packed] [--memory]\n"
     "\n"
     "Runs a model compiled by tfc-compile. Inputs map to the model's inputs "
     "in\n"
@@ -48,6 +48,11 @@ const char kUsage[] =
     "                   them): read from FILE where it exists (no packing on\n"
     "                   the first run), else written there after the runs;\n"
     "                   a FILE of other weights or another model is rewritten\n"
+    "  --memory         after the runs, print what the runtime's caching\n"
+    "                   allocator took from the system for them (the host\n"
+    "                   allocator of compiled CPU code's temporaries; for GPU\n"
+    "                   models the device allocator, with the weights,\n"
+    "                   inputs and outputs on the device)\n"
     "  --describe       print the model's signature (and device) and exit\n"
     "GPU models (target nvptx) need the CUDA driver, libcuda.so.1 (or\n"
     "$TFC_CUDA_DRIVER).\n";
@@ -62,7 +67,18 @@ struct Options {
   long warmup = -1;
   long threads = 0;
   bool describe = false;
+  bool memory = false;
 };
+
+/// "12.3 MiB", or "0.8 KiB" below a MiB.
+std::string byteSize(uint64_t bytes) {
+  char buf[32];
+  if (bytes < (1u << 20))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / (1 << 20));
+  return buf;
+}
 
 [[noreturn]] void fail(const std::string &message) {
   std::fprintf(stderr, "tfc-run: error: %s\n", message.c_str());
@@ -100,6 +116,10 @@ Options parseOptions(int argc, char **argv) {
     }
     if (arg == "--describe") {
       options.describe = true;
+      continue;
+    }
+    if (arg == "--memory") {
+      options.memory = true;
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-') {
@@ -462,6 +482,20 @@ int main(int argc, char **argv) {
     check(tfc_model_bind_output(model, int32_t(i), tfc_array_data(array)));
   }
 
+  // The allocator's counters before the runs (--memory): GPU models count
+  // on the device allocator, which also holds the weights and the model's
+  // device copies of inputs and outputs.
+  bool gpu = std::strcmp(tfc_model_target(model), "nvptx") == 0;
+  auto allocatorStats = [&] {
+    tfc_allocator_stats stats;
+    if (gpu)
+      tfc_device_allocator_get_stats(&stats);
+    else
+      tfc_allocator_get_stats(&stats);
+    return stats;
+  };
+  tfc_allocator_stats before = allocatorStats();
+
   if (options.repeat > 0) {
     // The runtime times the model's own compute and poisons the outputs
     // before every run (GPU models: inputs and outputs copied once).
@@ -486,6 +520,23 @@ int main(int argc, char **argv) {
         std::memset(tfc_array_data(array), 0xff, tfc_array_nbytes(array));
       check(tfc_model_invoke(model));
     }
+  }
+
+  if (options.memory) {
+    tfc_allocator_stats after = allocatorStats();
+    long runs = options.repeat > 0 ? options.repeat + options.warmup
+                                   : options.warmup + 1;
+    std::printf(
+        "tfc-run: %s: %s allocator over %ld run%s: %s from the "
+        "system in %llu blocks; %llu requests, %llu served from its "
+        "cache; %s live after the runs\n",
+        options.model.c_str(), gpu ? "device" : "host", runs,
+        runs == 1 ? "" : "s",
+        byteSize(after.fresh_bytes - before.fresh_bytes).c_str(),
+        (unsigned long long)(after.fresh_allocs - before.fresh_allocs),
+        (unsigned long long)(after.alloc_calls - before.alloc_calls),
+        (unsigned long long)(after.reused_allocs - before.reused_allocs),
+        byteSize(after.live_bytes).c_str());
   }
 
   if (savePacked) {
