@@ -213,3 +213,21 @@ func.func @earlier_fill_view_before(%a: memref<16x32xf32>, %b: memref<32x24xf32>
   linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
   return
 }
+// C a view of another buffer: a write to that buffer between the fill and
+// the matmul is not a user of C, so the earlier fill stays.
+// CHECK-LABEL: func.func @earlier_fill_of_a_view
+// CHECK: linalg.fill
+// CHECK: memref.store
+// CHECK: arith.constant 1 : i32
+// CHECK-NEXT: call @tfc_uk_matmul_f32(
+func.func @earlier_fill_of_a_view(%a: memref<16x32xf32>, %b: memref<32x24xf32>, %x: memref<2x16x24xf32>) {
+  %z = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %i = arith.constant 3 : index
+  %j = arith.constant 0 : index
+  %c = memref.subview %x[0, 0, 0] [1, 16, 24] [1, 1, 1] : memref<2x16x24xf32> to memref<16x24xf32>
+  linalg.fill ins(%z : f32) outs(%c : memref<16x24xf32>)
+  memref.store %one, %x[%j, %i, %i] : memref<2x16x24xf32>
+  linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x24xf32>) outs(%c : memref<16x24xf32>)
+  return
+}

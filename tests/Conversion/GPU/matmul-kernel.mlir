@@ -88,8 +88,8 @@ func.func @zero_init(%a: memref<128x96xf16>, %b: memref<96x64xf16>, %c: memref<1
 func.func @zero_init_f32(%a: memref<33x17xf32>, %b: memref<17x41xf32>, %c: memref<33x41xf32>, %d: memref<33x41xf32>) {
   %z = arith.constant 0.0 : f32
   %one = arith.constant 1.0 : f32
-  linalg.fill ins(%z : f32) outs(%c : memref<33x41xf32>)
   linalg.fill ins(%one : f32) outs(%d : memref<33x41xf32>)
+  linalg.fill ins(%z : f32) outs(%c : memref<33x41xf32>)
   linalg.matmul ins(%a, %b : memref<33x17xf32>, memref<17x41xf32>) outs(%c : memref<33x41xf32>)
   linalg.matmul ins(%a, %b : memref<33x17xf32>, memref<17x41xf32>) outs(%d : memref<33x41xf32>)
   return

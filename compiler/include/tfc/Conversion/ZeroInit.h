@@ -20,8 +20,9 @@ namespace tfc {
 /// into: the last op before the matmul in its block with memory effects
 /// (casts and views of operands have none) is either a zero fill of C, or a
 /// copy into C of a buffer whose last write before the copy is a zero fill;
-/// or else an earlier zero fill of C that nothing touches C after (in the
-/// block, before the matmul; no view of C taken before the matmul).
+/// or else, where C is an allocation, an earlier zero fill of C that
+/// nothing touches C after (in the block, before the matmul; no view of C
+/// taken before the matmul).
 /// Bufferization leaves the last kind where one zero-filled tensor
 /// initialises several products of one shape: the earlier ones take copies
 /// of it, the last one the filled buffer itself, filled at the start. The

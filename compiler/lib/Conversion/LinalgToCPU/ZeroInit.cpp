@@ -18,10 +18,15 @@ bool isZeroFill(linalg::FillOp fill) {
   return matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
 }
 
-/// The last zero fill of `c` before `matmul` in its block, when every other
-/// user of C comes before the fill or after the matmul, and none before the
-/// matmul is a view (whose accesses could fall in between).
+/// The last zero fill of `c` (an allocation) before `matmul` in its block,
+/// when every other user of C comes before the fill or after the matmul,
+/// and none before the matmul is a view (whose accesses could fall in
+/// between).
 linalg::FillOp earlierZeroFill(Operation *matmul, Value c) {
+  // Only a buffer of its own: a view's source, or another argument, could
+  // be written between without being a user of C.
+  if (!c.getDefiningOp<memref::AllocOp>())
+    return nullptr;
   linalg::FillOp fill;
   for (Operation *user : c.getUsers()) {
     auto f = dyn_cast<linalg::FillOp>(user);
