@@ -54,7 +54,6 @@ for _ in range(2):
     m.run(*[data[k] for k in sorted(data.files)])
     after = tfc.allocator_stats(device=device)
     out.append({k: after[k] - before[k] for k in after})
-    out[-1]["live_after"] = after["live_blocks"]
 print(json.dumps(out))
 """
 
@@ -64,24 +63,19 @@ def models(work, rng, seq):
     import gpt2
     import llama
     from harness import random_tokens
+    gpt2_cfg = dict(gpt2.CFG, n_embd=256, n_head=4, n_layer=4,
+                    n_positions=seq, vocab_size=512)
     out = []
-    directory = os.path.join(work, "llama")
-    llama.write_model(directory, rng,
-                      dict(llama.SMALL, max_position_embeddings=seq))
-    ids, mask = random_tokens(rng, llama.SMALL["vocab_size"], 1, seq)
-    out.append(("LLaMA 4 blocks, prefill %d" % seq, directory, ids, mask))
-    directory = os.path.join(work, "gpt2")
-    cfg = dict(gpt2.CFG, n_embd=256, n_head=4, n_layer=4, n_positions=seq,
-               vocab_size=512)
-    gpt2.write_model(directory, rng, cfg)
-    ids, mask = random_tokens(rng, cfg["vocab_size"], 1, seq)
-    out.append(("GPT-2 4 blocks, prefill %d" % seq, directory, ids, mask))
-    result = []
-    for name, directory, ids, mask in out:
+    for name, module, cfg in (
+            ("LLaMA", llama, dict(llama.SMALL, max_position_embeddings=seq)),
+            ("GPT-2", gpt2, gpt2_cfg)):
+        directory = os.path.join(work, name)
+        module.write_model(directory, rng, cfg)
+        ids, mask = random_tokens(rng, cfg["vocab_size"], 1, seq)
         npz = os.path.join(directory, "inputs.npz")
         np.savez(npz, a_input_ids=ids, b_attention_mask=mask)
-        result.append((name, directory, npz))
-    return result
+        out.append(("%s 4 blocks, prefill %d" % (name, seq), directory, npz))
+    return out
 
 
 def measure(bindir, target, directory, npz, seq, work, env, real_driver):
