@@ -3,17 +3,18 @@
 // The interpreter (runtime/tests/fixtures/ptx_emu.h) checks tfc's GPU
 // kernels without a GPU, so its warp-wide instructions are checked here
 // against the fragment layouts of the PTX ISA, written out independently:
-// mma.sync m16n8k16 (section "Matrix Fragments for mma.m16n8k16"), ldmatrix
-// and shfl.sync; wgmma (sm_90a) against the accumulator and A fragments
-// of the ISA ("Register Fragments and Shared Memory Matrix Layouts" of
-// wgmma) and the shared-memory layouts without swizzle as CUTLASS's
+// mma.sync m16n8k16 (section "Matrix Fragments for mma.m16n8k16"), ldmatrix,
+// stmatrix, shfl.sync and elect.sync; wgmma (sm_90a) against the accumulator
+// and A fragments of the ISA ("Register Fragments and Shared Memory Matrix
+// Layouts" of wgmma) and the shared-memory layouts without swizzle as CUTLASS's
 // canonical GMMA layouts write them (cute/atom/mma_traits_sm90_gmma.hpp).
 // Then what it reports: illegal addresses, warps that diverge at a
 // warp-wide instruction, PTX it does not implement, and reads of a cp.async
 // destination before the wait or of a wgmma accumulator before its
 // wait_group.
-// TMA loads (cp.async.bulk.tensor) against the box, out-of-bound fill and
-// swizzle of the ISA and cuTensorMapEncodeTiled, written out byte by byte;
+// TMA loads and stores (cp.async.bulk.tensor) against the box, out-of-bound
+// fill or clipping and swizzle of the ISA and cuTensorMapEncodeTiled,
+// written out byte by byte;
 // mbarrier phases in a pipeline as tfc's kernels run one; wgmma reading
 // the swizzled tiles TMA wrote, in the configurations of tfc's attention;
 // and what a launch reports about them.
@@ -212,6 +213,188 @@ TEST(PtxEmu, LdmatrixFollowsTheIsaFragments) {
             PTXEMU_OK);
   EXPECT_EQ(out, expect);
   EXPECT_EQ(trans, expectTrans);
+}
+
+/// stmatrix writes the fragments ldmatrix reads: lane l's register m is
+/// row l / 4, columns 2 (l % 4) and +1 of matrix m (with .trans: rows
+/// 2 (l % 4) and +1 of column l / 4), at the row addresses lanes 8m..8m+7
+/// give, as the PTX ISA's "Warp-level matrix store instruction: stmatrix"
+/// says.
+TEST(PtxEmu, StmatrixWritesTheIsaFragments) {
+  Module m(R"(
+.visible .entry stm(.param .u64 pin, .param .u64 pout, .param .u64 ptrans)
+{
+  .shared .align 16 .b8 tile[1024];
+  .reg .b32 %r<20>;
+  .reg .b64 %rd<16>;
+  ld.param.u64 %rd1, [pin];
+  ld.param.u64 %rd2, [pout];
+  ld.param.u64 %rd3, [ptrans];
+  mov.u32 %r1, %tid.x;
+  mul.wide.u32 %rd4, %r1, 16;
+  add.s64 %rd5, %rd1, %rd4;
+  ld.global.v4.b32 {%r2, %r3, %r4, %r5}, [%rd5];
+  mov.b64 %rd6, tile;
+  add.s64 %rd7, %rd6, %rd4;
+  stmatrix.sync.aligned.m8n8.x4.shared.b16 [%rd7], {%r2, %r3, %r4, %r5};
+  add.s64 %rd10, %rd7, 512;
+  stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%rd10], {%r2, %r3, %r4, %r5};
+  bar.sync 0;
+  ld.shared.v4.b32 {%r6, %r7, %r8, %r9}, [%rd7];
+  ld.shared.v4.b32 {%r10, %r11, %r12, %r13}, [%rd10];
+  add.s64 %rd8, %rd2, %rd4;
+  st.global.v4.b32 [%rd8], {%r6, %r7, %r8, %r9};
+  add.s64 %rd9, %rd3, %rd4;
+  st.global.v4.b32 [%rd9], {%r10, %r11, %r12, %r13};
+  ret;
+}
+)");
+  ASSERT_NE(m.module, nullptr) << m.error;
+  // Lane l's registers: 4 words each, distinct halves.
+  std::vector<uint32_t> in(128);
+  for (int i = 0; i < 128; ++i)
+    in[i] = pack(uint16_t(2 * i + 1), uint16_t(2 * i + 2));
+  auto half = [&](int lane, int mat, int hi) {
+    return uint16_t(in[lane * 4 + mat] >> (16 * hi));
+  };
+  // Four 8x8 matrices of b16, rows of 16 bytes at the addresses of lanes
+  // 8m..8m+7 (here: consecutive).
+  std::vector<uint16_t> out(256), trans(256), expect(256), expectTrans(256);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int mat = 0; mat < 4; ++mat)
+      for (int hi = 0; hi < 2; ++hi) {
+        int r = lane / 4, c = 2 * (lane % 4) + hi;
+        expect[mat * 64 + r * 8 + c] = half(lane, mat, hi);
+        expectTrans[mat * 64 + c * 8 + r] = half(lane, mat, hi);
+      }
+  ASSERT_EQ(launch(m, "stm", 32,
+                   {{in.data(), in.size() * 4},
+                    {out.data(), out.size() * 2},
+                    {trans.data(), trans.size() * 2}}),
+            PTXEMU_OK);
+  EXPECT_EQ(out, expect);
+  EXPECT_EQ(trans, expectTrans);
+}
+
+/// elect.sync d|p, -1 elects lane 0 of each warp: d is 0 in every lane, p
+/// true in the leader only.
+TEST(PtxEmu, ElectSyncElectsTheFirstLane) {
+  Module m(R"(
+.visible .entry el(.param .u64 pout)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, 77;
+  elect.sync %r2|%p1, -1;
+  selp.b32 %r3, 1000, 0, %p1;
+  add.u32 %r4, %r2, %r3;
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  st.global.b32 [%rd3], %r4;
+  ret;
+}
+)");
+  ASSERT_NE(m.module, nullptr) << m.error;
+  std::vector<uint32_t> out(64, 0xdeadbeef), expect(64, 0);
+  expect[0] = expect[32] = 1000;
+  ASSERT_EQ(launch(m, "el", 64, {{out.data(), out.size() * 4}}), PTXEMU_OK);
+  EXPECT_EQ(out, expect);
+}
+
+/// Labels in nested blocks (as inline assembly writes them, one name in
+/// several blocks): a branch goes to its own block's label, else to the
+/// nearest enclosing block's.
+TEST(PtxEmu, LabelsAreScopedByBlock) {
+  Module m(R"(
+.visible .entry lb(.param .u64 pout)
+{
+  .reg .pred %p<4>;
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pout];
+  mov.u32 %r1, 0;
+  {
+  .reg .pred done;
+  again:
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 done, %r1, 3;
+  @done bra.uni again;
+  }
+  {
+  .reg .pred done;
+  again:
+  add.u32 %r1, %r1, 10;
+  setp.lt.u32 done, %r1, 33;
+  @done bra.uni again;
+  {
+  bra.uni skip;
+  }
+  add.u32 %r1, %r1, 1000;
+  skip:
+  }
+  st.global.b32 [%rd1], %r1;
+  ret;
+}
+)");
+  ASSERT_NE(m.module, nullptr) << m.error;
+  uint32_t out = 0;
+  ASSERT_EQ(launch(m, "lb", 1, {{&out, 4}}), PTXEMU_OK);
+  EXPECT_EQ(out, 33u); // 3 by ones, then 30 by tens, the add skipped
+  Module twice(R"(
+.visible .entry lb()
+{
+  {
+  x:
+  x:
+  ret;
+  }
+}
+)");
+  EXPECT_EQ(twice.module, nullptr);
+  EXPECT_NE(twice.error.find("label 'x' declared twice in one block"),
+            std::string::npos)
+      << twice.error;
+}
+
+/// Module-scope .global data (Triton's modules declare some): initialised
+/// as declared (integers, hex, negative values, bit patterns; zeros past the
+/// initializer), readable and writable by symbol and by generic address;
+/// .const data is rejected.
+TEST(PtxEmu, ModuleScopeGlobalData) {
+  Module m(R"(
+.global .align 4 .b32 table[5] = {1, 0x20, -1, 0f3F800000};
+.global .align 1 .b8 bytes[3] = {95, 67, 7};
+.visible .entry gd(.param .u64 pout)
+{
+  .reg .b32 %r<8>;
+  .reg .b64 %rd<8>;
+  ld.param.u64 %rd1, [pout];
+  ld.global.u32 %r1, [table+4];
+  mov.u64 %rd2, table;
+  ld.u32 %r2, [%rd2+8];
+  ld.global.u32 %r3, [table+12];
+  ld.global.u32 %r4, [table+16];
+  ld.global.u8 %r5, [bytes+1];
+  st.global.u32 [table], 9;
+  ld.u32 %r6, [%rd2];
+  st.global.v4.b32 [%rd1], {%r1, %r2, %r3, %r4};
+  st.global.v2.b32 [%rd1+16], {%r5, %r6};
+  ret;
+}
+)");
+  ASSERT_NE(m.module, nullptr) << m.error;
+  std::vector<uint32_t> out(6, 0xdeadbeef);
+  ASSERT_EQ(launch(m, "gd", 1, {{out.data(), out.size() * 4}}), PTXEMU_OK);
+  EXPECT_EQ(out,
+            (std::vector<uint32_t>{0x20, 0xffffffffu, 0x3f800000u, 0, 67, 9}));
+  Module c(".const .align 4 .b32 k[1] = {1};\n");
+  EXPECT_EQ(c.module, nullptr);
+  EXPECT_NE(c.error.find("module-scope .const data is not supported"),
+            std::string::npos)
+      << c.error;
 }
 
 TEST(PtxEmu, ShflModes) {
@@ -749,6 +932,31 @@ TEST(PtxEmu, WgmmaChainedOnTheSameAccumulators) {
   expectSameBits(d, wgmmaReference(a2, b2, &first), 16);
 }
 
+/// scale-d as the immediates 0 and 1 (as ptxas takes it, and Triton
+/// writes it): the first product ignores the accumulators, the second adds.
+TEST(PtxEmu, WgmmaScaleDImmediate) {
+  std::mt19937 rng(14);
+  Elem e{true};
+  Matrix a1(64, 16, e, rng), a2(64, 16, e, rng), b1(16, 16, e, rng),
+      b2(16, 16, e, rng);
+  SmemOperand b1Op{0, 128, 256, false}, b2Op{1024, 128, 256, false};
+  Image img;
+  img.put(b1Op, b1, true);
+  img.put(b2Op, b2, true);
+  std::string body =
+      descriptor("%rd21", b1Op) + descriptor("%rd22", b2Op) +
+      fencedGroup(
+          mmaAsync(16, "bf16", "{%r10, %r11, %r12, %r13}, %rd21, 0, 1, 1, 0") +
+          mmaAsync(16, "bf16", "{%r14, %r15, %r16, %r17}, %rd22, 1, 1, 1, 0"));
+  std::vector<uint32_t> frags = aFragments(a1), frags2 = aFragments(a2);
+  frags.insert(frags.end(), frags2.begin(), frags2.end());
+  std::vector<uint32_t> c(128 * 8, 0x7fc00000u), d;
+  ASSERT_EQ(runWgmma(wgmmaKernel(16, img.chunks(), body), frags, img, c, d),
+            PTXEMU_OK);
+  std::vector<uint32_t> first = wgmmaReference(a1, b1, nullptr);
+  expectSameBits(d, wgmmaReference(a2, b2, &first), 8);
+}
+
 /// An accumulator read before its wait_group is NaN, also after a
 /// wait_group that retired an earlier wgmma on it while a later one is in
 /// flight; the tile is read at the wait: overwriting it before gives other
@@ -921,6 +1129,10 @@ TEST(PtxEmu, WgmmaRejectsFormsItDoesNotImplement) {
   EXPECT_EQ(load("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 " + d8 + a +
                  "1, 1, 0;"),
             "loaded");
+  // scale-d as an immediate 0 or 1, as ptxas takes it.
+  EXPECT_EQ(load("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 " + d8 +
+                 ", {%r10, %r11, %r12, %r13}, %rd1, 1, 1, 1, 0;"),
+            "loaded");
   EXPECT_EQ(load("wgmma.fence.sync.aligned;"), "loaded");
   EXPECT_EQ(load("fence.proxy.async.shared::cta;"), "loaded");
   for (std::string bad : {
@@ -943,7 +1155,7 @@ TEST(PtxEmu, WgmmaRejectsFormsItDoesNotImplement) {
            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 " + d8 + a +
                "1, 1, 2;",
            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 " + d8 +
-               ", {%r10, %r11, %r12, %r13}, %rd1, 1, 1, 1, 0;",
+               ", {%r10, %r11, %r12, %r13}, %rd1, 2, 1, 1, 0;",
            std::string("wgmma.wait_group.sync.aligned %r1;"),
            std::string("fence.sc.gpu;"),
        }) {
@@ -1306,6 +1518,143 @@ $L__read:
   std::memcpy(&after, &tile[1204], 4);
   EXPECT_EQ(before, 0xffffffffu); // a NaN in every float format
   EXPECT_EQ(after, pack(g[0], g[1]));
+}
+
+/// Thread 0 numbers the tile's words (the word at byte offset w holds
+/// w + 1) and issues a TMA store of the map at %rd1 from tile + `offset`
+/// at `coords` in one bulk group; `wait` follows the commit.
+std::string tmaStore(int tileBytes, int offset, const std::vector<int> &coords,
+                     const std::string &wait) {
+  std::string s = R"(  @%p1 bra $L__stored;
+  mov.u32 %r20, 0;
+$L__number:
+  add.u32 %r22, %r2, %r20;
+  add.u32 %r23, %r20, 1;
+  st.shared.b32 [%r22], %r23;
+  add.u32 %r20, %r20, 4;
+  setp.lt.u32 %p2, %r20, )" +
+                  std::to_string(tileBytes) +
+                  R"(;
+  @%p2 bra $L__number;
+  fence.proxy.async.shared::cta;
+)";
+  std::string list;
+  for (size_t d = 0; d < coords.size(); ++d) {
+    std::string reg = "%r" + std::to_string(40 + d);
+    s += "  mov.u32 " + reg + ", " + std::to_string(coords[d]) + ";\n";
+    list += (d ? ", " : "") + reg;
+  }
+  return s + "  cp.async.bulk.tensor." + std::to_string(coords.size()) +
+         "d.global.shared::cta.tile.bulk_group [%rd1, {" + list + "}], [%r2+" +
+         std::to_string(offset) + "];\n  cp.async.bulk.commit_group;\n" + wait +
+         "$L__stored:\n";
+}
+
+/// TMA stores (cp.async.bulk.tensor, shared to global, bulk groups): the
+/// box read from shared memory as a load would have written it (densely,
+/// swizzled per the map), and only its in-bound elements written, the rest
+/// of the tensor left as it was; the ISA's description written out byte by
+/// byte, as for the loads.
+TEST(PtxEmu, TmaStoresTheInBoundPartOfTheBox) {
+  struct Case {
+    const char *name;
+    int elementBytes, swizzle;
+    std::vector<uint64_t> dims, strides;
+    std::vector<uint16_t> box;
+    std::vector<int> coords;
+    int dst;
+  };
+  std::vector<Case> cases = {
+      {"2d none", 2, 0, {40, 20}, {96}, {24, 6}, {-8, 17}, 128},
+      {"2d 128B", 2, 3, {100, 30}, {208}, {64, 16}, {60, -3}, 384},
+      {"2d 128B in", 2, 3, {100, 30}, {208}, {64, 16}, {8, 2}, 0},
+      {"3d 64B", 4, 2, {20, 6, 5}, {96, 672}, {16, 4, 3}, {8, 3, -1}, 256},
+      {"3d 32B", 2, 1, {16, 9, 4}, {48, 480}, {16, 5, 3}, {-4, 6, 2}, 128},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<uint8_t> tensor(8192 * 4);
+    for (size_t i = 0; i < tensor.size(); ++i)
+      tensor[i] = uint8_t(i * 7 + 3);
+    std::vector<uint8_t> before = tensor;
+    TensorMap map = tensorMap(tensor.data(), c.elementBytes, c.dims, c.strides,
+                              c.box, c.swizzle);
+    int count = 1;
+    for (uint16_t b : c.box)
+      count *= b;
+    int bytes = count * c.elementBytes;
+    int tileBytes = (c.dst + bytes + 1023) / 1024 * 1024;
+    std::vector<uint8_t> tile(tileBytes, 0);
+    Module m(
+        tmaKernel(tileBytes, tmaStore(tileBytes, c.dst, c.coords,
+                                      "  cp.async.bulk.wait_group.read 0;\n")));
+    ASSERT_NE(m.module, nullptr) << m.error;
+    ASSERT_EQ(runTmaMaps(m, {map}, tile), PTXEMU_OK);
+    // Element e of the box (innermost fastest) came from tile byte
+    // swizzle(dst + e * size + b); the word at byte w holds w + 1.
+    std::vector<uint8_t> want = before;
+    int span = c.swizzle ? 16 << c.swizzle : 0;
+    int rank = int(c.dims.size());
+    for (int e = 0; e < count; ++e) {
+      int rest = e;
+      bool inBounds = true;
+      int64_t offset = 0;
+      for (int d = 0; d < rank; ++d) {
+        int64_t x = c.coords[d] + rest % c.box[d];
+        rest /= c.box[d];
+        inBounds = inBounds && x >= 0 && x < int64_t(c.dims[d]);
+        offset += x * (d ? int64_t(c.strides[d - 1]) : c.elementBytes);
+      }
+      for (int b = 0; inBounds && b < c.elementBytes; ++b) {
+        uint64_t at = swizzled(
+            uint64_t(c.dst) + uint64_t(e) * c.elementBytes + uint64_t(b), span);
+        uint32_t word = uint32_t(at / 4 * 4 + 1);
+        want.at(size_t(offset + b)) = uint8_t(word >> (8 * (at % 4)));
+      }
+    }
+    int bad = 0;
+    for (size_t i = 0; i < tensor.size(); ++i)
+      if (tensor[i] != want[i] && ++bad <= 5)
+        ADD_FAILURE() << "tensor byte " << i << ": got " << int(tensor[i])
+                      << ", want " << int(want[i]);
+    EXPECT_EQ(bad, 0);
+    EXPECT_NE(tensor, before);
+  }
+}
+
+/// A TMA store reads shared memory until cp.async.bulk.wait_group[.read]
+/// completes its group: the interpreter reads it there, so a tile
+/// rewritten before the wait is what reaches global memory, and a store
+/// still pending when its thread exits fails the launch. wait_group N
+/// leaves the newest N groups pending.
+TEST(PtxEmu, TmaStoreReadsSharedMemoryUntilItsWait) {
+  std::vector<uint16_t> g(64 * 8, 0);
+  TensorMap map = tensorMap(g.data(), 2, {64, 8}, {128}, {64, 8}, 3);
+  auto run = [&](const std::string &wait, std::string *error = nullptr) {
+    std::fill(g.begin(), g.end(), 0);
+    std::vector<uint8_t> tile(1024, 0);
+    Module m(tmaKernel(1024, tmaStore(1024, 0, {0, 0}, wait)));
+    EXPECT_NE(m.module, nullptr) << m.error;
+    return m.module ? runTmaMaps(m, {map}, tile, error) : -1;
+  };
+  // Tile word 0 (element 0 of the box, unswizzled at line 0) is rewritten
+  // after the issue, before the wait.
+  ASSERT_EQ(run("  mov.u32 %r30, 0x00070007;\n"
+                "  st.shared.b32 [%r2], %r30;\n"
+                "  cp.async.bulk.wait_group.read 0;\n"),
+            PTXEMU_OK);
+  EXPECT_EQ(g[0], 7);
+  EXPECT_EQ(g[2], 5); // the word at byte 4 holds 5
+  std::string error;
+  EXPECT_EQ(run("", &error), PTXEMU_LAUNCH_FAILED);
+  EXPECT_NE(error.find("TMA store not waited for"), std::string::npos) << error;
+  EXPECT_EQ(run("  cp.async.bulk.wait_group.read 1;\n", &error),
+            PTXEMU_LAUNCH_FAILED);
+  EXPECT_NE(error.find("TMA store not waited for"), std::string::npos) << error;
+  ASSERT_EQ(run("  cp.async.bulk.commit_group;\n"
+                "  cp.async.bulk.wait_group 1;\n"),
+            PTXEMU_OK); // the empty group is the newest
+  EXPECT_EQ(g[0], 1);
 }
 
 /// Pipeline of 2 stages over 5 tiles of 8 x 64 f16, as tfc's kernels run
@@ -1783,6 +2132,15 @@ TEST(PtxEmu, MbarrierAndTmaForms) {
            "setmaxnreg.inc.sync.aligned.u32 240;",
            "setmaxnreg.dec.sync.aligned.u32 40;",
            "fence.mbarrier_init.release.cluster;",
+           "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group "
+           "[%rd1, {%r2, %r3}], [%r1];",
+           "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group "
+           "[%rd1, {%r2, %r3, 0}], [%r1+128];",
+           "cp.async.bulk.commit_group;",
+           "cp.async.bulk.wait_group.read 0;",
+           "cp.async.bulk.wait_group 1;",
+           "elect.sync %r1|%p1, -1;",
+           "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16 [%r1], {%r2, %r3};",
        })
     EXPECT_EQ(load(good), "loaded") << good;
   for (std::string bad : {
@@ -1802,7 +2160,16 @@ TEST(PtxEmu, MbarrierAndTmaForms) {
            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
            "complete_tx::bytes [%r1], [%rd1, {%r2}], [%r4];",
            "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group "
+           "[%rd1, {%r2}], [%r1];",
+           "cp.async.bulk.tensor.2d.global.shared::cta.tile.mbarrier::"
+           "complete_tx::bytes [%rd1, {%r2, %r3}], [%r1];",
+           "cp.async.bulk.tensor.2d.global.shared::cluster.tile.bulk_group "
            "[%rd1, {%r2, %r3}], [%r1];",
+           "cp.async.bulk.commit_group 0;",
+           "cp.async.bulk.wait_group %r1;",
+           "cp.async.bulk.wait_group.write 0;",
+           "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%r1], {%r2, %r3};",
+           "ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%r2, %r3}, %r1;",
            "setmaxnreg.inc.sync.aligned.u32 %r1;",
            "fence.mbarrier_init.release.gpu;",
        }) {
