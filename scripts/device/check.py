@@ -1,7 +1,8 @@
 """Run the models prepare.py compiled: numerics against float64 references,
 then attention timings against PyTorch's flash SDPA, GEMM timings against
-torch.matmul and decode attention timings against PyTorch's SDPA. Markdown
-tables at the end (stdout and OUT/device-check.md).
+torch.matmul, decode attention timings against PyTorch's SDPA, and last
+Triton's flash attention on the attention timing's shapes. Markdown tables
+at the end (stdout and OUT/device-check.md).
 
 usage: check.py --manifest .device/manifest.json --tfc-run PATH --out DIR
                 [--budget SECONDS] [--seed N]
@@ -355,6 +356,53 @@ class Peer:
         return (time.perf_counter() - t) * 1e3
 
 
+class TritonPeer(Peer):
+    """Triton's flash attention, a second peer: its tutorial's forward
+    pass (tests/Integration/GPU/triton/generate.py, attention_tutorial: TMA
+    descriptors, scale folded into exp2, causal as unmasked tiles then the
+    diagonal block), compiled by the machine's Triton at its first call per
+    head dimension and causality, in the configuration that issues the
+    fewest instructions per product on the PTX interpreter (128 x 128
+    tiles, 4 warps, 2 stages; bench/gpu/triton_mix.py), not autotuned.
+    `error` says why it cannot run (no GPU, no Triton, an API it lacks)."""
+
+    BM = BN = 128
+
+    def __init__(self, device):
+        super().__init__(device)
+        self.name, self.error = "Triton", None
+        if not self.gpu:
+            self.error = "no GPU"
+            return
+        try:
+            import triton
+            from triton.tools.tensor_descriptor import TensorDescriptor
+            sys.path.insert(0, os.path.join(
+                os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                "tests", "Integration", "GPU", "triton"))
+            import generate
+            self.kernel = generate.attention_tutorial
+            self.descriptor = TensorDescriptor.from_tensor
+            self.name = "Triton %s" % triton.__version__
+        except Exception as e:  # noqa: BLE001 (any reason not to run)
+            self.error = "%s: %s" % (type(e).__name__, e)
+
+    def context(self):
+        return _Null()
+
+    def __call__(self, q, k, v, causal):
+        b, h, s, d = q.shape
+        if s % self.BM:
+            raise RuntimeError("S = %d is not a multiple of %d" % (s, self.BM))
+        o = torch.empty_like(q)
+        descs = [self.descriptor(t.view(b * h, s, d), [1, self.BM, d])
+                 for t in (q, k, v, o)]
+        self.kernel[(s // self.BM, b * h, 1)](
+            *descs, s, 1.0 / math.sqrt(d), CAUSAL=causal, BM=self.BM,
+            BN=self.BN, D=d, WS=False, num_warps=4, num_stages=2)
+        return o
+
+
 class _Null:
     def __enter__(self):
         return self
@@ -419,10 +467,12 @@ class Timing:
     """Times each timing model's builds with tfc-run, and the peer on the
     same inputs; one row (a dict) per model."""
 
-    def __init__(self, base, run, device, seed, work, checks, clock, peer):
+    def __init__(self, base, run, device, seed, work, checks, clock, peer,
+                 triton=None):
         self.base, self.run, self.device = base, run, device
         self.work, self.checks, self.clock, self.peer = work, checks, clock, \
             peer
+        self.triton = triton
         self.gpu = device.type == "cuda"
         props = torch.cuda.get_device_properties(device) if self.gpu else None
         self.l2 = getattr(props, "L2_cache_size", 0) if props else 0
@@ -458,9 +508,44 @@ class Timing:
             self.build(m, build, paths, expect, row)
         print("time %-30s %s" % (m["name"], ", ".join(
             "%s %.3f ms" % (k[:-3], row[k]) for k in
-            tuple(b + "_ms" for b in FUSED_BUILDS) + ("unfused_ms", "peer_ms")
-            if k in row)),
+            tuple(b + "_ms" for b in FUSED_BUILDS) +
+            ("unfused_ms", "peer_ms", "triton_ms") if row.get(k))),
             flush=True)
+
+    def time_triton(self, m, row):
+        """Triton's time on fresh input sets of the model's shape, and its
+        error against SDPA's output: a note on the row, not a failed
+        check, where it cannot run or disagrees (it is not ours). Run
+        after every other timing: a fault in its kernel would end this
+        process's use of the GPU."""
+        t = self.triton
+        if t is None or t.error:
+            if t is not None:
+                row["notes"].append("%s not run: %s" % (t.name, t.error))
+            return
+        if self.clock.left() < 60:
+            row["notes"].append("%s skipped: time budget" % t.name)
+            return
+        try:
+            sets = input_sets(m, self.device, self.gen, self.l2)
+            row["triton_ms"], row["triton_min"], row["triton_n"] = t.time(
+                sets, m["causal"], self.target_s)
+            with self.peer.context():
+                expect = self.peer(*sets[0], m["causal"]).float()
+            got = t(*sets[0], m["causal"]).float()
+            row["triton_err"] = float(torch.linalg.norm(got - expect) /
+                                      torch.linalg.norm(expect))
+            if not row["triton_err"] <= m["tol"]["fused"]:
+                row["notes"].append(
+                    "%s disagrees with SDPA at D=%d S=%d%s: rel.err %.1e, "
+                    "its time left out" % (
+                        t.name, m["D"], m["S"],
+                        " causal" if m["causal"] else "", row["triton_err"]))
+                row["triton_ms"] = None
+        except Exception as e:  # noqa: BLE001 (Triton's, not ours)
+            t.error = "%s: %s" % (type(e).__name__,
+                                  (str(e).splitlines() or [""])[0][:200])
+            row["notes"].append("%s failed: %s" % (t.name, t.error))
 
     def build(self, m, build, paths, expect, row):
         label = "%s %s" % (m["name"], build)
@@ -519,6 +604,19 @@ def run_timing(manifest, timing, rows):
         except Exception as e:  # a bug here must not end the whole check
             timing.checks.add(False, m["name"], "check.py error: %s: %s" %
                               (type(e).__name__, e))
+
+
+def run_triton_timing(manifest, timing, rows):
+    """Triton's attention on the timing models' shapes, in the order
+    run_timing took them (what the budget leaves)."""
+    by_name = {r["name"]: r for r in rows}
+    models = [m for m in manifest["models"] if m["group"] == "timing"]
+    models.sort(key=lambda m: (m["S"] != specs.TARGET_S, -m["S"]))
+    for m in models:
+        if m["name"] in by_name:
+            timing.time_triton(m, by_name[m["name"]])
+            print("time %-30s Triton %s ms" % (m["name"], fmt(
+                by_name[m["name"]].get("triton_ms"))), flush=True)
 
 
 def run_gemm_timing(manifest, base, run, device, seed, work, checks, clock,
@@ -853,6 +951,9 @@ def timing_table(rows, peer_name):
     for b in builds:
         head += ["tfc %s ms" % b, "TFLOP/s", "%s vs SDPA" % b]
     head += ["fastest tfc", "vs SDPA", "vs unfused", "fused err vs SDPA"]
+    triton = any(r.get("triton_ms") for r in rows)
+    if triton:
+        head += ["Triton ms", "TFLOP/s", "fastest tfc vs Triton"]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---" if h == "causal" else "---:"
                             for h in head) + "|"]
@@ -878,6 +979,9 @@ def timing_table(rows, peer_name):
                   ratio("peer_ms", best + "_ms") if best else "—",
                   ratio("unfused_ms", best + "_ms") if best else "—",
                   fmt(r.get("fused_err"), "%.1e")]
+        if triton:
+            cells += [fmt(r.get("triton_ms")), rate("triton_ms"),
+                      ratio("triton_ms", best + "_ms") if best else "—"]
         lines.append("| " + " | ".join(cells) + " |")
         for n in r["notes"]:
             if n not in notes:
@@ -908,7 +1012,9 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final,
                   "TFLOP/s = 4*B*H*S^2*D / t, half that when causal. "
                   "`fused vs X` = t_X / t_fused (above 1x: fused is faster). "
                   "`fused err vs SDPA`: ||tfc - SDPA|| / ||SDPA|| on the "
-                  "timing inputs." % (
+                  "timing inputs. Triton, where it ran: its tutorial's flash "
+                  "attention (128 x 128 tiles, 4 warps, 2 stages, not "
+                  "autotuned), timed as SDPA." % (
                       clock_name, " of the model's kernels" if gpu else "",
                       peer_name, clock_name,
                       ", rotating input sets where one set fits in the L2"
@@ -1052,8 +1158,9 @@ def main():
         if not a.skip_timing:
             print("== timing (%.0f s left of %.0f)" % (clock.left(),
                                                       a.budget), flush=True)
-            run_timing(manifest, Timing(base, run, device, seed, work,
-                                        checks, clock, peer), rows)
+            timing = Timing(base, run, device, seed, work, checks, clock,
+                            peer, TritonPeer(device))
+            run_timing(manifest, timing, rows)
             print("== GEMM timing (%.0f s left)" % clock.left(), flush=True)
             run_gemm_timing(manifest, base, run, device, seed, work, checks,
                             clock, gemm_rows)
@@ -1066,6 +1173,13 @@ def main():
             except Exception as e:  # a bug here must not end the whole check
                 checks.add(False, "decode timing", "check.py error: %s: %s" %
                            (type(e).__name__, e))
+            print("== Triton attention timing (%.0f s left)" % clock.left(),
+                  flush=True)
+            try:
+                run_triton_timing(manifest, timing, rows)
+            except Exception as e:  # noqa: BLE001 (a peer's, not ours)
+                print("Triton timing stopped: %s: %s" % (type(e).__name__, e),
+                      flush=True)
         # Last: a debugging aid that the time left may cut short.
         if gpu:
             print("== compute-sanitizer (%.0f s left)" % clock.left(),

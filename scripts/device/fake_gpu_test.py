@@ -3,9 +3,11 @@
 Without a GPU, check.py takes its CPU branches; this runs the others
 (CUDA-event timing, forced-flash SDPA, input sets rotated past the L2, the
 device header; the decode timing's SDPA with enable_gqa, queued behind
-torch.cuda._sleep) with stand-ins for torch.cuda.Event, torch.cuda._sleep,
-sdpa_kernel and scaled_dot_product_attention, on the dry run's first
-timing models and its decode timing models. It catches Python mistakes in
+torch.cuda._sleep; Triton's attention launched with host tensor
+descriptors) with stand-ins for torch.cuda.Event, torch.cuda._sleep,
+sdpa_kernel, scaled_dot_product_attention and Triton (a module whose
+kernel checks its grid, descriptors and arguments and computes attention),
+on the dry run's first timing models and its decode timing models. It catches Python mistakes in
 code that would otherwise first run on the device, where a crash costs
 lease time; it says nothing about the real APIs' behaviour beyond their
 names and signatures.
@@ -65,6 +67,55 @@ def fake_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
 
 
 backends_entered = []
+triton_launches = []
+
+
+class FakeDescriptor:
+    """triton.tools.tensor_descriptor.TensorDescriptor.from_tensor's
+    stand-in: keeps the tensor (a view of the caller's) and block shape."""
+
+    def __init__(self, tensor, block_shape):
+        assert tensor.is_contiguous() and tensor.dim() == len(block_shape)
+        self.base, self.block_shape = tensor, list(block_shape)
+
+
+FakeDescriptor.from_tensor = FakeDescriptor  # from_tensor(t, block_shape)
+
+
+class FakeTritonKernel:
+    """generate.attention_tutorial's stand-in: kernel[grid](q, k, v, o
+    descriptors of [B*H, S, D], S, scale, CAUSAL=, BM=, BN=, D=, WS=,
+    num_warps=, num_stages=) checks what the tutorial's kernel needs and
+    writes attention into o's tensor."""
+
+    def __getitem__(self, grid):
+        def launch(q, k, v, o, s, scale, CAUSAL, BM, BN, D, WS, num_warps,
+                   num_stages):
+            bh = q.base.shape[0]
+            assert grid == (s // BM, bh, 1) and s % BM == 0, grid
+            for d in (q, k, v, o):
+                assert d.base.shape == (bh, s, D), d.base.shape
+                assert d.block_shape == [1, BM, D], d.block_shape
+            assert abs(scale - 1 / math.sqrt(D)) < 1e-12 and not WS
+            assert BN == BM and num_warps == 4 and num_stages == 2
+            triton_launches.append((bh, s, D, CAUSAL))
+            o.base.copy_(fake_sdpa(q.base[None], k.base[None], v.base[None],
+                                   is_causal=CAUSAL)[0])
+        return launch
+
+
+def fake_triton_modules():
+    """sys.modules entries for triton, triton.tools.tensor_descriptor and
+    generate (TritonPeer's imports)."""
+    triton = types.ModuleType("triton")
+    triton.__version__ = "fake"
+    tools = types.ModuleType("triton.tools")
+    td = types.ModuleType("triton.tools.tensor_descriptor")
+    td.TensorDescriptor = FakeDescriptor
+    generate = types.ModuleType("generate")
+    generate.attention_tutorial = FakeTritonKernel()
+    return {"triton": triton, "triton.tools": tools,
+            "triton.tools.tensor_descriptor": td, "generate": generate}
 
 
 @contextlib.contextmanager
@@ -106,8 +157,25 @@ def main():
     models = [m for m in manifest["models"] if m["group"] == "timing"][:2]
     rows = []
     check.run_timing({"models": models}, timing, rows)
+    # Triton's attention on the same models, after the other timings.
+    saved = {n: sys.modules.get(n) for n in fake_triton_modules()}
+    sys.modules.update(fake_triton_modules())
+    timing.triton = check.TritonPeer(types.SimpleNamespace(type="cuda"))
+    for name, module in saved.items():
+        if module is None:
+            del sys.modules[name]
+        else:
+            sys.modules[name] = module
+    assert timing.triton.error is None, timing.triton.error
+    check.run_triton_timing({"models": models}, timing, rows)
     lines, _ = check.timing_table(rows, peer.name)
     print("\n".join(lines))
+    triton_ok = (all(r.get("triton_ms") and r.get("triton_err") is not None
+                     and r["triton_err"] < 1e-6 for r in rows) and
+                 len(triton_launches) > len(rows) and
+                 "fastest tfc vs Triton" in lines[0])
+    print("Triton stand-in: %s (%d launches)" % (
+        "ok" if triton_ok else "FAIL", len(triton_launches)))
 
     # Decode timing: SDPA with enable_gqa, queued behind a sleep (the
     # stand-in only counts them), K and V within the stand-in L2.
@@ -169,7 +237,7 @@ def main():
     print("decode timing stand-ins: %s (%d SDPA calls with grouped heads, "
           "%d sleeps)" % ("ok" if decode_ok else "FAIL", len(gqa_calls),
                           len(sleeps)))
-    ok = (sanitizer_ok and decode_ok and not checks.failed and
+    ok = (sanitizer_ok and decode_ok and triton_ok and not checks.failed and
           backends_entered and
           all(r.get("fused_ms") and r.get("peer_ms") for r in rows) and
           rows[0]["sets"] > 1 and "CUDA events" in report)
