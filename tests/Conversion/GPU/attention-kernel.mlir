@@ -23,6 +23,8 @@
 // CHECK-NEXT: %[[M1:.*]] = arith.constant -1 : index
 // CHECK-NEXT: %[[LAST:.*]] = arith.addi %[[N]], %[[M1]] : index
 // CHECK-NEXT: arith.subi %[[LAST]], %[[Y]] : index
+// The register-staged build does not assume it below Sq (ASYNC below).
+// CHECK-NOT: llvm.intr.assume
 // CHECK: arith.ceildivui
 // The first K/V tile is loaded before the loop (16-byte chunks), each next
 // one while the current tile is computed.
@@ -191,6 +193,14 @@ func.func @ldmatrix_bf16(%q: tensor<1x2x100x64xbf16>, %k: tensor<1x2x100x64xbf16
 // ASYNC: %[[DYN:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // ASYNC: memref.view %[[DYN]][%{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x136xf16, #gpu.address_space<workgroup>>
 // ASYNC: memref.view %[[DYN]][%{{.*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<128x136xf16, #gpu.address_space<workgroup>>
+// Causal query blocks in reverse order, the index assumed below Sq (300),
+// as blockIdx.y's range says of it otherwise: LLVM keeps the row and tile
+// arithmetic unsigned.
+// ASYNC: %[[Y:.*]] = gpu.block_id  y
+// ASYNC: %[[QB:.*]] = arith.subi %{{.*}}, %[[Y]] : index
+// ASYNC-NEXT: %[[SQ:.*]] = arith.constant 300 : index
+// ASYNC-NEXT: %[[BELOW:.*]] = arith.cmpi ult, %[[QB]], %[[SQ]] : index
+// ASYNC-NEXT: llvm.intr.assume %[[BELOW]] : i1
 // ASYNC: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1} : memref<2x8x300x128xf16> to memref<128x136xf16, #gpu.address_space<workgroup>>
 // ASYNC: nvgpu.device_async_create_group
 // ASYNC: scf.for
