@@ -13,7 +13,11 @@ operand (and A, in the SS form) from shared memory itself, so its counts
 say little about tensor-core throughput or shared-memory traffic next to
 mma.sync's.
 
-usage: instruction_mix.py [--bin build/bin] [--driver PATH]
+With --gemm: tfc's f16 GEMM (f32 C) of 512^3 instead, in its mma.sync,
+wgmma and TMA builds, with the same columns (bench/gpu/triton_mix.py
+counts Triton's).
+
+usage: instruction_mix.py [--bin build/bin] [--driver PATH] [--gemm]
 """
 
 import argparse
@@ -41,6 +45,21 @@ VARIANTS = [
     ("tma2p", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
                "--gpu-wgmma-warpgroups=2", "--gpu-tma-producer"]),
 ]
+GEMM_VARIANTS = [
+    ("mma.sync", []),
+    ("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]),
+    ("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]),
+]
+GEMM_MLIR = """func.func @main(%a: tensor<1x512x512xf16>, %b: tensor<1x512x512xf16>)
+    -> tensor<1x512x512xf32> {
+  %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf16>}
+      : () -> tensor<1xf16>
+  %c = tosa.matmul %a, %b, %zp, %zp : (tensor<1x512x512xf16>,
+      tensor<1x512x512xf16>, tensor<1xf16>, tensor<1xf16>)
+      -> tensor<1x512x512xf32>
+  return %c : tensor<1x512x512xf32>
+}
+"""
 # B=1, H=2: the mix per block does not depend on how many blocks there are.
 SHAPES = [(64, 1024, False), (64, 1024, True), (128, 1024, False),
           (128, 1024, True)]
@@ -71,6 +90,7 @@ def interpreter():
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     p.add_argument("--driver", default=os.path.join(
         ROOT, "build", "runtime", "fixtures", "ptx_cuda.so"))
+    p.add_argument("--gemm", action="store_true")
     a = p.parse_args()
     return a, dict(os.environ, TFC_CUDA_DRIVER=a.driver, PTXEMU_STATS="1")
 
@@ -97,9 +117,60 @@ def parse(line):
     return stats
 
 
+def row(st, line):
+    """The table's columns after the labels: per 16x8x16 product, the
+    warp-instructions, the shared-memory ones, bar.sync, ex2, the MMA
+    instructions; then the grid."""
+    n = st["products"]
+    smem = sum(st.get(k, 0) for k in ("ldmatrix", "ld.shared", "st.shared"))
+    mma = st.get("mma.sync", 0) + st.get("wgmma", 0)
+    blocks = re.search(r"grid (\d+)x(\d+)x(\d+)", line).groups()
+    return "%.2f | %.3f | %.4f | %.3f | %.3f | %s |" % (
+        st["total"] / n, smem / n, st.get("bar.sync", 0) / n,
+        st.get("ex2", 0) / n, mma / n, "x".join(blocks))
+
+
+def run_model(a, env, work, src, flags, inputs, kernel):
+    """parse() of the PTXEMU_STATS line of `kernel` when the model of `src`
+    built with `flags` runs on `inputs`, and the line."""
+    lib = os.path.join(work, "a.so")
+    subprocess.run([os.path.join(a.bin, "tfc-compile"), src, "-o", lib,
+                    "--target=nvptx", "--gpu-binary=ptx"] + flags,
+                   check=True, capture_output=True)
+    r = subprocess.run([os.path.join(a.bin, "tfc-run"), lib] + inputs +
+                       ["--output", os.path.join(work, "o.npy")], env=env,
+                       check=True, capture_output=True, text=True)
+    line = [x for x in r.stderr.splitlines()
+            if x.startswith("ptxemu: " + kernel)][0]
+    return parse(line), line
+
+
+def gemm(a, env, rng):
+    print("| build | warp-instr. per 16x8x16 "
+          "| ldmatrix + ld/st.shared per 16x8x16 | bar.sync per 16x8x16 "
+          "| ex2 per 16x8x16 | mma.sync or wgmma per 16x8x16 | blocks |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory(prefix="tfc-mix-") as work:
+        src = os.path.join(work, "g.mlir")
+        with open(src, "w") as f:
+            f.write(GEMM_MLIR)
+        inputs = []
+        for name in "ab":
+            path = os.path.join(work, name + ".npy")
+            np.save(path, rng.standard_normal((1, 512, 512)).astype(
+                np.float16))
+            inputs += ["--input", path]
+        for label, flags in GEMM_VARIANTS:
+            st, line = run_model(a, env, work, src, flags, inputs, "matmul")
+            print("| %s | %s" % (label, row(st, line)), flush=True)
+    return 0
+
+
 def main():
     a, env = interpreter()
     rng = np.random.default_rng(0)
+    if a.gemm:
+        return gemm(a, env, rng)
     print("| D | S | causal | build | warp-instr. per 16x8x16 "
           "| ldmatrix + ld/st.shared per 16x8x16 | bar.sync per 16x8x16 "
           "| ex2 per 16x8x16 | mma.sync or wgmma per 16x8x16 | blocks |")
@@ -116,28 +187,11 @@ def main():
                     np.float16))
                 inputs += ["--input", path]
             for label, flags in VARIANTS:
-                lib = os.path.join(work, "a.so")
-                subprocess.run([os.path.join(a.bin, "tfc-compile"), src, "-o",
-                                lib, "--target=nvptx", "--gpu-binary=ptx"] +
-                               flags, check=True, capture_output=True)
-                r = subprocess.run(
-                    [os.path.join(a.bin, "tfc-run"), lib] + inputs +
-                    ["--output", os.path.join(work, "o.npy")], env=env,
-                    check=True, capture_output=True, text=True)
-                line = [x for x in r.stderr.splitlines()
-                        if x.startswith("ptxemu: attention")][0]
-                st = parse(line)
-                n = st["products"]
-                smem = sum(st.get(k, 0) for k in ("ldmatrix", "ld.shared",
-                                                   "st.shared"))
-                mma = st.get("mma.sync", 0) + st.get("wgmma", 0)
-                blocks = re.search(r"grid (\d+)x(\d+)x(\d+)", line).groups()
-                print("| %d | %d | %s | %s | %.2f | %.3f | %.4f | %.3f | %.3f "
-                      "| %s |"
-                      % (d, s, "yes" if causal else "no", label,
-                         st["total"] / n, smem / n,
-                         st.get("bar.sync", 0) / n, st.get("ex2", 0) / n,
-                         mma / n, "x".join(blocks)), flush=True)
+                st, line = run_model(a, env, work, src, flags, inputs,
+                                     "attention")
+                print("| %d | %d | %s | %s | %s" % (
+                    d, s, "yes" if causal else "no", label, row(st, line)),
+                    flush=True)
     return 0
 
 

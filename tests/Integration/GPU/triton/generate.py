@@ -23,6 +23,10 @@ cover what the interpreter implements: sm_80 (mma.sync, ldmatrix,
 cp.async) and sm_90 (wgmma with each swizzle, A from registers or shared
 memory, B K- or MN-major, one or two warpgroups; stmatrix; TMA loads and
 stores with mbarriers; Triton's warp specialisation).
+
+With --mix --out DIR it writes instead the kernels that
+bench/gpu/triton_mix.py counts: the flash attention tutorial's forward pass
+and the matmul tutorial's configurations (run.py --kernels DIR runs them).
 """
 import argparse
 import gzip
@@ -272,11 +276,47 @@ def tutorial(add, d, causal, bm, bn, warps, stages, ws):
         causal=causal, BM=bm, full_tiles=True)
 
 
+def gemm(add, name, arch, dt, bm, bn, bk, warps, stages, bt=False,
+         masked=True, **info):
+    """The pointer matmul (f32 C) in one configuration."""
+    sig = {"a": "*" + TYPES[dt], "b": "*" + TYPES[dt], "c": "*fp32",
+           "M": "i32", "N": "i32", "K": "i32", "sbk": "i32", "sbn": "i32"}
+    k = compile_kernel(matmul, sig, {"BM": bm, "BN": bn, "BK": bk,
+                                     "MASKED": masked}, arch, warps, stages)
+    add(name, "matmul", k, dtype=dt, BM=bm, BN=bn, BK=bk, transposed_b=bt,
+        masked=masked, **info)
+
+
+def gemm_tma(add, name, bm, bn, bk, warps, stages, **info):
+    """The TMA matmul (f16, f32 C) in one configuration."""
+    desc = "tensordesc<fp16[%d, %d]>"
+    k = compile_kernel(
+        matmul_tma, {"a_desc": desc % (bm, bk), "b_desc": desc % (bk, bn),
+                     "c": "*fp32", "M": "i32", "N": "i32", "K": "i32"},
+        {"BM": bm, "BN": bn, "BK": bk}, 90, warps, stages)
+    add(name, "matmul_tma", k, dtype="f16", BM=bm, BN=bn, BK=bk, **info)
+
+
 def mix_kernels(add):
     """The tutorial's attention for D = 64 and 128, causal and not, in the
     configurations of its Hopper autotuning list that Triton 3.5.1 builds:
     blocks of 128 query rows, 64 or 128 keys per tile, 4 or 8 warps, 2 or
-    3 stages, with and without warp specialisation."""
+    3 stages, with and without warp specialisation. Then f16 matmuls of
+    512^3 (f32 C) in the matmul tutorial's configurations for sm_80
+    (mma.sync) and sm_90 (wgmma), and on TMA."""
+    for arch, bm, bn, bk, warps, stages in [(80, 128, 128, 32, 4, 4),
+                                            (80, 128, 256, 64, 8, 3),
+                                            (90, 128, 128, 64, 4, 4),
+                                            (90, 128, 256, 64, 8, 3)]:
+        gemm(add, "gemm_sm%d_%dx%dx%d_w%d_s%d" % (arch, bm, bn, bk, warps,
+                                                   stages),
+             arch, "f16", bm, bn, bk, warps, stages, masked=False,
+             shape=[512, 512, 512])
+    for bm, bn, bk, warps, stages in [(128, 128, 64, 4, 4),
+                                      (128, 256, 64, 8, 3)]:
+        gemm_tma(add, "gemm_tma_sm90_%dx%dx%d_w%d_s%d" % (bm, bn, bk, warps,
+                                                           stages),
+                 bm, bn, bk, warps, stages, shape=[512, 512, 512])
     for d in (64, 128):
         for causal in (False, True):
             for bn, warps, stages, ws in [(128, 4, 2, False),
@@ -294,8 +334,6 @@ def mix_kernels(add):
 
 
 def test_kernels(add):
-    mm_sig = {"a": None, "b": None, "c": "*fp32", "M": "i32", "N": "i32",
-              "K": "i32", "sbk": "i32", "sbn": "i32"}
     # (arch, type, BM, BN, BK, warps, B given transposed, masked)
     for arch, dt, bm, bn, bk, warps, bt, masked in [
             (80, "f16", 64, 64, 32, 4, False, True),
@@ -305,24 +343,11 @@ def test_kernels(add):
             (90, "bf16", 64, 64, 64, 4, False, True),  # 128-byte swizzle
             (90, "f16", 64, 64, 32, 4, False, False),  # B MN-major
             (90, "bf16", 128, 128, 64, 8, False, True)]:  # 2 warpgroups
-        sig = dict(mm_sig, a="*" + TYPES[dt], b="*" + TYPES[dt])
-        k = compile_kernel(matmul, sig, {"BM": bm, "BN": bn, "BK": bk,
-                                         "MASKED": masked}, arch, warps, 3)
-        name = "matmul_sm%d_%s_%dx%dx%d%s%s" % (
+        gemm(add, "matmul_sm%d_%s_%dx%dx%d%s%s" % (
             arch, dt, bm, bn, bk, "_bt" if bt else "",
-            "" if masked else "_even")
-        add(name, "matmul", k, dtype=dt, BM=bm, BN=bn, BK=bk,
-            transposed_b=bt, masked=masked)
-
-    desc = "tensordesc<%s[%s]>"
-    k = compile_kernel(
-        matmul_tma,
-        {"a_desc": desc % ("fp16", "64, 64"),
-         "b_desc": desc % ("fp16", "64, 64"),
-         "c": "*fp32", "M": "i32", "N": "i32", "K": "i32"},
-        {"BM": 64, "BN": 64, "BK": 64}, 90, 4, 3)
-    add("matmul_tma_sm90_f16", "matmul_tma", k, dtype="f16", BM=64, BN=64,
-        BK=64)
+            "" if masked else "_even"), arch, dt, bm, bn, bk, warps, 3, bt,
+            masked)
+    gemm_tma(add, "matmul_tma_sm90_f16", 64, 64, 64, 4, 3)
 
     at_sig = {"q": None, "k": None, "v": None, "o": None, "S": "i32",
               "scale": "fp32"}
@@ -338,7 +363,7 @@ def test_kernels(add):
             "attention", k, dtype=dt, D=d, causal=causal, BM=64)
 
     for d, causal, ws in [(128, True, False), (64, True, True)]:
-        t = desc % ("fp16", "1, 64, %d" % d)
+        t = "tensordesc<fp16[1, 64, %d]>" % d
         k = compile_kernel(attention_tma,
                            {"q_desc": t, "k_desc": t, "v_desc": t,
                             "o_desc": t, "S": "i32", "scale": "fp32"},

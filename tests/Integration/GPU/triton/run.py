@@ -138,7 +138,9 @@ def nan_like(a):
 
 def run_matmul(drv, case, rng, *_):
     bm, bn, bk = case["BM"], case["BN"], case["BK"]
-    if case["kernel"] == "matmul_tma":
+    if "shape" in case:  # generate.py --mix: whole tiles
+        m, n, k = case["shape"]
+    elif case["kernel"] == "matmul_tma":
         m, n, k = 100, 88, 136  # rows of 16-byte multiples, partial tiles
     elif not case["masked"]:
         m, n, k = 2 * bm, 2 * bn, 2 * bk + 64  # whole tiles, 3 or more on K
