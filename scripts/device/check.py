@@ -370,7 +370,7 @@ class TritonPeer(Peer):
 
     def __init__(self, device):
         super().__init__(device)
-        self.name, self.error = "Triton", None
+        self.name, self.error, self.bound = "Triton", None, {}
         if not self.gpu:
             self.error = "no GPU"
             return
@@ -390,13 +390,21 @@ class TritonPeer(Peer):
     def context(self):
         return _Null()
 
-    def __call__(self, q, k, v, causal):
+    def __call__(self, q, k, v, causal, poison=False):
+        """The output (a buffer kept per input set: the timed calls are the
+        launches, as SDPA's are its call); NaN first where `poison`."""
         b, h, s, d = q.shape
         if s % self.BM:
             raise RuntimeError("S = %d is not a multiple of %d" % (s, self.BM))
-        o = torch.empty_like(q)
-        descs = [self.descriptor(t.view(b * h, s, d), [1, self.BM, d])
-                 for t in (q, k, v, o)]
+        key = (q.data_ptr(), k.data_ptr(), v.data_ptr(), q.shape)
+        if key not in self.bound:
+            o = torch.empty_like(q)
+            self.bound[key] = (o, [self.descriptor(t.view(b * h, s, d),
+                                                   [1, self.BM, d])
+                                   for t in (q, k, v, o)])
+        o, descs = self.bound[key]
+        if poison:
+            o.fill_(float("nan"))
         self.kernel[(s // self.BM, b * h, 1)](
             *descs, s, 1.0 / math.sqrt(d), CAUSAL=causal, BM=self.BM,
             BN=self.BN, D=d, WS=False, num_warps=4, num_stages=2)
@@ -532,7 +540,7 @@ class Timing:
                 sets, m["causal"], self.target_s)
             with self.peer.context():
                 expect = self.peer(*sets[0], m["causal"]).float()
-            got = t(*sets[0], m["causal"]).float()
+            got = t(*sets[0], m["causal"], poison=True).float()
             row["triton_err"] = float(torch.linalg.norm(got - expect) /
                                       torch.linalg.norm(expect))
             if not row["triton_err"] <= m["tol"]["fused"]:
