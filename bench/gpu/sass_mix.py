@@ -16,12 +16,19 @@ cuobjdump comes from NVIDIA's `nvidia-cuda-cuobjdump` wheel on PyPI,
 unpacked once into build/tools with the `nvidia-cuda-nvdisasm` wheel it
 needs (pip download; nothing is installed).
 
+With --triton DIR: the same counts for the Triton attention kernels
+that tests/Integration/GPU/triton/generate.py --mix wrote into DIR
+(the tutorial's forward pass, each configuration; a causal kernel's
+longest loop is its diagonal one, so only the others are listed).
+
 usage: sass_mix.py [--bin build/bin] [--tools DIR] [--d 64,128]
+                   [--triton DIR]
 """
 
 import argparse
 import collections
 import glob
+import gzip
 import os
 import re
 import subprocess
@@ -117,13 +124,60 @@ CLASSES = [
 ]
 
 
+def count(dump, ptx, arch, kernel):
+    """The table's cells from the loop SASS column on, for `kernel` of the
+    PTX file `ptx` compiled for `arch`."""
+    cubin = ptx + ".cubin"
+    r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx, "-o", cubin],
+                       check=True, capture_output=True, text=True)
+    regs = re.search(r"Used (\d+) registers", r.stderr)
+    sass = subprocess.run(
+        [dump, "-sass", cubin], check=True, capture_output=True, text=True,
+        env=dict(os.environ, NVDISASM_PATH=os.path.dirname(dump))).stdout
+    loop = main_loop(kernel_sass(sass, kernel))
+    ops = collections.Counter(o for _, o, _ in loop)
+    counts = {c: sum(n for o, n in ops.items() if f(o)) for c, f in CLASSES}
+    ex2 = counts["MUFU.EX2"]
+    cells = [str(len(loop)), str(ex2),
+             "%.2f" % (len(loop) / ex2) if ex2 else "—"]
+    cells += [str(counts[c]) for c, _ in CLASSES[1:]]
+    return cells + [regs.group(1) if regs else "?"]
+
+
+def triton(dump, kernels):
+    """The not-causal tutorial kernels of `kernels` (generate.py --mix)."""
+    head = ["D", "Triton config (BM x BN, warps, stages)", "loop SASS",
+            "MUFU.EX2", "per EX2"] + [c for c, _ in CLASSES[1:]] + \
+        ["registers"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---:" if i > 1 else "---"
+                         for i in range(len(head))) + "|")
+    with tempfile.TemporaryDirectory(prefix="tfc-sass-") as work:
+        for path in sorted(glob.glob(os.path.join(kernels, "tutorial_*"))):
+            m = re.match(r"tutorial_sm90_f16_d(\d+)_(\d+)x(\d+)_w(\d+)_s(\d+)"
+                         r"(_ws)?\.ptx\.gz$", os.path.basename(path))
+            if not m:  # causal
+                continue
+            ptx = os.path.join(work, "t.ptx")
+            with gzip.open(path) as f, open(ptx, "wb") as out:
+                out.write(f.read())
+            cells = [m.group(1), "%sx%s, %s, %s%s" % (
+                m.group(2), m.group(3), m.group(4), m.group(5),
+                ", warp-specialised" if m.group(6) else "")]
+            cells += count(dump, ptx, "sm_90a", "attention_tutorial")
+            print("| " + " | ".join(cells) + " |", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     p.add_argument("--tools", default=os.path.join(ROOT, "build", "tools"))
     p.add_argument("--d", default="64,128")
+    p.add_argument("--triton")
     a = p.parse_args()
     dump = cuobjdump(a.tools)
+    if a.triton:
+        return triton(dump, a.triton)
     head = ["D", "causal", "build", "loop SASS", "MUFU.EX2", "per EX2"] + \
         [c for c, _ in CLASSES[1:]] + ["registers"]
     print("| " + " | ".join(head) + " |")
@@ -143,26 +197,8 @@ def main():
                                    check=True, capture_output=True)
                     arch = ("sm_90a" if "--gpu-arch=sm_90a" in flags
                             else "sm_90")
-                    cubin = ptx + ".cubin"
-                    r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx,
-                                        "-o", cubin], check=True,
-                                       capture_output=True, text=True)
-                    regs = re.search(r"Used (\d+) registers", r.stderr)
-                    sass = subprocess.run(
-                        [dump, "-sass", cubin], check=True,
-                        capture_output=True, text=True,
-                        env=dict(os.environ, NVDISASM_PATH=os.path.dirname(
-                            dump))).stdout
-                    loop = main_loop(kernel_sass(sass, "attention_0"))
-                    ops = collections.Counter(o for _, o, _ in loop)
-                    count = {c: sum(n for o, n in ops.items() if f(o))
-                             for c, f in CLASSES}
-                    ex2 = count["MUFU.EX2"]
-                    cells = [str(d), "yes" if causal else "no", label,
-                             str(len(loop)), str(ex2),
-                             "%.2f" % (len(loop) / ex2) if ex2 else "—"]
-                    cells += [str(count[c]) for c, _ in CLASSES[1:]]
-                    cells.append(regs.group(1) if regs else "?")
+                    cells = [str(d), "yes" if causal else "no", label]
+                    cells += count(dump, ptx, arch, "attention_0")
                     print("| " + " | ".join(cells) + " |", flush=True)
 
 
