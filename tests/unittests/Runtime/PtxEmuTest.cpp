@@ -161,11 +161,15 @@ TEST(PtxEmu, MmaM16n8k16FollowsTheIsaFragments) {
   EXPECT_EQ(d, expect);
 }
 
-TEST(PtxEmu, LdmatrixFollowsTheIsaFragments) {
-  Module m(R"(
-.visible .entry ldm(.param .u64 pin, .param .u64 pout, .param .u64 ptrans)
+/// Kernel `name` of one warp for the fragment tests: lane l reads 16 bytes
+/// at pin + 16 l into %r2..%r5, %rd7 is tile + 16 l (a 1024-byte shared
+/// tile), then `body`; lane l writes %r6..%r9 to pout + 16 l and %r10..%r13
+/// to ptrans + 16 l.
+std::string fragmentKernel(const std::string &name, const std::string &body) {
+  return ".visible .entry " + name +
+         R"((.param .u64 pin, .param .u64 pout, .param .u64 ptrans)
 {
-  .shared .align 16 .b8 tile[512];
+  .shared .align 16 .b8 tile[1024];
   .reg .b32 %r<20>;
   .reg .b64 %rd<16>;
   ld.param.u64 %rd1, [pin];
@@ -177,17 +181,23 @@ TEST(PtxEmu, LdmatrixFollowsTheIsaFragments) {
   ld.global.v4.b32 {%r2, %r3, %r4, %r5}, [%rd5];
   mov.b64 %rd6, tile;
   add.s64 %rd7, %rd6, %rd4;
-  st.shared.v4.b32 [%rd7], {%r2, %r3, %r4, %r5};
-  bar.sync 0;
-  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r6, %r7, %r8, %r9}, [%rd7];
-  ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r10, %r11, %r12, %r13}, [%rd7];
+)" + body +
+         R"(
   add.s64 %rd8, %rd2, %rd4;
   st.global.v4.b32 [%rd8], {%r6, %r7, %r8, %r9};
   add.s64 %rd9, %rd3, %rd4;
   st.global.v4.b32 [%rd9], {%r10, %r11, %r12, %r13};
   ret;
 }
-)");
+)";
+}
+
+TEST(PtxEmu, LdmatrixFollowsTheIsaFragments) {
+  Module m(fragmentKernel("ldm", R"(
+  st.shared.v4.b32 [%rd7], {%r2, %r3, %r4, %r5};
+  bar.sync 0;
+  ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%r6, %r7, %r8, %r9}, [%rd7];
+  ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%r10, %r11, %r12, %r13}, [%rd7];)"));
   ASSERT_NE(m.module, nullptr) << m.error;
   // Four 8x8 matrices of b16, rows of 16 bytes; lane l gives the address
   // of row l % 8 of matrix l / 8.
@@ -221,34 +231,13 @@ TEST(PtxEmu, LdmatrixFollowsTheIsaFragments) {
 /// give, as the PTX ISA's "Warp-level matrix store instruction: stmatrix"
 /// says.
 TEST(PtxEmu, StmatrixWritesTheIsaFragments) {
-  Module m(R"(
-.visible .entry stm(.param .u64 pin, .param .u64 pout, .param .u64 ptrans)
-{
-  .shared .align 16 .b8 tile[1024];
-  .reg .b32 %r<20>;
-  .reg .b64 %rd<16>;
-  ld.param.u64 %rd1, [pin];
-  ld.param.u64 %rd2, [pout];
-  ld.param.u64 %rd3, [ptrans];
-  mov.u32 %r1, %tid.x;
-  mul.wide.u32 %rd4, %r1, 16;
-  add.s64 %rd5, %rd1, %rd4;
-  ld.global.v4.b32 {%r2, %r3, %r4, %r5}, [%rd5];
-  mov.b64 %rd6, tile;
-  add.s64 %rd7, %rd6, %rd4;
+  Module m(fragmentKernel("stm", R"(
   stmatrix.sync.aligned.m8n8.x4.shared.b16 [%rd7], {%r2, %r3, %r4, %r5};
   add.s64 %rd10, %rd7, 512;
   stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%rd10], {%r2, %r3, %r4, %r5};
   bar.sync 0;
   ld.shared.v4.b32 {%r6, %r7, %r8, %r9}, [%rd7];
-  ld.shared.v4.b32 {%r10, %r11, %r12, %r13}, [%rd10];
-  add.s64 %rd8, %rd2, %rd4;
-  st.global.v4.b32 [%rd8], {%r6, %r7, %r8, %r9};
-  add.s64 %rd9, %rd3, %rd4;
-  st.global.v4.b32 [%rd9], {%r10, %r11, %r12, %r13};
-  ret;
-}
-)");
+  ld.shared.v4.b32 {%r10, %r11, %r12, %r13}, [%rd10];)"));
   ASSERT_NE(m.module, nullptr) << m.error;
   // Lane l's registers: 4 words each, distinct halves.
   std::vector<uint32_t> in(128);
