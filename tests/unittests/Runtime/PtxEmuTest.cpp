@@ -77,6 +77,18 @@ int launch(Module &m, const char *name, unsigned threads,
   return rc;
 }
 
+/// launch() with PTXEMU_STATS set; `stats` gets what it printed.
+int launchWithStats(Module &m, const char *name, unsigned threads,
+                    std::vector<std::pair<void *, size_t>> buffers,
+                    std::string *error, std::string *stats) {
+  setenv("PTXEMU_STATS", "1", 1);
+  testing::internal::CaptureStderr();
+  int rc = launch(m, name, threads, std::move(buffers), error);
+  *stats = testing::internal::GetCapturedStderr();
+  unsetenv("PTXEMU_STATS");
+  return rc;
+}
+
 uint16_t half(float x) {
   _Float16 h = static_cast<_Float16>(x);
   uint16_t bits;
@@ -448,6 +460,60 @@ TEST(PtxEmu, VoteModes) {
   }
   ASSERT_EQ(launch(m, "vote", 32, {{out.data(), out.size() * 4}}), PTXEMU_OK);
   EXPECT_EQ(out, expect);
+}
+
+/// PTXEMU_STATS counts a warp's memory accesses in shared-memory
+/// wavefronts and global-memory sectors, next to what the same bytes take
+/// at best. Shared: consecutive words 1 (1), a 128-byte stride 32 (1: every
+/// word in bank 0), one word for all 1 (1), 16 bytes per lane 4 (4), an
+/// ldmatrix.x1 whose rows are 128 bytes apart 8 (1), the consecutive words
+/// of the even lanes (the odd ones predicated off) 1 (1): 47 (9). Global:
+/// consecutive words 4 (4), a 32-byte stride 32 (4): 36 (8).
+TEST(PtxEmu, StatsCountWavefrontsAndSectors) {
+  Module m(R"(
+.visible .entry tx(.param .u64 p)
+{
+  .reg .pred %p<2>;
+  .reg .b32 %r<24>;
+  .reg .b64 %rd<8>;
+  .shared .align 16 .b8 smem[4096];
+  ld.param.u64 %rd1, [p];
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r10, smem;
+  shl.b32 %r2, %r1, 2;
+  add.u32 %r3, %r10, %r2;
+  ld.shared.u32 %r4, [%r3];
+  shl.b32 %r5, %r1, 7;
+  add.u32 %r6, %r10, %r5;
+  ld.shared.u32 %r7, [%r6];
+  ld.shared.u32 %r8, [%r10];
+  shl.b32 %r9, %r1, 4;
+  add.u32 %r11, %r10, %r9;
+  ld.shared.v4.u32 {%r12, %r13, %r14, %r15}, [%r11];
+  ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%r18}, [%r6];
+  and.b32 %r19, %r1, 1;
+  setp.eq.u32 %p1, %r19, 0;
+  @%p1 ld.shared.u32 %r20, [%r3];
+  mul.wide.u32 %rd2, %r1, 4;
+  add.s64 %rd3, %rd1, %rd2;
+  ld.global.u32 %r16, [%rd3];
+  mul.wide.u32 %rd4, %r1, 32;
+  add.s64 %rd5, %rd1, %rd4;
+  ld.global.u32 %r17, [%rd5];
+  ret;
+}
+)");
+  ASSERT_NE(m.module, nullptr) << m.error;
+  // Sectors are counted on addresses: the buffer starts one.
+  alignas(32) uint32_t buffer[256] = {};
+  std::string error, stats;
+  int rc =
+      launchWithStats(m, "tx", 32, {{buffer, sizeof buffer}}, &error, &stats);
+  ASSERT_EQ(rc, PTXEMU_OK) << error;
+  EXPECT_NE(stats.find(" | shared: 47 wavefronts (9 ideal); global: 36 "
+                       "sectors (8 ideal)\n"),
+            std::string::npos)
+      << stats;
 }
 
 TEST(PtxEmu, ReportsAnIllegalAddress) {
@@ -2311,13 +2377,10 @@ $L__consumer:
 )");
   ASSERT_NE(m.module, nullptr) << m.error;
   std::vector<uint32_t> out(96, 0xdeadbeef), other(64, 0xdeadbeef);
-  std::string error;
-  setenv("PTXEMU_STATS", "1", 1);
-  testing::internal::CaptureStderr();
-  int rc = launch(m, "prodcons", 128,
-                  {{out.data(), out.size() * 4}, {other.data(), 256}}, &error);
-  std::string stats = testing::internal::GetCapturedStderr();
-  unsetenv("PTXEMU_STATS");
+  std::string error, stats;
+  int rc = launchWithStats(m, "prodcons", 128,
+                           {{out.data(), out.size() * 4}, {other.data(), 256}},
+                           &error, &stats);
   ASSERT_EQ(rc, PTXEMU_OK) << error;
   for (uint32_t r = 0; r < 3; ++r)
     for (uint32_t lane = 0; lane < 32; ++lane)

@@ -354,8 +354,13 @@ struct MmaKernel {
 
   /// How a [bc, cols] tile of K or V is staged (cols padded to 16).
   TileLayout layout(int64_t cols, int64_t paddedCols, bool transposed) {
-    return {bc,        paddedCols, cols % 8 == 0 ? 8 : 2,
-            threads(), transposed, /*coreMatrices=*/wgmma()};
+    return {bc,
+            paddedCols,
+            cols % 8 == 0 ? 8 : 2,
+            threads(),
+            transposed,
+            /*coreMatrices=*/wgmma(),
+            /*warpBlocks=*/wgmma()};
   }
   TileChunks loadKV(Value src, Value kv0, int64_t cols, const TileLayout &l,
                     Value bi, Value hk) {

@@ -366,6 +366,17 @@ void setMaxRegisters(Arith &a, int64_t count, bool increase) {
 
 std::pair<Value, Value> chunkPosition(Arith &a, const TileLayout &l,
                                       Value chunk) {
+  if (int64_t c = l.blockChunks()) {
+    // Lane l of a warp's 32 chunks: row l % 8 of row group l / (8 c),
+    // chunk l / 8 % c; the warps' blocks walk along the rows first.
+    Value lane = a.rem(chunk, 32), block = a.div(chunk, 32);
+    int64_t colBlocks = l.chunksPerRow() / c;
+    Value row = a.add(a.mul(a.div(block, colBlocks), 32 / c),
+                      a.add(a.mul(a.div(lane, 8 * c), 8), a.rem(lane, 8)));
+    Value col =
+        a.add(a.mul(a.rem(block, colBlocks), c), a.rem(a.div(lane, 8), c));
+    return {row, a.mul(col, l.width)};
+  }
   if (l.rowsFastest)
     return {a.rem(chunk, l.tileRows), a.mul(a.div(chunk, l.tileRows), l.width)};
   return {a.div(chunk, l.chunksPerRow()),

@@ -311,7 +311,24 @@ struct TileLayout {
   /// tileCols / 8 core matrices one after another (tileCols * 16 bytes),
   /// a core matrix 8 rows of 16 bytes.
   bool coreMatrices = false;
+  /// 16-byte chunks in warp blocks: a warp's 32 consecutive chunks take
+  /// 32 / c rows x c consecutive chunks (c = 4, or 2 where a row has no
+  /// multiple of 4), in groups of 8 rows, rows fastest. The warp reads 16 c
+  /// contiguous bytes of each row (whole 32-byte sectors), and each phase of
+  /// 8 lanes writes one chunk of 8 consecutive rows: a core matrix (128
+  /// contiguous bytes), or, in a row-major tile whose rows are an odd number
+  /// of chunks apart (padded by 16 bytes), 8 chunks in 8 different groups
+  /// of banks. Along the rows, the 8 lanes of a phase would write 8 core
+  /// matrices 128 bytes apart (all in the same 4 banks), or span rows whose
+  /// chunks meet in a bank group.
+  bool warpBlocks = false;
   int64_t chunksPerRow() const { return tileCols / width; }
+  /// The chunks of a row in a warp block; 0 where the tile has no blocks.
+  int64_t blockChunks() const {
+    int64_t c = chunksPerRow() % 4 == 0 ? 4 : chunksPerRow() % 2 == 0 ? 2 : 0;
+    return warpBlocks && c && tileRows % (32 / c) == 0 && threads % 32 == 0 ? c
+                                                                            : 0;
+  }
   int64_t chunks() const { return tileRows * chunksPerRow(); }
   int64_t perThread() const { return (chunks() + threads - 1) / threads; }
 };

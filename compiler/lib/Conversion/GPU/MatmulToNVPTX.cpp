@@ -304,8 +304,9 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                      8,
                      threads,
                      /*rowsFastest=*/false,
-                     /*coreMatrices=*/true};
-  TileLayout bLayout{kWideSlice, tileN, 8, threads, false, true};
+                     /*coreMatrices=*/true,
+                     /*warpBlocks=*/true};
+  TileLayout bLayout{kWideSlice, tileN, 8, threads, false, true, true};
   auto copySlice = [&](Value slice, Value stage) {
     Value enabled = a.ult(slice, slices), k0 = a.mul(slice, kWideSlice);
     SmallVector<Value> tokens =
@@ -465,15 +466,19 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
 /// columns of A / rows of B staged in shared memory (`as` [tileM][..],
 /// `bs` [slice][..]), the next slice loaded into registers while
 /// `multiply` adds the current one's products to the accumulators (`acc`
-/// holds their initial values). Returns the accumulators.
+/// holds their initial values). `paddedRows`: the tiles' rows are padded
+/// by 16 bytes. Returns the accumulators.
 SmallVector<Value>
 stagedKLoop(Arith &a, const GemmShape &s, const GemmKernel &k,
             const GemmTiling &t, int64_t slice, int64_t aWidth, int64_t bWidth,
-            SmallVector<Value> acc,
+            bool paddedRows, SmallVector<Value> acc,
             llvm::function_ref<void(SmallVectorImpl<Value> &)> multiply) {
   ImplicitLocOpBuilder &b = a.b;
-  TileLayout aLayout{t.tileM, slice, aWidth, t.threads};
-  TileLayout bLayout{slice, t.tileN, bWidth, t.threads};
+  // Chunks of 16 bytes in warp blocks where the rows are padded by them.
+  bool blocks = paddedRows && aWidth * s.t.getIntOrFloatBitWidth() == 128;
+  TileLayout aLayout{t.tileM, slice, aWidth, t.threads, false, false, blocks};
+  blocks = paddedRows && bWidth * s.t.getIntOrFloatBitWidth() == 128;
+  TileLayout bLayout{slice, t.tileN, bWidth, t.threads, false, false, blocks};
   auto loadA = [&](Value k0) {
     return loadTile(a, k.A, k.lead, k.m0, s.m, k0, s.k, s.k % slice != 0,
                     aLayout, k.tid);
@@ -533,7 +538,7 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   constexpr int64_t kNTiles = kTile / 8;
   SmallVector<Value> res = stagedKLoop(
       a, s, k, t, kSlice, s.k % 8 == 0 ? 8 : 2, s.n % 8 == 0 ? 8 : 2,
-      SmallVector<Value>(kNTiles * 4, a.f(0.0)),
+      /*paddedRows=*/true, SmallVector<Value>(kNTiles * 4, a.f(0.0)),
       [&](SmallVectorImpl<Value> &sum) {
         SmallVector<SmallVector<Value>> acc(kNTiles);
         for (int64_t nt = 0; nt < kNTiles; ++nt)
@@ -588,7 +593,8 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   Value row0 = a.mul(a.div(k.tid, 16), 4), col0 = a.mul(a.rem(k.tid, 16), 4);
   SmallVector<Value> res = stagedKLoop(
       a, s, k, t, kFmaSlice, s.k % 4 == 0 ? 4 : 1, s.n % 4 == 0 ? 4 : 1,
-      SmallVector<Value>(16, a.f(0.0)), [&](SmallVectorImpl<Value> &acc) {
+      /*paddedRows=*/false, SmallVector<Value>(16, a.f(0.0)),
+      [&](SmallVectorImpl<Value> &acc) {
         for (int64_t kk = 0; kk < kFmaSlice; ++kk) {
           // A's 4 rows at column kk (the same for the 16 threads of a row
           // group: broadcast); B's 4 columns at row kk in one vector.
