@@ -138,6 +138,22 @@ func.func @fma_f32(%a: memref<33x17xf32>, %b: memref<17x41xf32>, %c: memref<33x4
 
 // -----
 
+// Where N is a multiple of 4, a thread's 4 columns of a row of C go as one
+// 16-byte load and store (16 threads: 256 contiguous bytes).
+// CHECK-LABEL: func.func @fma_f32_vector_c
+// CHECK: gpu.func @matmul_0
+// CHECK: scf.yield
+// CHECK: vector.load %{{.*}} : memref<33x44xf32>, vector<4xf32>
+// CHECK: arith.addf {{.*}} : vector<4xf32>
+// CHECK: vector.store %{{.*}} : memref<33x44xf32>, vector<4xf32>
+// CHECK-NOT: memref.store %{{.*}} : memref<33x44xf32>
+func.func @fma_f32_vector_c(%a: memref<33x17xf32>, %b: memref<17x44xf32>, %c: memref<33x44xf32>) {
+  linalg.matmul ins(%a, %b : memref<33x17xf32>, memref<17x44xf32>) outs(%c : memref<33x44xf32>)
+  return
+}
+
+// -----
+
 // With wgmma (sm_90a; K and N multiples of 8): 64 rows of C per warpgroup,
 // two warpgroups per block where M exceeds 64 and N reaches 128 (here 65 x
 // 200: 128 x 128 tiles, 256 threads; grid x = 3 batches x ceil(200 / 128),

@@ -352,7 +352,9 @@ struct MmaKernel {
   }
   Value lastGroup = {};
 
-  /// How a [bc, cols] tile of K or V is staged (cols padded to 16).
+  /// How a [bc, cols] tile of K or V is staged (cols padded to 16; in
+  /// shared memory, rows padded by 16 bytes or core matrices): 16-byte
+  /// chunks in warp blocks, or, transposed, in paired rows.
   TileLayout layout(int64_t cols, int64_t paddedCols, bool transposed) {
     return {bc,
             paddedCols,
@@ -360,7 +362,7 @@ struct MmaKernel {
             threads(),
             transposed,
             /*coreMatrices=*/wgmma(),
-            /*warpBlocks=*/wgmma()};
+            /*warpBlocks=*/cols % 8 == 0 && (wgmma() || !transposed)};
   }
   TileChunks loadKV(Value src, Value kv0, int64_t cols, const TileLayout &l,
                     Value bi, Value hk) {
@@ -880,10 +882,14 @@ void MmaKernel::build(gpu::GPUFuncOp func, Value ks, Value vts) {
           mmaAll(dn + 1, bs[2], bs[3]);
         }
       } else {
+        // Vᵀ's odd 8-row groups hold keys 16 (kk ^ 1).. where the even
+        // ones hold 16 kk.. (TileLayout::pairedRows).
+        bool swizzled = vLayout.pairedRows();
         for (int64_t dn = 0; dn < dvp / 8; ++dn) {
           Value vRow = a.add(g, dn * 8);
-          mmaAll(dn, ops.sharedPair(vts, vRow, a.add(t2, kk * 16)),
-                 ops.sharedPair(vts, vRow, a.add(t2, kk * 16 + 8)));
+          int64_t key = 16 * (swizzled && dn % 2 ? kk ^ 1 : kk);
+          mmaAll(dn, ops.sharedPair(vts, vRow, a.add(t2, key)),
+                 ops.sharedPair(vts, vRow, a.add(t2, key + 8)));
         }
       }
     }

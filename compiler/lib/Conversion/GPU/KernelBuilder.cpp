@@ -377,6 +377,15 @@ std::pair<Value, Value> chunkPosition(Arith &a, const TileLayout &l,
         a.add(a.mul(a.rem(block, colBlocks), c), a.rem(a.div(lane, 8), c));
     return {row, a.mul(col, l.width)};
   }
+  if (l.pairedRows()) {
+    // Lane l of a warp's 32 chunks: row l % 16 of the block's 16, chunk
+    // l / 16 of its pair; the warps' blocks walk down the rows first.
+    Value lane = a.rem(chunk, 32), block = a.div(chunk, 32);
+    int64_t rowBlocks = l.tileRows / 16;
+    Value row = a.add(a.mul(a.rem(block, rowBlocks), 16), a.rem(lane, 16));
+    Value col = a.add(a.mul(a.div(block, rowBlocks), 2), a.div(lane, 16));
+    return {row, a.mul(col, l.width)};
+  }
   if (l.rowsFastest)
     return {a.rem(chunk, l.tileRows), a.mul(a.div(chunk, l.tileRows), l.width)};
   return {a.div(chunk, l.chunksPerRow()),
@@ -485,9 +494,15 @@ void storeTile(Arith &a, const TileChunks &tile, Value dst, bool transpose,
                                 llvm::MaybeAlign(l.width * bytes));
         return;
       }
+      // Paired rows: the second chunk of a pair (destination rows 8..15 of
+      // 16) writes its columns swizzled (TileLayout::pairedRows).
+      Value dstCol = r;
+      if (l.pairedRows())
+        dstCol = a.sel(a.ult(a.c(0), a.rem(a.div(col, l.width), 2)),
+                       arith::XOrIOp::create(b, r, a.c(16)), r);
       for (int64_t e = 0; e < l.width; ++e) {
         Value x = vector::ExtractOp::create(b, v, ArrayRef<int64_t>{e});
-        memref::StoreOp::create(b, x, dst, ValueRange{a.add(col, e), r});
+        memref::StoreOp::create(b, x, dst, ValueRange{a.add(col, e), dstCol});
       }
     };
     a.guarded((int64_t(it) + 1) * l.threads <= l.chunks()

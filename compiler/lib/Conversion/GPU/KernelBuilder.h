@@ -329,6 +329,21 @@ struct TileLayout {
     return warpBlocks && c && tileRows % (32 / c) == 0 && threads % 32 == 0 ? c
                                                                             : 0;
   }
+  /// rowsFastest with 16-byte chunks in pairs: a warp's 32 consecutive
+  /// chunks take 16 rows x 2 consecutive chunks (the lanes 16 apart read
+  /// the two halves of a 32-byte sector: whole sectors, where 32 rows of
+  /// one chunk read half of each). Stored transposed, the two chunks of a
+  /// source row go to destination rows 8 apart, which (4 (2n + 1) words
+  /// apart, as the mma fragment reads want them) fall in the same banks:
+  /// so the destination's rows 8..15 of every 16 hold their columns
+  /// swizzled, column c at c ^ 16 (storeTile), and one store's two groups
+  /// of 16 columns land 8 banks apart. Readers apply the same swizzle
+  /// (a constant per 8-row group: which 16 columns of each 32).
+  /// The tile has at least 32 rows.
+  bool pairedRows() const {
+    return rowsFastest && !coreMatrices && width == 8 && tileRows % 32 == 0 &&
+           chunksPerRow() % 2 == 0 && threads % 32 == 0;
+  }
   int64_t chunks() const { return tileRows * chunksPerRow(); }
   int64_t perThread() const { return (chunks() + threads - 1) / threads; }
 };

@@ -611,10 +611,30 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
           }
         }
       });
-  // C += the accumulators (C = them: !s.accumulate), inside the matrix.
+  // C += the accumulators (C = them: !s.accumulate), inside the matrix:
+  // where N is a multiple of 4, a thread's 4 columns of a row as one
+  // 16-byte access (16 threads write 256 contiguous bytes: whole sectors,
+  // where element by element each store would touch 4 times as many).
+  Type cType = cast<MemRefType>(k.C.getType()).getElementType();
   for (int64_t r = 0; r < 4; ++r) {
     Value row = a.add(a.add(k.m0, row0), r);
     a.guarded(a.ult(row, s.m), [&]() {
+      if (s.n % 4 == 0) {
+        Value col = a.add(k.n0, col0);
+        a.guarded(s.n % kTile == 0 ? Value() : a.ult(col, s.n), [&]() {
+          SmallVector<Value> idx(k.lead);
+          idx.append({row, col});
+          VectorType vt = VectorType::get({4}, cType);
+          Value v = vector::FromElementsOp::create(
+              b, vt, ArrayRef(res).slice(4 * r, 4));
+          if (s.accumulate)
+            v = a.fadd(vector::LoadOp::create(b, vt, k.C, idx, false,
+                                              llvm::MaybeAlign(16)),
+                       v);
+          vector::StoreOp::create(b, v, k.C, idx, false, llvm::MaybeAlign(16));
+        });
+        return;
+      }
       for (int64_t c = 0; c < 4; ++c) {
         Value col = a.add(a.add(k.n0, col0), c);
         a.guarded(s.n % kTile == 0 ? Value() : a.ult(col, s.n), [&]() {
