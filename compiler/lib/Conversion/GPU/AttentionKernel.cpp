@@ -353,16 +353,20 @@ struct MmaKernel {
   Value lastGroup = {};
 
   /// How a [bc, cols] tile of K or V is staged (cols padded to 16; in
-  /// shared memory, rows padded by 16 bytes or core matrices): 16-byte
-  /// chunks in warp blocks, or, transposed, in paired rows.
+  /// shared memory, rows padded by 16 bytes or core matrices). 16-byte
+  /// chunks go in warp blocks into core matrices, and into rows of fewer
+  /// than 8 chunks (along a row of 8 or more, a phase of 8 lanes writes 128
+  /// contiguous bytes already, and the blocks' index arithmetic costs the
+  /// register-staged build registers); transposed, in paired rows.
   TileLayout layout(int64_t cols, int64_t paddedCols, bool transposed) {
+    bool narrow = !transposed && paddedCols / 8 < 8;
     return {bc,
             paddedCols,
             cols % 8 == 0 ? 8 : 2,
             threads(),
             transposed,
             /*coreMatrices=*/wgmma(),
-            /*warpBlocks=*/cols % 8 == 0 && (wgmma() || !transposed)};
+            /*warpBlocks=*/cols % 8 == 0 && (wgmma() || narrow)};
   }
   TileChunks loadKV(Value src, Value kv0, int64_t cols, const TileLayout &l,
                     Value bi, Value hk) {
