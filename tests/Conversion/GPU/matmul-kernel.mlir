@@ -370,3 +370,75 @@ func.func @tma_deep_k(%a: memref<130x320xbf16>, %b: memref<320x136xbf16>, %c: me
   linalg.matmul ins(%a, %b : memref<130x320xbf16>, memref<320x136xbf16>) outs(%c : memref<130x136xf32>)
   return
 }
+
+// -----
+
+// A weight stored [N, K] and transposed just before its matmul (as an
+// imported model's projections): the mma.sync kernel reads it as it is
+// stored, its tile [64 of N][32 of K] with ldmatrix without .trans, and the
+// transpose and its buffer go.
+// CHECK-LABEL: func.func @weight_transposed
+// CHECK-NOT: linalg.transpose
+// CHECK-NOT: memref.alloc() {{.*}} : memref<1x96x40xf16>
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} args(%{{.*}} : memref<1x33x96xf16>, %{{.*}} : memref<1x40x96xf16>, %{{.*}} : memref<1x33x40xf32>)
+// CHECK: memref.global "private" @matmul_0_tile1 : memref<64x40xf16, #gpu.address_space<workgroup>>
+// CHECK: gpu.func @matmul_0
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x40xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x40xf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: transpose = true
+// CHECK: nvvm.mma.sync
+func.func @weight_transposed(%a: memref<1x33x96xf16>, %w: memref<40x96xf16>, %c: memref<1x33x40xf32>) {
+  %e = memref.expand_shape %w [[0, 1], [2]] output_shape [1, 40, 96] : memref<40x96xf16> into memref<1x40x96xf16>
+  %t = memref.alloc() : memref<1x96x40xf16>
+  linalg.transpose ins(%e : memref<1x40x96xf16>) outs(%t : memref<1x96x40xf16>) permutation = [0, 2, 1]
+  linalg.batch_matmul ins(%a, %t : memref<1x33x96xf16>, memref<1x96x40xf16>) outs(%c : memref<1x33x40xf32>)
+  memref.dealloc %t : memref<1x96x40xf16>
+  return
+}
+
+// -----
+
+// The transposed copy stays where something else reads it: a second
+// matmul, or a write to the weight between the transpose and the matmul.
+// CHECK-LABEL: func.func @transpose_read_twice
+// CHECK: linalg.transpose
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} args(%{{.*}} : memref<1x33x96xf16>, %{{.*}} : memref<1x96x40xf16>
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_1 {{.*}} args(%{{.*}} : memref<1x33x96xf16>, %{{.*}} : memref<1x96x40xf16>
+// CHECK-LABEL: func.func @weight_written_between
+// CHECK: linalg.transpose
+// CHECK: linalg.fill
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_2 {{.*}} args(%{{.*}} : memref<1x33x96xf16>, %{{.*}} : memref<1x96x40xf16>
+func.func @transpose_read_twice(%a: memref<1x33x96xf16>, %w: memref<1x40x96xf16>, %c: memref<1x33x40xf32>, %d: memref<1x33x40xf32>) {
+  %t = memref.alloc() : memref<1x96x40xf16>
+  linalg.transpose ins(%w : memref<1x40x96xf16>) outs(%t : memref<1x96x40xf16>) permutation = [0, 2, 1]
+  linalg.batch_matmul ins(%a, %t : memref<1x33x96xf16>, memref<1x96x40xf16>) outs(%c : memref<1x33x40xf32>)
+  linalg.batch_matmul ins(%a, %t : memref<1x33x96xf16>, memref<1x96x40xf16>) outs(%d : memref<1x33x40xf32>)
+  return
+}
+func.func @weight_written_between(%a: memref<1x33x96xf16>, %w: memref<1x40x96xf16>, %c: memref<1x33x40xf32>) {
+  %z = arith.constant 0.0 : f16
+  %t = memref.alloc() : memref<1x96x40xf16>
+  linalg.transpose ins(%w : memref<1x40x96xf16>) outs(%t : memref<1x96x40xf16>) permutation = [0, 2, 1]
+  linalg.fill ins(%z : f16) outs(%w : memref<1x40x96xf16>)
+  linalg.batch_matmul ins(%a, %t : memref<1x33x96xf16>, memref<1x96x40xf16>) outs(%c : memref<1x33x40xf32>)
+  return
+}
+
+// -----
+
+// The same in f32: the FMA kernel reads the weight as it is stored, a
+// [64 of N][16 of K] tile of it stored transposed into its [16][64] tile.
+// CHECK-LABEL: func.func @weight_transposed_f32
+// CHECK-NOT: linalg.transpose
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} args(%{{.*}} : memref<33x96xf32>, %{{.*}} : memref<40x96xf32>, %{{.*}} : memref<33x40xf32>)
+// CHECK: gpu.func @matmul_0
+// CHECK: vector.load %{{.*}} : memref<40x96xf32>, vector<4xf32>
+// CHECK: memref.store %{{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: math.fma
+func.func @weight_transposed_f32(%a: memref<33x96xf32>, %w: memref<40x96xf32>, %c: memref<33x40xf32>) {
+  %t = memref.alloc() : memref<96x40xf32>
+  linalg.transpose ins(%w : memref<40x96xf32>) outs(%t : memref<96x40xf32>) permutation = [1, 0]
+  linalg.matmul ins(%a, %t : memref<33x96xf32>, memref<96x40xf32>) outs(%c : memref<33x40xf32>)
+  memref.dealloc %t : memref<96x40xf32>
+  return
+}

@@ -47,6 +47,8 @@
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 
@@ -71,6 +73,9 @@ struct GemmShape {
   Type t, acc; // operand and accumulator element types
   /// C += A·B; false: C = A·B (C was all zeros, its fill gone).
   bool accumulate = true;
+  /// B is given as [batch..., N, K] (a weight as stored, its transpose
+  /// folded into the kernel: foldableTranspose).
+  bool bTransposed = false;
 };
 
 /// The kernel's view of a matmul, or nullopt when it stays a loop nest.
@@ -116,6 +121,94 @@ std::optional<GemmShape> gemmShape(linalg::LinalgOp op) {
       s.batch * ((s.n + kTile - 1) / kTile) > 2147483647)
     return std::nullopt;
   return s;
+}
+
+/// The buffer `v` is a view of (itself when it is none).
+Value viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether `op` has an operand that is `root` or a view of it.
+bool touches(Operation *op, Value root) {
+  return llvm::any_of(op->getOperands(),
+                      [&](Value v) { return viewRoot(v) == root; });
+}
+
+/// Whether `op` writes no memory but fresh buffers (memref.alloc), which
+/// cannot be the buffers a transpose reads.
+bool writesOnlyFreshBuffers(Operation *op) {
+  if (isPure(op) || isa<memref::AllocOp, memref::DeallocOp>(op))
+    return true;
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> list;
+  effects.getEffects(list);
+  return llvm::all_of(list, [](const MemoryEffects::EffectInstance &e) {
+    if (!isa<MemoryEffects::Write>(e.getEffect()))
+      return true;
+    Value v = e.getValue();
+    return v && viewRoot(v).getDefiningOp<memref::AllocOp>();
+  });
+}
+
+/// Imported models multiply by weights stored [out, in]: B is a fresh
+/// buffer that a linalg.transpose of the last two dimensions of W (static,
+/// identity layout) fills just before the matmul. Returns that transpose
+/// when the matmul can read W itself as B transposed and the transpose can
+/// go: in the same block, nothing between them touches B or W (other ops
+/// write only fresh buffers), and nothing reads B's value after the matmul
+/// (the next op to touch it frees or overwrites it). Else null.
+linalg::TransposeOp foldableTranspose(linalg::LinalgOp matmul) {
+  Value b = matmul.getDpsInputs()[1];
+  auto alloc = b.getDefiningOp<memref::AllocOp>();
+  Block *block = matmul->getBlock();
+  if (!alloc || alloc->getBlock() != block)
+    return {};
+  for (Operation *user : b.getUsers())
+    if (user->getBlock() != block ||
+        !isa<linalg::LinalgOp, memref::DeallocOp>(user))
+      return {};
+  linalg::TransposeOp transpose;
+  SmallVector<Operation *> between;
+  for (Operation *op = matmul->getPrevNode(); op; op = op->getPrevNode()) {
+    if (auto t = dyn_cast<linalg::TransposeOp>(op); t && t.getInit() == b) {
+      transpose = t;
+      break;
+    }
+    if (touches(op, b) || !writesOnlyFreshBuffers(op))
+      return {};
+    between.push_back(op);
+  }
+  if (!transpose || !transpose.hasPureBufferSemantics())
+    return {};
+  Value w = transpose.getInput();
+  auto type = dyn_cast<MemRefType>(w.getType());
+  if (!type || !type.hasStaticShape() || !type.getLayout().isIdentity())
+    return {};
+  ArrayRef<int64_t> perm = transpose.getPermutation();
+  int64_t rank = perm.size();
+  for (int64_t i = 0; i < rank; ++i)
+    if (perm[i] != (i < rank - 2 ? i : 2 * rank - 3 - i))
+      return {};
+  Value root = viewRoot(w);
+  if (llvm::any_of(between, [&](Operation *op) { return touches(op, root); }))
+    return {};
+  for (Operation *op = matmul->getNextNode(); op; op = op->getNextNode()) {
+    if (!touches(op, b))
+      continue;
+    if (isa<memref::DeallocOp>(op))
+      break;
+    // Overwritten whole, without being read.
+    if (isa<linalg::TransposeOp, linalg::FillOp, linalg::CopyOp>(op) &&
+        cast<linalg::LinalgOp>(op).getDpsInits()[0] == b &&
+        !llvm::is_contained(cast<linalg::LinalgOp>(op).getDpsInputs(), b))
+      break;
+    return {};
+  }
+  return transpose;
 }
 
 /// How a GEMM kernel covers C: a tileM x tileN tile per block of
@@ -467,7 +560,8 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
 /// `bs` [slice][..]), the next slice loaded into registers while
 /// `multiply` adds the current one's products to the accumulators (`acc`
 /// holds their initial values). `paddedRows`: the tiles' rows are padded
-/// by 16 bytes. Returns the accumulators.
+/// by 16 bytes. With s.bTransposed, B's tile is [tileN][slice] of B as
+/// given ([N, K]). Returns the accumulators.
 SmallVector<Value>
 stagedKLoop(Arith &a, const GemmShape &s, const GemmKernel &k,
             const GemmTiling &t, int64_t slice, int64_t aWidth, int64_t bWidth,
@@ -478,12 +572,30 @@ stagedKLoop(Arith &a, const GemmShape &s, const GemmKernel &k,
   bool blocks = paddedRows && aWidth * s.t.getIntOrFloatBitWidth() == 128;
   TileLayout aLayout{t.tileM, slice, aWidth, t.threads, false, false, blocks};
   blocks = paddedRows && bWidth * s.t.getIntOrFloatBitWidth() == 128;
-  TileLayout bLayout{slice, t.tileN, bWidth, t.threads, false, false, blocks};
+  // The f32 kernel stores a tile of B as [N, K] transposed into its
+  // [slice][tileN] tile. Its loads walk along K's rows (a warp reads 8
+  // rows of 64 bytes: whole sectors, which each row block of C reads
+  // again), and its 4-byte stores of one row of N fall 4 to a bank; with
+  // rows fastest they would not, but every load would read half a sector.
+  bool storeTransposed = s.bTransposed && s.t.isF32();
+  TileLayout bLayout =
+      s.bTransposed
+          ? TileLayout{t.tileN,
+                       slice,
+                       bWidth,
+                       t.threads,
+                       false,
+                       false,
+                       blocks && !storeTransposed}
+          : TileLayout{slice, t.tileN, bWidth, t.threads, false, false, blocks};
   auto loadA = [&](Value k0) {
     return loadTile(a, k.A, k.lead, k.m0, s.m, k0, s.k, s.k % slice != 0,
                     aLayout, k.tid);
   };
   auto loadB = [&](Value k0) {
+    if (s.bTransposed) // [N, K]: a tile of tileN rows, slice columns
+      return loadTile(a, k.B, k.lead, k.n0, s.n, k0, s.k, s.k % slice != 0,
+                      bLayout, k.tid);
     return loadTile(a, k.B, k.lead, k0, s.k, k.n0, s.n, s.n % t.tileN != 0,
                     bLayout, k.tid);
   };
@@ -505,7 +617,7 @@ stagedKLoop(Arith &a, const GemmShape &s, const GemmKernel &k,
 
     gpu::BarrierOp::create(b);
     storeTile(a, aTile, k.tiles[0], /*transpose=*/false, k.tid);
-    storeTile(a, bTile, k.tiles[1], /*transpose=*/false, k.tid);
+    storeTile(a, bTile, k.tiles[1], storeTransposed, k.tid);
     gpu::BarrierOp::create(b);
     // The last slice prefetches itself again: never past the end of A.
     Value next =
@@ -528,16 +640,21 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   // Rows padded by 16 bytes: the 8 row addresses of an ldmatrix fall in
   // different banks.
   GemmTiling t = gemmTiling(s, /*wide=*/false);
-  GemmKernel k = beginGemmKernel(
-      builder, module, name, s, args,
-      {sharedTile(s.t, kTile, kSlice + 8), sharedTile(s.t, kSlice, kTile + 8)},
-      t, b, a);
+  // B given as [N, K]: its tile is [64 of N][32 of K], as A's.
+  GemmKernel k =
+      beginGemmKernel(builder, module, name, s, args,
+                      {sharedTile(s.t, kTile, kSlice + 8),
+                       s.bTransposed ? sharedTile(s.t, kTile, kSlice + 8)
+                                     : sharedTile(s.t, kSlice, kTile + 8)},
+                      t, b, a);
   Value as = k.tiles[0], bs = k.tiles[1], warp = k.warp, lane = k.lane;
 
   // A [64 rows of M][32 of K]; B [32 of K][64 of N].
   constexpr int64_t kNTiles = kTile / 8;
+  int64_t bWidth =
+      (s.bTransposed ? s.k : s.n) % 8 == 0 ? 8 : 2; // along B's rows
   SmallVector<Value> res = stagedKLoop(
-      a, s, k, t, kSlice, s.k % 8 == 0 ? 8 : 2, s.n % 8 == 0 ? 8 : 2,
+      a, s, k, t, kSlice, s.k % 8 == 0 ? 8 : 2, bWidth,
       /*paddedRows=*/true, SmallVector<Value>(kNTiles * 4, a.f(0.0)),
       [&](SmallVectorImpl<Value> &sum) {
         SmallVector<SmallVector<Value>> acc(kNTiles);
@@ -560,8 +677,16 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                              a.mul(a.rem(quarter, 2), 8));
           for (int64_t nt = 0; nt < kNTiles; nt += 2) {
             Value bCol = a.mul(a.add(a.div(lane, 16), nt), 8);
+            // B as [n][k]: the same matrices without .trans, lane l
+            // addressing row n = (nt + l / 16) * 8 + l % 8 at k = kk * 16
+            // + 8 (l / 8 % 2): a row of Bᵀ holds a fragment's k pairs.
             SmallVector<Value> bFrag =
-                ops.loadMatrices(bs, bRow, bCol, 4, /*transpose=*/true);
+                s.bTransposed
+                    ? ops.loadMatrices(
+                          bs, a.add(bCol, a.rem(lane, 8)),
+                          a.add(a.mul(a.rem(quarter, 2), 8), kk * 16), 4,
+                          /*transpose=*/false)
+                    : ops.loadMatrices(bs, bRow, bCol, 4, /*transpose=*/true);
             ops.mma(aFrag, {bFrag[0], bFrag[1]}, acc[nt]);
             ops.mma(aFrag, {bFrag[2], bFrag[3]}, acc[nt + 1]);
           }
@@ -592,7 +717,8 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   Value as = k.tiles[0], bs = k.tiles[1];
   Value row0 = a.mul(a.div(k.tid, 16), 4), col0 = a.mul(a.rem(k.tid, 16), 4);
   SmallVector<Value> res = stagedKLoop(
-      a, s, k, t, kFmaSlice, s.k % 4 == 0 ? 4 : 1, s.n % 4 == 0 ? 4 : 1,
+      a, s, k, t, kFmaSlice, s.k % 4 == 0 ? 4 : 1,
+      (s.bTransposed ? s.k : s.n) % 4 == 0 ? 4 : 1,
       /*paddedRows=*/false, SmallVector<Value>(16, a.f(0.0)),
       [&](SmallVectorImpl<Value> &acc) {
         for (int64_t kk = 0; kk < kFmaSlice; ++kk) {
@@ -678,13 +804,22 @@ struct ConvertLinalgMatmulToNVPTXPass
         s.accumulate = false;
       }
       bool wide = useWgmma(s, wgmma), maps = useTma(s, wgmma, tma);
+      SmallVector<Value> operands(op->getOperands());
+      // The mma.sync and f32 kernels read a transposed weight as it is
+      // stored.
+      if (linalg::TransposeOp transpose =
+              wide ? nullptr : foldableTranspose(op)) {
+        s.bTransposed = true;
+        operands[1] = transpose.getInput();
+        transpose->erase();
+      }
       std::string name = "matmul_" + std::to_string(i);
       GemmTiling t = gemmTiling(s, wide);
       SmallVector<TensorMapSpec> specs;
       if (maps)
         specs = gemmTensorMaps(s, t);
       // TMA: the tensor maps' device addresses follow the buffers.
-      SmallVector<Type> args(op->getOperandTypes());
+      SmallVector<Type> args(ValueRange(operands).getTypes());
       args.append(specs.size(), b.getI64Type());
       gpu::GPUFuncOp kernel =
           wide ? buildWgmmaGemmKernel(b, kernels, name, s, args, t, maps)
@@ -695,7 +830,6 @@ struct ConvertLinalgMatmulToNVPTXPass
       auto dim = [&](int64_t n) -> Value {
         return arith::ConstantIndexOp::create(ob, loc, n);
       };
-      SmallVector<Value> operands(op->getOperands());
       for (const TensorMapSpec &spec : specs)
         operands.push_back(
             createTensorMap(ob, loc, op->getOperand(spec.operand), spec));
@@ -709,7 +843,16 @@ struct ConvertLinalgMatmulToNVPTXPass
                                 .getResult()
                           : Value(),
           operands);
+      Value oldB = op->getOperand(1);
       op->erase();
+      // The transposed copy's buffer, when nothing else uses it.
+      if (s.bTransposed && llvm::all_of(oldB.getUsers(), [](Operation *u) {
+            return isa<memref::DeallocOp>(u);
+          }))
+        for (Operation *u : llvm::make_early_inc_range(oldB.getUsers()))
+          u->erase();
+      if (s.bTransposed && oldB.use_empty())
+        oldB.getDefiningOp()->erase();
     }
   }
 };
