@@ -387,6 +387,36 @@ func.func @tma_deep_k(%a: memref<130x320xbf16>, %b: memref<320x136xbf16>, %c: me
 // CHECK: nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x40xf16, #gpu.address_space<workgroup>>
 // CHECK-NOT: transpose = true
 // CHECK: nvvm.mma.sync
+// The wgmma kernel takes it the same way: tiles of B [40 of N][64 of K] in
+// core matrices as A's (3 stages: 960 x 8), read K-major (transpose flag
+// 0) through the same descriptor layout as A (LBO 128, SBO 1024).
+// WGMMA-LABEL: func.func @weight_transposed
+// WGMMA-NOT: linalg.transpose
+// WGMMA: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} args(%{{.*}} : memref<1x33x96xf16>, %{{.*}} : memref<1x40x96xf16>, %{{.*}} : memref<1x33x40xf32>)
+// WGMMA: memref.global "private" @matmul_0_tile1 : memref<960x8xf16, #gpu.address_space<workgroup>>
+// WGMMA: nvgpu.device_async_copy {{.*}} : memref<1x40x96xf16> to memref<960x8xf16
+// WGMMA-COUNT-4: "wgmma.mma_async.sync.aligned.m64n40k16.f32.f16.f16 {{.*}}, 1, 1, 0, 0;"
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: nvvm.wgmma.commit.group.sync.aligned
+// With tma: B's tensor map over the weight as stored, {K, N, batch} =
+// {96, 40, 1}, boxes of 64 k x the block's 40 columns of C; a stage is A's
+// 64 rows then B's 40 (13312 bytes, one box each), both read through the
+// K-major swizzled descriptor (SBO 1024), +32 bytes (2) per k16.
+// TMA-LABEL: func.func @weight_transposed
+// TMA-NOT: linalg.transpose
+// TMA: call @tfc_gpu_tensor_map(%{{.*}}, %c6_i32, %c96_i64, %c33_i64, %c1_i64, %c192_i64, %c6336_i64, %c64_i32, %c64_i32, %c1_i32, %c3_i32)
+// TMA: call @tfc_gpu_tensor_map(%{{.*}}, %c6_i32, %c96_i64, %c40_i64, %c1_i64, %c192_i64, %c7680_i64, %c64_i32, %c40_i32, %c1_i32, %c3_i32)
+// TMA: gpu.func @matmul_0
+// TMA-DAG: %[[D:.*]] = arith.constant 4611686293305360384 : i64
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}" %{{.*}}, %c13312_i32
+// TMA-COUNT-2: cp.async.bulk.tensor.3d
+// TMA-NOT: cp.async.bulk.tensor.3d
+// TMA: "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}" %{{.*}}, %c13312_i32
+// TMA: %[[A0:.*]] = arith.ori %{{.*}}, %[[D]] : i64
+// TMA: %[[B0:.*]] = arith.ori %{{.*}}, %[[D]] : i64
+// TMA: "wgmma.mma_async.sync.aligned.m64n40k16.f32.f16.f16 {{.*}}, 1, 1, 0, 0;"{{.*}} %[[A0]], %[[B0]],
+// TMA: arith.addi %[[A0]], %c2_i64 : i64
+// TMA: arith.addi %[[B0]], %c2_i64 : i64
 func.func @weight_transposed(%a: memref<1x33x96xf16>, %w: memref<40x96xf16>, %c: memref<1x33x40xf32>) {
   %e = memref.expand_shape %w [[0, 1], [2]] output_shape [1, 40, 96] : memref<40x96xf16> into memref<1x40x96xf16>
   %t = memref.alloc() : memref<1x96x40xf16>
@@ -408,6 +438,10 @@ func.func @weight_transposed(%a: memref<1x33x96xf16>, %w: memref<40x96xf16>, %c:
 // CHECK: linalg.transpose
 // CHECK: linalg.fill
 // CHECK: gpu.launch_func @tfc_matmul::@matmul_2 {{.*}} args(%{{.*}} : memref<1x33x96xf16>, %{{.*}} : memref<1x96x40xf16>
+// WGMMA-LABEL: func.func @transpose_read_twice
+// WGMMA: linalg.transpose
+// WGMMA: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} args(%{{.*}} : memref<1x33x96xf16>, %{{.*}} : memref<1x96x40xf16>
+// WGMMA: "wgmma.mma_async.sync.aligned.m64n40k16.f32.f16.f16 {{.*}}, 1, 1, 0, 1;"
 func.func @transpose_read_twice(%a: memref<1x33x96xf16>, %w: memref<1x40x96xf16>, %c: memref<1x33x40xf32>, %d: memref<1x33x40xf32>) {
   %t = memref.alloc() : memref<1x96x40xf16>
   linalg.transpose ins(%w : memref<1x40x96xf16>) outs(%t : memref<1x96x40xf16>) permutation = [0, 2, 1]
@@ -439,6 +473,115 @@ func.func @weight_transposed_f32(%a: memref<33x96xf32>, %w: memref<40x96xf32>, %
   %t = memref.alloc() : memref<96x40xf32>
   linalg.transpose ins(%w : memref<40x96xf32>) outs(%t : memref<96x40xf32>) permutation = [1, 0]
   linalg.matmul ins(%a, %t : memref<33x96xf32>, memref<96x40xf32>) outs(%c : memref<33x40xf32>)
+  memref.dealloc %t : memref<96x40xf32>
+  return
+}
+
+// -----
+
+// At most 8 rows of A (a decode step's projections): the GEMV kernels. A
+// weight [N, K] in f16/bf16 goes on tensor cores as Cᵀ = B·Aᵀ: blocks of
+// 16 columns of C (40 -> 3), 8 warps splitting K in 32-k blocks, each lane
+// loading 16-byte chunks of B's rows g and g + 8 and of A's row g, two
+// mma.sync per 32 k; the warps add up through a [8 x 16][8] f32 tile. K =
+// 96 is one step: no loop. With wgmma requested, the same kernel.
+// CHECK-LABEL: func.func @gemv_weight
+// CHECK-NOT: linalg.transpose
+// CHECK-DAG: %[[X:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0 blocks in (%[[X]], %{{.*}}, %{{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}}) args(%{{.*}} : memref<1x2x96xf16>, %{{.*}} : memref<1x40x96xf16>, %{{.*}} : memref<1x2x40xf32>)
+// CHECK: memref.global "private" @matmul_0_tile0 : memref<128x8xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.func @matmul_0
+// CHECK-COUNT-2: vector.load %{{.*}} : memref<1x40x96xf16>, vector<8xf16>
+// CHECK: vector.load %{{.*}} : memref<1x2x96xf16>, vector<8xf16>
+// CHECK-NOT: scf.for
+// CHECK-COUNT-2: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: vector.store %{{.*}} : memref<128x8xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}} : memref<1x2x40xf32>
+// CHECK: gpu.return
+// WGMMA-LABEL: func.func @gemv_weight
+// WGMMA-NOT: wgmma
+// WGMMA: nvvm.mma.sync
+func.func @gemv_weight(%a: memref<1x2x96xf16>, %w: memref<40x96xf16>, %c: memref<1x2x40xf32>) {
+  %e = memref.expand_shape %w [[0, 1], [2]] output_shape [1, 40, 96] : memref<40x96xf16> into memref<1x40x96xf16>
+  %t = memref.alloc() : memref<1x96x40xf16>
+  linalg.transpose ins(%e : memref<1x40x96xf16>) outs(%t : memref<1x96x40xf16>) permutation = [0, 2, 1]
+  linalg.batch_matmul ins(%a, %t : memref<1x2x96xf16>, memref<1x96x40xf16>) outs(%c : memref<1x2x40xf32>)
+  memref.dealloc %t : memref<1x96x40xf16>
+  return
+}
+
+// -----
+
+// K = 4096: 4 blocks of 32 k per warp and step (1024 k), 4 steps. The
+// first step's 12 chunks are loaded before the loop, each of its 3 trips
+// loads the next step's (carried with the 4 accumulators) before its 8
+// mma.sync, and the last step's 8 follow the loop.
+// CHECK-LABEL: func.func @gemv_weight_deep_k
+// CHECK: gpu.func @matmul_0
+// CHECK-COUNT-8: vector.load %{{.*}} : memref<24x4096xbf16>, vector<8xbf16>
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c3{{.*}} -> (f32, f32, f32, f32, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>, vector<8xbf16>) {
+// CHECK-COUNT-8: vector.load %{{.*}} : memref<24x4096xbf16>, vector<8xbf16>
+// CHECK-COUNT-8: nvvm.mma.sync
+// CHECK: scf.yield
+// CHECK-COUNT-8: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: memref.store %{{.*}} : memref<3x24xbf16>
+func.func @gemv_weight_deep_k(%a: memref<3x4096xbf16>, %w: memref<24x4096xbf16>, %c: memref<3x24xbf16>) {
+  %t = memref.alloc() : memref<4096x24xbf16>
+  linalg.transpose ins(%w : memref<24x4096xbf16>) outs(%t : memref<4096x24xbf16>) permutation = [1, 0]
+  linalg.matmul ins(%a, %t : memref<3x4096xbf16>, memref<4096x24xbf16>) outs(%c : memref<3x24xbf16>)
+  return
+}
+
+// -----
+
+// B as [K, N] (not a transposed weight): CUDA cores. Blocks of 2 chunks of
+// 8 columns (40 -> 3) and 128 threads, thread t on chunk t % 2 of rows t /
+// 2, + 64, ..., 4 rows per step (600 -> 3 steps), 8 f32 FMA per row; the
+// 16 row groups of a warp add by shuffles (xor 2 to 16), the 4 warps
+// through a [4][16] tile.
+// CHECK-LABEL: func.func @gemv_kn
+// CHECK-DAG: %[[X:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[T:.*]] = arith.constant 128 : index
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0 blocks in (%[[X]], %{{.*}}, %{{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}})
+// CHECK: memref.global "private" @matmul_0_tile0 : memref<4x16xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.func @matmul_0
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c3
+// CHECK-COUNT-4: vector.load %{{.*}} : memref<600x40xf16>, vector<8xf16>
+// CHECK: scf.yield
+// CHECK: gpu.shuffle xor %{{.*}}, %c2_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c4_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c8_i32
+// CHECK: gpu.shuffle xor %{{.*}}, %c16_i32
+// CHECK: gpu.barrier
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: gpu.return
+func.func @gemv_kn(%a: memref<1x600xf16>, %b: memref<600x40xf16>, %c: memref<1x40xf32>) {
+  linalg.matmul ins(%a, %b : memref<1x600xf16>, memref<600x40xf16>) outs(%c : memref<1x40xf32>)
+  return
+}
+
+// -----
+
+// f32, a weight [N, K]: each warp takes 4 rows of it, its lanes 16-byte
+// chunks along K, then a butterfly (xor 1 to 16) per column of C.
+// CHECK-LABEL: func.func @gemv_weight_f32
+// CHECK-NOT: linalg.transpose
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} args(%{{.*}} : memref<5x96xf32>, %{{.*}} : memref<40x96xf32>, %{{.*}} : memref<5x40xf32>)
+// CHECK: gpu.func @matmul_0
+// CHECK: scf.for
+// CHECK-COUNT-4: vector.load %{{.*}} : memref<40x96xf32>, vector<4xf32>
+// CHECK: math.fma
+// CHECK: gpu.shuffle xor %{{.*}}, %c1_i32
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.return
+func.func @gemv_weight_f32(%a: memref<5x96xf32>, %w: memref<40x96xf32>, %c: memref<5x40xf32>) {
+  %t = memref.alloc() : memref<96x40xf32>
+  linalg.transpose ins(%w : memref<40x96xf32>) outs(%t : memref<96x40xf32>) permutation = [1, 0]
+  linalg.matmul ins(%a, %t : memref<5x96xf32>, memref<96x40xf32>) outs(%c : memref<5x40xf32>)
   memref.dealloc %t : memref<96x40xf32>
   return
 }

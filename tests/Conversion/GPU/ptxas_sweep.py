@@ -106,8 +106,29 @@ def matmul(m, k, n, dt):
             (a, b, c, c, dt, dt, c, c, a, b, c, c, c))
 
 
+def matmul_weight(m, k, n, dt):
+    """A matmul by a weight given as [n, k], transposed for it."""
+    a, w, wt = t((1, m, k), dt), t((1, n, k), dt), t((1, k, n), dt)
+    c = t((1, m, n), "f32")
+    return ("func.func @main(%%a: %s, %%w: %s) -> %s {\n"
+            "  %%et = tensor.empty() : %s\n"
+            "  %%b = linalg.transpose ins(%%w : %s) outs(%%et : %s)"
+            " permutation = [0, 2, 1]\n"
+            "  %%e = tensor.empty() : %s\n"
+            "  %%z = arith.constant 0.0 : f32\n"
+            "  %%f = linalg.fill ins(%%z : f32) outs(%%e : %s) -> %s\n"
+            "  %%c = linalg.batch_matmul ins(%%a, %%b : %s, %s) outs(%%f : %s)"
+            " -> %s\n  return %%c : %s\n}\n" %
+            (a, w, c, wt, w, wt, c, c, c, a, wt, c, c, c))
+
+
 cases = []
 for dt in ("f32", "f16", "bf16"):
+    # Up to 8 rows of A: the GEMV kernels (a weight [N, K] in f16/bf16 on
+    # tensor cores, K = 4096 in a loop of 4 steps; B as [K, N] and f32 on
+    # CUDA cores).
+    cases += [("gemv_weight_" + dt, matmul_weight(3, 4096, 72, dt), dt),
+              ("gemv_kn_" + dt, matmul(1, 520, 200, dt), dt)]
     cases += [
         ("attn_plain_" + dt, attention(1, 4, 4, 128, 128, 64, 64, dt), dt),
         ("attn_causal_odd_" + dt,
@@ -250,6 +271,17 @@ for name, mlir, dt in cases:
                       "cp.async.bulk.tensor.3d.shared::cluster.global.tile"
                       in text and "mbarrier.try_wait.parity" in text and
                       "cp.async.cg" not in text)
+        elif name.startswith("gemv"):
+            tensor_cores = dt != "f32" and "weight" in name
+            check(label + ": the GEMV %s" % (
+                      "on tensor cores" if tensor_cores else
+                      "on CUDA cores (fma, shuffles)"),
+                  (mma in text) if tensor_cores else
+                  ("mma" not in text and "fma.rn.f32" in text and
+                   "shfl.sync.bfly" in text))
+            spills = re.findall(r"(\d+) bytes spill stores", r.stderr)
+            check(label + ": no register spills",
+                  spills and all(s == "0" for s in spills), r.stderr)
         elif dt != "f32" and (name.startswith("matmul") or
                               (name.startswith("attn") and not fused)):
             check(label + ": matmuls on tensor cores", mma in text)

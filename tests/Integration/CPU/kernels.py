@@ -303,19 +303,30 @@ def rms_norm_case(h, rng, name, shape, eps, dtype="f32"):
                      "least 99%%)" % (label, 100 * same), same >= 0.99)
 
 
-def matmul_case(h, rng, name, batch, m, k, n):
+def matmul_case(h, rng, name, batch, m, k, n, weight=False):
+    """f32 matmul; with `weight`, B is given as [batch, n, k] and transposed
+    for the matmul (tosa.transpose), as imported models do."""
     a = rng.standard_normal((batch, m, k)).astype(np.float32)
-    b = rng.standard_normal((batch, k, n)).astype(np.float32)
+    b = rng.standard_normal((batch, n, k) if weight else
+                            (batch, k, n)).astype(np.float32)
     ta, tb = tensor_type(a.shape), tensor_type(b.shape)
+    tbt = tensor_type((batch, k, n))
     tc = tensor_type((batch, m, n))
-    mlir = """func.func @main(%%a: %s, %%b: %s) -> %s {
-  %%zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
+    transpose = ""
+    if weight:
+        transpose = """  %%b = tosa.transpose %%w {perms = array<i32: 0, 2, 1>} : (%s) -> %s
+""" % (tb, tbt)
+    mlir = """func.func @main(%%a: %s, %%%s: %s) -> %s {
+%s  %%zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
   %%c = tosa.matmul %%a, %%b, %%zp, %%zp : (%s, %s, tensor<1xf32>, tensor<1xf32>) -> %s
   return %%c : %s
 }
-""" % (ta, tb, tc, ta, tb, tc, tc)
+""" % (ta, "w" if weight else "b", tb, tc, transpose, ta, tbt, tc, tc)
+    inputs = [a, b]
+    if weight:
+        b = b.transpose(0, 2, 1)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    (out,) = h.run(h.build(name, mlir, True), [a, b])
+    (out,) = h.run(h.build(name, mlir, True), inputs)
     # Element by element against the error bound of an f32 dot product of
     # length k in any summation order, |C - ref| <= k u |A| |B| (u = 2^-24):
     # a norm-wise relative error is ill-posed for a C of one element, whose
@@ -327,22 +338,34 @@ def matmul_case(h, rng, name, batch, m, k, n):
              (name, err, bound), np.all(np.isfinite(out)) and err <= bound)
 
 
-def matmul_f16_case(h, rng, name, batch, m, k, n):
+def matmul_f16_case(h, rng, name, batch, m, k, n, weight=False):
     """f16 operands, f32 result: the tensor-core GEMM; on nvptx also its
-    wgmma builds, with cp.async and with TMA (K and N multiples of 8)."""
+    wgmma builds, with cp.async and with TMA (K and N multiples of 8). With
+    `weight`, B is given as [batch, n, k] and transposed for the matmul, as
+    imported models multiply by their weights (the kernels read it as
+    given)."""
     a = rng.standard_normal((batch, m, k)).astype(np.float16)
-    b = rng.standard_normal((batch, k, n)).astype(np.float16)
+    b = rng.standard_normal((batch, n, k) if weight else
+                            (batch, k, n)).astype(np.float16)
     ta, tb = tensor_type(a.shape, "f16"), tensor_type(b.shape, "f16")
+    tbt = tensor_type((batch, k, n), "f16")
     tc = tensor_type((batch, m, n))
-    mlir = """func.func @main(%%a: %s, %%b: %s) -> %s {
-  %%e = tensor.empty() : %s
+    transpose = ""
+    if weight:
+        transpose = """  %%et = tensor.empty() : %s
+  %%b = linalg.transpose ins(%%w : %s) outs(%%et : %s) permutation = [0, 2, 1]
+""" % (tbt, tb, tbt)
+    mlir = """func.func @main(%%a: %s, %%%s: %s) -> %s {
+%s  %%e = tensor.empty() : %s
   %%z = arith.constant 0.0 : f32
   %%f = linalg.fill ins(%%z : f32) outs(%%e : %s) -> %s
   %%c = linalg.batch_matmul ins(%%a, %%b : %s, %s) outs(%%f : %s) -> %s
   return %%c : %s
 }
-""" % (ta, tb, tc, tc, tc, tc, ta, tb, tc, tc, tc)
-    ref = a.astype(np.float64) @ b.astype(np.float64)
+""" % (ta, "w" if weight else "b", tb, tc, transpose, tc, tc, tc, ta, tbt,
+       tc, tc, tc)
+    ref = a.astype(np.float64) @ (b.transpose(0, 2, 1) if weight else
+                                  b).astype(np.float64)
     builds = [("", [])]
     if h.target == "nvptx":
         builds += [(" wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]),
@@ -456,6 +479,28 @@ def main():
     matmul_f16_case(h, rng, "f16_deep_k", 1, 130, 320, 136)
     matmul_f16_case(h, rng, "f16_narrow", 1, 33, 16, 40)
     matmul_f16_case(h, rng, "f16_deeper_k_wide", 2, 200, 520, 264)
+    # B given as [N, K]: a tail of 72 columns of C past two warpgroups' 128;
+    # N = 40 (TMA boxes of 40 rows); 4 slices (stages refilled); K = 18
+    # (the mma.sync kernel's 4-byte chunks; no wgmma).
+    matmul_f16_case(h, rng, "f16_weight_odd", 2, 65, 72, 200, weight=True)
+    matmul_f16_case(h, rng, "f16_weight_narrow", 1, 33, 16, 40, weight=True)
+    matmul_f16_case(h, rng, "f16_weight_deep_k", 1, 130, 200, 136,
+                    weight=True)
+    matmul_f16_case(h, rng, "f16_weight_k18", 1, 17, 18, 34, weight=True)
+    # At most 8 rows of A per batch (a decode step's projections): the GPU's
+    # GEMV kernel. B as [N, K]: K in 16-byte chunks with a tail (200 = 25
+    # chunks, 1000 = 125), 8 rows, N past the last 16-column block; K = 18
+    # in 4-byte chunks. B as [K, N]: K past a step of 128 rows, N past the
+    # last 32-column block; N = 18 (4-byte chunks); f32 with N = 77 (one
+    # element per chunk) and 1 x 17 x 1.
+    matmul_f16_case(h, rng, "f16_gemv_weight", 2, 1, 200, 136, weight=True)
+    matmul_f16_case(h, rng, "f16_gemv_weight_rows8", 1, 8, 1000, 40,
+                    weight=True)
+    matmul_f16_case(h, rng, "f16_gemv_weight_k18", 1, 3, 18, 24, weight=True)
+    matmul_f16_case(h, rng, "f16_gemv", 1, 3, 520, 200)
+    matmul_f16_case(h, rng, "f16_gemv_n18", 2, 5, 34, 18)
+    matmul_case(h, rng, "gemv_f32", 2, 4, 300, 77)
+    matmul_case(h, rng, "gemv_f32_weight", 1, 2, 130, 70, weight=True)
     softmax_case(h, rng, "softmax_rows", (7, 1000), 1)
     softmax_case(h, rng, "softmax_inner_dim", (3, 5, 77), 1)
     softmax_case(h, rng, "softmax_one", (4, 1), 1)

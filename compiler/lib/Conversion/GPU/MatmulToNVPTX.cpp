@@ -1,25 +1,30 @@
 //===- MatmulToNVPTX.cpp - f16/bf16 matmuls on tensor cores ---------------===//
 //
 // linalg.matmul / linalg.batch_matmul on f16 or bf16 buffers (f32 or same-type
-// accumulator) become one launch of a tensor-core GEMM kernel built for the
-// shapes: a block of 4 warps owns a 64x64 tile of C, walks K in slices of 32
-// staging A [64][32] and B [32][64] through shared memory, both row-major
-// (the next slice loaded into registers while the current one is
-// multiplied), and each warp accumulates its 16 rows x 64 columns with
-// mma.sync m16n8k16 in f32, its fragments read by ldmatrix (B's
+// accumulator; f32 ones: buildFmaGemmKernel) become one launch of a tensor-core
+// GEMM kernel built for the shapes: a block of 4 warps owns a 64x64 tile of C,
+// walks K in slices of 32 staging A [64][32] and B [32][64] through shared
+// memory, both row-major (the next slice loaded into registers while the
+// current one is multiplied), and each warp accumulates its 16 rows x 64
+// columns with mma.sync m16n8k16 in f32, its fragments read by ldmatrix (B's
 // transposed). The op's semantics C += A·B are kept: C is read once at the
 // end; where C was made all zeros for the matmul alone (ZeroInit.h), that
 // fill or copy goes and the kernel stores its product over C instead.
+// Where B is a weight stored [N, K] transposed into a buffer for the matmul
+// alone, every kernel reads the weight as stored (foldableTranspose).
+//
+// With at most 8 rows of A per batch (a decode step), a GEMV kernel streams
+// B once instead, on CUDA cores for every type (buildGemvKernel).
 //
 // With `wgmma` (sm_90a; K and N multiples of 8), each warpgroup owns 64
 // rows x min(N, 128) columns of C, two warpgroups per block sharing the B
 // tiles where M > 64 and N reaches 128. K goes in slices of 64: A and B
 // tiles are copied by cp.async into three stages of wgmma's 8x8 core
 // matrices, and per slice one chain of 4 wgmma m64nNk16 reads both
-// operands from shared memory by descriptor (A K-major, B N-major), f32
-// accumulators in registers. A slice's chain stays in flight while the
-// warps pass the barrier and copy slice + 2 into the stage the previous
-// chain used (waited for first).
+// operands from shared memory by descriptor (A K-major, B N-major, or
+// K-major where it is given as [N, K]), f32 accumulators in registers. A
+// slice's chain stays in flight while the warps pass the barrier and copy slice
+// + 2 into the stage the previous chain used (waited for first).
 //
 // With `tma` as well, thread 0 copies the slices by TMA from tensor maps the
 // host code makes, into 128-byte swizzled stages that wgmma reads through
@@ -330,26 +335,37 @@ bool useTma(const GemmShape &s, bool wgmma, bool tma) {
          2 * s.k * s.n < kMaxStride;
 }
 
-/// TMA: a stage holds A [tileM][64 k] in 128-byte rows, then B as blocks
-/// of 64 columns [64 k][64 n], each swizzled by 128 bytes (the stages are
-/// 1024-byte aligned).
+/// TMA: a stage holds A [tileM][64 k] in 128-byte rows, then B: as blocks
+/// of 64 columns [64 k][64 n], or given as [N, K], as A: [tileN][64 k].
+/// Each 128-byte row is swizzled by 128 bytes (the stages are 1024-byte
+/// aligned; tileM and tileN are multiples of 8).
 int64_t tmaBBlocks(const GemmTiling &t) { return (t.tileN + 63) / 64; }
 int64_t tmaABytes(const GemmTiling &t) { return t.tileM * 128; }
-int64_t tmaStageBytes(const GemmTiling &t) {
-  return tmaABytes(t) + tmaBBlocks(t) * kWideSlice * 128;
+int64_t tmaStageBytes(const GemmShape &s, const GemmTiling &t) {
+  return tmaABytes(t) +
+         (s.bTransposed ? t.tileN : tmaBBlocks(t) * kWideSlice) * 128;
 }
 
 /// The tensor maps of A viewed [batch][M][K] (a box: the block's rows by
 /// one slice of K) and B viewed [batch][K][N] (a box: one slice of K by 64
-/// columns), dimensions innermost first.
+/// columns) or, given as [N, K], [batch][N][K] (a box: the block's columns
+/// of C by one slice of K), dimensions innermost first.
 SmallVector<TensorMapSpec> gemmTensorMaps(const GemmShape &s,
                                           const GemmTiling &t) {
   int64_t bytes = s.t.getIntOrFloatBitWidth() / 8;
-  return {{0,
-           {s.k, s.m, s.batch},
-           {s.k * bytes, s.m * s.k * bytes},
-           {int32_t(kWideSlice), int32_t(t.tileM), 1},
-           kTensorMapSwizzle128B},
+  TensorMapSpec a{0,
+                  {s.k, s.m, s.batch},
+                  {s.k * bytes, s.m * s.k * bytes},
+                  {int32_t(kWideSlice), int32_t(t.tileM), 1},
+                  kTensorMapSwizzle128B};
+  if (s.bTransposed)
+    return {a,
+            {1,
+             {s.k, s.n, s.batch},
+             {s.k * bytes, s.n * s.k * bytes},
+             {int32_t(kWideSlice), int32_t(t.tileN), 1},
+             kTensorMapSwizzle128B}};
+  return {a,
           {1,
            {s.n, s.k, s.batch},
            {s.n * bytes, s.k * s.n * bytes},
@@ -374,8 +390,9 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
       sharedTile(s.t, kStages * tileM * kWideSlice / 8, 8),
       sharedTile(s.t, kStages * kWideSlice * tileN / 8, 8)};
   if (tma)
-    tiles = {sharedTile(b.getI64Type(), 1, 2 * kStages),
-             sharedTile(b.getI8Type(), 1, kStages * tmaStageBytes(t) + 1024)};
+    tiles = {
+        sharedTile(b.getI64Type(), 1, 2 * kStages),
+        sharedTile(b.getI8Type(), 1, kStages * tmaStageBytes(s, t) + 1024)};
   GemmKernel k =
       beginGemmKernel(builder, module, name, s, args, tiles, t, b, a);
   Value as = k.tiles[0], bs = k.tiles[1], A = k.A, B = k.B, tid = k.tid,
@@ -399,14 +416,22 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                      /*rowsFastest=*/false,
                      /*coreMatrices=*/true,
                      /*warpBlocks=*/true};
-  TileLayout bLayout{kWideSlice, tileN, 8, threads, false, true, true};
+  // B given as [N, K]: its tiles are [tileN][64 k], as A's.
+  TileLayout bLayout =
+      s.bTransposed
+          ? TileLayout{tileN, kWideSlice, 8, threads, false, true, true}
+          : TileLayout{kWideSlice, tileN, 8, threads, false, true, true};
   auto copySlice = [&](Value slice, Value stage) {
     Value enabled = a.ult(slice, slices), k0 = a.mul(slice, kWideSlice);
     SmallVector<Value> tokens =
         copyTileAsync(a, A, lead, m0, s.m, s.k, enabled, aLayout, as,
                       a.mul(stage, tileM), tid, k0);
-    tokens.append(copyTileAsync(a, B, lead, k0, s.k, s.n, enabled, bLayout, bs,
-                                a.mul(stage, kWideSlice), tid, n0));
+    tokens.append(s.bTransposed
+                      ? copyTileAsync(a, B, lead, n0, s.n, s.k, enabled,
+                                      bLayout, bs, a.mul(stage, tileN), tid, k0)
+                      : copyTileAsync(a, B, lead, k0, s.k, s.n, enabled,
+                                      bLayout, bs, a.mul(stage, kWideSlice),
+                                      tid, n0));
     nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   };
@@ -428,17 +453,22 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     return toI32(a.rem(a.div(slice, kStages), 2));
   };
   auto stageAddress = [&](Value stage) {
-    return offsetBy(stages, a.mul(stage, tmaStageBytes(t)));
+    return offsetBy(stages, a.mul(stage, tmaStageBytes(s, t)));
   };
   // Thread 0: slice `slice` into stage `stage`, out-of-bounds rows, columns
   // and K zero-filled (counted in the bytes).
   auto issueSlice = [&](Value slice, Value stage) {
     Value bar = fullBar(stage), dst = stageAddress(stage);
     tmaOps.arriveExpectTx(
-        bar, arith::ConstantIntOp::create(b, i32, tmaStageBytes(t)));
+        bar, arith::ConstantIntOp::create(b, i32, tmaStageBytes(s, t)));
     Value k0 = toI32(a.mul(slice, kWideSlice));
     Value batch = toI32(lead.empty() ? a.c(0) : lead[0]);
     tmaOps.load3d(dst, aMap, {k0, toI32(m0), batch}, bar);
+    if (s.bTransposed) {
+      tmaOps.load3d(offsetBy(dst, a.c(tmaABytes(t))), bMap,
+                    {k0, toI32(n0), batch}, bar);
+      return;
+    }
     for (int64_t j = 0; j < tmaBBlocks(t); ++j)
       tmaOps.load3d(offsetBy(dst, a.c(tmaABytes(t) + j * kWideSlice * 128)),
                     bMap, {toI32(a.add(n0, j * 64)), k0, batch}, bar);
@@ -487,29 +517,34 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     if (tma) {
       tmaOps.wait(fullBar(stage), phase(sl));
       // A (K-major): 8 rows per 1024 bytes, 16 k are 32 bytes of a row.
-      // B (N-major): 8 k per 1024 bytes, LBO between 64-column blocks.
-      // (LBO is unused in A's layout.)
+      // B (N-major): 8 k per 1024 bytes, LBO between 64-column blocks;
+      // given as [N, K], K-major as A. (LBO is unused in the K-major
+      // layout.)
       Value stageA = stageAddress(stage);
       descA = wg.swizzledDescriptor(offsetBy(stageA, a.mul(wgRow, 128)),
                                     /*lbo=*/16, /*sbo=*/1024);
-      descB = wg.swizzledDescriptor(offsetBy(stageA, a.c(tmaABytes(t))),
-                                    /*lbo=*/kWideSlice * 128, /*sbo=*/1024);
+      descB = wg.swizzledDescriptor(
+          offsetBy(stageA, a.c(tmaABytes(t))),
+          /*lbo=*/s.bTransposed ? 16 : kWideSlice * 128, /*sbo=*/1024);
       stepA = 32;
-      stepB = 16 * 128;
+      stepB = s.bTransposed ? 32 : 16 * 128;
     } else {
       NVVM::CpAsyncWaitGroupOp::create(b, 1);
       wg.fenceSharedWrites();
       gpu::BarrierOp::create(b);
       // A: LBO 128 bytes along K, SBO 64 x 16 per 8 rows, the warpgroup's
       // 64 rows; B (N-major): SBO 128 bytes along N, LBO tileN x 16 per 8
-      // rows of K.
+      // rows of K; given as [N, K], K-major as A.
       Value aRows = a.add(a.mul(stage, tileM), wgRow);
       descA = wg.descriptor(as, a.mul(aRows, kWideSlice * 2),
                             /*lbo=*/128, /*sbo=*/kWideSlice * 16);
-      descB = wg.descriptor(bs, a.mul(stage, kWideSlice * tileN * 2),
-                            /*lbo=*/tileN * 16, /*sbo=*/128);
+      Value bStage = a.mul(stage, kWideSlice * tileN * 2);
+      descB = s.bTransposed ? wg.descriptor(bs, bStage, /*lbo=*/128,
+                                            /*sbo=*/kWideSlice * 16)
+                            : wg.descriptor(bs, bStage, /*lbo=*/tileN * 16,
+                                            /*sbo=*/128);
       stepA = 256;
-      stepB = 2 * tileN * 16;
+      stepB = s.bTransposed ? 256 : 2 * tileN * 16;
     }
     // (The chain of slice sl - 1 may still be in flight on the same
     // accumulators: wgmma orders them.) The accumulators are in registers
@@ -519,7 +554,7 @@ gpu::GPUFuncOp buildWgmmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
     wg.fence();
     for (int64_t kk = 0; kk < kWideSlice / 16; ++kk)
       wg.mma({wg.advance(descA, kk * stepA)}, wg.advance(descB, kk * stepB),
-             /*transposeB=*/true, /*accumulate=*/true, acc);
+             /*transposeB=*/!s.bTransposed, /*accumulate=*/true, acc);
     wg.commit();
     // This slice's chain stays in flight while slice sl + 2 goes into the
     // stage of slice sl - 1, whose chain is done (in this warp).
@@ -778,6 +813,304 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   return k.func;
 }
 
+/// Rows of A (per batch) up to which a matmul is a product with a few
+/// vectors (a decode step's projections: a row per sequence): the GEMV
+/// kernel, which streams B once with many loads in flight, instead of a
+/// tiled kernel that would compute 64 rows and keep too few blocks busy.
+/// (8: the N of mma.sync m16n8k16, which the tensor-core GEMV gives A's
+/// rows.)
+constexpr int64_t kGemvRows = 8;
+/// The GEMV kernel's block: 4 warps; given B as [N, K], each warp takes 4
+/// rows of it (columns of C).
+constexpr int64_t kGemvThreads = 128, kGemvColsPerWarp = 4;
+/// Given B as [K, N]: chunks of columns per block (2: a row of them is a
+/// 32-byte sector where the chunks are 16 bytes), and rows of B per thread
+/// and loop step (independent loads in flight).
+constexpr int64_t kGemvChunks = 2, kGemvUnroll = 4;
+/// The tensor-core GEMV's block: 8 warps splitting K; 32-k blocks per warp
+/// and step (at most).
+constexpr int64_t kGemvMmaThreads = 256, kGemvMmaUnroll = 4;
+
+bool useGemv(const GemmShape &s) { return s.m <= kGemvRows; }
+
+/// Whether the GEMV runs on tensor cores: f16/bf16 with B given as [N, K],
+/// K in 16-byte chunks.
+bool tensorCoreGemv(const GemmShape &s) {
+  return !s.t.isF32() && s.bTransposed && s.k % 8 == 0;
+}
+
+/// The GEMV kernel's chunk along B's rows, in elements: 16 bytes, or the
+/// widest power of two that divides the row.
+int64_t gemvWidth(const GemmShape &s) {
+  int64_t len = s.bTransposed ? s.k : s.n;
+  int64_t width = 128 / s.t.getIntOrFloatBitWidth();
+  while (len % width)
+    width /= 2;
+  return width;
+}
+
+/// Given B as [N, K]: 16 columns of C per block (4 per warp); as [K, N]:
+/// kGemvChunks chunks of columns per block.
+GemmTiling gemvTiling(const GemmShape &s) {
+  return {s.m,
+          s.bTransposed ? kGemvThreads / 32 * kGemvColsPerWarp
+                        : kGemvChunks * gemvWidth(s),
+          tensorCoreGemv(s) ? kGemvMmaThreads : kGemvThreads};
+}
+
+/// C[m, col] (+)= v (f32), in C's element type.
+void storeGemvResult(Arith &a, const GemmShape &s, const GemmKernel &k, Value m,
+                     Value col, Value v) {
+  ImplicitLocOpBuilder &b = a.b;
+  a.guarded(s.n % gemvTiling(s).tileN == 0 ? Value() : a.ult(col, s.n), [&]() {
+    SmallVector<Value> idx(k.lead);
+    idx.append({m, col});
+    if (s.accumulate)
+      v = a.fadd(a.toF32(memref::LoadOp::create(b, k.C, idx)), v);
+    memref::StoreOp::create(b, a.fromF32(v, s.acc), k.C, idx);
+  });
+}
+
+/// C (+)= A·B for M <= kGemvRows rows of A (per batch), f32 accumulation
+/// for every type: f16/bf16 with B given as [N, K] on tensor cores (below),
+/// else by FMA. B given as [N, K] (a weight as stored):
+/// each warp takes 4 rows of it, its lanes walking K in 16-byte chunks
+/// (a warp reads 512 contiguous bytes of each row per step, with the same
+/// chunk of every row of A), then a butterfly of shuffles sums each
+/// column over the lanes. B as [K, N]: thread t takes chunk t % 2 of the
+/// block's columns in rows t / 2, + 64, ... of B (kGemvUnroll of them per
+/// step; a warp reads 16 rows of 32 bytes), multiplied by A's element of
+/// that row; the 16 row groups of a warp combine by shuffles, the 4 warps
+/// through shared memory.
+gpu::GPUFuncOp buildGemvKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                               StringRef name, const GemmShape &s,
+                               TypeRange args) {
+  ImplicitLocOpBuilder b(module.getLoc(), builder);
+  Arith a{b};
+  GemmTiling t = gemvTiling(s);
+  int64_t width = gemvWidth(s), rows = s.m;
+  SmallVector<MemRefType> tiles;
+  if (tensorCoreGemv(s))
+    tiles.push_back(
+        sharedTile(b.getF32Type(), t.threads / 32 * t.tileN, kGemvRows));
+  else if (!s.bTransposed)
+    tiles.push_back(sharedTile(b.getF32Type(), 4 * rows, t.tileN));
+  GemmKernel k =
+      beginGemmKernel(builder, module, name, s, args, tiles, t, b, a);
+  auto elements = [&](Value chunk) {
+    SmallVector<Value> x;
+    for (int64_t e = 0; e < width; ++e)
+      x.push_back(
+          a.toF32(vector::ExtractOp::create(b, chunk, ArrayRef<int64_t>{e})));
+    return x;
+  };
+  auto loop =
+      [&](int64_t trips, int64_t accs,
+          llvm::function_ref<void(Value, SmallVectorImpl<Value> &)> body) {
+        auto forOp = scf::ForOp::create(b, a.c(0), a.c(trips), a.c(1),
+                                        SmallVector<Value>(accs, a.f(0.0)));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(forOp.getBody());
+        SmallVector<Value> acc(forOp.getRegionIterArgs());
+        body(forOp.getInductionVar(), acc);
+        scf::YieldOp::create(b, acc);
+        return SmallVector<Value>(forOp.getResults());
+      };
+
+  if (tensorCoreGemv(s)) {
+    // Cᵀ = B·Aᵀ by mma.sync m16n8k16: B's 16 rows n0.. as the A operand,
+    // A's rows (up to 8, the rest zeros) as the B operand. The order of K
+    // within an mma is free as long as both operands follow it: lane (g,
+    // t) loads the 16-byte chunks at k = kb + 8t of B's rows g and g + 8
+    // and of A's row g, and the first mma takes their elements 0-3 as k
+    // 2t, 2t + 1, 2t + 8, 2t + 9 (the fragments' slots), the second
+    // elements 4-7: two mma per 32 k, every operand one 16-byte load (a
+    // warp reads 64 contiguous bytes of each of 16 rows of B). The 8
+    // warps take 32-k blocks in turn, `unroll` of them per step, the next
+    // step's loads issued before this step's mma (carried in registers
+    // across the loop: in flight while the step before multiplies), and
+    // add up through shared memory.
+    MmaOps ops{a, s.t};
+    Value g = a.div(k.lane, 4), t4 = a.rem(k.lane, 4);
+    int64_t warps = t.threads / 32, kBlocks = (s.k + 31) / 32;
+    int64_t unroll =
+        std::clamp<int64_t>((kBlocks + warps - 1) / warps, 1, kGemvMmaUnroll);
+    int64_t perStep = warps * unroll * 32; // k per step, all warps
+    int64_t steps = (s.k + perStep - 1) / perStep;
+    bool tail = s.k % perStep != 0;
+    Value aValid = s.m < kGemvRows ? a.ult(g, s.m) : Value();
+    // Per 32-k block: B's rows g and g + 8, A's row g.
+    auto loadStep = [&](Value step) {
+      SmallVector<Value> chunks;
+      for (int64_t u = 0; u < unroll; ++u) {
+        Value kb = a.mul(
+            a.add(a.add(a.mul(step, warps * unroll), warps * u), k.warp), 32);
+        Value kc = a.add(kb, a.mul(t4, 8)), row = a.add(k.n0, g);
+        chunks.append(
+            {loadRowChunk(a, k.B, k.lead, row, s.n, kc, s.k, 8, Value(), tail),
+             loadRowChunk(a, k.B, k.lead, a.add(row, 8), s.n, kc, s.k, 8,
+                          Value(), tail),
+             loadRowChunk(a, k.A, k.lead, g, s.m, kc, s.k, 8, aValid, tail)});
+      }
+      return chunks;
+    };
+    auto pair = [&](Value chunk, int64_t i) {
+      return ops.operand(vector::ShuffleOp::create(
+          b, chunk, chunk, ArrayRef<int64_t>{2 * i, 2 * i + 1}));
+    };
+    auto multiply = [&](ArrayRef<Value> chunks, SmallVectorImpl<Value> &acc) {
+      for (int64_t u = 0; u < unroll; ++u) {
+        Value w0 = chunks[3 * u], w1 = chunks[3 * u + 1], x = chunks[3 * u + 2];
+        for (int64_t half = 0; half < 2; ++half)
+          ops.mma({pair(w0, 2 * half), pair(w1, 2 * half),
+                   pair(w0, 2 * half + 1), pair(w1, 2 * half + 1)},
+                  {pair(x, 2 * half), pair(x, 2 * half + 1)}, acc);
+      }
+    };
+    SmallVector<Value> acc(4, a.f(0.0)), chunks = loadStep(a.c(0));
+    if (steps > 1) {
+      SmallVector<Value> init = acc;
+      init.append(chunks);
+      auto forOp = scf::ForOp::create(b, a.c(0), a.c(steps - 1), a.c(1), init);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(forOp.getBody());
+      ValueRange iter = forOp.getRegionIterArgs();
+      SmallVector<Value> next = loadStep(a.add(forOp.getInductionVar(), 1));
+      SmallVector<Value> sum(iter.take_front(4));
+      multiply(SmallVector<Value>(iter.drop_front(4)), sum);
+      sum.append(next);
+      scf::YieldOp::create(b, sum);
+      b.setInsertionPointAfter(forOp);
+      acc.assign(forOp.getResults().begin(), forOp.getResults().begin() + 4);
+      chunks.assign(forOp.getResults().begin() + 4, forOp.getResults().end());
+    }
+    multiply(chunks, acc);
+    // acc: Cᵀ rows (columns of C) g and g + 8, columns (rows of A) 2t and
+    // 2t + 1, stored in pairs into the warp's [16][8] (each half-warp's
+    // 8-byte stores cover 32 banks once).
+    Value red = k.tiles[0];
+    auto pairTy = VectorType::get({2}, b.getF32Type());
+    for (int64_t h = 0; h < 2; ++h)
+      vector::StoreOp::create(
+          b,
+          vector::FromElementsOp::create(
+              b, pairTy, ValueRange{acc[2 * h], acc[2 * h + 1]}),
+          red,
+          ValueRange{a.add(a.add(a.mul(k.warp, t.tileN), g), h * 8),
+                     a.mul(t4, 2)},
+          false, llvm::MaybeAlign(8));
+    gpu::BarrierOp::create(b);
+    // Thread i < 128: C[i % 8, n0 + i / 8] (a warp reads 32 consecutive
+    // words of each warp's tile), rows of A past M idle.
+    Value m = a.rem(k.tid, kGemvRows), n = a.div(k.tid, kGemvRows);
+    Value active = a.ult(k.tid, t.tileN * kGemvRows);
+    if (rows < kGemvRows)
+      active = a.andi(active, a.ult(m, rows));
+    a.guarded(active, [&]() {
+      Value sum = a.f(0.0);
+      for (int64_t w = 0; w < warps; ++w)
+        sum = a.fadd(sum, memref::LoadOp::create(
+                              b, red, ValueRange{a.add(n, w * t.tileN), m}));
+      storeGemvResult(a, s, k, m, a.add(k.n0, n), sum);
+    });
+    gpu::ReturnOp::create(b);
+    return k.func;
+  }
+
+  if (s.bTransposed) {
+    // acc[m * 4 + j]: row m of A by row col0 + j of B (rows past N are
+    // clamped loads whose sums are not stored).
+    Value col0 = a.add(k.n0, a.mul(k.warp, kGemvColsPerWarp));
+    int64_t chunks = s.k / width;
+    bool tail = chunks % 32 != 0;
+    SmallVector<Value> acc =
+        loop((chunks + 31) / 32, rows * kGemvColsPerWarp,
+             [&](Value step, SmallVectorImpl<Value> &acc) {
+               Value kc = a.mul(a.add(a.mul(step, 32), k.lane), width);
+               SmallVector<SmallVector<Value>> w;
+               for (int64_t j = 0; j < kGemvColsPerWarp; ++j)
+                 w.push_back(
+                     elements(loadRowChunk(a, k.B, k.lead, a.add(col0, j), s.n,
+                                           kc, s.k, width, Value(), tail)));
+               for (int64_t m = 0; m < rows; ++m) {
+                 SmallVector<Value> x =
+                     elements(loadRowChunk(a, k.A, k.lead, a.c(m), s.m, kc, s.k,
+                                           width, Value(), tail));
+                 for (int64_t j = 0; j < kGemvColsPerWarp; ++j)
+                   for (int64_t e = 0; e < width; ++e)
+                     acc[m * kGemvColsPerWarp + j] =
+                         a.fma(x[e], w[j][e], acc[m * kGemvColsPerWarp + j]);
+               }
+             });
+    for (Value &x : acc)
+      x = a.butterfly(x, 1, 32, /*isMax=*/false);
+    a.guarded(a.ult(k.lane, 1), [&]() {
+      for (int64_t m = 0; m < rows; ++m)
+        for (int64_t j = 0; j < kGemvColsPerWarp; ++j)
+          storeGemvResult(a, s, k, a.c(m), a.add(col0, j),
+                          acc[m * kGemvColsPerWarp + j]);
+    });
+    gpu::ReturnOp::create(b);
+    return k.func;
+  }
+
+  // acc[m * width + e]: row m of A by column col + e of B, over this
+  // thread's rows of B.
+  Value chunk = a.rem(k.tid, kGemvChunks), group = a.div(k.tid, kGemvChunks);
+  Value col = a.add(k.n0, a.mul(chunk, width));
+  int64_t groups = kGemvThreads / kGemvChunks, perStep = groups * kGemvUnroll;
+  bool tail = s.k % perStep != 0;
+  SmallVector<Value> acc =
+      loop((s.k + perStep - 1) / perStep, rows * width,
+           [&](Value step, SmallVectorImpl<Value> &acc) {
+             for (int64_t u = 0; u < kGemvUnroll; ++u) {
+               Value kr = a.add(a.add(a.mul(step, perStep), u * groups), group);
+               Value valid = tail ? a.ult(kr, s.k) : Value();
+               SmallVector<Value> w =
+                   elements(loadRowChunk(a, k.B, k.lead, kr, s.k, col, s.n,
+                                         width, valid, s.n % t.tileN != 0));
+               for (int64_t m = 0; m < rows; ++m) {
+                 SmallVector<Value> idx(k.lead);
+                 idx.append({a.c(m), tail ? a.umin(kr, s.k - 1) : kr});
+                 Value x = a.toF32(memref::LoadOp::create(b, k.A, idx));
+                 // Past K, B's zeros must not meet an infinite element of A.
+                 if (valid)
+                   x = a.sel(valid, x, a.f(0.0));
+                 for (int64_t e = 0; e < width; ++e)
+                   acc[m * width + e] = a.fma(x, w[e], acc[m * width + e]);
+               }
+             }
+           });
+  for (Value &x : acc)
+    x = a.butterfly(x, kGemvChunks, 32, /*isMax=*/false);
+  Value red = k.tiles[0];
+  a.guarded(a.ult(k.lane, kGemvChunks), [&]() {
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t e = 0; e < width; ++e)
+        memref::StoreOp::create(b, acc[m * width + e], red,
+                                ValueRange{a.add(a.mul(k.warp, rows), m),
+                                           a.add(a.mul(chunk, width), e)});
+  });
+  gpu::BarrierOp::create(b);
+  // Thread i < rows x tileN: element (i / tileN, i % tileN), the 4 warps'
+  // sums added.
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t base = 0; base < t.tileN; base += kGemvThreads) {
+      Value n = a.add(k.tid, base);
+      a.guarded(
+          base + kGemvThreads <= t.tileN ? Value() : a.ult(n, t.tileN), [&]() {
+            Value sum = a.f(0.0);
+            for (int64_t w = 0; w < 4; ++w)
+              sum = a.fadd(sum, memref::LoadOp::create(
+                                    b, red, ValueRange{a.c(w * rows + m), n}));
+            storeGemvResult(a, s, k, a.c(m), a.add(k.n0, n), sum);
+          });
+    }
+  }
+  gpu::ReturnOp::create(b);
+  return k.func;
+}
+
 struct ConvertLinalgMatmulToNVPTXPass
     : impl::ConvertLinalgMatmulToNVPTXBase<ConvertLinalgMatmulToNVPTXPass> {
   using Base::Base;
@@ -803,18 +1136,17 @@ struct ConvertLinalgMatmulToNVPTXPass
         init->erase();
         s.accumulate = false;
       }
-      bool wide = useWgmma(s, wgmma), maps = useTma(s, wgmma, tma);
+      bool gemv = useGemv(s), wide = !gemv && useWgmma(s, wgmma),
+           maps = wide && useTma(s, wgmma, tma);
       SmallVector<Value> operands(op->getOperands());
-      // The mma.sync and f32 kernels read a transposed weight as it is
-      // stored.
-      if (linalg::TransposeOp transpose =
-              wide ? nullptr : foldableTranspose(op)) {
+      // The kernels read a transposed weight as it is stored.
+      if (linalg::TransposeOp transpose = foldableTranspose(op)) {
         s.bTransposed = true;
         operands[1] = transpose.getInput();
         transpose->erase();
       }
       std::string name = "matmul_" + std::to_string(i);
-      GemmTiling t = gemmTiling(s, wide);
+      GemmTiling t = gemv ? gemvTiling(s) : gemmTiling(s, wide);
       SmallVector<TensorMapSpec> specs;
       if (maps)
         specs = gemmTensorMaps(s, t);
@@ -822,7 +1154,8 @@ struct ConvertLinalgMatmulToNVPTXPass
       SmallVector<Type> args(ValueRange(operands).getTypes());
       args.append(specs.size(), b.getI64Type());
       gpu::GPUFuncOp kernel =
-          wide ? buildWgmmaGemmKernel(b, kernels, name, s, args, t, maps)
+          gemv   ? buildGemvKernel(b, kernels, name, s, args)
+          : wide ? buildWgmmaGemmKernel(b, kernels, name, s, args, t, maps)
           : s.t.isF32() ? buildFmaGemmKernel(b, kernels, name, s, args)
                         : buildGemmKernel(b, kernels, name, s, args);
       OpBuilder ob(op);
@@ -830,9 +1163,10 @@ struct ConvertLinalgMatmulToNVPTXPass
       auto dim = [&](int64_t n) -> Value {
         return arith::ConstantIndexOp::create(ob, loc, n);
       };
-      for (const TensorMapSpec &spec : specs)
-        operands.push_back(
-            createTensorMap(ob, loc, op->getOperand(spec.operand), spec));
+      for (const TensorMapSpec &spec : specs) {
+        Value source = operands[spec.operand];
+        operands.push_back(createTensorMap(ob, loc, source, spec));
+      }
       gpu::LaunchFuncOp::create(
           ob, loc, kernel,
           gpu::KernelDim3{dim(s.batch * ((s.n + t.tileN - 1) / t.tileN)),
