@@ -175,10 +175,13 @@ SANITIZE = {"memcheck": ["attn_causal_f16", "attn_odd_77x200_d80_f16",
                          "attn_padmask_f16", "attn_decode_gqa16x2_f16",
                          "matmul_f16_3x65x48x42",
                          "matmul_bf16_2x130x200x64",
+                         "matmul_bf16_gemv_2x3x1000x72_weight",
+                         "matmul_f16_gemv_1x8x520x200",
                          "softmax_64x4096_f16", "layer_norm_256x1024_f16",
                          "rms_norm_128x4096_f16"],
             "racecheck": ["attn_causal_f16", "attn_decode_gqa16x2_f16",
-                          "matmul_f16_3x65x48x42"]}
+                          "matmul_f16_3x65x48x42",
+                          "matmul_bf16_gemv_2x3x1000x72_weight"]}
 
 
 def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
@@ -650,7 +653,8 @@ def run_gemm_timing(manifest, base, run, device, seed, work, checks, clock,
     target_s = 0.3 if gpu else 0.1
     for m in [m for m in manifest["models"] if m["group"] == "gemm_timing"]:
         row = {"name": m["name"], "M": m["M"], "K": m["K"], "N": m["N"],
-               "batch": m["batch"], "notes": [],
+               "batch": m["batch"], "weight": m.get("weight", False),
+               "notes": [],
                "flop": 2.0 * m["batch"] * m["M"] * m["K"] * m["N"]}
         rows.append(row)
         if clock.left() < 40:
@@ -668,10 +672,15 @@ def time_gemm(m, base, run, device, gen, work, checks, clock, row, target_s):
     gpu = device.type == "cuda"
     a = torch.randn((m["batch"], m["M"], m["K"]), generator=gen,
                     device=device).to(torch.float16)
-    b = torch.randn((m["batch"], m["K"], m["N"]), generator=gen,
-                    device=device).to(torch.float16)
+    # A weight as stored, [N, K], is multiplied as torch.nn.functional.linear
+    # does: by its transposed view, which cuBLAS reads in place.
+    weight = m.get("weight", False)
+    shape = (m["N"], m["K"]) if weight else (m["K"], m["N"])
+    b_in = torch.randn((m["batch"],) + shape, generator=gen,
+                       device=device).to(torch.float16)
+    b = b_in.transpose(-1, -2) if weight else b_in
     paths = []
-    for i, t in enumerate((a, b)):
+    for i, t in enumerate((a, b_in)):
         paths.append(os.path.join(work, "g%d.npy" % i))
         np.save(paths[-1], t.cpu().numpy())
 
@@ -718,6 +727,16 @@ def time_gemm(m, base, run, device, gen, work, checks, clock, row, target_s):
         checks.add(finite and e <= tol, label + " vs f32 product",
                    "rel.err %.2e (tol %.0e)%s" % (
                        e, tol, "" if finite else ", NON-FINITE values"))
+    # Up to 8 rows of A, reading B is the work: its bytes per second
+    # against the HBM's.
+    if m["M"] <= 8:
+        nbytes = 2.0 * m["batch"] * m["K"] * m["N"]
+        row["notes"].append("%s reads B (%.1f MB) at %s GB/s (of about %d)" % (
+            m["name"], nbytes / 1e6, ", ".join(
+                "%s %.0f" % ("torch" if k == "torch_ms" else
+                             "tfc " + k[:-3], nbytes / row[k] / 1e6)
+                for k in row if k.endswith("_ms") and row[k]),
+            HBM_PEAK_GBPS))
     print("time %-30s %s" % (m["name"], ", ".join(
         "%s %.3f ms" % (k[:-3], row[k]) for k in row if k.endswith("_ms"))),
         flush=True)
@@ -738,7 +757,8 @@ def gemm_table(rows):
         def rate(key):
             return fmt(r["flop"] / r[key] / 1e9 if r.get(key) else None,
                        "%.3g")
-        cells = ["%dx%dx%dx%d" % (r["batch"], r["M"], r["K"], r["N"]),
+        cells = ["%dx%dx%dx%d%s" % (r["batch"], r["M"], r["K"], r["N"],
+                                   ", B as [N, K]" if r["weight"] else ""),
                  fmt(r.get("torch_ms")), rate("torch_ms")]
         for b in builds:
             ours = r.get(b + "_ms")

@@ -60,7 +60,9 @@ def rms_norm(p, x):
 
 
 def matmul(p, x):
-    return x["a"] @ x["b"]
+    """A @ B; B given as [batch, n, k] where p["weight"]."""
+    b = x["b"]
+    return x["a"] @ (b.transpose(-1, -2) if p.get("weight") else b)
 
 
 def _heads(t, n):

@@ -193,28 +193,37 @@ def rms_norm(name, shape, eps, dtype="f32"):
             "ref": {"op": "rms_norm", "eps": eps}, "tol": tol(dtype)}
 
 
-def matmul(name, batch, m, k, n, dtype="f32"):
+def matmul(name, batch, m, k, n, dtype="f32", weight=False):
     """A matmul with f32 results; f16/bf16 operands run on tensor cores on
     the GPU (accumulated in f32), in the mma.sync and the wgmma GEMM, the
-    latter on cp.async and on TMA tiles."""
-    ta, tb = (ttype(s, dtype) for s in ((batch, m, k), (batch, k, n)))
+    latter on cp.async and on TMA tiles. With `weight`, B is given as
+    [batch, n, k] and transposed for the matmul, as imported models
+    multiply by their weights (the kernels read it as given)."""
+    bshape = (batch, n, k) if weight else (batch, k, n)
+    ta, tb = ttype((batch, m, k), dtype), ttype(bshape, dtype)
+    tbt = ttype((batch, k, n), dtype)
     tc, tz = ttype((batch, m, n), "f32"), ttype((1,), dtype)
-    mlir = ("func.func @main(%%a: %s, %%b: %s) -> %s {\n"
+    transpose = ("  %%bt = tosa.transpose %%b {perms = array<i32: 0, 2, 1>}"
+                 " : (%s) -> %s\n" % (tb, tbt)) if weight else ""
+    mlir = ("func.func @main(%%a: %s, %%b: %s) -> %s {\n%s"
             "  %%zp = \"tosa.const\"() {values = dense<0.0> : %s}"
             " : () -> %s\n"
-            "  %%c = tosa.matmul %%a, %%b, %%zp, %%zp : (%s, %s, %s,"
+            "  %%c = tosa.matmul %%a, %%%s, %%zp, %%zp : (%s, %s, %s,"
             " %s) -> %s\n"
-            "  return %%c : %s\n}\n") % (ta, tb, tc, tz, tz, ta, tb, tz, tz,
-                                        tc, tc)
+            "  return %%c : %s\n}\n") % (ta, tb, tc, transpose, tz, tz,
+                                        "bt" if weight else "b", ta, tbt,
+                                        tz, tz, tc, tc)
     # No transformer op in it: the fused and unfused builds are the same.
-    # f16/bf16 also on the wgmma GEMM (cp.async and TMA tiles).
-    builds = ["fused"] + (["wgmma", "tma"] if dtype != "f32" else [])
+    # f16/bf16 also on the wgmma GEMM (cp.async and TMA tiles), except at
+    # up to 8 rows of A, where every build runs the GEMV kernel.
+    builds = ["fused"] + (["wgmma", "tma"] if dtype != "f32" and m > 8
+                          else [])
     return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
-            "builds": builds, "dtype": "f32",
+            "builds": builds, "dtype": "f32", "weight": weight,
             "inputs": [tensor("a", (batch, m, k), dtype),
-                       tensor("b", (batch, k, n), dtype)],
+                       tensor("b", bshape, dtype)],
             "output": {"shape": [batch, m, n], "dtype": "f32"},
-            "ref": {"op": "matmul"}, "tol": tol("f32")}
+            "ref": {"op": "matmul", "weight": weight}, "tol": tol("f32")}
 
 
 FUNC = re.compile(r"func\.func @(\w+)\((.*?)\)\s*->\s*tensor<([^>]*)>", re.S)
@@ -294,6 +303,13 @@ def numerics_models(root):
         matmul("matmul_128x384x1536", 1, 128, 384, 1536),
         matmul("matmul_f16_3x65x48x42", 3, 65, 48, 42, "f16"),
         matmul("matmul_bf16_2x130x200x64", 2, 130, 200, 64, "bf16"),
+        # Up to 8 rows of A: the GEMV kernels (a weight [N, K] in bf16 on
+        # tensor cores, K past the last 32-k block; f16 as [K, N] and f32
+        # weights on CUDA cores).
+        matmul("matmul_bf16_gemv_2x3x1000x72_weight", 2, 3, 1000, 72, "bf16",
+               weight=True),
+        matmul("matmul_f16_gemv_1x8x520x200", 1, 8, 520, 200, "f16"),
+        matmul("matmul_gemv_1x1x300x77_weight", 1, 1, 300, 77, weight=True),
         example("bert_layer", root + "/examples/bert-layer/bert_layer.mlir",
                 "bert_layer"),
         example("gpt_layer", root + "/examples/gpt-layer/gpt_layer.mlir",
@@ -318,12 +334,18 @@ def gemm_timing_models(small=False):
     """f16 GEMMs with f32 results, in the mma.sync build and the wgmma
     ones (the dry run: small shapes, mma.sync only), timed against
     torch.matmul: a square one, and a transformer MLP's up-projection
-    (batch 8 x 1024 tokens, 768 -> 3072)."""
-    shapes = ([(1, 128, 96, 256)] if small else
-              [(1, 4096, 4096, 4096), (1, 8192, 768, 3072)])
+    (batch 8 x 1024 tokens, 768 -> 3072). Then decode steps' projections
+    (the GEMV kernel): one token by a 4096 x 4096 weight as stored ([N,
+    K]: the tensor-core GEMV) and as [K, N] (CUDA cores), and 4 tokens by
+    an MLP's 4096 -> 14336 weight."""
+    shapes = ([(1, 128, 96, 256, False), (1, 1, 256, 320, True)] if small
+              else [(1, 4096, 4096, 4096, False), (1, 8192, 768, 3072, False),
+                    (1, 1, 4096, 4096, True), (1, 1, 4096, 4096, False),
+                    (1, 4, 4096, 14336, True)])
     models = []
-    for batch, m, k, n in shapes:
-        g = matmul("gemm_%dx%dx%d" % (m, k, n), batch, m, k, n, "f16")
+    for batch, m, k, n, weight in shapes:
+        g = matmul("gemm_%dx%dx%d%s" % (m, k, n, "_weight" if weight else ""),
+                   batch, m, k, n, "f16", weight)
         # Against the f32 product of the f16 inputs: f32 sums of up to 4096
         # products in another order, about sqrt(K) * 2^-24 = 4e-6 apart;
         # 1e-4 leaves room for the order of the tensor cores' additions.
