@@ -114,7 +114,8 @@ func.func @stays_a_loop(%x: memref<1x8x7xf16>, %y: memref<1x7x8xf16>, %z: memref
 // f32: an FMA GEMM, 64x64 tiles of C per block of 256 threads (grid x =
 // ceil(41 / 64), y = ceil(33 / 64)), each thread 4x4 of them; K in slices
 // of 16 staged through shared memory, one element at a time where K or N
-// is not a multiple of 4 (here 17 and 41); f32 FMA, C += A·B.
+// is not a multiple of 4 (here 17 and 41); A read 4 k of a row at a time
+// (16-byte loads), B 4 columns of a row; f32 FMA, C += A·B.
 // CHECK-LABEL: func.func @fma_f32
 // CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
 // CHECK: gpu.launch_func @tfc_matmul::@matmul_0 blocks in ({{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}}) args(%{{.*}} : memref<33x17xf32>
@@ -123,8 +124,8 @@ func.func @stays_a_loop(%x: memref<1x8x7xf16>, %y: memref<1x7x8xf16>, %z: memref
 // CHECK: gpu.func @matmul_0
 // CHECK: scf.for
 // CHECK: vector.store {{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>, vector<1xf32>
+// CHECK-COUNT-4: vector.load {{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: vector.load {{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-// CHECK: memref.load {{.*}} : memref<64x16xf32, #gpu.address_space<workgroup>>
 // CHECK: math.fma
 // CHECK: scf.yield
 // CHECK: memref.load %{{.*}} : memref<33x41xf32>
@@ -461,13 +462,19 @@ func.func @weight_written_between(%a: memref<1x33x96xf16>, %w: memref<1x40x96xf1
 // -----
 
 // The same in f32: the FMA kernel reads the weight as it is stored, a
-// [64 of N][16 of K] tile of it stored transposed into its [16][64] tile.
+// [64 of N][16 of K] tile of it stored transposed into its [16][64] tile
+// from paired rows: the second chunk of each pair (k rows 4..7 of 8) at
+// columns n ^ 16, which the reads of those rows take too.
 // CHECK-LABEL: func.func @weight_transposed_f32
 // CHECK-NOT: linalg.transpose
 // CHECK: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} args(%{{.*}} : memref<33x96xf32>, %{{.*}} : memref<40x96xf32>, %{{.*}} : memref<33x40xf32>)
 // CHECK: gpu.func @matmul_0
+// CHECK: %[[SWZ:.*]] = arith.xori %[[COL:.*]], %c16
 // CHECK: vector.load %{{.*}} : memref<40x96xf32>, vector<4xf32>
+// CHECK: arith.xori %{{.*}}, %c16
 // CHECK: memref.store %{{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>
+// CHECK: vector.load %{{.*}}[%c0{{.*}}, %[[COL]]] {{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: vector.load %{{.*}}[%c4{{.*}}, %[[SWZ]]] {{.*}} : memref<16x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK: math.fma
 func.func @weight_transposed_f32(%a: memref<33x96xf32>, %w: memref<40x96xf32>, %c: memref<33x40xf32>) {
   %t = memref.alloc() : memref<96x40xf32>

@@ -340,9 +340,11 @@ struct TileLayout {
   /// of 16 columns land 8 banks apart. Readers apply the same swizzle
   /// (a constant per 8-row group: which 16 columns of each 32).
   /// The tile has at least 32 rows.
+  /// The same holds for the f32 GEMM's 16-byte chunks of 4 (its B given as
+  /// [N, K]): the rows of every second chunk, 4..7 of each 8, are swizzled.
   bool pairedRows() const {
-    return rowsFastest && !coreMatrices && width == 8 && tileRows % 32 == 0 &&
-           chunksPerRow() % 2 == 0 && threads % 32 == 0;
+    return rowsFastest && !coreMatrices && (width == 8 || width == 4) &&
+           tileRows % 32 == 0 && chunksPerRow() % 2 == 0 && threads % 32 == 0;
   }
   int64_t chunks() const { return tileRows * chunksPerRow(); }
   int64_t perThread() const { return (chunks() + threads - 1) / threads; }

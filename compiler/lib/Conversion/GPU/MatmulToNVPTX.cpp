@@ -608,10 +608,10 @@ stagedKLoop(Arith &a, const GemmShape &s, const GemmKernel &k,
   TileLayout aLayout{t.tileM, slice, aWidth, t.threads, false, false, blocks};
   blocks = paddedRows && bWidth * s.t.getIntOrFloatBitWidth() == 128;
   // The f32 kernel stores a tile of B as [N, K] transposed into its
-  // [slice][tileN] tile. Its loads walk along K's rows (a warp reads 8
-  // rows of 64 bytes: whole sectors, which each row block of C reads
-  // again), and its 4-byte stores of one row of N fall 4 to a bank; with
-  // rows fastest they would not, but every load would read half a sector.
+  // [slice][tileN] tile, its 16-byte chunks in paired rows (a warp reads
+  // 16 rows of 32 bytes: whole sectors; its 4-byte stores of one k fall in
+  // 32 banks: TileLayout::pairedRows), else along K's rows (a warp's 4
+  // chunks of a row would store 4 to a bank).
   bool storeTransposed = s.bTransposed && s.t.isF32();
   TileLayout bLayout =
       s.bTransposed
@@ -619,7 +619,7 @@ stagedKLoop(Arith &a, const GemmShape &s, const GemmKernel &k,
                        slice,
                        bWidth,
                        t.threads,
-                       false,
+                       /*rowsFastest=*/storeTransposed && bWidth == 4,
                        false,
                        blocks && !storeTransposed}
           : TileLayout{slice, t.tileN, bWidth, t.threads, false, false, blocks};
@@ -738,7 +738,10 @@ gpu::GPUFuncOp buildGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
 
 /// f32: 64x64 tiles of C per block of 256 threads, 4x4 of them per thread
 /// (rows 4 (tid / 16).., columns 4 (tid % 16)..), K in slices of 16 staged
-/// as the mma.sync kernel's, f32 FMA: f32 results keep f32 accuracy.
+/// as the mma.sync kernel's, f32 FMA: f32 results keep f32 accuracy. A
+/// thread reads 4 k of a row of A as one 16-byte load, which its
+/// half-warp shares (the two rows a warp reads, 64 words apart, would meet
+/// in a bank as 4-byte loads).
 gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                   StringRef name, const GemmShape &s,
                                   TypeRange args) {
@@ -751,23 +754,38 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
       b, a);
   Value as = k.tiles[0], bs = k.tiles[1];
   Value row0 = a.mul(a.div(k.tid, 16), 4), col0 = a.mul(a.rem(k.tid, 16), 4);
+  auto rowOf = [&](int64_t r) { return a.add(row0, r); };
+  int64_t bWidth = (s.bTransposed ? s.k : s.n) % 4 == 0 ? 4 : 1;
+  // B as [N, K] in 16-byte chunks: stored in paired rows, the rows k of
+  // every second chunk (4..7 of each 8) with their columns swizzled.
+  bool swizzled = s.bTransposed && bWidth == 4;
+  Value swizzledCol0 = arith::XOrIOp::create(b, col0, a.c(16));
   SmallVector<Value> res = stagedKLoop(
-      a, s, k, t, kFmaSlice, s.k % 4 == 0 ? 4 : 1,
-      (s.bTransposed ? s.k : s.n) % 4 == 0 ? 4 : 1,
+      a, s, k, t, kFmaSlice, s.k % 4 == 0 ? 4 : 1, bWidth,
       /*paddedRows=*/false, SmallVector<Value>(16, a.f(0.0)),
       [&](SmallVectorImpl<Value> &acc) {
-        for (int64_t kk = 0; kk < kFmaSlice; ++kk) {
-          // A's 4 rows at column kk (the same for the 16 threads of a row
-          // group: broadcast); B's 4 columns at row kk in one vector.
-          Value bv = vector::LoadOp::create(b, VectorType::get({4}, s.t), bs,
-                                            ValueRange{a.c(kk), col0}, false,
-                                            llvm::MaybeAlign(16));
-          for (int64_t r = 0; r < 4; ++r) {
-            Value av = memref::LoadOp::create(
-                b, as, ValueRange{a.add(row0, r), a.c(kk)});
-            for (int64_t c = 0; c < 4; ++c) {
-              Value bc = vector::ExtractOp::create(b, bv, ArrayRef<int64_t>{c});
-              acc[4 * r + c] = a.fma(av, bc, acc[4 * r + c]);
+        for (int64_t kq = 0; kq < kFmaSlice; kq += 4) {
+          // A's 4 rows at columns kq..kq + 3, a 16-byte load each (the
+          // same for the 16 threads of a row group: broadcast).
+          SmallVector<Value> av;
+          for (int64_t r = 0; r < 4; ++r)
+            av.push_back(vector::LoadOp::create(
+                b, VectorType::get({4}, s.t), as, ValueRange{rowOf(r), a.c(kq)},
+                false, llvm::MaybeAlign(16)));
+          for (int64_t kk = kq; kk < kq + 4; ++kk) {
+            // B's 4 columns at row kk in one vector.
+            Value bCol = swizzled && kk / 4 % 2 ? swizzledCol0 : col0;
+            Value bv = vector::LoadOp::create(b, VectorType::get({4}, s.t), bs,
+                                              ValueRange{a.c(kk), bCol}, false,
+                                              llvm::MaybeAlign(16));
+            for (int64_t r = 0; r < 4; ++r) {
+              Value x = vector::ExtractOp::create(b, av[r],
+                                                  ArrayRef<int64_t>{kk - kq});
+              for (int64_t c = 0; c < 4; ++c) {
+                Value bc =
+                    vector::ExtractOp::create(b, bv, ArrayRef<int64_t>{c});
+                acc[4 * r + c] = a.fma(x, bc, acc[4 * r + c]);
+              }
             }
           }
         }
@@ -778,7 +796,7 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   // where element by element each store would touch 4 times as many).
   Type cType = cast<MemRefType>(k.C.getType()).getElementType();
   for (int64_t r = 0; r < 4; ++r) {
-    Value row = a.add(a.add(k.m0, row0), r);
+    Value row = a.add(k.m0, rowOf(r));
     a.guarded(a.ult(row, s.m), [&]() {
       if (s.n % 4 == 0) {
         Value col = a.add(k.n0, col0);
@@ -831,8 +849,6 @@ constexpr int64_t kGemvChunks = 2, kGemvUnroll = 4;
 /// and step (at most).
 constexpr int64_t kGemvMmaThreads = 256, kGemvMmaUnroll = 4;
 
-bool useGemv(const GemmShape &s) { return s.m <= kGemvRows; }
-
 /// Whether the GEMV runs on tensor cores: f16/bf16 with B given as [N, K],
 /// K in 16-byte chunks.
 bool tensorCoreGemv(const GemmShape &s) {
@@ -856,6 +872,14 @@ GemmTiling gemvTiling(const GemmShape &s) {
           s.bTransposed ? kGemvThreads / 32 * kGemvColsPerWarp
                         : kGemvChunks * gemvWidth(s),
           tensorCoreGemv(s) ? kGemvMmaThreads : kGemvThreads};
+}
+
+/// Whether the GEMV kernel takes the matmul: few rows of A, and its
+/// narrower column blocks within the grid's 2^31 - 1 blocks.
+bool useGemv(const GemmShape &s) {
+  return s.m <= kGemvRows &&
+         s.batch * ((s.n + gemvTiling(s).tileN - 1) / gemvTiling(s).tileN) <=
+             2147483647;
 }
 
 /// C[m, col] (+)= v (f32), in C's element type.
@@ -1136,8 +1160,6 @@ struct ConvertLinalgMatmulToNVPTXPass
         init->erase();
         s.accumulate = false;
       }
-      bool gemv = useGemv(s), wide = !gemv && useWgmma(s, wgmma),
-           maps = wide && useTma(s, wgmma, tma);
       SmallVector<Value> operands(op->getOperands());
       // The kernels read a transposed weight as it is stored.
       if (linalg::TransposeOp transpose = foldableTranspose(op)) {
@@ -1145,6 +1167,8 @@ struct ConvertLinalgMatmulToNVPTXPass
         operands[1] = transpose.getInput();
         transpose->erase();
       }
+      bool gemv = useGemv(s), wide = !gemv && useWgmma(s, wgmma),
+           maps = wide && useTma(s, wgmma, tma);
       std::string name = "matmul_" + std::to_string(i);
       GemmTiling t = gemv ? gemvTiling(s) : gemmTiling(s, wide);
       SmallVector<TensorMapSpec> specs;
