@@ -727,9 +727,9 @@ def time_gemm(m, base, run, device, gen, work, checks, clock, row, target_s):
         checks.add(finite and e <= tol, label + " vs f32 product",
                    "rel.err %.2e (tol %.0e)%s" % (
                        e, tol, "" if finite else ", NON-FINITE values"))
-    # Up to 8 rows of A, reading B is the work: its bytes per second
-    # against the HBM's.
-    if m["M"] <= 8:
+    # Few rows of A (the GEMV kernels), reading B is the work: its bytes
+    # per second against the HBM's.
+    if m["M"] <= 32:
         nbytes = 2.0 * m["batch"] * m["K"] * m["N"]
         row["notes"].append("%s reads B (%.1f MB) at %s GB/s (of about %d)" % (
             m["name"], nbytes / 1e6, ", ".join(

@@ -215,8 +215,10 @@ def matmul(name, batch, m, k, n, dtype="f32", weight=False):
                                         tz, tz, tc, tc)
     # No transformer op in it: the fused and unfused builds are the same.
     # f16/bf16 also on the wgmma GEMM (cp.async and TMA tiles), except at
-    # up to 8 rows of A, where every build runs the GEMV kernel.
-    builds = ["fused"] + (["wgmma", "tma"] if dtype != "f32" and m > 8
+    # few rows of A, where every build runs the GEMV kernel (up to 32 of a
+    # weight [N, K], 8 otherwise).
+    gemv = m <= (32 if weight and dtype != "f32" and k % 8 == 0 else 8)
+    builds = ["fused"] + (["wgmma", "tma"] if dtype != "f32" and not gemv
                           else [])
     return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
             "builds": builds, "dtype": "f32", "weight": weight,
@@ -336,12 +338,13 @@ def gemm_timing_models(small=False):
     torch.matmul: a square one, and a transformer MLP's up-projection
     (batch 8 x 1024 tokens, 768 -> 3072). Then decode steps' projections
     (the GEMV kernel): one token by a 4096 x 4096 weight as stored ([N,
-    K]: the tensor-core GEMV) and as [K, N] (CUDA cores), and 4 tokens by
-    an MLP's 4096 -> 14336 weight."""
+    K]: the tensor-core GEMV) and as [K, N] (CUDA cores), 4 tokens by an
+    MLP's 4096 -> 14336 weight, and 32 (a batch of sequences) by the
+    4096 x 4096 one."""
     shapes = ([(1, 128, 96, 256, False), (1, 1, 256, 320, True)] if small
               else [(1, 4096, 4096, 4096, False), (1, 8192, 768, 3072, False),
                     (1, 1, 4096, 4096, True), (1, 1, 4096, 4096, False),
-                    (1, 4, 4096, 14336, True)])
+                    (1, 4, 4096, 14336, True), (1, 32, 4096, 4096, True)])
     models = []
     for batch, m, k, n, weight in shapes:
         g = matmul("gemm_%dx%dx%d%s" % (m, k, n, "_weight" if weight else ""),

@@ -486,25 +486,26 @@ func.func @weight_transposed_f32(%a: memref<33x96xf32>, %w: memref<40x96xf32>, %
 
 // -----
 
-// At most 8 rows of A (a decode step's projections): the GEMV kernels. A
-// weight [N, K] in f16/bf16 goes on tensor cores as Cᵀ = B·Aᵀ: blocks of
-// 16 columns of C (40 -> 3), 8 warps splitting K in 32-k blocks, each lane
+// Few rows of A (a decode step's projections): the GEMV kernels. A weight
+// [N, K] in f16/bf16 goes on tensor cores as Cᵀ = B·Aᵀ: blocks of 16
+// columns of C (40 -> 3), 8 warps splitting K in 32-k blocks, each lane
 // loading 16-byte chunks of B's rows g and g + 8 and of A's row g, two
-// mma.sync per 32 k; the warps add up through a [8 x 16][8] f32 tile. K =
-// 96 is one step: no loop. With wgmma requested, the same kernel.
+// mma.sync per 32 k; the warps add up through a [8 warps x 8 rows][16 (+
+// 4)] f32 tile. K = 96 is one step: no loop. With wgmma requested, the
+// same kernel.
 // CHECK-LABEL: func.func @gemv_weight
 // CHECK-NOT: linalg.transpose
 // CHECK-DAG: %[[X:.*]] = arith.constant 3 : index
 // CHECK-DAG: %[[T:.*]] = arith.constant 256 : index
 // CHECK: gpu.launch_func @tfc_matmul::@matmul_0 blocks in (%[[X]], %{{.*}}, %{{.*}}) threads in (%[[T]], %{{.*}}, %{{.*}}) args(%{{.*}} : memref<1x2x96xf16>, %{{.*}} : memref<1x40x96xf16>, %{{.*}} : memref<1x2x40xf32>)
-// CHECK: memref.global "private" @matmul_0_tile0 : memref<128x8xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.global "private" @matmul_0_tile0 : memref<64x20xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.func @matmul_0
 // CHECK-COUNT-2: vector.load %{{.*}} : memref<1x40x96xf16>, vector<8xf16>
 // CHECK: vector.load %{{.*}} : memref<1x2x96xf16>, vector<8xf16>
 // CHECK-NOT: scf.for
 // CHECK-COUNT-2: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: vector.store %{{.*}} : memref<128x8xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK-COUNT-4: memref.store %{{.*}} : memref<64x20xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: memref.store %{{.*}} : memref<1x2x40xf32>
 // CHECK: gpu.return
@@ -526,6 +527,9 @@ func.func @gemv_weight(%a: memref<1x2x96xf16>, %w: memref<40x96xf16>, %c: memref
 // first step's 12 chunks are loaded before the loop, each of its 3 trips
 // loads the next step's (carried with the 4 accumulators) before its 8
 // mma.sync, and the last step's 8 follow the loop.
+// Up to 32 rows of A go the same way, in groups of 8 (the B operand of an
+// mma each): 20 rows are 3 groups, 5 chunks per 32-k block, so 2 blocks
+// per warp and step (at most 12 chunks); 3 x 2 mma.sync per block.
 // CHECK-LABEL: func.func @gemv_weight_deep_k
 // CHECK: gpu.func @matmul_0
 // CHECK-COUNT-8: vector.load %{{.*}} : memref<24x4096xbf16>, vector<8xbf16>
@@ -590,5 +594,24 @@ func.func @gemv_weight_f32(%a: memref<5x96xf32>, %w: memref<40x96xf32>, %c: memr
   linalg.transpose ins(%w : memref<40x96xf32>) outs(%t : memref<96x40xf32>) permutation = [1, 0]
   linalg.matmul ins(%a, %t : memref<5x96xf32>, memref<96x40xf32>) outs(%c : memref<5x40xf32>)
   memref.dealloc %t : memref<96x40xf32>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gemv_weight_20_rows
+// CHECK: gpu.launch_func @tfc_matmul::@matmul_0 {{.*}} threads in (%c256
+// CHECK: memref.global "private" @matmul_0_tile0 : memref<192x20xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.func @matmul_0
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c3{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>, vector<8xf16>) {
+// CHECK-COUNT-12: nvvm.mma.sync
+// CHECK: scf.yield
+// CHECK-COUNT-12: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: gpu.return
+func.func @gemv_weight_20_rows(%a: memref<20x2048xf16>, %w: memref<48x2048xf16>, %c: memref<20x48xf16>) {
+  %t = memref.alloc() : memref<2048x48xf16>
+  linalg.transpose ins(%w : memref<48x2048xf16>) outs(%t : memref<2048x48xf16>) permutation = [1, 0]
+  linalg.matmul ins(%a, %t : memref<20x2048xf16>, memref<2048x48xf16>) outs(%c : memref<20x48xf16>)
   return
 }

@@ -488,15 +488,23 @@ def main():
                     weight=True)
     matmul_f16_case(h, rng, "f16_weight_k18", 1, 17, 18, 34, weight=True)
     # At most 8 rows of A per batch (a decode step's projections): the GPU's
-    # GEMV kernel. B as [N, K]: K in 16-byte chunks with a tail (200 = 25
+    # GEMV kernels. B as [N, K]: K in 16-byte chunks with a tail (200 = 25
     # chunks, 1000 = 125), 8 rows, N past the last 16-column block; K = 18
-    # in 4-byte chunks. B as [K, N]: K past a step of 128 rows, N past the
-    # last 32-column block; N = 18 (4-byte chunks); f32 with N = 77 (one
+    # in 4-byte chunks. B as [K, N]: K past a step of 256 rows, N past the
+    # last 16-column block; N = 18 (4-byte chunks); f32 with N = 77 (one
     # element per chunk) and 1 x 17 x 1.
     matmul_f16_case(h, rng, "f16_gemv_weight", 2, 1, 200, 136, weight=True)
     matmul_f16_case(h, rng, "f16_gemv_weight_rows8", 1, 8, 1000, 40,
                     weight=True)
     matmul_f16_case(h, rng, "f16_gemv_weight_k18", 1, 3, 18, 24, weight=True)
+    # Up to 32 rows on tensor cores, in groups of 8: 20 rows (3 groups, the
+    # last one 4 rows short), 32 rows with K = 1000 (125 blocks of 32 k);
+    # 33 rows: the tiled kernel.
+    matmul_f16_case(h, rng, "f16_gemv_weight_rows20", 2, 20, 264, 72,
+                    weight=True)
+    matmul_f16_case(h, rng, "f16_gemv_weight_rows32", 1, 32, 1000, 40,
+                    weight=True)
+    matmul_f16_case(h, rng, "f16_weight_rows33", 1, 33, 64, 40, weight=True)
     matmul_f16_case(h, rng, "f16_gemv", 1, 3, 520, 200)
     matmul_f16_case(h, rng, "f16_gemv_n18", 2, 5, 34, 18)
     matmul_case(h, rng, "gemv_f32", 2, 4, 300, 77)

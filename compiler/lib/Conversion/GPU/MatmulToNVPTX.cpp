@@ -835,9 +835,11 @@ gpu::GPUFuncOp buildFmaGemmKernel(OpBuilder &builder, gpu::GPUModuleOp module,
 /// vectors (a decode step's projections: a row per sequence): the GEMV
 /// kernel, which streams B once with many loads in flight, instead of a
 /// tiled kernel that would compute 64 rows and keep too few blocks busy.
-/// (8: the N of mma.sync m16n8k16, which the tensor-core GEMV gives A's
-/// rows.)
-constexpr int64_t kGemvRows = 8;
+/// On CUDA cores up to 8 (beyond, the FMA would cost more than B's bytes);
+/// on tensor cores, where A's rows are the N of mma.sync m16n8k16 in
+/// groups of 8, up to 32 (a batch of 32 sequences' decode step still reads
+/// B at 32 flop a byte, well under what the tensor cores sustain).
+constexpr int64_t kGemvRows = 8, kGemvMmaRows = 32;
 /// The GEMV kernel's block: 4 warps; given B as [N, K], each warp takes 4
 /// rows of it (columns of C).
 constexpr int64_t kGemvThreads = 128, kGemvColsPerWarp = 4;
@@ -850,9 +852,9 @@ constexpr int64_t kGemvChunks = 2, kGemvUnroll = 4;
 constexpr int64_t kGemvMmaThreads = 256, kGemvMmaUnroll = 4;
 
 /// Whether the GEMV runs on tensor cores: f16/bf16 with B given as [N, K],
-/// K in 16-byte chunks.
+/// K in 16-byte chunks, up to kGemvMmaRows rows of A.
 bool tensorCoreGemv(const GemmShape &s) {
-  return !s.t.isF32() && s.bTransposed && s.k % 8 == 0;
+  return !s.t.isF32() && s.bTransposed && s.k % 8 == 0 && s.m <= kGemvMmaRows;
 }
 
 /// The GEMV kernel's chunk along B's rows, in elements: 16 bytes, or the
@@ -877,7 +879,7 @@ GemmTiling gemvTiling(const GemmShape &s) {
 /// Whether the GEMV kernel takes the matmul: few rows of A, and its
 /// narrower column blocks within the grid's 2^31 - 1 blocks.
 bool useGemv(const GemmShape &s) {
-  return s.m <= kGemvRows &&
+  return (s.m <= kGemvRows || tensorCoreGemv(s)) &&
          s.batch * ((s.n + gemvTiling(s).tileN - 1) / gemvTiling(s).tileN) <=
              2147483647;
 }
@@ -895,7 +897,7 @@ void storeGemvResult(Arith &a, const GemmShape &s, const GemmKernel &k, Value m,
   });
 }
 
-/// C (+)= A·B for M <= kGemvRows rows of A (per batch), f32 accumulation
+/// C (+)= A·B for few rows of A (per batch: useGemv), f32 accumulation
 /// for every type: f16/bf16 with B given as [N, K] on tensor cores (below),
 /// else by FMA. B given as [N, K] (a weight as stored):
 /// each warp takes 4 rows of it, its lanes walking K in 16-byte chunks
@@ -914,9 +916,13 @@ gpu::GPUFuncOp buildGemvKernel(OpBuilder &builder, gpu::GPUModuleOp module,
   GemmTiling t = gemvTiling(s);
   int64_t width = gemvWidth(s), rows = s.m;
   SmallVector<MemRefType> tiles;
+  // Tensor cores: A's rows in groups of 8; each warp's sums [8 groups][16
+  // columns of C], rows padded to 20 words (a warp's stores of one
+  // register, rows 2t of its 8 columns g, fall at 40t + g: 32 banks).
+  int64_t rowGroups = (rows + 7) / 8;
   if (tensorCoreGemv(s))
     tiles.push_back(
-        sharedTile(b.getF32Type(), t.threads / 32 * t.tileN, kGemvRows));
+        sharedTile(b.getF32Type(), t.threads / 32 * 8 * rowGroups, 20));
   else if (!s.bTransposed)
     tiles.push_back(sharedTile(b.getF32Type(), 4 * rows, t.tileN));
   GemmKernel k =
@@ -943,27 +949,37 @@ gpu::GPUFuncOp buildGemvKernel(OpBuilder &builder, gpu::GPUModuleOp module,
 
   if (tensorCoreGemv(s)) {
     // Cᵀ = B·Aᵀ by mma.sync m16n8k16: B's 16 rows n0.. as the A operand,
-    // A's rows (up to 8, the rest zeros) as the B operand. The order of K
-    // within an mma is free as long as both operands follow it: lane (g,
-    // t) loads the 16-byte chunks at k = kb + 8t of B's rows g and g + 8
-    // and of A's row g, and the first mma takes their elements 0-3 as k
-    // 2t, 2t + 1, 2t + 8, 2t + 9 (the fragments' slots), the second
-    // elements 4-7: two mma per 32 k, every operand one 16-byte load (a
-    // warp reads 64 contiguous bytes of each of 16 rows of B). The 8
-    // warps take 32-k blocks in turn, `unroll` of them per step, the next
-    // step's loads issued before this step's mma (carried in registers
-    // across the loop: in flight while the step before multiplies), and
-    // add up through shared memory.
+    // A's rows in groups of 8 (the last one's missing rows zeros) as the B
+    // operand of an mma each. The order of K within an mma is free as long
+    // as both operands follow it: lane (g, t) loads the 16-byte chunks at
+    // k = kb + 8t of B's rows g and g + 8 and of A's row g of each group,
+    // and the first mma takes their elements 0-3 as k 2t, 2t + 1, 2t + 8,
+    // 2t + 9 (the fragments' slots), the second elements 4-7: two mma per
+    // group and 32 k, every operand one 16-byte load (a warp reads 64
+    // contiguous bytes of each of 16 rows of B). The 8 warps take 32-k
+    // blocks in turn, `unroll` of them per step (at most 12 chunks a
+    // thread), the next step's loads issued before this step's mma
+    // (carried in registers across the loop: in flight while the step
+    // before multiplies), and add up through shared memory.
     MmaOps ops{a, s.t};
     Value g = a.div(k.lane, 4), t4 = a.rem(k.lane, 4);
     int64_t warps = t.threads / 32, kBlocks = (s.k + 31) / 32;
-    int64_t unroll =
-        std::clamp<int64_t>((kBlocks + warps - 1) / warps, 1, kGemvMmaUnroll);
+    int64_t perBlock = 2 + rowGroups; // chunks per 32-k block
+    // The most 32-k blocks per warp and step (at most 12 chunks a thread,
+    // no more than the warp's share of K) whose last step runs past K by
+    // no more than a twentieth of K or the least any step can (lanes past
+    // K load their row's last chunk again).
+    auto waste = [&](int64_t u) {
+      return (kBlocks + warps * u - 1) / (warps * u) * warps * u - kBlocks;
+    };
+    int64_t unroll = std::clamp<int64_t>((kBlocks + warps - 1) / warps, 1,
+                                         kGemvMmaUnroll * 3 / perBlock);
+    while (unroll > 1 && waste(unroll) > std::max(waste(1), kBlocks / 20))
+      --unroll;
     int64_t perStep = warps * unroll * 32; // k per step, all warps
     int64_t steps = (s.k + perStep - 1) / perStep;
     bool tail = s.k % perStep != 0;
-    Value aValid = s.m < kGemvRows ? a.ult(g, s.m) : Value();
-    // Per 32-k block: B's rows g and g + 8, A's row g.
+    // Per 32-k block: B's rows g and g + 8, then A's row g of each group.
     auto loadStep = [&](Value step) {
       SmallVector<Value> chunks;
       for (int64_t u = 0; u < unroll; ++u) {
@@ -973,8 +989,13 @@ gpu::GPUFuncOp buildGemvKernel(OpBuilder &builder, gpu::GPUModuleOp module,
         chunks.append(
             {loadRowChunk(a, k.B, k.lead, row, s.n, kc, s.k, 8, Value(), tail),
              loadRowChunk(a, k.B, k.lead, a.add(row, 8), s.n, kc, s.k, 8,
-                          Value(), tail),
-             loadRowChunk(a, k.A, k.lead, g, s.m, kc, s.k, 8, aValid, tail)});
+                          Value(), tail)});
+        for (int64_t gi = 0; gi < rowGroups; ++gi) {
+          Value aRow = a.add(g, 8 * gi);
+          chunks.push_back(loadRowChunk(
+              a, k.A, k.lead, aRow, s.m, kc, s.k, 8,
+              8 * (gi + 1) > s.m ? a.ult(aRow, s.m) : Value(), tail));
+        }
       }
       return chunks;
     };
@@ -982,16 +1003,27 @@ gpu::GPUFuncOp buildGemvKernel(OpBuilder &builder, gpu::GPUModuleOp module,
       return ops.operand(vector::ShuffleOp::create(
           b, chunk, chunk, ArrayRef<int64_t>{2 * i, 2 * i + 1}));
     };
+    // acc[4 gi..]: group gi's C fragment.
     auto multiply = [&](ArrayRef<Value> chunks, SmallVectorImpl<Value> &acc) {
       for (int64_t u = 0; u < unroll; ++u) {
-        Value w0 = chunks[3 * u], w1 = chunks[3 * u + 1], x = chunks[3 * u + 2];
-        for (int64_t half = 0; half < 2; ++half)
-          ops.mma({pair(w0, 2 * half), pair(w1, 2 * half),
-                   pair(w0, 2 * half + 1), pair(w1, 2 * half + 1)},
-                  {pair(x, 2 * half), pair(x, 2 * half + 1)}, acc);
+        Value w0 = chunks[perBlock * u], w1 = chunks[perBlock * u + 1];
+        for (int64_t half = 0; half < 2; ++half) {
+          SmallVector<Value> aFrag = {pair(w0, 2 * half), pair(w1, 2 * half),
+                                      pair(w0, 2 * half + 1),
+                                      pair(w1, 2 * half + 1)};
+          for (int64_t gi = 0; gi < rowGroups; ++gi) {
+            Value x = chunks[perBlock * u + 2 + gi];
+            SmallVector<Value> fragment(acc.begin() + 4 * gi,
+                                        acc.begin() + 4 * gi + 4);
+            ops.mma(aFrag, {pair(x, 2 * half), pair(x, 2 * half + 1)},
+                    fragment);
+            std::copy(fragment.begin(), fragment.end(), acc.begin() + 4 * gi);
+          }
+        }
       }
     };
-    SmallVector<Value> acc(4, a.f(0.0)), chunks = loadStep(a.c(0));
+    int64_t accs = 4 * rowGroups;
+    SmallVector<Value> acc(accs, a.f(0.0)), chunks = loadStep(a.c(0));
     if (steps > 1) {
       SmallVector<Value> init = acc;
       init.append(chunks);
@@ -1000,43 +1032,49 @@ gpu::GPUFuncOp buildGemvKernel(OpBuilder &builder, gpu::GPUModuleOp module,
       b.setInsertionPointToStart(forOp.getBody());
       ValueRange iter = forOp.getRegionIterArgs();
       SmallVector<Value> next = loadStep(a.add(forOp.getInductionVar(), 1));
-      SmallVector<Value> sum(iter.take_front(4));
-      multiply(SmallVector<Value>(iter.drop_front(4)), sum);
+      SmallVector<Value> sum(iter.take_front(accs));
+      multiply(SmallVector<Value>(iter.drop_front(accs)), sum);
       sum.append(next);
       scf::YieldOp::create(b, sum);
       b.setInsertionPointAfter(forOp);
-      acc.assign(forOp.getResults().begin(), forOp.getResults().begin() + 4);
-      chunks.assign(forOp.getResults().begin() + 4, forOp.getResults().end());
+      acc.assign(forOp.getResults().begin(), forOp.getResults().begin() + accs);
+      chunks.assign(forOp.getResults().begin() + accs,
+                    forOp.getResults().end());
     }
     multiply(chunks, acc);
-    // acc: Cᵀ rows (columns of C) g and g + 8, columns (rows of A) 2t and
-    // 2t + 1, stored in pairs into the warp's [16][8] (each half-warp's
-    // 8-byte stores cover 32 banks once).
+    // acc[4 gi + 2h + e]: Cᵀ row (column of C) g + 8h, column (row of A)
+    // 8 gi + 2t + e.
     Value red = k.tiles[0];
-    auto pairTy = VectorType::get({2}, b.getF32Type());
-    for (int64_t h = 0; h < 2; ++h)
-      vector::StoreOp::create(
-          b,
-          vector::FromElementsOp::create(
-              b, pairTy, ValueRange{acc[2 * h], acc[2 * h + 1]}),
-          red,
-          ValueRange{a.add(a.add(a.mul(k.warp, t.tileN), g), h * 8),
-                     a.mul(t4, 2)},
-          false, llvm::MaybeAlign(8));
+    int64_t rows8 = 8 * rowGroups;
+    for (int64_t gi = 0; gi < rowGroups; ++gi)
+      for (int64_t r = 0; r < 4; ++r)
+        memref::StoreOp::create(
+            b, acc[4 * gi + r], red,
+            ValueRange{a.add(a.add(a.mul(k.warp, rows8), a.mul(t4, 2)),
+                             8 * gi + r % 2),
+                       a.add(g, r / 2 * 8)});
     gpu::BarrierOp::create(b);
-    // Thread i < 128: C[i % 8, n0 + i / 8] (a warp reads 32 consecutive
-    // words of each warp's tile), rows of A past M idle.
-    Value m = a.rem(k.tid, kGemvRows), n = a.div(k.tid, kGemvRows);
-    Value active = a.ult(k.tid, t.tileN * kGemvRows);
-    if (rows < kGemvRows)
-      active = a.andi(active, a.ult(m, rows));
-    a.guarded(active, [&]() {
-      Value sum = a.f(0.0);
-      for (int64_t w = 0; w < warps; ++w)
-        sum = a.fadd(sum, memref::LoadOp::create(
-                              b, red, ValueRange{a.add(n, w * t.tileN), m}));
-      storeGemvResult(a, s, k, m, a.add(k.n0, n), sum);
-    });
+    // Element i of the block's rows8 x 16: column n0 + i % 16 of row m of
+    // C, the 8 warps' sums added (16 threads store 64 contiguous bytes of
+    // a row of an f32 C), rows of A past M idle. Each 128 elements take 8
+    // rows, a warp's two half-warps rows 4 apart (80 words: 16 banks on).
+    int64_t outputs = t.tileN * rows8;
+    for (int64_t base = 0; base < outputs; base += t.threads) {
+      Value i = a.add(k.tid, base);
+      Value m = a.add(a.add(a.mul(a.div(i, 128), 8), a.rem(a.div(i, 32), 4)),
+                      a.mul(a.rem(a.div(i, 16), 2), 4));
+      Value n = a.rem(i, t.tileN);
+      Value active = base + t.threads <= outputs ? Value() : a.ult(i, outputs);
+      if (rows < rows8)
+        active = active ? a.andi(active, a.ult(m, rows)) : a.ult(m, rows);
+      a.guarded(active, [&]() {
+        Value sum = a.f(0.0);
+        for (int64_t w = 0; w < warps; ++w)
+          sum = a.fadd(sum, memref::LoadOp::create(
+                                b, red, ValueRange{a.add(m, w * rows8), n}));
+        storeGemvResult(a, s, k, m, a.add(k.n0, n), sum);
+      });
+    }
     gpu::ReturnOp::create(b);
     return k.func;
   }
