@@ -35,13 +35,15 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
        (options.wgmma ? "true" : "false") +
        " tma=" + (options.tma ? "true" : "false") + "},";
   // f16/bf16 matmuls run on tensor cores; every remaining loop nest becomes
-  // a kernel; all kernels go into one module, and the host code runs them in
-  // order on one stream. Each device buffer is freed right after the last
-  // launch that uses it: stream order makes the block safe to hand to the
-  // next allocation at once.
+  // a kernel (the constants of its index arithmetic sunk into it, not
+  // passed as arguments); all kernels go into one module, and the host code
+  // runs them in order on one stream. Each device buffer is freed right after
+  // the last launch that uses it: stream order makes the block safe to hand to
+  // the next allocation at once.
   p += "func.func(convert-linalg-to-parallel-loops,tfc-parallel-loops-to-gpu,"
        "tfc-gpu-device-buffers,tfc-early-dealloc),"
-       "gpu-kernel-outlining,tfc-gpu-merge-modules,lower-affine,canonicalize,"
+       "gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+       "tfc-gpu-merge-modules,lower-affine,canonicalize,"
        "cse,func.func(gpu-async-region),";
   p += "gpu-lower-to-nvvm-pipeline{cubin-chip=" + options.chip +
        " cubin-features=+ptx80 cubin-format=" + options.format +

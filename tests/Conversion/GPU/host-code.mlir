@@ -5,12 +5,20 @@
 //
 // RUN: tfc-opt %s --split-input-file --pass-pipeline="builtin.module(func.func(convert-linalg-to-parallel-loops,tfc-parallel-loops-to-gpu))" | FileCheck %s
 
+// Static bounds: the trip counts (7, 5, 3; 105 in all, one block) are
+// constants, so the kernel delinearises by constants.
 // CHECK-LABEL: func.func @loop_nest
-// CHECK: arith.cmpi ugt
+// CHECK-DAG: %[[C105:.*]] = arith.constant 105 : index
+// CHECK-DAG: %[[C7:.*]] = arith.constant 7 : index
+// CHECK-DAG: %[[C5:.*]] = arith.constant 5 : index
+// CHECK: arith.cmpi ugt, %[[C105]]
 // CHECK: scf.if
-// CHECK: gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256
-// CHECK: arith.remui
-// CHECK: arith.divui
+// CHECK: gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256
+// CHECK: arith.cmpi ult, %{{.*}}, %[[C105]]
+// CHECK: arith.remui %{{.*}}, %[[C7]]
+// CHECK: arith.divui %{{.*}}, %[[C7]]
+// CHECK: arith.remui %{{.*}}, %[[C5]]
+// CHECK: arith.divui %{{.*}}, %[[C5]]
 // CHECK: memref.load
 // CHECK: memref.store
 func.func @loop_nest(%a: memref<3x5x7xf32>, %b: memref<3x5x7xf32>) {

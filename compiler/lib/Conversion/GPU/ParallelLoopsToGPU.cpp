@@ -56,19 +56,22 @@ LogicalResult loopToLaunch(scf::ParallelOp loop, int64_t blockSize) {
                           "reductions cannot become a GPU launch");
   OpBuilder b(loop);
   Location loc = loop.getLoc();
-  // Trip count of each dimension and of the whole nest.
+  // Trip count of each dimension and of the whole nest, folded to
+  // constants where the bounds are (static shapes): the kernel then
+  // delinearises by constants (a multiply and shift) instead of dividing
+  // by values it takes as arguments.
   SmallVector<Value> trips;
   Value total = arith::ConstantIndexOp::create(b, loc, 1);
   for (auto [lb, ub, step] :
        llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    Value span = arith::SubIOp::create(b, loc, ub, lb);
-    Value trip = arith::CeilDivUIOp::create(b, loc, span, step);
+    Value span = b.createOrFold<arith::SubIOp>(loc, ub, lb);
+    Value trip = b.createOrFold<arith::CeilDivUIOp>(loc, span, step);
     trips.push_back(trip);
-    total = arith::MulIOp::create(b, loc, total, trip);
+    total = b.createOrFold<arith::MulIOp>(loc, total, trip);
   }
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value threads = arith::ConstantIndexOp::create(b, loc, blockSize);
-  Value blocks = arith::CeilDivUIOp::create(b, loc, total, threads);
+  Value blocks = b.createOrFold<arith::CeilDivUIOp>(loc, total, threads);
   // An empty iteration space launches nothing (a zero grid is an error).
   Value nonEmpty =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, total,
