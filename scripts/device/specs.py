@@ -305,7 +305,7 @@ def numerics_models(root):
         matmul("matmul_128x384x1536", 1, 128, 384, 1536),
         matmul("matmul_f16_3x65x48x42", 3, 65, 48, 42, "f16"),
         matmul("matmul_bf16_2x130x200x64", 2, 130, 200, 64, "bf16"),
-        # Up to 8 rows of A: the GEMV kernels (a weight [N, K] in bf16 on
+        # Few rows of A: the GEMV kernels (a weight [N, K] in bf16 on
         # tensor cores, K past the last 32-k block; f16 as [K, N] and f32
         # weights on CUDA cores).
         matmul("matmul_bf16_gemv_2x3x1000x72_weight", 2, 3, 1000, 72, "bf16",

@@ -13,8 +13,9 @@
 // Where B is a weight stored [N, K] transposed into a buffer for the matmul
 // alone, every kernel reads the weight as stored (foldableTranspose).
 //
-// With at most 8 rows of A per batch (a decode step), a GEMV kernel streams
-// B once instead, on CUDA cores for every type (buildGemvKernel).
+// With few rows of A per batch (decode steps: up to 32 for an f16/bf16
+// weight [N, K], on tensor cores; else up to 8, on CUDA cores), a GEMV
+// kernel streams B once instead (buildGemvKernel).
 //
 // With `wgmma` (sm_90a; K and N multiples of 8), each warpgroup owns 64
 // rows x min(N, 128) columns of C, two warpgroups per block sharing the B
