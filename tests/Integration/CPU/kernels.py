@@ -378,6 +378,33 @@ def matmul_f16_case(h, rng, name, batch, m, k, n, weight=False):
         h.expect_close("matmul %s%s" % (name, build), out, ref, 1e-5)
 
 
+def matmul_accumulate_case(h, rng, name, batch, m, k, n):
+    """C + A @ W^T in f16 throughout (a weight given as [batch, n, k], C an
+    input the product is added to, its sum rounded to f16): the GPU
+    kernels' C += A.B with an f16 C (the tensor-core GEMV up to 32 rows,
+    the mma.sync GEMM beyond), which sum in f32 and round once. (The CPU
+    lowering follows linalg's f16 accumulator literally, rounding every
+    partial sum: a different computation, not checked here.)"""
+    a = rng.standard_normal((batch, m, k)).astype(np.float16)
+    w = rng.standard_normal((batch, n, k)).astype(np.float16)
+    c = rng.standard_normal((batch, m, n)).astype(np.float16)
+    ta, tw = tensor_type(a.shape, "f16"), tensor_type(w.shape, "f16")
+    tbt, tc = tensor_type((batch, k, n), "f16"), tensor_type(c.shape, "f16")
+    mlir = """func.func @main(%%a: %s, %%w: %s, %%c: %s) -> %s {
+  %%et = tensor.empty() : %s
+  %%b = linalg.transpose ins(%%w : %s) outs(%%et : %s) permutation = [0, 2, 1]
+  %%r = linalg.batch_matmul ins(%%a, %%b : %s, %s) outs(%%c : %s) -> %s
+  return %%r : %s
+}
+""" % (ta, tw, tc, tc, tbt, tw, tbt, ta, tbt, tc, tc, tc)
+    ref = c.astype(np.float64) + a.astype(np.float64) @ \
+        w.transpose(0, 2, 1).astype(np.float64)
+    (out,) = h.run(h.build(name, mlir, True), [a, w, c])
+    # The f16 result's own rounding: 2^-11 relative, with room for the
+    # f32 sums' order.
+    h.expect_close("matmul %s" % name, out, ref, 2e-3)
+
+
 def main():
     args, target, flags = parse_args(sys.argv[1:])
     h = Harness(args[0], args[1], target, flags)
@@ -505,6 +532,9 @@ def main():
     matmul_f16_case(h, rng, "f16_gemv_weight_rows32", 1, 32, 1000, 40,
                     weight=True)
     matmul_f16_case(h, rng, "f16_weight_rows33", 1, 33, 64, 40, weight=True)
+    if h.target == "nvptx":
+        matmul_accumulate_case(h, rng, "f16_gemv_accumulate", 2, 5, 264, 40)
+        matmul_accumulate_case(h, rng, "f16_accumulate_tiled", 1, 40, 96, 72)
     matmul_f16_case(h, rng, "f16_gemv", 1, 3, 520, 200)
     matmul_f16_case(h, rng, "f16_gemv_n18", 2, 5, 34, 18)
     matmul_case(h, rng, "gemv_f32", 2, 4, 300, 77)
