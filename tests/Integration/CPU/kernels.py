@@ -524,6 +524,10 @@ def main():
     matmul_f16_case(h, rng, "f16_gemv_weight_rows8", 1, 8, 1000, 40,
                     weight=True)
     matmul_f16_case(h, rng, "f16_gemv_weight_k18", 1, 3, 18, 24, weight=True)
+    matmul_f16_case(h, rng, "f16_gemv", 1, 3, 520, 200)
+    matmul_f16_case(h, rng, "f16_gemv_n18", 2, 5, 34, 18)
+    matmul_case(h, rng, "gemv_f32", 2, 4, 300, 77)
+    matmul_case(h, rng, "gemv_f32_weight", 1, 2, 130, 70, weight=True)
     # Up to 32 rows on tensor cores, in groups of 8: 20 rows (3 groups, the
     # last one 4 rows short), 32 rows with K = 1000 (125 blocks of 32 k);
     # 33 rows: the tiled kernel.
@@ -535,10 +539,6 @@ def main():
     if h.target == "nvptx":
         matmul_accumulate_case(h, rng, "f16_gemv_accumulate", 2, 5, 264, 40)
         matmul_accumulate_case(h, rng, "f16_accumulate_tiled", 1, 40, 96, 72)
-    matmul_f16_case(h, rng, "f16_gemv", 1, 3, 520, 200)
-    matmul_f16_case(h, rng, "f16_gemv_n18", 2, 5, 34, 18)
-    matmul_case(h, rng, "gemv_f32", 2, 4, 300, 77)
-    matmul_case(h, rng, "gemv_f32_weight", 1, 2, 130, 70, weight=True)
     softmax_case(h, rng, "softmax_rows", (7, 1000), 1)
     softmax_case(h, rng, "softmax_inner_dim", (3, 5, 77), 1)
     softmax_case(h, rng, "softmax_one", (4, 1), 1)

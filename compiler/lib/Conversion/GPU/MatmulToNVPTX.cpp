@@ -880,9 +880,9 @@ GemmTiling gemvTiling(const GemmShape &s) {
 /// Whether the GEMV kernel takes the matmul: few rows of A, and its
 /// narrower column blocks within the grid's 2^31 - 1 blocks.
 bool useGemv(const GemmShape &s) {
+  int64_t tileN = gemvTiling(s).tileN;
   return (s.m <= kGemvRows || tensorCoreGemv(s)) &&
-         s.batch * ((s.n + gemvTiling(s).tileN - 1) / gemvTiling(s).tileN) <=
-             2147483647;
+         s.batch * ((s.n + tileN - 1) / tileN) <= 2147483647;
 }
 
 /// C[m, col] (+)= v (f32), in C's element type.
