@@ -20,7 +20,9 @@
 # building build/), TFC_BUILD_DIR (default build/), TFC_GPU_ARCH (--gpu-arch
 # for the nvptx builds, e.g. sm_90a; default: tfc-compile's), DEVICE_CHECK_BUDGET
 # (seconds for the whole `run`, runtime build included; default 330),
-# DEVICE_CHECK_SEED (reuse a printed seed), JOBS (parallel compiles, default 1).
+# DEVICE_CHECK_SEED (reuse a printed seed), DEVICE_CHECK_PHASES (a rerun's
+# parts of the check, e.g. "timing,gemm"; check.py --help lists them), JOBS
+# (parallel compiles, default 1).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -156,7 +158,8 @@ check() {
   local rc=0
   PYTHONUNBUFFERED=1 timeout -k 10 $((budget + 60)) "$py" "$HERE/check.py" \
     --manifest "$dir/manifest.json" --tfc-run "$tfc_run" --out "$out" \
-    --budget "$budget" ${DEVICE_CHECK_SEED:+--seed "$DEVICE_CHECK_SEED"} || rc=$?
+    --budget "$budget" ${DEVICE_CHECK_SEED:+--seed "$DEVICE_CHECK_SEED"} \
+    ${DEVICE_CHECK_PHASES:+--phases "$DEVICE_CHECK_PHASES"} || rc=$?
   if [[ -n "${DRY_RUN:-}" ]]; then
     log "dry run: check.py's GPU-only branches, with stand-ins for CUDA"
     "$py" "$HERE/fake_gpu_test.py" --manifest "$dir/manifest.json" \
@@ -215,7 +218,7 @@ case "$cmd" in
     exit "$rc"
     ;;
   *)
-    sed -n '2,23p' "$0"
+    sed -n '2,25p' "$0"
     exit 2
     ;;
 esac

@@ -106,6 +106,12 @@ class Checks:
         return [r for r in self.rows if not r[0]]
 
 
+# The parts of the check, in the order they run.
+PHASES = ("numerics", "models", "timing", "gemm", "decode", "triton",
+          "sanitizer")
+TIMING_PHASES = {"timing", "gemm", "decode", "triton"}
+
+
 class Clock:
     def __init__(self, budget):
         self.start = time.monotonic()
@@ -1144,12 +1150,22 @@ def main():
                    "so that the table is written within it")
     p.add_argument("--seed", type=int)
     p.add_argument("--skip-timing", action="store_true")
+    p.add_argument("--phases", default=",".join(PHASES),
+                   help="comma-separated, in the check's order: %s "
+                   "(default: all; a rerun names the ones the first run "
+                   "left)" % ", ".join(PHASES))
     p.add_argument("--emulated", action="store_true",
                    help="the models run on the PTX interpreter of the fake "
                    "CUDA driver: numerics only, each model run once, with "
                    "timeouts 30 times longer")
     a = p.parse_args()
     a.skip_timing = a.skip_timing or a.emulated
+    phases = set(x.strip() for x in a.phases.split(",") if x.strip())
+    if not phases or phases - set(PHASES):
+        p.error("--phases: %r; the phases are %s" %
+                (a.phases, ", ".join(PHASES)))
+    if a.skip_timing:
+        phases -= TIMING_PHASES
 
     clock = Clock(a.budget)
     with open(a.manifest) as f:
@@ -1174,15 +1190,17 @@ def main():
     checks, rows, peer, gemm_rows = Checks(), [], Peer(device), []
     decode_rows = []
     try:
-        print("== numerics (%s)" % device, flush=True)
-        run_numerics(manifest, base, run, device, seed, work, checks, clock)
-        if a.emulated:
+        if "numerics" in phases:
+            print("== numerics (%s)" % device, flush=True)
+            run_numerics(manifest, base, run, device, seed, work, checks,
+                         clock)
+        if "models" in phases and a.emulated:
             # Whole models are too many instructions for the interpreter
             # (hours, before their matmuls had a GEMM kernel in f32).
             # bert_layer and gpt_layer stand in.
             print("== all-MiniLM-L6-v2, decoders: not run by the interpreter",
                   flush=True)
-        else:
+        elif "models" in phases:
             print("== all-MiniLM-L6-v2", flush=True)
             try:
                 minilm.check(base, run, device, work, checks, clock)
@@ -1196,15 +1214,17 @@ def main():
                 checks.add(False, "decoders", "check.py error: %s: %s" %
                            (type(e).__name__, e))
         report(header, checks, rows, peer.name, gpu, a.out, clock, False)
-        if not a.skip_timing:
+        timing = Timing(base, run, device, seed, work, checks, clock,
+                        peer, TritonPeer(device))
+        if "timing" in phases:
             print("== timing (%.0f s left of %.0f)" % (clock.left(),
                                                       a.budget), flush=True)
-            timing = Timing(base, run, device, seed, work, checks, clock,
-                            peer, TritonPeer(device))
             run_timing(manifest, timing, rows)
+        if "gemm" in phases:
             print("== GEMM timing (%.0f s left)" % clock.left(), flush=True)
             run_gemm_timing(manifest, base, run, device, seed, work, checks,
                             clock, gemm_rows)
+        if "decode" in phases:
             print("== decode timing (%.0f s left)" % clock.left(),
                   flush=True)
             try:
@@ -1214,6 +1234,7 @@ def main():
             except Exception as e:  # a bug here must not end the whole check
                 checks.add(False, "decode timing", "check.py error: %s: %s" %
                            (type(e).__name__, e))
+        if "triton" in phases:
             print("== Triton attention timing (%.0f s left)" % clock.left(),
                   flush=True)
             try:
@@ -1222,7 +1243,7 @@ def main():
                 print("Triton timing stopped: %s: %s" % (type(e).__name__, e),
                       flush=True)
         # Last: a debugging aid that the time left may cut short.
-        if gpu:
+        if gpu and "sanitizer" in phases:
             print("== compute-sanitizer (%.0f s left)" % clock.left(),
                   flush=True)
             run_sanitizer(manifest, base, a.tfc_run, device, seed, work,
