@@ -32,24 +32,15 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
-VARIANTS = [
-    ("default", []),
-    ("ldmatrix", ["--gpu-ldmatrix"]),
-    ("async", ["--gpu-async-copy"]),
-    ("async32", ["--gpu-async-copy", "--gpu-warp-rows=32"]),
-    ("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]),
-    ("wgmma2", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-wgmma-warpgroups=2"]),
-    ("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]),
-    ("tma2", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
-              "--gpu-wgmma-warpgroups=2"]),
-    ("tma2p", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
-               "--gpu-wgmma-warpgroups=2", "--gpu-tma-producer"]),
-]
-GEMM_VARIANTS = [
-    ("mma.sync", []),
-    ("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]),
-    ("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]),
-]
+# The device check's builds, every flag spelt out ("tma2" is tfc-compile's
+# default on sm_90a; "mma" the register-staged mma.sync kernel).
+sys.path.insert(0, os.path.join(ROOT, "scripts", "device"))
+from specs import GPU_VARIANTS  # noqa: E402
+
+VARIANTS = list(GPU_VARIANTS.items())
+GEMM_VARIANTS = [("mma.sync", GPU_VARIANTS["mma"]),
+                 ("wgmma", GPU_VARIANTS["wgmma"]),
+                 ("tma", GPU_VARIANTS["tma"])]
 GEMM_MLIR = """func.func @main(%a: tensor<1x512x512xf16>, %b: tensor<1x512x512xf16>)
     -> tensor<1x512x512xf32> {
   %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf16>}

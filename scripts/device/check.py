@@ -206,12 +206,13 @@ def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
             run = TfcRun(tool, [])
             run.prefix = ["--tool", kind, "--error-exitcode", "99",
                           "--print-limit", "5", tfc_run]
-            # The default kernel, and where the model has them the cp.async
-            # one with 32 rows per warp and the wgmma ones (their copies and
-            # stages, under racecheck; the bf16 matmul's wgmma GEMM under
+            # The default kernel (sm_90a: wgmma on TMA tiles), and where the
+            # model has them the mma.sync ones (registers; cp.async with 32
+            # rows per warp) and the other wgmma ones (their copies and
+            # stages, under racecheck; the bf16 matmul's GEMMs under
             # memcheck).
-            builds = ["fused"] + [b for b in ("async32", "wgmma", "wgmma2",
-                                              "tma", "tma2", "tma2p")
+            builds = ["fused"] + [b for b in ("mma", "async32", "wgmma",
+                                              "wgmma2", "tma", "tma2p")
                                   if b in specs[name]["builds"]]
             spec = dict(specs[name], name="%s [%s]" % (name, kind),
                         builds=builds)
@@ -649,7 +650,8 @@ def run_triton_timing(manifest, timing, rows):
 
 def run_gemm_timing(manifest, base, run, device, seed, work, checks, clock,
                     rows):
-    """Times each GEMM timing model's builds (mma.sync: "fused"; wgmma)
+    """Times each GEMM timing model's builds (the default, "fused"; "mma",
+    "wgmma")
     with tfc-run and torch.matmul on the same f16 inputs (its result in
     f16, ours in f32), and checks our results against the f32 product of
     the inputs. One row per model."""
@@ -755,7 +757,7 @@ def gemm_table(rows):
               if any(r.get(b + "_ms") for r in rows)]
     head = ["batch x M x K x N", "torch.matmul ms", "TFLOP/s"]
     for b in builds:
-        name = "mma.sync" if b == "fused" else b
+        name = "default" if b == "fused" else b
         head += ["tfc %s ms" % name, "TFLOP/s", "vs torch"]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---:" for _ in head) + "|"]
@@ -955,7 +957,8 @@ def decode_table(rows):
             "GB/s"]
     for b in builds:
         head += ["tfc %s ms" % b, "GB/s"]
-    head += ["fused vs tiled", "fused vs torch", "fused err vs torch"]
+    head += ["fused vs tiled", "fused vs torch", "fused err vs torch",
+             "fastest decode build", "vs torch"]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---:" for _ in head) + "|"]
     notes = []
@@ -972,6 +975,12 @@ def decode_table(rows):
                       fmt(r.get(b + "_gbps"), "%.0f")]
         cells += [ratio("tiled_ms"), ratio("torch_ms"),
                   fmt(r.get("fused_err"), "%.1e")]
+        # The decode kernel's builds (all but the tiled kernels).
+        timed = [b for b in builds if b != "tiled" and r.get(b + "_ms")]
+        best = min(timed, key=lambda b: r[b + "_ms"]) if timed else None
+        cells += [best or "—",
+                  "%.2fx" % (r["torch_ms"] / r[best + "_ms"])
+                  if best and r.get("torch_ms") else "—"]
         lines.append("| " + " | ".join(cells) + " |")
         notes += [n for n in r["notes"] if n not in notes]
     return lines, notes
@@ -1081,7 +1090,9 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final,
         lines += ["", "## Decode attention timing, f16, Sq=1, D=%d" %
                   decode_rows[0]["D"], ""] + t
         lines += ["", "fused: the split-KV decode kernel (default); tiled: "
-                  "`--gpu-decode-kernel=false`. tfc: `tfc-run --repeat` "
+                  "`--gpu-decode-kernel=false`; st3, st4: the decode kernel "
+                  "with `--gpu-decode-stages=3` or 4; bps8: "
+                  "`--gpu-decode-blocks-per-sm=8`. tfc: `tfc-run --repeat` "
                   "median (%s). %s: median of many calls on the same "
                   "inputs (%s). GB/s = K and V bytes read once "
                   "(2*B*Hkv*Skv*D*2) / t; the H200's HBM peak is about "

@@ -163,7 +163,7 @@ def main():
         gpu_arch = ""
     arch_note = gpu_arch
     if a.target != "cpu" and not gpu_arch:
-        m = re.search(r"(sm_\w+) \(default\)", help_text)
+        m = re.search(r"(sm_\w+) \(default", help_text)
         arch_note = "%s (tfc-compile default)" % (m.group(1) if m else "?")
     if a.target == "nvptx":  # builds that name their own (wgmma: sm_90a)
         own = ["%s %s" % (b, f.split("=", 1)[1])

@@ -51,26 +51,36 @@ def tol(dtype):
                    list(DECODE_BUILDS)})
 
 
-# f16/bf16 attention is also built with --gpu-ldmatrix (K and V fragments by
-# ldmatrix), --gpu-async-copy (K and V tiles by cp.async into two stages,
-# fragments by ldmatrix), that with 32 query rows per warp (blocks of 128
-# rows) and --gpu-wgmma (Hopper's warpgroup MMA on cp.async tiles; it needs
-# sm_90a, which the variant names: prepare drops the global --gpu-arch for
-# it), with one warpgroup per block or two (128 rows sharing each K and V
-# tile), and both again on tiles copied by TMA (--gpu-tma: one thread per
-# block issues the copies, mbarriers, 128-byte swizzle; the runtime makes
-# the tensor maps), the two-warpgroup one also with a producer warpgroup
-# (--gpu-tma-producer: it issues the copies and hands its registers to the
-# others, setmaxnreg): checked like the fused build and timed beside it
-# (the GPU target only; prepare drops them for the CPU). Build name:
-# tfc-compile flags.
+# The default build ("fused") takes tfc-compile's kernels for the chip: on
+# sm_90a, its default, wgmma on TMA tiles with two warpgroups per attention
+# block (what "tma2" names again, flag by flag: its second time is the
+# spread of two timings of one kernel). f16/bf16 attention is also built in
+# each of the other kernels, every flag spelt out: "mma" (mma.sync, K and V
+# staged through registers, 4-byte fragment loads; sm_90 and 16 rows per
+# warp, as tfc built before the device check chose), "ldmatrix" (the same,
+# fragments by ldmatrix), "async" (K and V tiles by cp.async into two
+# stages, fragments by ldmatrix), "async32" (that with 32 query rows per
+# warp, blocks of 128 rows: sm_80's and sm_90's default), "wgmma" and
+# "wgmma2" (Hopper's warpgroup MMA on cp.async tiles, one or two warpgroups
+# per block), "tma" and "tma2" (the same on tiles copied by TMA: one thread
+# per block issues the copies, mbarriers, 128-byte swizzle; the runtime
+# makes the tensor maps) and "tma2p" (tma2 with a producer warpgroup that
+# issues the copies and hands its registers to the others, setmaxnreg):
+# checked like the fused build and timed beside it (the GPU target only;
+# prepare drops them for the CPU). Each names its architecture, which
+# replaces TFC_GPU_ARCH's. Build name: tfc-compile flags.
+MMA_SYNC = ["--gpu-arch=sm_90", "--gpu-async-copy=false", "--gpu-warp-rows=16"]
 GPU_VARIANTS = {
-    "ldmatrix": ["--gpu-ldmatrix"],
-    "async": ["--gpu-async-copy"],
-    "async32": ["--gpu-async-copy", "--gpu-warp-rows=32"],
-    "wgmma": ["--gpu-arch=sm_90a", "--gpu-wgmma"],
-    "wgmma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-wgmma-warpgroups=2"],
-    "tma": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"],
+    "mma": MMA_SYNC,
+    "ldmatrix": MMA_SYNC + ["--gpu-ldmatrix"],
+    "async": ["--gpu-arch=sm_90", "--gpu-async-copy", "--gpu-warp-rows=16"],
+    "async32": ["--gpu-arch=sm_90", "--gpu-async-copy", "--gpu-warp-rows=32"],
+    "wgmma": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma=false",
+              "--gpu-wgmma-warpgroups=1"],
+    "wgmma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma=false",
+               "--gpu-wgmma-warpgroups=2"],
+    "tma": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
+            "--gpu-wgmma-warpgroups=1"],
     "tma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
              "--gpu-wgmma-warpgroups=2"],
     "tma2p": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
@@ -79,12 +89,19 @@ GPU_VARIANTS = {
 
 # Attention with at most 8 query rows per KV head (decode; grouped-query
 # heads) runs the split-KV decode kernel in the default build ("fused");
-# "tiled" keeps the tiled flash-attention kernels for it. The GPU_VARIANTS
-# change the tiled kernels only, so decode models are built with these
-# instead (the GPU target only; prepare drops them for the CPU). Build
-# name: tfc-compile flags.
+# "tiled" keeps the tiled flash-attention kernels for it. The others tune
+# the decode kernel: its cp.async stages ("st3", "st4": 2 and 3 tiles in
+# flight per block instead of 1) and the blocks its split of the keys aims
+# at ("bps8": 8 per SM instead of 4). The GPU_VARIANTS change the tiled
+# kernels only, so decode models are built with these instead (the GPU
+# target only; prepare drops them for the CPU). Build name: tfc-compile
+# flags.
 DECODE_BUILDS = {
     "tiled": ["--gpu-decode-kernel=false"],
+    "st3": ["--gpu-decode-stages=3"],
+    "st4": ["--gpu-decode-stages=4"],
+    "bps8": ["--gpu-decode-blocks-per-sm=8"],
+    "bps8st3": ["--gpu-decode-blocks-per-sm=8", "--gpu-decode-stages=3"],
 }
 
 
@@ -195,8 +212,9 @@ def rms_norm(name, shape, eps, dtype="f32"):
 
 def matmul(name, batch, m, k, n, dtype="f32", weight=False):
     """A matmul with f32 results; f16/bf16 operands run on tensor cores on
-    the GPU (accumulated in f32), in the mma.sync and the wgmma GEMM, the
-    latter on cp.async and on TMA tiles. With `weight`, B is given as
+    the GPU (accumulated in f32): the default build's wgmma GEMM on TMA
+    tiles, "wgmma" (cp.async tiles) and "mma" (the mma.sync GEMM). With
+    `weight`, B is given as
     [batch, n, k] and transposed for the matmul, as imported models
     multiply by their weights (the kernels read it as given)."""
     bshape = (batch, n, k) if weight else (batch, k, n)
@@ -214,11 +232,11 @@ def matmul(name, batch, m, k, n, dtype="f32", weight=False):
                                         "bt" if weight else "b", ta, tbt,
                                         tz, tz, tc, tc)
     # No transformer op in it: the fused and unfused builds are the same.
-    # f16/bf16 also on the wgmma GEMM (cp.async and TMA tiles), except at
-    # few rows of A, where every build runs the GEMV kernel (up to 32 of a
-    # weight [N, K], 8 otherwise).
+    # f16/bf16 also on the mma.sync GEMM and the wgmma one on cp.async
+    # tiles, except at few rows of A, where every build runs the GEMV kernel
+    # (up to 32 of a weight [N, K], 8 otherwise).
     gemv = m <= (32 if weight and dtype != "f32" and k % 8 == 0 else 8)
-    builds = ["fused"] + (["wgmma", "tma"] if dtype != "f32" and not gemv
+    builds = ["fused"] + (["mma", "wgmma"] if dtype != "f32" and not gemv
                           else [])
     return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
             "builds": builds, "dtype": "f32", "weight": weight,
@@ -286,9 +304,11 @@ def numerics_models(root):
         A("attn_decode_1x1000_f16", 2, 12, 12, 1, 1000, 64, "f16"),
         # 8 query heads per KV head (the most rows the decode kernel
         # takes), 1100 keys (not a whole number of its 32-key tiles): the
-        # decode kernel, the tiled one on the same shape, the unfused graph.
+        # decode kernel (and its tunings), the tiled one on the same shape,
+        # the unfused graph.
         A("attn_decode_gqa16x2_f16", 2, 16, 2, 1, 1100, 128, "f16",
-          builds=("fused", "tiled", "unfused"), variants=False),
+          builds=("fused",) + tuple(DECODE_BUILDS) + ("unfused",),
+          variants=False),
         A("attn_padmask_f32", 3, 4, 4, 40, 40, 64, "f32", mask=True),
         A("attn_padmask_f16", 3, 4, 4, 130, 130, 64, "f16", mask=True,
           scale=0.1),
@@ -333,8 +353,9 @@ UNFUSED_NOTE = ("unfused omitted at S=16384: its [B,H,S,S] f16 score matrix "
 
 
 def gemm_timing_models(small=False):
-    """f16 GEMMs with f32 results, in the mma.sync build and the wgmma
-    ones (the dry run: small shapes, mma.sync only), timed against
+    """f16 GEMMs with f32 results, in the default build (wgmma on TMA
+    tiles), the mma.sync one and the wgmma one on cp.async tiles (the dry
+    run: small shapes, the CPU build only), timed against
     torch.matmul: a square one, and a transformer MLP's up-projection
     (batch 8 x 1024 tokens, 768 -> 3072). Then decode steps' projections
     (the GEMV kernel): one token by a 4096 x 4096 weight as stored ([N,

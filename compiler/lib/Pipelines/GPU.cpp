@@ -7,6 +7,17 @@
 
 namespace tfc {
 
+NVPTXPipelineOptions nvptxKernelDefaults(const std::string &chip) {
+  NVPTXPipelineOptions options;
+  options.chip = chip;
+  options.wgmma = chip == "sm_90a";
+  options.tma = options.wgmma;
+  options.wgmmaWarpgroups = options.wgmma ? 2 : 1;
+  options.asyncCopy = !options.wgmma;
+  options.warpRows = options.wgmma ? 16 : 32;
+  return options;
+}
+
 std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
   std::string p;
   // Graph level: fused attention becomes one kernel launch each; whatever
@@ -20,7 +31,9 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
          " tma=" + (options.tma ? "true" : "false") +
          " tma-producer=" + (options.tmaProducer ? "true" : "false") +
          " decode-kernel=" + (options.decodeKernel ? "true" : "false") +
-         " warp-rows=" + std::to_string(options.warpRows) + "},";
+         " warp-rows=" + std::to_string(options.warpRows) +
+         " decode-blocks-per-sm=" + std::to_string(options.decodeBlocksPerSM) +
+         " decode-stages=" + std::to_string(options.decodeStages) + "},";
   p += "transformer-decompose,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
        "tosa-to-tensor),canonicalize,cse,"

@@ -28,7 +28,7 @@
 // is the model's kernels timed with CUDA events (tfc_model_time: inputs
 // copied in and outputs out around them, not timed); there is no reference
 // and no memory column. --compile-flags go to both builds' tfc-compile
-// (e.g. "--gpu-arch=sm_90a --gpu-wgmma --gpu-tma").
+// (e.g. "--gpu-arch=sm_90" for the mma.sync kernels).
 //
 // Shapes: attention B x H x S x D (Sq = Skv = S), B x H x Sq x Skv x D
 // (decode: Sq = 1) or B x Hq x Hkv x Sq x Skv x D (grouped-query heads),

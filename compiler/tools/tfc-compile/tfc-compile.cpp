@@ -77,9 +77,10 @@ static cl::opt<std::string> target("target",
                                    cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string>
     gpuArch("gpu-arch",
-            cl::desc("GPU architecture with --target=nvptx: sm_90 (default), "
-                     "sm_90a, sm_80, ..."),
-            cl::init("sm_90"), cl::cat(category));
+            cl::desc("GPU architecture with --target=nvptx: sm_90a (default: "
+                     "Hopper, wgmma and TMA kernels), sm_90 (its PTX also "
+                     "runs on newer GPUs), sm_80, ..."),
+            cl::init("sm_90a"), cl::cat(category));
 static cl::opt<bool> noFusion("no-fusion",
                               cl::desc("Build the unfused graph: decompose "
                                        "every transformer op to primitives"),
@@ -106,31 +107,34 @@ static cl::opt<std::string> quantizeActivations(
 
 static cl::opt<bool> gpuLdmatrix(
     "gpu-ldmatrix",
-    cl::desc("With --target=nvptx: f16/bf16 attention reads its K and V "
-             "fragments with ldmatrix (not yet measured on a GPU)"),
+    cl::desc("With --target=nvptx and mma.sync attention (not sm_90a's "
+             "wgmma): f16/bf16 attention reads its K and V fragments with "
+             "ldmatrix (implied by --gpu-async-copy)"),
     cl::cat(category));
 
 static cl::opt<bool> gpuAsyncCopy(
     "gpu-async-copy",
-    cl::desc("With --target=nvptx: f16/bf16 attention copies its K and V "
-             "tiles to shared memory with cp.async into two stages, and "
-             "reads fragments with ldmatrix (not yet measured on a GPU)"),
+    cl::desc("With --target=nvptx and mma.sync attention (not sm_90a's "
+             "wgmma): f16/bf16 attention copies its K and V tiles to shared "
+             "memory with cp.async into two stages, and reads fragments with "
+             "ldmatrix (default true; false: tiles staged through "
+             "registers)"),
     cl::cat(category));
 
 static cl::opt<bool> gpuWgmma(
     "gpu-wgmma",
     cl::desc("With --target=nvptx --gpu-arch=sm_90a: f16/bf16 attention "
              "computes Q·Kᵀ and P·V, and f16/bf16 matmuls their products, "
-             "with Hopper's warpgroup MMA (wgmma) on tiles copied by "
-             "cp.async (not yet measured on a GPU)"),
+             "with Hopper's warpgroup MMA (wgmma) (default true on sm_90a; "
+             "false: mma.sync)"),
     cl::cat(category));
 
 static cl::opt<int64_t> gpuWgmmaWarpgroups(
     "gpu-wgmma-warpgroups",
-    cl::desc("With --gpu-wgmma: warpgroups per attention block, 1 (default: "
-             "64 query rows) or 2 (128 rows; each K and V tile copied to "
-             "shared memory serves both; not yet measured on a GPU)"),
-    cl::init(1), cl::cat(category));
+    cl::desc("With --gpu-wgmma: warpgroups per attention block, 1 (64 "
+             "query rows) or 2 (default: 128 rows; each K and V tile copied "
+             "to shared memory serves both)"),
+    cl::init(2), cl::cat(category));
 
 static cl::opt<bool> gpuTma(
     "gpu-tma",
@@ -138,7 +142,7 @@ static cl::opt<bool> gpuTma(
              "matmuls (A, B) go to shared memory by TMA "
              "(cp.async.bulk.tensor from one thread, mbarriers, 128-byte "
              "swizzle) instead of cp.async; the runtime makes the tensor "
-             "maps (not yet measured on a GPU)"),
+             "maps (default true with --gpu-wgmma)"),
     cl::cat(category));
 
 static cl::opt<bool> gpuTmaProducer(
@@ -146,8 +150,8 @@ static cl::opt<bool> gpuTmaProducer(
     cl::desc("With --gpu-tma --gpu-wgmma-warpgroups=2: attention blocks get "
              "a third warpgroup that issues the TMA copies and hands its "
              "registers to the two computing warpgroups (setmaxnreg; "
-             "FlashAttention-3's warp specialisation; not yet measured on a "
-             "GPU)"),
+             "FlashAttention-3's warp specialisation; as fast as without on "
+             "the H200)"),
     cl::cat(category));
 
 static cl::opt<bool> gpuDecodeKernel(
@@ -159,11 +163,23 @@ static cl::opt<bool> gpuDecodeKernel(
 
 static cl::opt<int64_t> gpuWarpRows(
     "gpu-warp-rows",
-    cl::desc("With --target=nvptx: query rows per warp of f16/bf16 "
-             "attention, 16 (default: blocks of 64 rows) or 32 (blocks of "
-             "128; each K and V fragment serves two mma.sync; not yet "
-             "measured on a GPU)"),
-    cl::init(16), cl::cat(category));
+    cl::desc("With --target=nvptx and mma.sync attention (not sm_90a's "
+             "wgmma): query rows per warp of f16/bf16 attention, 16 (blocks "
+             "of 64 rows) or 32 (default: blocks of 128; each K and V "
+             "fragment serves two mma.sync)"),
+    cl::init(32), cl::cat(category));
+
+static cl::opt<int64_t> gpuDecodeBlocksPerSM(
+    "gpu-decode-blocks-per-sm",
+    cl::desc("With --target=nvptx: the blocks the decode kernel's chunks of "
+             "keys aim at, per SM of an H200 (132 SMs), 1 to 16 (default 4)"),
+    cl::init(4), cl::cat(category));
+
+static cl::opt<int64_t> gpuDecodeStages(
+    "gpu-decode-stages",
+    cl::desc("With --target=nvptx: the decode kernel's cp.async stages of K "
+             "and V tiles, 2 to 4 (default 2)"),
+    cl::init(2), cl::cat(category));
 
 static cl::opt<std::string> gpuBinary(
     "gpu-binary",
@@ -172,6 +188,32 @@ static cl::opt<std::string> gpuBinary(
              "driver when the model is loaded: runs on GPUs newer than "
              "--gpu-arch, and on the PTX interpreter of the tests)"),
     cl::init("cubin"), cl::cat(category));
+
+/// The GPU kernels of this build: --gpu-arch's defaults
+/// (tfc::nvptxKernelDefaults, the fastest in the H200 device check), then
+/// what the flags say. wgmma decides the others' defaults: without it (the
+/// flag false, or another chip) attention gets mma.sync with cp.async
+/// stages and 32 rows per warp.
+static tfc::NVPTXPipelineOptions gpuKernels() {
+  tfc::NVPTXPipelineOptions k = tfc::nvptxKernelDefaults(gpuArch);
+  if (gpuWgmma.getNumOccurrences() && gpuWgmma != k.wgmma)
+    k = tfc::nvptxKernelDefaults(gpuWgmma ? "sm_90a" : "");
+  k.chip = gpuArch;
+  auto given = [](auto &flag, auto &field) {
+    if (flag.getNumOccurrences())
+      field = flag;
+  };
+  given(gpuLdmatrix, k.ldmatrix);
+  given(gpuAsyncCopy, k.asyncCopy);
+  given(gpuWgmmaWarpgroups, k.wgmmaWarpgroups);
+  given(gpuTma, k.tma);
+  given(gpuTmaProducer, k.tmaProducer);
+  given(gpuDecodeKernel, k.decodeKernel);
+  given(gpuWarpRows, k.warpRows);
+  given(gpuDecodeBlocksPerSM, k.decodeBlocksPerSM);
+  given(gpuDecodeStages, k.decodeStages);
+  return k;
+}
 
 enum class Emit { MLIR, LLVM, Obj, SO, PTX };
 static cl::opt<Emit>
@@ -395,17 +437,8 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     manifest->target = "nvptx";
   std::string pipeline;
   if (gpu) {
-    tfc::NVPTXPipelineOptions options;
+    tfc::NVPTXPipelineOptions options = gpuKernels();
     options.fuse = fuse;
-    options.chip = gpuArch;
-    options.ldmatrix = gpuLdmatrix;
-    options.asyncCopy = gpuAsyncCopy;
-    options.wgmma = gpuWgmma;
-    options.wgmmaWarpgroups = gpuWgmmaWarpgroups;
-    options.tma = gpuTma;
-    options.tmaProducer = gpuTmaProducer;
-    options.decodeKernel = gpuDecodeKernel;
-    options.warpRows = gpuWarpRows;
     options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
     pipeline = tfc::getNVPTXPipeline(options);
   } else {
@@ -551,27 +584,42 @@ int main(int argc, char **argv) {
     if (verifyFusion)
       return fail("--verify-fusion runs both builds on this machine and "
                   "needs --target=cpu");
-    if (gpuWgmma && gpuArch != "sm_90a")
+    tfc::NVPTXPipelineOptions k = gpuKernels();
+    if (k.wgmma && gpuArch != "sm_90a")
       return fail("--gpu-wgmma needs --gpu-arch=sm_90a (wgmma is not part "
                   "of " +
                   gpuArch + ")");
-    if (gpuWgmma && gpuWarpRows.getNumOccurrences() && gpuWarpRows != 16)
+    if (k.wgmma && ((gpuLdmatrix.getNumOccurrences() && gpuLdmatrix) ||
+                    (gpuAsyncCopy.getNumOccurrences() && gpuAsyncCopy)))
+      return fail(
+          std::string(gpuLdmatrix ? "--gpu-ldmatrix" : "--gpu-async-copy") +
+          " chooses how the mma.sync attention kernel reads its "
+          "tiles; this build's attention runs on wgmma (sm_90a's "
+          "default): add --gpu-wgmma=false");
+    if (k.wgmma && gpuWarpRows.getNumOccurrences() && gpuWarpRows != 16)
       return fail("--gpu-wgmma takes 16 rows per warp (a warpgroup of 4 "
                   "warps owns 64 rows); drop --gpu-warp-rows");
-    if (gpuWgmmaWarpgroups.getNumOccurrences() && !gpuWgmma)
+    if (gpuWgmmaWarpgroups.getNumOccurrences() && !k.wgmma)
       return fail("--gpu-wgmma-warpgroups needs --gpu-wgmma");
-    if (gpuTma && !gpuWgmma)
+    if (k.tma && !k.wgmma)
       return fail("--gpu-tma needs --gpu-wgmma (TMA feeds the wgmma kernel)");
-    if (gpuTmaProducer && (!gpuTma || gpuWgmmaWarpgroups != 2))
+    if (k.tmaProducer && (!k.tma || k.wgmmaWarpgroups != 2))
       return fail("--gpu-tma-producer needs --gpu-tma and "
                   "--gpu-wgmma-warpgroups=2 (the producer feeds two "
                   "warpgroups)");
-    if (gpuWgmmaWarpgroups != 1 && gpuWgmmaWarpgroups != 2)
+    if (k.wgmmaWarpgroups != 1 && k.wgmmaWarpgroups != 2)
       return fail("unknown --gpu-wgmma-warpgroups " +
-                  std::to_string(gpuWgmmaWarpgroups) + " (supported: 1, 2)");
-    if (gpuWarpRows != 16 && gpuWarpRows != 32)
-      return fail("unknown --gpu-warp-rows " + std::to_string(gpuWarpRows) +
+                  std::to_string(k.wgmmaWarpgroups) + " (supported: 1, 2)");
+    if (k.warpRows != 16 && k.warpRows != 32)
+      return fail("unknown --gpu-warp-rows " + std::to_string(k.warpRows) +
                   " (supported: 16, 32)");
+    if (k.decodeBlocksPerSM < 1 || k.decodeBlocksPerSM > 16)
+      return fail("unknown --gpu-decode-blocks-per-sm " +
+                  std::to_string(k.decodeBlocksPerSM) +
+                  " (supported: 1 to 16)");
+    if (k.decodeStages < 2 || k.decodeStages > 4)
+      return fail("unknown --gpu-decode-stages " +
+                  std::to_string(k.decodeStages) + " (supported: 2 to 4)");
     if (gpuBinary != "cubin" && gpuBinary != "ptx")
       return fail("unknown --gpu-binary '" + gpuBinary +
                   "' (supported: cubin, ptx)");
@@ -593,6 +641,10 @@ int main(int argc, char **argv) {
     return fail("--gpu-warp-rows needs --target=nvptx");
   } else if (gpuDecodeKernel.getNumOccurrences()) {
     return fail("--gpu-decode-kernel needs --target=nvptx");
+  } else if (gpuDecodeBlocksPerSM.getNumOccurrences()) {
+    return fail("--gpu-decode-blocks-per-sm needs --target=nvptx");
+  } else if (gpuDecodeStages.getNumOccurrences()) {
+    return fail("--gpu-decode-stages needs --target=nvptx");
   }
 
   DialectRegistry registry;

@@ -175,3 +175,29 @@ func.func @decode_two_parts(%q: tensor<1x8x1x64xf16>, %k0: tensor<1x2x1000x64xf1
   %o = transformer.attention %q, %k, %v {is_causal} : tensor<1x8x1x64xf16>, tensor<1x2x1003x64xf16>, tensor<1x2x1003x64xf16> -> tensor<1x8x1x64xf16>
   return %o : tensor<1x8x1x64xf16>
 }
+
+// -----
+
+// The split aims at decode-blocks-per-sm blocks per SM (132 SMs), chunks of
+// at least 4 tiles: 8 KV heads x 128 tiles of 32 keys make 32 chunks of 4 by
+// default (4 per SM: 66 wanted per KV head), 16 chunks of 8 at 1 per SM (17
+// wanted). decode-stages=3 copies into three stages, two tiles in flight.
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="decode-blocks-per-sm=1 decode-stages=3" | FileCheck %s --check-prefix=TUNED
+// CHECK-LABEL: func.func @decode_long_f16
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<32x8x64xf32>
+// TUNED-LABEL: func.func @decode_long_f16
+// TUNED: memref.alloc() {alignment = 64 : i64} : memref<16x8x64xf32>
+// TUNED: gpu.func @attention_decode_0
+// TUNED: memref.view {{.*}} to memref<96x{{[0-9]+}}xf16, #gpu.address_space<workgroup>>
+// TUNED: memref.view {{.*}} to memref<96x64xf16, #gpu.address_space<workgroup>>
+// TUNED: nvgpu.device_async_create_group
+// TUNED: nvgpu.device_async_create_group
+// TUNED: scf.for
+// TUNED: gpu.barrier
+// TUNED: nvgpu.device_async_create_group
+// TUNED-NEXT: nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// TUNED-NEXT: gpu.barrier
+func.func @decode_long_f16(%q: tensor<1x8x1x64xf16>, %k: tensor<1x8x4096x64xf16>, %v: tensor<1x8x4096x64xf16>) -> tensor<1x8x1x64xf16> {
+  %o = transformer.attention %q, %k, %v : tensor<1x8x1x64xf16>, tensor<1x8x4096x64xf16>, tensor<1x8x4096x64xf16> -> tensor<1x8x1x64xf16>
+  return %o : tensor<1x8x1x64xf16>
+}

@@ -30,6 +30,9 @@ if len(sys.argv) > 3:
                                         ctypes.c_size_t]
     interpreter.ptxemu_unload.argtypes = [ctypes.c_void_p]
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..")
+# The device check's builds (the flags of each kernel variant).
+sys.path.insert(0, os.path.join(SRC, "scripts", "device"))
+from specs import GPU_VARIANTS  # noqa: E402
 os.makedirs(WORKDIR, exist_ok=True)
 failures = 0
 
@@ -207,28 +210,15 @@ for name, mlir, dt in cases:
     src = os.path.join(WORKDIR, name + ".mlir")
     with open(src, "w") as f:
         f.write(mlir)
-    # f16/bf16 attention also with its ldmatrix and async-copy variants, and
-    # 32 query rows per warp.
+    # The default build (sm_90a: wgmma on TMA tiles, two warpgroups per
+    # attention block, i.e. "tma2"); f16/bf16 attention also in the device
+    # check's other kernels, and f16/bf16 matmuls on mma.sync and on wgmma
+    # with cp.async tiles.
     variants = [("fused", []), ("unfused", ["--no-fusion"])]
     if name.startswith("attn") and dt != "f32":
-        variants.append(("ldmatrix", ["--gpu-ldmatrix"]))
-        variants.append(("async", ["--gpu-async-copy"]))
-        variants.append(("async32",
-                         ["--gpu-async-copy", "--gpu-warp-rows=32"]))
-        variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
-        variants.append(("wgmma2", ["--gpu-arch=sm_90a", "--gpu-wgmma",
-                                    "--gpu-wgmma-warpgroups=2"]))
-        variants.append(("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma",
-                                 "--gpu-tma"]))
-        variants.append(("tma2", ["--gpu-arch=sm_90a", "--gpu-wgmma",
-                                  "--gpu-tma", "--gpu-wgmma-warpgroups=2"]))
-        variants.append(("tma2p", ["--gpu-arch=sm_90a", "--gpu-wgmma",
-                                   "--gpu-tma", "--gpu-wgmma-warpgroups=2",
-                                   "--gpu-tma-producer"]))
+        variants += [(v, f) for v, f in GPU_VARIANTS.items() if v != "tma2"]
     if name.startswith("matmul") and dt != "f32":
-        variants.append(("wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
-        variants.append(("tma", ["--gpu-arch=sm_90a", "--gpu-wgmma",
-                                 "--gpu-tma"]))
+        variants += [(v, GPU_VARIANTS[v]) for v in ("mma", "wgmma")]
     # attn_decode_*: the decode kernel in the fused build; the tiled
     # kernels' variants without it.
     decode_shape = name.startswith(("attn_decode", "dec_"))
@@ -245,8 +235,11 @@ for name, mlir, dt in cases:
         if r.returncode:
             check(label + ": tfc-compile", False, r.stderr.strip())
             continue
-        sm90a = variant.startswith(("wgmma", "tma"))
-        arch = "sm_90a" if sm90a else "sm_90"
+        arch = next((f.split("=", 1)[1] for f in flags
+                     if f.startswith("--gpu-arch=")), "sm_90a")
+        sm90a = arch == "sm_90a"
+        # The kernel the build gets: tfc-compile's default on sm_90a is tma2.
+        kind = "tma2" if variant == "fused" else variant
         r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx, "-o",
                             ptx + ".cubin"], capture_output=True, text=True)
         check(label + ": ptxas -arch=" + arch, r.returncode == 0,
@@ -264,7 +257,7 @@ for name, mlir, dt in cases:
             spills = re.findall(r"(\d+) bytes spill stores", r.stderr)
             check(label + ": no register spills",
                   spills and all(s == "0" for s in spills), r.stderr)
-            if variant == "tma":
+            if "--gpu-tma=false" not in flags:
                 # Thread 0 copies the slices by TMA; the warps wait on
                 # mbarriers, not for cp.async groups.
                 check(label + ": tiles by TMA, waits on mbarriers",
@@ -284,7 +277,8 @@ for name, mlir, dt in cases:
                   spills and all(s == "0" for s in spills), r.stderr)
         elif dt != "f32" and (name.startswith("matmul") or
                               (name.startswith("attn") and not fused)):
-            check(label + ": matmuls on tensor cores", mma in text)
+            check(label + ": matmuls on tensor cores",
+                  mma in text or ("wgmma.mma_async" in text and sm90a))
         dims = [int(d) for d in
                 re.findall(r"tensor<\d+x\d+x\d+x(\d+)x", mlir)[:3]]
         if decode:
@@ -335,7 +329,7 @@ for name, mlir, dt in cases:
                 check(label + ": fragments by ldmatrix (V transposed)",
                       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
                       and "ld.shared.b32" not in text)
-            if variant.startswith("tma") and all(d % 8 == 0 and d <= 128
+            if kind.startswith("tma") and all(d % 8 == 0 and d <= 128
                                                  for d in dims):
                 # One thread copies each tile by TMA; the warps wait on
                 # mbarriers, not for cp.async groups.
@@ -368,9 +362,10 @@ for name, mlir, dt in cases:
                 check(label + ": no register spills",
                       spills and all(s == "0" for s in spills), r.stderr)
 
-# Other architectures: Ampere and Hopper with its arch-specific features.
+# Other architectures: Ampere, and Hopper without its arch-specific features
+# (mma.sync: PTX that newer GPUs run too).
 src = os.path.join(WORKDIR, "attn_causal_odd_bf16.mlir")
-for arch in ("sm_80", "sm_90a"):
+for arch in ("sm_80", "sm_90"):
     ptx = os.path.join(WORKDIR, "arch_%s.ptx" % arch)
     r = subprocess.run([os.path.join(BINDIR, "tfc-compile"), src,
                         "--target=nvptx", "--gpu-arch=" + arch, "--emit=ptx",

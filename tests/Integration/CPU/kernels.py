@@ -7,12 +7,19 @@ usage: kernels.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                   [--gpu-binary=cubin|ptx]
 """
 
+import os
 import sys
 
 import numpy as np
 
 from harness import (Harness, bf16_to_f32, f32_to_bf16, parse_args,
                      tensor_type)
+
+# The GPU kernels' builds, as the device check makes them (tfc-compile
+# flags by name; the default build is wgmma on TMA tiles, "tma2").
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "scripts", "device"))
+from specs import GPU_VARIANTS  # noqa: E402
 
 
 def attention_ref(q, k, v, mask, scale, causal, softcap=None, window=None):
@@ -95,35 +102,19 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         tiled = ["--gpu-decode-kernel=false"]
         builds.append(("fused tiled", True, tiled))
     if dtype == "f16" and h.target == "nvptx":
-        # The tensor-core kernel's variants: K/V fragments by ldmatrix; K/V
-        # tiles by cp.async in two stages; 32 query rows per warp; wgmma.
-        builds.append(("fused ldmatrix", True, ["--gpu-ldmatrix"]))
-        builds.append(("fused async-copy", True, ["--gpu-async-copy"]))
-        builds.append(("fused async-copy 32 rows/warp", True,
-                       ["--gpu-async-copy", "--gpu-warp-rows=32"]))
-        builds.append(("fused 32 rows/warp", True, ["--gpu-warp-rows=32"]))
-        # Hopper: Q·Kᵀ and P·V on wgmma (sm_90a).
-        builds.append(("fused wgmma", True,
-                       ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
-        builds.append(("fused wgmma 2 warpgroups", True,
-                       ["--gpu-arch=sm_90a", "--gpu-wgmma",
-                        "--gpu-wgmma-warpgroups=2"]))
-        # The same on tiles copied by TMA (tensor maps from the runtime).
-        builds.append(("fused wgmma tma", True,
-                       ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]))
-        builds.append(("fused wgmma tma 2 warpgroups", True,
-                       ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
-                        "--gpu-wgmma-warpgroups=2"]))
-        # ... with a producer warpgroup issuing the copies.
-        builds.append(("fused wgmma tma producer", True,
-                       ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
-                        "--gpu-wgmma-warpgroups=2", "--gpu-tma-producer"]))
-        # The unfused graph's f16 matmuls on the wgmma GEMM.
-        builds.append(("unfused wgmma", False,
-                       ["--gpu-arch=sm_90a", "--gpu-wgmma"]))
-        # ... copying their tiles by TMA.
-        builds.append(("unfused wgmma tma", False,
-                       ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma"]))
+        # The tensor-core kernels: mma.sync (K/V staged through registers,
+        # fragments by ldmatrix, tiles by cp.async, 16 or 32 query rows per
+        # warp) and wgmma (cp.async or TMA tiles, one or two warpgroups, a
+        # producer warpgroup); the default build is "tma2".
+        builds += [("fused " + v, True, f) for v, f in GPU_VARIANTS.items()
+                   if v != "tma2"]
+        builds.append(("fused mma 32 rows/warp", True,
+                       ["--gpu-arch=sm_90", "--gpu-async-copy=false",
+                        "--gpu-warp-rows=32"]))
+        # The unfused graph's f16 matmuls on the mma.sync GEMM and on the
+        # wgmma one with cp.async tiles (the default: TMA tiles).
+        builds += [("unfused " + v, False, GPU_VARIANTS[v])
+                   for v in ("mma", "wgmma")]
     for build, fused, flags in builds:
         if fused and flags and flags != tiled:
             flags = flags + tiled
@@ -368,9 +359,9 @@ def matmul_f16_case(h, rng, name, batch, m, k, n, weight=False):
                                   b).astype(np.float64)
     builds = [("", [])]
     if h.target == "nvptx":
-        builds += [(" wgmma", ["--gpu-arch=sm_90a", "--gpu-wgmma"]),
-                   (" wgmma tma", ["--gpu-arch=sm_90a", "--gpu-wgmma",
-                                   "--gpu-tma"])]
+        # The default (wgmma on TMA tiles where the shape allows), mma.sync
+        # and wgmma on cp.async tiles.
+        builds += [(" " + v, GPU_VARIANTS[v]) for v in ("mma", "wgmma")]
     for build, flags in builds:
         lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
                       True, flags=flags)

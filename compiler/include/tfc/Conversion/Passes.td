@@ -435,7 +435,14 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
            "of keys) and a kernel that combines the chunks">,
     Option<"warpRows", "warp-rows", "int64_t", /*default=*/"16",
            "f16/bf16 attention: query rows per warp, 16 (blocks of 64 rows) "
-           "or 32 (blocks of 128; K and V fragments serve two mma each)">
+           "or 32 (blocks of 128; K and V fragments serve two mma each)">,
+    Option<"decodeBlocksPerSM", "decode-blocks-per-sm", "int64_t",
+           /*default=*/"4",
+           "decode kernel: the blocks its chunks of keys aim at, per SM of "
+           "an H200 (132 SMs; 1 to 16)">,
+    Option<"decodeStages", "decode-stages", "int64_t", /*default=*/"2",
+           "decode kernel: cp.async stages of K and V tiles per block, 2 to "
+           "4 (stages - 1 tiles in flight while one is computed)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -31,9 +31,20 @@ struct NVPTXPipelineOptions {
   bool decodeKernel = true;
   /// f16/bf16 attention: query rows per warp (16 or 32).
   int64_t warpRows = 16;
+  /// The decode kernel's blocks per SM (its split of the keys) and cp.async
+  /// stages.
+  int64_t decodeBlocksPerSM = 4, decodeStages = 2;
   /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).
   std::string format = "bin";
 };
+
+/// The kernels tfc-compile builds for `chip` where no flag chooses, the
+/// fastest of each kind in the H200 device check (docs/Performance.md,
+/// 2026-12-04): on sm_90a, attention and f16/bf16 matmuls on wgmma with
+/// their tiles copied by TMA, two warpgroups (128 query rows) per attention
+/// block; on other chips, mma.sync attention with cp.async stages and 32
+/// query rows per warp.
+NVPTXPipelineOptions nvptxKernelDefaults(const std::string &chip);
 
 /// The textual pass pipeline (anchored on builtin.module, without the
 /// `builtin.module(...)` wrapper) from the graph IR to the LLVM dialect with

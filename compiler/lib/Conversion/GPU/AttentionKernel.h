@@ -64,6 +64,10 @@ struct AttentionShape {
   /// the second the others (its new tokens'), read where they are; the
   /// inputs are then q, k0, k1, v0, v1[, mask].
   int64_t keySplit = 0;
+  /// Decode kernel: the blocks its chunks of keys aim at, per SM of an
+  /// H200 (132 SMs), and the cp.async stages each block copies its K and V
+  /// tiles into (2: the next tile in flight while one is computed).
+  int64_t decodeBlocksPerSM = 4, decodeStages = 2;
 };
 
 struct AttentionLaunch {

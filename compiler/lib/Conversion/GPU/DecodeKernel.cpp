@@ -9,11 +9,12 @@
 // - a block per (batch x KV head, chunk of keys): its query rows are every
 //   row of the query heads that share the KV head (g x Sq rows, at most
 //   kMaxDecodeRows), so K and V are read once per KV head;
-// - the chunks spread the keys over the GPU (about kTargetBlocks blocks,
+// - the chunks spread the keys over the GPU (about decodeBlocksPerSM x 132
+//   blocks,
 //   at least kMinTilesPerSplit tiles each);
 // - a block of 4 warps walks its chunk in tiles of 32 keys, copied to
-//   shared memory by cp.async in two stages (the next tile in flight
-//   during the current one, no register holding it). Warp w owns keys
+//   shared memory by cp.async into 2 to 4 stages (decodeStages - 1 tiles in
+//   flight during the current one, no register holding them). Warp w owns keys
 //   8w..8w+7 of each tile, 4 lanes per key:
 //   a lane multiplies its quarter of the head dimension with each query
 //   row (Q, scaled into the log2 domain, in shared memory), two shuffles
@@ -49,10 +50,10 @@ constexpr double kLog2e = 1.4426950408889634;
 constexpr int64_t kWarps = 4, kThreads = 32 * kWarps;
 /// Keys per tile: 8 per warp, 4 lanes per key.
 constexpr int64_t kTileKeys = 32, kKeysPerWarp = kTileKeys / kWarps;
-/// Blocks the chunks aim at: 4 per SM of an H200 (132 SMs); a chunk holds
-/// at least kMinTilesPerSplit tiles (128 keys), so that its partial output
-/// (R x Dv f32) stays small against the K and V it reads.
-constexpr int64_t kTargetBlocks = 4 * 132, kMinTilesPerSplit = 4;
+/// The chunks aim at decodeBlocksPerSM blocks per SM of an H200 (132 SMs);
+/// a chunk holds at least kMinTilesPerSplit tiles (128 keys), so that its
+/// partial output (R x Dv f32) stays small against the K and V it reads.
+constexpr int64_t kSMs = 132, kMinTilesPerSplit = 4;
 /// Beyond this the block's tiles do not fit twice on an SM.
 constexpr int64_t kMaxDecodeShared = 100 * 1024;
 
@@ -65,7 +66,8 @@ int64_t chunkWidth(int64_t n, int64_t most) {
 }
 
 struct Geometry {
-  int64_t rows; // query rows per block: heads per KV head x Sq
+  int64_t rows;   // query rows per block: heads per KV head x Sq
+  int64_t stages; // K and V tiles in shared memory
   /// K: copied in chunks of kWidth elements (16 bytes where D allows, 4
   /// at least: cp.async's sizes), the head dimension padded with zeros to
   /// 4 kWidth (each lane of a key takes every fourth chunk), rows of kStride
@@ -83,13 +85,14 @@ struct Geometry {
   int64_t firstTile, tiles, tilesPerSplit, splits;
 
   int64_t groups() const { return dvPad / (32 * vPair); }
-  /// Q [rows][dPad] f32, two stages of K [32][kStride] and of V
+  /// Q [rows][dPad] f32, the stages of K [32][kStride] and of V
   /// [32][dvPad], the warps' row statistics [max x 4, sum x 4][rows] f32;
   /// views of the launch's dynamic shared memory.
   SmallVector<MemRefType> tileTypes(Type t) const {
     Type f32 = Float32Type::get(t.getContext());
-    return {sharedTile(f32, rows, dPad), sharedTile(t, 2 * kTileKeys, kStride),
-            sharedTile(t, 2 * kTileKeys, dvPad),
+    return {sharedTile(f32, rows, dPad),
+            sharedTile(t, stages * kTileKeys, kStride),
+            sharedTile(t, stages * kTileKeys, dvPad),
             sharedTile(f32, 2 * kWarps, rows)};
   }
   /// After the loop, the warps' output rows [4 rows][dvPad] f32 take the
@@ -106,6 +109,7 @@ struct Geometry {
 Geometry geometry(const AttentionShape &s) {
   Geometry g;
   g.rows = s.headsQ / s.headsKV * s.seqQ;
+  g.stages = s.decodeStages;
   int64_t most = 128 / s.elementType.getIntOrFloatBitWidth();
   g.kWidth = chunkWidth(s.headDim, most);
   g.dPad = roundUp(s.headDim, 4 * g.kWidth);
@@ -120,7 +124,7 @@ Geometry geometry(const AttentionShape &s) {
   g.tiles = (s.seqKV + kTileKeys - 1) / kTileKeys - g.firstTile;
   int64_t blocks = s.batch * s.headsKV;
   int64_t splits =
-      std::clamp<int64_t>((kTargetBlocks + blocks - 1) / blocks, 1,
+      std::clamp<int64_t>((s.decodeBlocksPerSM * kSMs + blocks - 1) / blocks, 1,
                           std::max<int64_t>(1, g.tiles / kMinTilesPerSplit));
   g.tilesPerSplit = (g.tiles + splits - 1) / splits;
   g.splits = (g.tiles + g.tilesPerSplit - 1) / g.tilesPerSplit;
@@ -191,12 +195,12 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
   TileLayout kLayout{kTileKeys, g.dPad, g.kWidth, kThreads};
   TileLayout vLayout{kTileKeys, g.dvPad, g.vWidth, kThreads};
   // Key tile `tile`, the chunk's tile `tileInChunk`, into stage
-  // tileInChunk % 2 (zeros past the chunk), as one group of copies.
+  // tileInChunk % stages (zeros past the chunk), as one group of copies.
   Value lastGroup;
   auto copy = [&](Value tile, Value tileInChunk) {
     Value enabled = a.ult(tileInChunk, numTiles);
     Value row0 = a.mul(tile, kTileKeys);
-    Value stage = a.mul(a.rem(tileInChunk, 2), kTileKeys);
+    Value stage = a.mul(a.rem(tileInChunk, g.stages), kTileKeys);
     SmallVector<Value> tokens =
         copyTileAsync(a, k, {bi, hk}, row0, s.seqKV, s.headDim, enabled,
                       kLayout, ks, stage, tid, Value(), k1, s.keySplit);
@@ -206,7 +210,8 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
     lastGroup = nvgpu::DeviceAsyncCreateGroupOp::create(
         b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), tokens);
   };
-  copy(tile0, a.c(0));
+  for (int64_t i = 0; i + 1 < g.stages; ++i)
+    copy(a.add(tile0, i), a.c(i));
 
   // Loop state: o [row][group][vPair], m [row], l [row] (this warp's).
   int64_t numO = rows * g.groups() * g.vPair;
@@ -226,14 +231,16 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
     SmallVector<Value> m(iter.begin() + numO, iter.begin() + numO + rows);
     SmallVector<Value> l(iter.begin() + numO + rows, iter.end());
 
-    // Once every warp is done with the other stage (tile j - 1), tile j + 1
+    // Once every warp is done with tile j - 1's stage, tile j + stages - 1
     // goes in flight into it; then tile j has to land (this thread's
-    // copies: all but the newest group; everyone's: the barrier).
+    // copies: all but the newest stages - 1 groups; everyone's: the
+    // barrier).
     gpu::BarrierOp::create(b);
-    copy(a.add(a.add(tile0, j), 1), a.add(j, 1));
-    nvgpu::DeviceAsyncWaitOp::create(b, lastGroup, b.getI32IntegerAttr(1));
+    copy(a.add(a.add(tile0, j), g.stages - 1), a.add(j, g.stages - 1));
+    nvgpu::DeviceAsyncWaitOp::create(b, lastGroup,
+                                     b.getI32IntegerAttr(g.stages - 1));
     gpu::BarrierOp::create(b);
-    Value stageRow = a.mul(a.rem(j, 2), kTileKeys);
+    Value stageRow = a.mul(a.rem(j, g.stages), kTileKeys);
 
     // Scores of the lane's key: its quarter of the head dimension (chunks
     // quarter, quarter + 4, ...), then summed over the key's 4 lanes.
@@ -335,7 +342,7 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
     scf::YieldOp::create(b, yield);
   }
 
-  // (The last group, past the chunk, only zero-fills a stage.)
+  // (The last groups, past the chunk, only zero-fill stages.)
   NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
   // Each warp's statistics (sums over its 8 keys' lanes) and output rows go

@@ -37,7 +37,8 @@ namespace {
 /// the decode kernel). `decode`: shapes with few query rows per KV head
 /// take the decode kernel.
 std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
-                                          bool decode) {
+                                          bool decode, int64_t blocksPerSM,
+                                          int64_t stages) {
   auto q = op.getQuery().getType(), k = op.getKey().getType(),
        v = op.getValue().getType();
   if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
@@ -78,6 +79,8 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
     s.mask.assign(4 - mt.getRank(), 1);
     s.mask.append(mt.getShape().begin(), mt.getShape().end());
   }
+  s.decodeBlocksPerSM = blocksPerSM;
+  s.decodeStages = stages;
   s.decode = decode && useDecodeKernel(s);
   if (s.decode)
     return s;
@@ -227,6 +230,14 @@ struct ConvertTransformerToNVPTXPass
                          << static_cast<int64_t>(warpRows);
       return signalPassFailure();
     }
+    if (decodeBlocksPerSM < 1 || decodeBlocksPerSM > 16 || decodeStages < 2 ||
+        decodeStages > 4) {
+      module.emitError() << "convert-transformer-to-nvptx: decode-blocks-per-"
+                            "sm must be 1 to 16 and decode-stages 2 to 4, not "
+                         << static_cast<int64_t>(decodeBlocksPerSM) << " and "
+                         << static_cast<int64_t>(decodeStages);
+      return signalPassFailure();
+    }
     if (wgmmaWarpgroups != 1 && wgmmaWarpgroups != 2) {
       module.emitError() << "convert-transformer-to-nvptx: wgmma-warpgroups "
                             "must be 1 or 2, not "
@@ -254,8 +265,8 @@ struct ConvertTransformerToNVPTXPass
       TosaBuilder tosa(ob, loc);
       Value result;
       if (auto attention = dyn_cast<transformer::AttentionOp>(op)) {
-        std::optional<AttentionShape> shape =
-            kernelShape(attention, decodeKernel);
+        std::optional<AttentionShape> shape = kernelShape(
+            attention, decodeKernel, decodeBlocksPerSM, decodeStages);
         if (!shape)
           continue;
         SmallVector<Value> inputs = {attention.getQuery(), attention.getKey(),
