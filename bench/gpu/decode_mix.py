@@ -1,8 +1,9 @@
 """What tfc's GPU decode kernel executes against the tiled flash-attention
 kernel it replaces for few query rows per KV head, on the PTX interpreter
 (no GPU): f16 decode attention (one query row per head), D = 128, the
-default build (the split-KV decode kernel and its combine) and
---gpu-decode-kernel=false (the tiled mma.sync kernel), plus what ptxas
+default build (the split-KV decode kernel and its combine), the same on
+tensor cores (--gpu-decode-mma) and --gpu-decode-kernel=false (the tiled
+mma.sync kernel), plus what ptxas
 reports for each kernel (registers, shared memory) and the blocks per SM
 those allow on an H200 (65536 registers, 227 KiB of shared memory per SM;
 at most 32 blocks or 64 warps).
@@ -30,6 +31,7 @@ from instruction_mix import ROOT, counts, interpreter
 # The tiled kernel as the "mma" build of the device check makes it
 # (register-staged mma.sync), which these counts were first taken on.
 BUILDS = [("decode", []),
+          ("decode mma", ["--gpu-decode-mma"]),
           ("tiled", ["--gpu-decode-kernel=false", "--gpu-arch=sm_90",
                      "--gpu-async-copy=false", "--gpu-warp-rows=16"])]
 # (B, Hq, Hkv, Skv): grouped-query heads (Llama-3-8B's 32 on 8) and plain
@@ -56,8 +58,11 @@ def stats(line):
 
 
 def ptxas(ptx):
-    """{kernel: (registers, shared bytes)} from ptxas -v."""
-    r = subprocess.run(["ptxas", "-arch=sm_90", "-v", ptx, "-o", os.devnull],
+    """{kernel: (registers, shared bytes)} from ptxas -v, for the PTX's
+    own .target."""
+    with open(ptx) as f:
+        arch = re.search(r"^\.target (\w+)", f.read(), re.M).group(1)
+    r = subprocess.run(["ptxas", "-arch=" + arch, "-v", ptx, "-o", os.devnull],
                        capture_output=True, text=True, check=True)
     out, name = {}, None
     for line in r.stderr.splitlines():
@@ -112,7 +117,9 @@ def main():
                 resources = ptxas(ptx)
                 # Dynamic shared memory (the decode kernel's tiles) is in
                 # the launch, not in ptxas's count.
-                option = " ".join(f[len("--gpu-"):] for f in flags)
+                # (The architecture is not the pass's but the pipeline's.)
+                option = " ".join(f[len("--gpu-"):] for f in flags
+                                  if not f.startswith("--gpu-arch="))
                 host = subprocess.run(
                     [os.path.join(a.bin, "tfc-opt"), src,
                      "--convert-transformer-to-nvptx" +

@@ -212,7 +212,8 @@ def run_sanitizer(manifest, base, tfc_run, device, seed, work, checks, clock):
             # stages, under racecheck; the bf16 matmul's GEMMs under
             # memcheck).
             builds = ["fused"] + [b for b in ("mma", "async32", "wgmma",
-                                              "wgmma2", "tma", "tma2p")
+                                              "wgmma2", "tma", "tma2p",
+                                              "dmma")
                                   if b in specs[name]["builds"]]
             spec = dict(specs[name], name="%s [%s]" % (name, kind),
                         builds=builds)
@@ -1090,9 +1091,10 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final,
         lines += ["", "## Decode attention timing, f16, Sq=1, D=%d" %
                   decode_rows[0]["D"], ""] + t
         lines += ["", "fused: the split-KV decode kernel (default); tiled: "
-                  "`--gpu-decode-kernel=false`; st3, st4: the decode kernel "
-                  "with `--gpu-decode-stages=3` or 4; bps8: "
-                  "`--gpu-decode-blocks-per-sm=8`. tfc: `tfc-run --repeat` "
+                  "`--gpu-decode-kernel=false`; dmma: the decode kernel on "
+                  "tensor cores, `--gpu-decode-mma` (dmma2, dmma3: with "
+                  "`--gpu-decode-blocks-per-sm=2` or 3). tfc: `tfc-run "
+                  "--repeat` "
                   "median (%s). %s: median of many calls on the same "
                   "inputs (%s). GB/s = K and V bytes read once "
                   "(2*B*Hkv*Skv*D*2) / t; the H200's HBM peak is about "

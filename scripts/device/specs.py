@@ -89,19 +89,20 @@ GPU_VARIANTS = {
 
 # Attention with at most 8 query rows per KV head (decode; grouped-query
 # heads) runs the split-KV decode kernel in the default build ("fused");
-# "tiled" keeps the tiled flash-attention kernels for it. The others tune
-# the decode kernel: its cp.async stages ("st3", "st4": 2 and 3 tiles in
-# flight per block instead of 1) and the blocks its split of the keys aims
-# at ("bps8": 8 per SM instead of 4). The GPU_VARIANTS change the tiled
-# kernels only, so decode models are built with these instead (the GPU
-# target only; prepare drops them for the CPU). Build name: tfc-compile
-# flags.
+# "tiled" keeps the tiled flash-attention kernels for it. "dmma" computes
+# the decode kernel's products on tensor cores (--gpu-decode-mma), "dmma2"
+# and "dmma3" with its keys split for 2 or 3 blocks per SM instead of 4
+# (longer chunks; 3 blocks of it fit on an SM). (More cp.async stages or
+# blocks per SM for the CUDA-core decode kernel did not pay on the H200:
+# Performance.md.) The GPU_VARIANTS
+# change the tiled kernels only, so decode models are built with these
+# instead (the GPU target only; prepare drops them for the CPU). Build name:
+# tfc-compile flags.
 DECODE_BUILDS = {
     "tiled": ["--gpu-decode-kernel=false"],
-    "st3": ["--gpu-decode-stages=3"],
-    "st4": ["--gpu-decode-stages=4"],
-    "bps8": ["--gpu-decode-blocks-per-sm=8"],
-    "bps8st3": ["--gpu-decode-blocks-per-sm=8", "--gpu-decode-stages=3"],
+    "dmma": ["--gpu-decode-mma"],
+    "dmma2": ["--gpu-decode-mma", "--gpu-decode-blocks-per-sm=2"],
+    "dmma3": ["--gpu-decode-mma", "--gpu-decode-blocks-per-sm=3"],
 }
 
 

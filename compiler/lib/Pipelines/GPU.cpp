@@ -33,7 +33,8 @@ std::string getNVPTXPipeline(const NVPTXPipelineOptions &options) {
          " decode-kernel=" + (options.decodeKernel ? "true" : "false") +
          " warp-rows=" + std::to_string(options.warpRows) +
          " decode-blocks-per-sm=" + std::to_string(options.decodeBlocksPerSM) +
-         " decode-stages=" + std::to_string(options.decodeStages) + "},";
+         " decode-stages=" + std::to_string(options.decodeStages) +
+         " decode-mma=" + (options.decodeMma ? "true" : "false") + "},";
   p += "transformer-decompose,"
        "func.func(tosa-to-linalg-named,tosa-to-linalg,tosa-to-arith,"
        "tosa-to-tensor),canonicalize,cse,"

@@ -181,6 +181,13 @@ static cl::opt<int64_t> gpuDecodeStages(
              "and V tiles, 2 to 4 (default 2)"),
     cl::init(2), cl::cat(category));
 
+static cl::opt<bool> gpuDecodeMma(
+    "gpu-decode-mma",
+    cl::desc("With --target=nvptx: the decode kernel's products on tensor "
+             "cores (mma.sync; f16/bf16 with head dimensions that are "
+             "multiples of 16; others keep the CUDA cores)"),
+    cl::cat(category));
+
 static cl::opt<std::string> gpuBinary(
     "gpu-binary",
     cl::desc("With --target=nvptx, what a model library embeds: cubin "
@@ -212,6 +219,7 @@ static tfc::NVPTXPipelineOptions gpuKernels() {
   given(gpuWarpRows, k.warpRows);
   given(gpuDecodeBlocksPerSM, k.decodeBlocksPerSM);
   given(gpuDecodeStages, k.decodeStages);
+  given(gpuDecodeMma, k.decodeMma);
   return k;
 }
 
@@ -645,6 +653,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-decode-blocks-per-sm needs --target=nvptx");
   } else if (gpuDecodeStages.getNumOccurrences()) {
     return fail("--gpu-decode-stages needs --target=nvptx");
+  } else if (gpuDecodeMma.getNumOccurrences()) {
+    return fail("--gpu-decode-mma needs --target=nvptx");
   }
 
   DialectRegistry registry;

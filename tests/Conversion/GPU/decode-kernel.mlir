@@ -8,6 +8,7 @@
 //
 // RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx | FileCheck %s
 // RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="decode-kernel=false" | FileCheck %s --check-prefix=TILED
+// RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="decode-mma=true" | FileCheck %s --check-prefix=MMA
 
 // 16 query heads on 2 KV heads, one query: 8 rows per block; 35 key tiles in
 // 7 chunks of 5 (the grid's y), 2 x 2 x 7 = 28 blocks; the chunks' outputs
@@ -65,6 +66,26 @@
 // CHECK: scf.for
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK-NOT: mma
+// With decode-mma, f16/bf16 heads of multiples of 16 columns run on tensor
+// cores: tiles of 64 keys (16 per warp) in rows of D + 8 elements, no Q tile
+// (Q is read as mma A fragments); 18 tiles in 9 chunks of 2 (at least 128
+// keys each). S = Q·Kᵀ by ldmatrix and mma.sync m16n8k16, the row max over
+// the row's 4 lanes (xor 1, 2), P·V with V loaded transposed.
+// MMA-LABEL: func.func @decode_gqa_f16
+// MMA: memref.alloc() {alignment = 64 : i64} : memref<9x32x128xf32>
+// MMA: gpu.func @attention_decode_0(
+// MMA: memref.view {{.*}} to memref<1x4xf32, #gpu.address_space<workgroup>>
+// MMA: memref.view {{.*}} to memref<128x136xf16, #gpu.address_space<workgroup>>
+// MMA: memref.view {{.*}} to memref<128x136xf16, #gpu.address_space<workgroup>>
+// MMA: scf.for
+// MMA: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// MMA: nvvm.mma.sync {{.*}} shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// MMA: gpu.shuffle  xor %{{.*}}, %c1_i32{{.*}}, %c32_i32{{.*}} : f32
+// MMA: gpu.shuffle  xor %{{.*}}, %c2_i32{{.*}}, %c32_i32{{.*}} : f32
+// MMA: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// MMA: nvvm.mma.sync
+// MMA: scf.yield
+// MMA: gpu.func @attention_decode_0_combine
 // TILED-LABEL: func.func @decode_gqa_f16
 // TILED: gpu.launch_func @tfc_fused::@attention_0
 // TILED-NOT: attention_decode
@@ -84,6 +105,13 @@ func.func @decode_gqa_f16(%q: tensor<2x16x1x128xf16>, %k: tensor<2x2x1100x128xf1
 // CHECK: gpu.func @attention_decode_0(%{{.*}}: memref<1x2x2x40xf32>, %{{.*}}: memref<1x1x70x40xf32>, %{{.*}}: memref<1x1x70x40xf32>, %{{.*}}: memref<1x1x1x70xf32>, %{{.*}}: memref<1x2x2x40xf32>)
 // CHECK-NOT: _combine
 // TILED-LABEL: func.func @decode_one_chunk_f32
+// f32 keeps the CUDA cores under decode-mma.
+// MMA-LABEL: func.func @decode_one_chunk_f32
+// MMA: gpu.launch_func @tfc_fused::@attention_decode_0
+// MMA-NOT: nvvm.mma.sync
+// MMA: gpu.func @attention_decode_0(
+// MMA-NOT: nvvm.mma.sync
+// MMA: gpu.return
 // TILED: gpu.launch_func @tfc_fused::@attention_0
 func.func @decode_one_chunk_f32(%q: tensor<1x2x2x40xf32>, %k: tensor<1x1x70x40xf32>, %v: tensor<1x1x70x40xf32>, %m: tensor<1x1x1x70xf32>) -> tensor<1x2x2x40xf32> {
   %o = transformer.attention %q, %k, %v mask %m {is_causal} : tensor<1x2x2x40xf32>, tensor<1x1x70x40xf32>, tensor<1x1x70x40xf32>, tensor<1x1x1x70xf32> -> tensor<1x2x2x40xf32>

@@ -32,7 +32,7 @@ if len(sys.argv) > 3:
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 # The device check's builds (the flags of each kernel variant).
 sys.path.insert(0, os.path.join(SRC, "scripts", "device"))
-from specs import GPU_VARIANTS  # noqa: E402
+from specs import DECODE_BUILDS, GPU_VARIANTS  # noqa: E402
 os.makedirs(WORKDIR, exist_ok=True)
 failures = 0
 
@@ -219,12 +219,14 @@ for name, mlir, dt in cases:
         variants += [(v, f) for v, f in GPU_VARIANTS.items() if v != "tma2"]
     if name.startswith("matmul") and dt != "f32":
         variants += [(v, GPU_VARIANTS[v]) for v in ("mma", "wgmma")]
-    # attn_decode_*: the decode kernel in the fused build; the tiled
-    # kernels' variants without it.
+    # attn_decode_*: the decode kernel in the fused build (and on tensor
+    # cores, "dmma"); the tiled kernels' variants without it.
     decode_shape = name.startswith(("attn_decode", "dec_"))
+    if decode_shape and dt != "f32":
+        variants.append(("dmma", DECODE_BUILDS["dmma"]))
     for variant, flags in variants:
         fused = variant != "unfused"
-        decode = decode_shape and variant == "fused"
+        decode = decode_shape and variant in ("fused", "dmma")
         if decode_shape and fused and not decode:
             flags = flags + ["--gpu-decode-kernel=false"]
         label = "%s %s" % (name, variant)
@@ -282,15 +284,23 @@ for name, mlir, dt in cases:
         dims = [int(d) for d in
                 re.findall(r"tensor<\d+x\d+x\d+x(\d+)x", mlir)[:3]]
         if decode:
-            # Every element type on the CUDA cores; more than 32 tiles of
-            # keys per KV head are split into chunks that a second kernel
-            # combines.
+            # On the CUDA cores, or with dmma on tensor cores (f16/bf16 head
+            # dimensions in steps of 16 whose 64-key tiles fit in 100 KiB);
+            # keys per KV head beyond twice the 128 of a chunk are split
+            # into chunks that a second kernel combines.
             skv = dims and int(re.findall(r"tensor<\d+x\d+x(\d+)x", mlir)[1])
+            mma_path = (variant == "dmma" and dims[0] % 16 == 0 and
+                        dims[2] % 16 == 0 and
+                        256 * (dims[0] + dims[2] + 16) + 1024 <= 100 * 1024)
+            keys = 64 if mma_path else 32
+            tiles = (skv + keys - 1) // keys
             entries = re.findall(r"\.entry (\w+)\(", text)
-            check(label + ": the decode kernel (and its combine)",
+            check(label + ": the decode kernel (and its combine), %s" % (
+                      "mma.sync" if mma_path else "CUDA cores"),
                   entries == ["attention_decode_0"] +
-                  (["attention_decode_0_combine"] if skv > 32 * 4 else [])
-                  and "mma" not in text, " ".join(entries))
+                  (["attention_decode_0_combine"]
+                   if tiles // (128 // keys) >= 2 else [])
+                  and ("mma.sync" in text) == mma_path, " ".join(entries))
             check(label + ": tiles by cp.async, waited for in order",
                   "cp.async.c" in text and
                   re.search(r"cp\.async\.wait_group\s+1;", text))

@@ -101,6 +101,8 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
     if h.target == "nvptx" and hq // hkv * sq <= 8:
         tiled = ["--gpu-decode-kernel=false"]
         builds.append(("fused tiled", True, tiled))
+        # The decode kernel on tensor cores (f16, D multiple of 16).
+        builds.append(("fused decode mma", True, ["--gpu-decode-mma"]))
     if dtype == "f16" and h.target == "nvptx":
         # The tensor-core kernels: mma.sync (K/V staged through registers,
         # fragments by ldmatrix, tiles by cp.async, 16 or 32 query rows per

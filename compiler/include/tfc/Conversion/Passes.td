@@ -442,7 +442,11 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
            "an H200 (132 SMs; 1 to 16)">,
     Option<"decodeStages", "decode-stages", "int64_t", /*default=*/"2",
            "decode kernel: cp.async stages of K and V tiles per block, 2 to "
-           "4 (stages - 1 tiles in flight while one is computed)">
+           "4 (stages - 1 tiles in flight while one is computed)">,
+    Option<"decodeMma", "decode-mma", "bool", /*default=*/"false",
+           "decode kernel, f16/bf16 with head dimensions that are multiples "
+           "of 16: Q·Kᵀ and P·V on tensor cores (mma.sync m16n8k16, the "
+           "query rows of a KV head as M, 16 keys per warp)">
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -34,6 +34,8 @@ struct NVPTXPipelineOptions {
   /// The decode kernel's blocks per SM (its split of the keys) and cp.async
   /// stages.
   int64_t decodeBlocksPerSM = 4, decodeStages = 2;
+  /// The decode kernel's products on tensor cores (f16/bf16).
+  bool decodeMma = false;
   /// What the kernels become: "bin" (cubin, by ptxas) or "isa" (PTX).
   std::string format = "bin";
 };

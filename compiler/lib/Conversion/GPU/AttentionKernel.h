@@ -68,6 +68,9 @@ struct AttentionShape {
   /// H200 (132 SMs), and the cp.async stages each block copies its K and V
   /// tiles into (2: the next tile in flight while one is computed).
   int64_t decodeBlocksPerSM = 4, decodeStages = 2;
+  /// Decode kernel, f16/bf16 with D and Dv multiples of 16: Q·Kᵀ and P·V on
+  /// tensor cores (mma.sync, the query rows as M) instead of CUDA cores.
+  bool decodeMma = false;
 };
 
 struct AttentionLaunch {

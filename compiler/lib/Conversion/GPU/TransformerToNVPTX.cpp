@@ -38,7 +38,7 @@ namespace {
 /// take the decode kernel.
 std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
                                           bool decode, int64_t blocksPerSM,
-                                          int64_t stages) {
+                                          int64_t stages, bool mma) {
   auto q = op.getQuery().getType(), k = op.getKey().getType(),
        v = op.getValue().getType();
   if (!q.hasStaticShape() || !k.hasStaticShape() || !v.hasStaticShape())
@@ -81,6 +81,7 @@ std::optional<AttentionShape> kernelShape(transformer::AttentionOp op,
   }
   s.decodeBlocksPerSM = blocksPerSM;
   s.decodeStages = stages;
+  s.decodeMma = mma;
   s.decode = decode && useDecodeKernel(s);
   if (s.decode)
     return s;
@@ -265,8 +266,9 @@ struct ConvertTransformerToNVPTXPass
       TosaBuilder tosa(ob, loc);
       Value result;
       if (auto attention = dyn_cast<transformer::AttentionOp>(op)) {
-        std::optional<AttentionShape> shape = kernelShape(
-            attention, decodeKernel, decodeBlocksPerSM, decodeStages);
+        std::optional<AttentionShape> shape =
+            kernelShape(attention, decodeKernel, decodeBlocksPerSM,
+                        decodeStages, decodeMma);
         if (!shape)
           continue;
         SmallVector<Value> inputs = {attention.getQuery(), attention.getKey(),
