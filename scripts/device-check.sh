@@ -11,6 +11,8 @@
 #   scripts/device-check.sh dry-run   HERE: the same driver on --target=cpu
 #                                     models with the CPU PyTorch of
 #                                     bench/.venv (no GPU needed)
+#   scripts/device-check.sh profile   THERE: Nsight Compute's counters for
+#                                     a few builds (scripts/device/profile.py)
 #   scripts/device-check.sh emulate   HERE: the numerics of the GPU builds
 #                                     (PTX embedded) on the PTX interpreter
 #                                     of the fake CUDA driver, against the
@@ -117,6 +119,30 @@ prepare() {
   return 0
 }
 
+# runtime DIR: the runtime built here from source (fallback: DIR/bin); sets
+# TFC_RUN and LD_LIBRARY_PATH (with DIR/lib where the models need it).
+runtime() {
+  local dir="$1" t0=$SECONDS
+  if build_runtime && "$RT_RUN" --help >/dev/null 2>&1; then
+    TFC_RUN="$RT_RUN"
+    export LD_LIBRARY_PATH="$(dirname "$RT_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    log "runtime built from source in $((SECONDS - t0)) s: $TFC_RUN"
+  else
+    TFC_RUN="$dir/bin/tfc-run"
+    export LD_LIBRARY_PATH="$dir/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    log "runtime build failed: using the prebuilt $TFC_RUN"
+  fi
+  # Libraries the models link that this machine lacks (libomp, say): the
+  # copies prepare put in DIR/lib.
+  local model
+  model=$(find "$dir/models" -name '*.so' | sort | head -n 1)
+  if [[ -n "$model" ]] && timeout 30 ldd "$model" 2>&1 | grep -q 'not found'; then
+    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir/lib"
+    log "models link libraries this machine lacks: adding $dir/lib"
+    timeout 30 ldd "$model" 2>&1 | grep 'not found' || true
+  fi
+}
+
 # check DIR OUT PYTHON: build the runtime (fallback: DIR/bin), then the
 # numerics and timing driver. Runs on the device machine, and in the dry run.
 check() {
@@ -132,25 +158,9 @@ check() {
     log "no $dir/manifest.json: run 'scripts/device-check.sh prepare' first, then carry [\".device\"]"
     return 1
   }
-  local tfc_run
-  if build_runtime && "$RT_RUN" --help >/dev/null 2>&1; then
-    tfc_run="$RT_RUN"
-    export LD_LIBRARY_PATH="$(dirname "$RT_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    log "runtime built from source in $((SECONDS - start)) s: $tfc_run"
-  else
-    tfc_run="$dir/bin/tfc-run"
-    export LD_LIBRARY_PATH="$dir/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    log "runtime build failed: using the prebuilt $tfc_run"
-  fi
-  # Libraries the models link that this machine lacks (libomp, say): the
-  # copies prepare put in DIR/lib.
-  local model
+  runtime "$dir"
+  local tfc_run="$TFC_RUN" model
   model=$(find "$dir/models" -name '*.so' | sort | head -n 1)
-  if [[ -n "$model" ]] && timeout 30 ldd "$model" 2>&1 | grep -q 'not found'; then
-    export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$dir/lib"
-    log "models link libraries this machine lacks: adding $dir/lib"
-    timeout 30 ldd "$model" 2>&1 | grep 'not found' || true
-  fi
   [[ -z "$model" ]] || timeout 30 "$tfc_run" "$model" --describe 2>&1 |
     grep -E '^  device:|error:' || true
   local budget=$(( ${DEVICE_CHECK_BUDGET:-330} - (SECONDS - start) ))
@@ -180,6 +190,24 @@ case "$cmd" in
     set -o pipefail
     rc=0
     check "$ROOT/.device" "$out" python3 2>&1 | tee "$out/device-check.log" || rc=$?
+    exit "$rc"
+    ;;
+  profile)
+    # Nsight Compute's counters for a few builds (scripts/device/profile.py).
+    out="${OUT:-$ROOT/.device/out}"
+    mkdir -p "$out"
+    set -o pipefail
+    rc=0
+    {
+      [[ -f "$ROOT/.device/manifest.json" ]] || {
+        log "no .device/manifest.json: run 'scripts/device-check.sh prepare' first"
+        exit 1
+      }
+      runtime "$ROOT/.device"
+      PYTHONUNBUFFERED=1 python3 "$HERE/profile.py" \
+        --manifest "$ROOT/.device/manifest.json" --tfc-run "$TFC_RUN" \
+        --out "$out" --budget "${DEVICE_CHECK_BUDGET:-150}"
+    } 2>&1 | tee "$out/profile.log" || rc=$?
     exit "$rc"
     ;;
   emulate)
@@ -218,7 +246,7 @@ case "$cmd" in
     exit "$rc"
     ;;
   *)
-    sed -n '2,25p' "$0"
+    sed -n '2,27p' "$0"
     exit 2
     ;;
 esac

@@ -605,8 +605,10 @@ int main(int argc, char **argv) {
           "tiles; this build's attention runs on wgmma (sm_90a's "
           "default): add --gpu-wgmma=false");
     if (k.wgmma && gpuWarpRows.getNumOccurrences() && gpuWarpRows != 16)
-      return fail("--gpu-wgmma takes 16 rows per warp (a warpgroup of 4 "
-                  "warps owns 64 rows); drop --gpu-warp-rows");
+      return fail("--gpu-warp-rows chooses the mma.sync attention kernel's "
+                  "rows per warp; this build's attention runs on wgmma, 16 "
+                  "rows per warp (a warpgroup of 4 warps owns 64 rows): add "
+                  "--gpu-wgmma=false or drop --gpu-warp-rows");
     if (gpuWgmmaWarpgroups.getNumOccurrences() && !k.wgmma)
       return fail("--gpu-wgmma-warpgroups needs --gpu-wgmma");
     if (k.tma && !k.wgmma)

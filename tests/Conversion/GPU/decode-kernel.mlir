@@ -60,11 +60,23 @@
 // CHECK: gpu.barrier
 // CHECK: memref.view %{{.*}}[%c24576{{.*}}][] : {{.*}} to memref<32x128xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
+// The combine kernel: each of its threads reads one chunk's statistics
+// (7 chunks, 128 threads), the block's max and sum go through shared memory
+// (the warps' values [2][4]), the chunks' weights into [1][7]; then one
+// step of 7 independent loads per column (its outputs and weights), 7 FMAs.
 // CHECK: gpu.func @attention_decode_0_combine
-// CHECK: scf.for
-// CHECK: arith.maxnumf
-// CHECK: scf.for
+// CHECK: memref.get_global @attention_decode_0_combine_tile0 : memref<1x7xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.get_global @attention_decode_0_combine_tile1 : memref<2x4xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.load %{{.*}} : memref<7x32x2xf32>
+// CHECK: gpu.shuffle  xor
+// CHECK: gpu.barrier
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: memref.store %{{.*}} : memref<1x7xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c7{{.*}} step %c7{{.*}} iter_args
+// CHECK-COUNT-7: memref.load %{{.*}} : memref<7x32x128xf32>
+// CHECK-COUNT-7: math.fma
+// CHECK: scf.yield
 // CHECK-NOT: mma
 // With decode-mma, f16/bf16 heads of multiples of 16 columns run on tensor
 // cores: tiles of 64 keys (16 per warp) in rows of D + 8 elements, no Q tile

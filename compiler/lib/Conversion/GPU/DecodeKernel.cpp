@@ -631,9 +631,19 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
 
 /// The combine kernel: output row `blockIdx.x` (of B x Hq x Sq) is the sum over
 /// the chunks of their outputs rescaled to the largest max, over the same sum
-/// of their sums (0 where no chunk saw a key).
+/// of their sums (0 where no chunk saw a key). Each thread reads the
+/// statistics of its own chunks (one trip to memory for all of them), the
+/// block reduces their max and sum through shared memory (`warpStats`
+/// [2][warps]) and leaves each chunk's weight in `weights` [1][splits]; then
+/// each thread sums its columns over the chunks kCombineLoads at a time,
+/// their loads independent of each other (a dependent chain per chunk, as
+/// the loop over chunks used to be, took about 10 us for 66 chunks on an
+/// H200: Performance.md).
+constexpr int64_t kCombineLoads = 16;
+
 void buildCombine(Arith &a, gpu::GPUFuncOp func, const AttentionShape &s,
-                  int64_t splits, int64_t threads) {
+                  int64_t splits, int64_t threads, Value weights,
+                  Value warpStats) {
   ImplicitLocOpBuilder &b = a.b;
   Block &entry = func.getBody().front();
   b.setInsertionPointToEnd(&entry);
@@ -641,53 +651,91 @@ void buildCombine(Arith &a, gpu::GPUFuncOp func, const AttentionShape &s,
         out = entry.getArgument(2);
   Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value zero = a.f(0.0);
+  Value lane = a.rem(tid, 32), warp = a.div(tid, 32);
+  int64_t warps = threads / 32;
+  Value zero = a.f(0.0), ninf = a.negInf();
   auto stat = [&](Value chunk, int64_t which) -> Value {
     return memref::LoadOp::create(b, stats, ValueRange{chunk, row, a.c(which)});
   };
-  auto largest = scf::ForOp::create(b, a.c(0), a.c(splits), a.c(1),
-                                    ValueRange{a.negInf()});
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(largest.getBody());
-    scf::YieldOp::create(b, a.fmax(largest.getRegionIterArgs()[0],
-                                   stat(largest.getInductionVar(), 0)));
+  // The block's sum (or max) of one value per thread.
+  auto blockReduce = [&](Value x, int64_t slot, bool isMax) {
+    x = a.butterfly(x, 1, 32, isMax);
+    a.guarded(a.ult(lane, 1), [&]() {
+      memref::StoreOp::create(b, x, warpStats, ValueRange{a.c(slot), warp});
+    });
+    gpu::BarrierOp::create(b);
+    Value total = isMax ? ninf : zero;
+    for (int64_t w = 0; w < warps; ++w) {
+      Value v =
+          memref::LoadOp::create(b, warpStats, ValueRange{a.c(slot), a.c(w)});
+      total = isMax ? a.fmax(total, v) : a.fadd(total, v);
+    }
+    return total;
+  };
+
+  // The thread's chunks tid, tid + threads, ...: their max and sum.
+  SmallVector<Value> chunk, inRange, m, l;
+  Value most = ninf;
+  for (int64_t i = 0; i * threads < splits; ++i) {
+    chunk.push_back(a.add(tid, i * threads));
+    inRange.push_back(
+        (i + 1) * threads <= splits ? Value() : a.ult(chunk.back(), splits));
+    Value c = a.umin(chunk.back(), splits - 1);
+    m.push_back(inRange.back() ? a.sel(inRange.back(), stat(c, 0), ninf)
+                               : stat(c, 0));
+    l.push_back(stat(c, 1));
+    most = a.fmax(most, m.back());
   }
-  Value most = largest.getResult(0);
+  most = blockReduce(most, 0, /*isMax=*/true);
   Value mUse = a.sel(a.isNegInf(most), zero, most);
-  int64_t perThread = (s.valueDim + threads - 1) / threads;
-  SmallVector<Value> cols;
-  for (int64_t i = 0; i < perThread; ++i)
-    cols.push_back(a.add(tid, i * threads));
-  SmallVector<Value> init(perThread + 1, zero);
-  auto sums = scf::ForOp::create(b, a.c(0), a.c(splits), a.c(1), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(sums.getBody());
-    Value chunk = sums.getInductionVar();
-    ValueRange acc = sums.getRegionIterArgs();
-    Value w = a.exp2FlushSubnormals(a.fsub(stat(chunk, 0), mUse));
-    SmallVector<Value> next = {a.fma(w, stat(chunk, 1), acc[0])};
-    for (int64_t i = 0; i < perThread; ++i)
-      next.push_back(a.fma(
-          w,
-          memref::LoadOp::create(
-              b, part, ValueRange{chunk, row, a.umin(cols[i], s.valueDim - 1)}),
-          acc[1 + i]));
-    scf::YieldOp::create(b, next);
+  Value sum = zero;
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    // (A chunk without a visible key, or past the last: weight 0.)
+    Value w = a.exp2FlushSubnormals(a.fsub(m[i], mUse));
+    a.guarded(inRange[i], [&]() {
+      memref::StoreOp::create(b, w, weights, ValueRange{a.c(0), chunk[i]});
+    });
+    sum = a.fma(w, l[i], sum);
   }
-  Value inv = a.inverseOrZero(sums.getResult(0));
-  for (int64_t i = 0; i < perThread; ++i)
+  Value inv = a.inverseOrZero(blockReduce(sum, 1, /*isMax=*/false));
+
+  // Each column: the chunks' outputs, weighted, kCombineLoads chunks per
+  // step (the step's loads first, then its FMAs).
+  int64_t step = std::min(kCombineLoads, splits);
+  int64_t perThread = (s.valueDim + threads - 1) / threads;
+  for (int64_t i = 0; i < perThread; ++i) {
+    Value col = a.add(tid, i * threads);
+    Value readCol = a.umin(col, s.valueDim - 1);
+    auto loop = scf::ForOp::create(b, a.c(0), a.c(roundUp(splits, step)),
+                                   a.c(step), ValueRange{zero});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value c0 = loop.getInductionVar();
+      SmallVector<Value> ps, ws;
+      for (int64_t u = 0; u < step; ++u) {
+        Value c = a.add(c0, u);
+        Value cc = splits % step ? a.umin(c, splits - 1) : c;
+        ps.push_back(
+            memref::LoadOp::create(b, part, ValueRange{cc, row, readCol}));
+        Value w = memref::LoadOp::create(b, weights, ValueRange{a.c(0), cc});
+        ws.push_back(splits % step ? a.sel(a.ult(c, splits), w, zero) : w);
+      }
+      Value acc = loop.getRegionIterArgs()[0];
+      for (int64_t u = 0; u < step; ++u)
+        acc = a.fma(ws[u], ps[u], acc);
+      scf::YieldOp::create(b, acc);
+    }
     a.guarded(
-        (i + 1) * threads <= s.valueDim ? Value() : a.ult(cols[i], s.valueDim),
+        (i + 1) * threads <= s.valueDim ? Value() : a.ult(col, s.valueDim),
         [&]() {
           memref::StoreOp::create(
-              b, a.fromF32(a.fmul(sums.getResult(1 + i), inv), s.elementType),
-              out,
+              b, a.fromF32(a.fmul(loop.getResult(0), inv), s.elementType), out,
               ValueRange{a.div(row, s.headsQ * s.seqQ),
                          a.rem(a.div(row, s.seqQ), s.headsQ),
-                         a.rem(row, s.seqQ), cols[i]});
+                         a.rem(row, s.seqQ), col});
         });
+  }
   gpu::ReturnOp::create(b);
 }
 
@@ -741,11 +789,15 @@ DecodeLaunch buildDecodeKernels(OpBuilder &builder, gpu::GPUModuleOp module,
     return launch;
   launch.combineGridX = n;
   launch.combineBlockX = std::min<int64_t>(kThreads, roundUp(s.valueDim, 32));
-  SmallVector<Value> none;
+  // Shared memory: the chunks' weights, the warps' partial max and sum.
+  SmallVector<Value> combineTiles;
   launch.combine = createKernel(builder, module, (name + "_combine").str(),
-                                {partial, stats, attentionOutputType(s)}, {},
-                                launch.combineBlockX, none);
-  buildCombine(a, launch.combine, s, g.splits, launch.combineBlockX);
+                                {partial, stats, attentionOutputType(s)},
+                                {sharedTile(f32, 1, g.splits),
+                                 sharedTile(f32, 2, launch.combineBlockX / 32)},
+                                launch.combineBlockX, combineTiles);
+  buildCombine(a, launch.combine, s, g.splits, launch.combineBlockX,
+               combineTiles[0], combineTiles[1]);
   return launch;
 }
 
