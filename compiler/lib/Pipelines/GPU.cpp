@@ -7,10 +7,11 @@
 
 namespace tfc {
 
-NVPTXPipelineOptions nvptxKernelDefaults(const std::string &chip) {
+NVPTXPipelineOptions nvptxKernelDefaults(const std::string &chip,
+                                         std::optional<bool> wgmma) {
   NVPTXPipelineOptions options;
   options.chip = chip;
-  options.wgmma = chip == "sm_90a";
+  options.wgmma = wgmma.value_or(chip == "sm_90a");
   options.tma = options.wgmma;
   options.wgmmaWarpgroups = options.wgmma ? 2 : 1;
   options.asyncCopy = !options.wgmma;

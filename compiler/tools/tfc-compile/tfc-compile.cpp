@@ -202,10 +202,9 @@ static cl::opt<std::string> gpuBinary(
 /// flag false, or another chip) attention gets mma.sync with cp.async
 /// stages and 32 rows per warp.
 static tfc::NVPTXPipelineOptions gpuKernels() {
-  tfc::NVPTXPipelineOptions k = tfc::nvptxKernelDefaults(gpuArch);
-  if (gpuWgmma.getNumOccurrences() && gpuWgmma != k.wgmma)
-    k = tfc::nvptxKernelDefaults(gpuWgmma ? "sm_90a" : "");
-  k.chip = gpuArch;
+  tfc::NVPTXPipelineOptions k = tfc::nvptxKernelDefaults(
+      gpuArch, gpuWgmma.getNumOccurrences() ? std::optional<bool>(gpuWgmma)
+                                            : std::nullopt);
   auto given = [](auto &flag, auto &field) {
     if (flag.getNumOccurrences())
       field = flag;

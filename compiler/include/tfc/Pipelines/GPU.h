@@ -3,6 +3,7 @@
 #ifndef TFC_PIPELINES_GPU_H
 #define TFC_PIPELINES_GPU_H
 
+#include <optional>
 #include <string>
 
 namespace tfc {
@@ -45,8 +46,11 @@ struct NVPTXPipelineOptions {
 /// 2026-12-04): on sm_90a, attention and f16/bf16 matmuls on wgmma with
 /// their tiles copied by TMA, two warpgroups (128 query rows) per attention
 /// block; on other chips, mma.sync attention with cp.async stages and 32
-/// query rows per warp.
-NVPTXPipelineOptions nvptxKernelDefaults(const std::string &chip);
+/// query rows per warp. `wgmma`, where given, overrides the chip's choice
+/// of wgmma, and the other defaults follow it.
+NVPTXPipelineOptions
+nvptxKernelDefaults(const std::string &chip,
+                    std::optional<bool> wgmma = std::nullopt);
 
 /// The textual pass pipeline (anchored on builtin.module, without the
 /// `builtin.module(...)` wrapper) from the graph IR to the LLVM dialect with
