@@ -10,12 +10,11 @@
 //   row of the query heads that share the KV head (g x Sq rows, at most
 //   kMaxDecodeRows), so K and V are read once per KV head;
 // - the chunks spread the keys over the GPU (about decodeBlocksPerSM x 132
-//   blocks,
-//   at least kMinTilesPerSplit tiles each);
+//   blocks, at least kMinTilesPerSplit tiles each);
 // - a block of 4 warps walks its chunk in tiles of 32 keys, copied to
-//   shared memory by cp.async into 2 to 4 stages (decodeStages - 1 tiles in
-//   flight during the current one, no register holding them). Warp w owns keys
-//   8w..8w+7 of each tile, 4 lanes per key:
+//   shared memory by cp.async into 2 to 4 stages (decodeStages - 1 tiles
+//   in flight during the current one, no register holding them). Warp w
+//   owns keys 8w..8w+7 of each tile, 4 lanes per key:
 //   a lane multiplies its quarter of the head dimension with each query
 //   row (Q, scaled into the log2 domain, in shared memory), two shuffles
 //   sum the quarters; each warp keeps its own running max, sum and output
@@ -248,15 +247,15 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
   for (int64_t i = 0; i + 1 < g.stages; ++i)
     copy(a.add(tile0, i), a.c(i));
 
-  // A score in the log2 domain of row r (query `query` of head headOf(r))
-  // for key `key`: soft-capped, plus the mask; -inf where the key is hidden
-  // (past the end where `inRange` is false, beyond the row's causal limit,
-  // before its sliding window).
   // query + k, a constant where the query is (the CUDA-core path's rows).
   auto plus = [&](Value query, int64_t k) {
     std::optional<int64_t> q0 = getConstantIntValue(query);
     return q0 ? a.c(*q0 + k) : a.add(query, k);
   };
+  // A score in the log2 domain of row r (query `query` of head headOf(r))
+  // for key `key`: soft-capped, plus the mask; -inf where the key is hidden
+  // (past the end where `inRange` is false, beyond the row's causal limit,
+  // before its sliding window).
   auto hide = [&](Value x, Value r, Value query, Value key, Value inRange) {
     if (s.softcap > 0)
       x = a.fmul(a.tanh(x), a.f(s.softcap * kLog2e));
@@ -277,9 +276,24 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
     }
     return visible ? a.sel(visible, x, ninf) : x;
   };
-  // After the loop: the warps' output rows [warp * rows + r][dvPad] f32,
-  // where the V stages were.
+  // Iteration j's start: once every warp is done with tile j - 1's stage,
+  // tile j + stages - 1 goes in flight into it; then tile j has to land
+  // (this thread's copies: all but the newest stages - 1 groups;
+  // everyone's: the barrier). Returns the first row of tile j's stage.
+  auto awaitTile = [&](Value j) {
+    gpu::BarrierOp::create(b);
+    copy(a.add(a.add(tile0, j), g.stages - 1), a.add(j, g.stages - 1));
+    nvgpu::DeviceAsyncWaitOp::create(b, lastGroup,
+                                     b.getI32IntegerAttr(g.stages - 1));
+    gpu::BarrierOp::create(b);
+    return a.mul(a.rem(j, g.stages), g.tileKeys);
+  };
+  // After the loop (the last groups, past the chunk, only zero-fill
+  // stages), once every warp is done with the V stages: the warps' output
+  // rows [warp * rows + r][dvPad] f32 in their place.
   auto outputsView = [&]() -> Value {
+    NVVM::CpAsyncWaitGroupOp::create(b, 0);
+    gpu::BarrierOp::create(b);
     return memref::ViewOp::create(
         b, g.outputsType(t),
         gpu::DynamicSharedMemoryOp::create(
@@ -326,16 +340,8 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
         o.emplace_back(iter.begin() + 4 * d, iter.begin() + 4 * d + 4);
       Value m = iter[4 * vTiles], l = iter[4 * vTiles + 1];
 
-      // As in the CUDA-core loop: tile j + stages - 1 in flight, tile j
-      // landed.
-      gpu::BarrierOp::create(b);
-      copy(a.add(a.add(tile0, j), g.stages - 1), a.add(j, g.stages - 1));
-      nvgpu::DeviceAsyncWaitOp::create(b, lastGroup,
-                                       b.getI32IntegerAttr(g.stages - 1));
-      gpu::BarrierOp::create(b);
-      // The warp's 16 keys of the stage.
-      Value warpRow =
-          a.add(a.mul(a.rem(j, g.stages), g.tileKeys), a.mul(warp, 16));
+      // The warp's 16 keys of tile j's stage.
+      Value warpRow = a.add(awaitTile(j), a.mul(warp, 16));
 
       // S = Q·Kᵀ, two n8 tiles of keys: K row-major is Kᵀ's B operand;
       // matrix i of an x4 ldmatrix holds head columns kt*16 + 8i.., the
@@ -405,12 +411,10 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
       yield.append({newM, l});
       scf::YieldOp::create(b, yield);
     }
-    NVVM::CpAsyncWaitGroupOp::create(b, 0);
 
     // Each warp's row statistics (the sum over the row's 4 lanes) and
     // output rows to shared memory, for the combine below.
     ValueRange res = loop.getResults();
-    gpu::BarrierOp::create(b);
     ow = outputsView();
     Value rowSum = a.butterfly(res[4 * vTiles + 1], 1, 4, /*isMax=*/false);
     a.guarded(a.andi(rowValid, a.ult(a.rem(lane, 4), 1)), [&]() {
@@ -429,7 +433,6 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
             ow, ValueRange{a.add(a.mul(warp, rows), gRow), a.add(t2, 8 * d)},
             false, llvm::MaybeAlign(8));
     });
-    gpu::BarrierOp::create(b);
   } else {
     // Loop state: o [row][group][vPair], m [row], l [row] (this warp's).
     int64_t numO = rows * g.groups() * g.vPair;
@@ -449,16 +452,7 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
       SmallVector<Value> m(iter.begin() + numO, iter.begin() + numO + rows);
       SmallVector<Value> l(iter.begin() + numO + rows, iter.end());
 
-      // Once every warp is done with tile j - 1's stage, tile j + stages - 1
-      // goes in flight into it; then tile j has to land (this thread's
-      // copies: all but the newest stages - 1 groups; everyone's: the
-      // barrier).
-      gpu::BarrierOp::create(b);
-      copy(a.add(a.add(tile0, j), g.stages - 1), a.add(j, g.stages - 1));
-      nvgpu::DeviceAsyncWaitOp::create(b, lastGroup,
-                                       b.getI32IntegerAttr(g.stages - 1));
-      gpu::BarrierOp::create(b);
-      Value stageRow = a.mul(a.rem(j, g.stages), kTileKeys);
+      Value stageRow = awaitTile(j);
 
       // Scores of the lane's key: its quarter of the head dimension (chunks
       // quarter, quarter + 4, ...), then summed over the key's 4 lanes.
@@ -539,14 +533,9 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
       scf::YieldOp::create(b, yield);
     }
 
-    // (The last groups, past the chunk, only zero-fill stages.)
-    NVVM::CpAsyncWaitGroupOp::create(b, 0);
-
-    // Each warp's statistics (sums over its 8 keys' lanes) and output rows go
-    // to shared memory, the rows where the V stages were, once every warp is
-    // done with them.
+    // Each warp's statistics (sums over its 8 keys' lanes) and output rows
+    // to shared memory, for the combine below.
     ValueRange res = loop.getResults();
-    gpu::BarrierOp::create(b);
     ow = outputsView();
     SmallVector<Value> sums;
     for (int64_t r = 0; r < rows; ++r)
@@ -572,8 +561,8 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
                                            a.mul(a.add(lane, 32 * i), g.vPair)},
                                 false, llvm::MaybeAlign(4 * g.vPair));
       }
-    gpu::BarrierOp::create(b);
   }
+  gpu::BarrierOp::create(b);
 
   // The warps combined, element (r, c) by thread (r Dv + c) % 128: each
   // warp's output rescaled from its max to the largest.
