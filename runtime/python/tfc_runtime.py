@@ -23,8 +23,10 @@ with the runtime's one-line message. A Model may be used from one thread at
 a time. load_runtime() says where the runtime library is looked for.
 """
 
+import contextlib
 import ctypes
 import os
+import threading
 import warnings
 from typing import NamedTuple, Optional, Tuple
 
@@ -251,6 +253,9 @@ class Model:
     def __init__(self, path, weights=None, runtime=None, packed_weights=None):
         self._handle = None  # first: __del__ runs even if loading fails
         self._save_packed = None
+        # Held by each call that binds or runs (_exclusive): a model serves
+        # one call at a time, and a second from another thread is refused.
+        self._busy = threading.Lock()
         self._rt = _runtime(runtime)
         handle = ctypes.c_void_p()
         _check(self._rt, self._rt.tfc_model_load(os.fspath(path).encode(),
@@ -282,10 +287,29 @@ class Model:
                 self._save_packed = packed_weights
 
     def close(self):
-        """Unloads the model (once; later calls do nothing)."""
-        handle, self._handle = getattr(self, "_handle", None), None
-        if handle:
-            self._rt.tfc_model_destroy(handle)
+        """Unloads the model (once; later calls do nothing), after a call
+        under way on another thread ends."""
+        busy = getattr(self, "_busy", None)
+        with busy if busy is not None else contextlib.nullcontext():
+            handle, self._handle = getattr(self, "_handle", None), None
+            if handle:
+                self._rt.tfc_model_destroy(handle)
+
+    @contextlib.contextmanager
+    def _exclusive(self, call):
+        """Holds the model for one call, or raises FAILED_PRECONDITION when
+        another thread's call holds it (as the C API refuses overlapping
+        calls; here binding the inputs, running and reading the outputs are
+        one call)."""
+        if not self._busy.acquire(blocking=False):
+            raise Error("%s: model %s is in use by another call on another "
+                        "thread (a model serves one call at a time: load one "
+                        "model per thread)" % (call, self.path),
+                        "FAILED_PRECONDITION")
+        try:
+            yield
+        finally:
+            self._busy.release()
 
     def __enter__(self):
         return self
@@ -365,7 +389,8 @@ class Model:
         """Makes the model take `n` sequences (any number from 1; beyond the
         largest built it runs in slices); run() does it from the inputs'
         shapes."""
-        _check(self._rt, self._rt.tfc_model_set_batch(self._live(), int(n)))
+        with self._exclusive("set_batch"):
+            _check(self._rt, self._rt.tfc_model_set_batch(self._live(), int(n)))
 
     @property
     def lengths(self):
@@ -382,51 +407,58 @@ class Model:
     def set_length(self, n):
         """Makes the model take `n` tokens per sequence (1 to the longest
         built); run() does it from the inputs' shapes."""
-        _check(self._rt, self._rt.tfc_model_set_length(self._live(), int(n)))
+        with self._exclusive("set_length"):
+            _check(self._rt, self._rt.tfc_model_set_length(self._live(), int(n)))
 
     def bind_weights(self, path):
         """Binds every weight by name from a safetensors file."""
-        _check(self._rt, self._rt.tfc_model_bind_weights(
-            self._live(), os.fspath(path).encode()))
+        with self._exclusive("bind_weights"):
+            _check(self._rt, self._rt.tfc_model_bind_weights(
+                self._live(), os.fspath(path).encode()))
 
     def _packed_after_run(self):
         # Model(packed_weights=...) of a file that did not exist: written
-        # after the first run.
+        # after the first run (inside run's _exclusive).
         path, self._save_packed = self._save_packed, None
         if path is not None:
-            self.save_packed_weights(path)
+            _check(self._rt, self._rt.tfc_model_save_packed_weights(
+                self._live(), os.fspath(path).encode()))
 
     def save_packed_weights(self, path):
         """Writes the weights as the CPU kernels have packed them so far
         (run the model first) to `path`, for load_packed_weights in a later
         process."""
-        _check(self._rt, self._rt.tfc_model_save_packed_weights(
-            self._live(), os.fspath(path).encode()))
+        with self._exclusive("save_packed_weights"):
+            _check(self._rt, self._rt.tfc_model_save_packed_weights(
+                self._live(), os.fspath(path).encode()))
 
     def load_packed_weights(self, path):
         """Maps a file of save_packed_weights: the model packs none of the
         weights it holds (checked against the bound weights file)."""
-        _check(self._rt, self._rt.tfc_model_load_packed_weights(
-            self._live(), os.fspath(path).encode()))
+        with self._exclusive("load_packed_weights"):
+            _check(self._rt, self._rt.tfc_model_load_packed_weights(
+                self._live(), os.fspath(path).encode()))
 
     def run(self, *inputs, **named):
         """Runs the model once on the inputs, in order or by name (names
         that are not identifiers: run(**{"past.0.key": k})). Returns the
         outputs in manifest order, new arrays that later runs leave."""
-        self._bind(inputs, named)
-        _check(self._rt, self._rt.tfc_model_invoke(self._handle))
-        self._packed_after_run()
-        return [out.copy() for out in self._out_buffers]
+        with self._exclusive("run"):
+            self._bind(inputs, named)
+            _check(self._rt, self._rt.tfc_model_invoke(self._handle))
+            self._packed_after_run()
+            return [out.copy() for out in self._out_buffers]
 
     def time(self, *inputs, warmup=1, runs=10, **named):
         """Runs the model `warmup` times untimed, then `runs` times; returns
         the milliseconds of each timed run (the model's own compute)."""
-        self._bind(inputs, named)
-        ms = (ctypes.c_double * max(runs, 1))()
-        _check(self._rt, self._rt.tfc_model_time(self._handle, warmup, runs,
-                                                 ms))
-        self._packed_after_run()
-        return list(ms[:runs])
+        with self._exclusive("time"):
+            self._bind(inputs, named)
+            ms = (ctypes.c_double * max(runs, 1))()
+            _check(self._rt, self._rt.tfc_model_time(self._handle, warmup, runs,
+                                                     ms))
+            self._packed_after_run()
+            return list(ms[:runs])
 
     def _which(self, i):
         return "input %d '%s'" % (i, self._names[i])

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfc/runtime/api.h"
+#include "tfc/runtime/files.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -377,8 +378,29 @@ std::string plural(size_t n, const char *word) {
 
 } // namespace
 
+/// Refuses outputs that would overwrite what the run reads (the model, the
+/// weights, an input) or each other, before anything is written. A packed
+/// weights file is read or written: it may be neither an input nor an
+/// output.
+void checkOutputPaths(const Options &options) {
+  std::vector<tfc::ToolFile> inputs = {{"the model", options.model}};
+  if (!options.weights.empty())
+    inputs.push_back({"--weights", options.weights});
+  for (size_t i = 0; i < options.inputs.size(); ++i)
+    inputs.push_back({"--input " + std::to_string(i), options.inputs[i]});
+  std::vector<tfc::ToolFile> outputs;
+  if (!options.packedWeights.empty())
+    outputs.push_back({"--packed-weights", options.packedWeights});
+  for (size_t i = 0; i < options.outputs.size(); ++i)
+    outputs.push_back({"--output " + std::to_string(i), options.outputs[i]});
+  std::string clash = tfc::checkOutputs(inputs, outputs);
+  if (!clash.empty())
+    fail(clash);
+}
+
 int main(int argc, char **argv) {
   Options options = parseOptions(argc, argv);
+  checkOutputPaths(options);
   // Before the model loads: the runtime applies it to the model's OpenMP.
   if (options.threads > 0)
     tfc_set_num_threads(int32_t(options.threads));

@@ -23,6 +23,7 @@
 #include "tfc/Target/Manifest.h"
 #include "tfc/Target/ModelLibrary.h"
 #include "tfc/Target/PTX.h"
+#include "tfc/runtime/files.h"
 
 #include "VerifyFusion.h"
 
@@ -257,6 +258,36 @@ static cl::opt<std::string> entry("entry",
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "tfc-compile: error: " << message << "\n";
   return 1;
+}
+
+/// Why -o cannot be written (empty when it can): no name, a directory that
+/// does not exist, or a file the compile reads (the MLIR input, or a
+/// .json or .safetensors file of the --hf directory): checked before the
+/// compile, which writes -o at its end.
+static std::string checkOutputPath() {
+  if (outputFile.empty())
+    return "-o needs a file name";
+  if (outputFile == "-")
+    return "";
+  llvm::StringRef parent = llvm::sys::path::parent_path(outputFile);
+  if (!parent.empty() && !llvm::sys::fs::is_directory(parent))
+    return "-o " + outputFile + ": directory " + parent.str() +
+           " does not exist";
+  std::vector<tfc::ToolFile> inputs;
+  if (!inputFile.empty())
+    inputs.push_back({"the input", inputFile});
+  for (const std::string &dir : {std::string(hfDir), hfDir + "/1_Pooling"}) {
+    if (hfDir.empty())
+      break;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      llvm::StringRef name = it->path();
+      if (name.ends_with(".json") || name.ends_with(".safetensors"))
+        inputs.push_back({"--hf's file", name.str()});
+    }
+  }
+  return tfc::checkOutputs(inputs, {{"-o", outputFile}});
 }
 
 /// Counts the transformer ops of `root` (a module, or one function of it).
@@ -671,6 +702,8 @@ int main(int argc, char **argv) {
   std::string error;
   if (hfDir.empty() == inputFile.empty())
     return fail("give exactly one of <model.mlir> and --hf DIR");
+  if (std::string why = checkOutputPath(); !why.empty())
+    return fail(why);
   if (hfDir.empty())
     if (std::vector<std::string> flags = importFlags.given(); !flags.empty())
       return fail(flags.front() + " needs --hf (it sets up the Hugging Face "

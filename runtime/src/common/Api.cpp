@@ -8,6 +8,7 @@
 #include "tfc/runtime/safetensors.h"
 
 #include "ElfCheck.h"
+#include "LibraryCopy.h"
 #include "Variants.h"
 #include "cuda/Failure.h"
 #include "cuda/GpuModel.h"
@@ -44,6 +45,12 @@ struct tfc_status_impl {
 struct tfc_model {
   std::string path;
   void *handle = nullptr;
+  /// The model's own copy of its library, which `handle` runs: closed
+  /// after the handle.
+  std::unique_ptr<tfc::LibraryCopy> library;
+  /// Set while a call that runs the model or changes its bindings is under
+  /// way (Exclusive): a second one from another thread is refused.
+  std::atomic<bool> busy{false};
   /// The descriptors the model takes now: the library's manifest, or for a
   /// model built for several batch sizes or lengths the copy `variants`
   /// keeps at the current ones.
@@ -329,6 +336,61 @@ tfc_status convertPendingWeights(tfc_model *model, int32_t only = -1) {
   return status;
 }
 
+/// Holds `model` for one call that runs it or changes its bindings; a
+/// second such call while one is under way (from another thread: a model
+/// serves one call at a time) is refused rather than let to race.
+class Exclusive {
+public:
+  explicit Exclusive(tfc_model *model)
+      : model(model), held(!model->busy.exchange(true)) {}
+  ~Exclusive() {
+    if (held)
+      model->busy.store(false);
+  }
+  Exclusive(const Exclusive &) = delete;
+  Exclusive &operator=(const Exclusive &) = delete;
+  /// Null when held; else FAILED_PRECONDITION naming `call`.
+  tfc_status refusal(const char *call) const {
+    if (held)
+      return nullptr;
+    return makeStatus(TFC_FAILED_PRECONDITION,
+                      std::string(call) + ": model " + model->path +
+                          " is in use by another call on another thread (a "
+                          "model serves one call at a time: load one model "
+                          "per thread)");
+  }
+
+private:
+  tfc_model *model;
+  bool held;
+};
+
+/// FAILED_PRECONDITION when a file the model reads its weights from in
+/// place changed since it was mapped: its pages would show the new bytes
+/// (or raise SIGBUS past a new end). A GPU model's weights are on the
+/// device.
+tfc_status checkWeightFiles(const tfc_model *model) {
+  if (model->gpu)
+    return nullptr;
+  if (model->weightsFile)
+    if (std::string change = model->weightsFile->changeSinceOpen();
+        !change.empty())
+      return makeStatus(TFC_FAILED_PRECONDITION,
+                        "model " + model->path + ": weights file " +
+                            model->weightsFile->path() +
+                            " changed after it was bound (" + change +
+                            "): bind it again");
+  if (model->packedFile)
+    if (std::string change = model->packedFile->changeSinceOpen();
+        !change.empty())
+      return makeStatus(TFC_FAILED_PRECONDITION,
+                        "model " + model->path + ": packed weights file " +
+                            model->packedFile->path() +
+                            " changed after it was loaded (" + change +
+                            "): bind the weights and load it again");
+  return nullptr;
+}
+
 /// FAILED_PRECONDITION naming the first unbound argument or result.
 tfc_status checkBound(const tfc_model *model) {
   for (size_t i = 0; i < model->inputArgs.size(); ++i)
@@ -512,27 +574,44 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     if (!fileExists(path))
       return makeStatus(TFC_NOT_FOUND,
                         "model " + file + ": " + std::strerror(ENOENT));
+    // The model runs a copy of its own (LibraryCopy.h): another model of
+    // the same file, or the file rebuilt, is another library.
+    std::string error;
+    std::unique_ptr<tfc::LibraryCopy> library =
+        tfc::LibraryCopy::make(file, error);
+    if (!library)
+      return makeStatus(TFC_IO_ERROR,
+                        "cannot load model " + file + ": " + error);
     // dlopen maps a truncated library and the loader then dies of SIGBUS.
-    std::string damaged = tfc::checkElfExtents(file);
+    std::string damaged = tfc::checkElfExtents(library->openPath());
     if (!damaged.empty())
       return makeStatus(TFC_BAD_FORMAT,
                         "cannot load model " + file + ": " + damaged);
     promoteSelfToGlobal();
-    // Without a slash, dlopen would search the library path instead.
-    std::string openPath =
-        file.find('/') == std::string::npos ? "./" + file : file;
-    dlerror();
     // Collects the kernel modules a GPU model's constructors register.
     tfc::cuda::LoadScope gpuModules;
-    void *handle = dlopen(openPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    gpuModules.close();
+    dlerror();
+    void *handle = dlopen(library->openPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string reason;
     if (!handle) {
-      const char *reason = dlerror();
+      const char *text = dlerror();
+      reason = library->renamed(text ? text : "dlopen failed", file);
+      // A system that refuses to run code from memfds runs a temporary
+      // file's.
+      if (library->inMemory())
+        if (auto onDisk = tfc::LibraryCopy::make(file, error, false)) {
+          handle = dlopen(onDisk->openPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+          if (handle)
+            library = std::move(onDisk);
+          else
+            dlerror();
+        }
+    }
+    gpuModules.close();
+    if (!handle)
       // Not a loadable library, or one whose dependencies are missing.
       return makeStatus(TFC_BAD_FORMAT,
-                        "cannot load model " + file + ": " +
-                            (reason ? reason : "dlopen failed"));
-    }
+                        "cannot load model " + file + ": " + reason);
     auto fail = [&](tfc_status_code code, const std::string &message) {
       closeLibrary(handle);
       return makeStatus(code, message);
@@ -616,6 +695,7 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     }
     applyThreads(handle);
     model->handle = handle;
+    model->library = std::move(library);
     model->manifest = model->variants ? &model->variants->manifest() : manifest;
     model->run = runFn;
     model->weightsChanged = reinterpret_cast<tfc_model_weights_changed_fn>(
@@ -645,11 +725,12 @@ void tfc_model_destroy(tfc_model *model) {
   if (!model)
     return;
   void *handle = model->handle;
-  // The library stays loaded while another model uses it: what it packed
-  // from these weights (or adopted from a file about to be unmapped) must
-  // not outlive them.
+  // The library's copy can stay loaded after dlclose (threads that ran it
+  // hold its thread-local storage): what it packed from these weights (or
+  // adopted from a file about to be unmapped) must not outlive them.
   if (model->weightsChanged)
     model->weightsChanged();
+  std::unique_ptr<tfc::LibraryCopy> library = std::move(model->library);
   delete model;
   if (handle)
     closeLibrary(handle);
@@ -713,6 +794,9 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
     return makeStatus(
         TFC_INVALID_ARGUMENT,
         "tfc_model_bind_weights: model and path must not be NULL");
+  Exclusive exclusive(model);
+  if (tfc_status s = exclusive.refusal("tfc_model_bind_weights"))
+    return s;
   return guard([&]() -> tfc_status {
     std::string path = safetensors_path;
     if (!fileExists(safetensors_path))
@@ -874,6 +958,9 @@ tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
     return makeStatus(
         TFC_INVALID_ARGUMENT,
         "tfc_model_save_packed_weights: model and path must not be NULL");
+  Exclusive exclusive(model);
+  if (tfc_status s = exclusive.refusal("tfc_model_save_packed_weights"))
+    return s;
   return guard([&]() -> tfc_status {
     if (tfc_status s = checkPackable(model))
       return s;
@@ -949,6 +1036,9 @@ tfc_status tfc_model_load_packed_weights(tfc_model *model, const char *path) {
     return makeStatus(
         TFC_INVALID_ARGUMENT,
         "tfc_model_load_packed_weights: model and path must not be NULL");
+  Exclusive exclusive(model);
+  if (tfc_status s = exclusive.refusal("tfc_model_load_packed_weights"))
+    return s;
   return guard([&]() -> tfc_status {
     if (tfc_status s = checkPackable(model))
       return s;
@@ -1074,6 +1164,9 @@ static tfc_status bindArgument(tfc_model *model, tfc_tensor_role role,
   if (!model)
     return makeStatus(TFC_INVALID_ARGUMENT,
                       std::string(fn) + ": model must not be NULL");
+  Exclusive exclusive(model);
+  if (tfc_status s = exclusive.refusal(fn))
+    return s;
   return guard([&]() -> tfc_status {
     int32_t count = role == TFC_ROLE_INPUT    ? tfc_model_num_inputs(model)
                     : role == TFC_ROLE_WEIGHT ? tfc_model_num_weights(model)
@@ -1161,7 +1254,12 @@ tfc_status tfc_model_invoke(tfc_model *model) {
   if (!model)
     return makeStatus(TFC_INVALID_ARGUMENT,
                       "tfc_model_invoke: model must not be NULL");
+  Exclusive exclusive(model);
+  if (tfc_status s = exclusive.refusal("tfc_model_invoke"))
+    return s;
   return guard([&]() -> tfc_status {
+    if (tfc_status s = checkWeightFiles(model))
+      return s;
     if (tfc_status s = convertPendingWeights(model))
       return s;
     if (tfc_status s = checkBound(model))
@@ -1185,7 +1283,12 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
     return makeStatus(TFC_INVALID_ARGUMENT,
                       "tfc_model_time: needs a model, runs >= 1, warmup >= 0 "
                       "and room for the times");
+  Exclusive exclusive(model);
+  if (tfc_status s = exclusive.refusal("tfc_model_time"))
+    return s;
   return guard([&]() -> tfc_status {
+    if (tfc_status s = checkWeightFiles(model))
+      return s;
     if (tfc_status s = convertPendingWeights(model))
       return s;
     if (tfc_status s = checkBound(model))
@@ -1272,6 +1375,9 @@ tfc_status setShape(tfc_model *model, bool batch, int64_t size) {
   if (!model)
     return makeStatus(TFC_INVALID_ARGUMENT,
                       std::string(fn) + ": model must not be NULL");
+  Exclusive exclusive(model);
+  if (tfc_status s = exclusive.refusal(fn))
+    return s;
   return guard([&]() -> tfc_status {
     tfc::ModelVariants *variants = model->variants.get();
     if (!severalOf(model, batch))

@@ -13,11 +13,60 @@
 
 namespace tfc {
 
+namespace {
+
+/// "12 bytes, modified 1764781200.123456789"
+std::string describeStamp(int64_t size, int64_t sec, int64_t nsec) {
+  char nanos[16];
+  std::snprintf(nanos, sizeof(nanos), "%09lld", static_cast<long long>(nsec));
+  return std::to_string(size) + " bytes, modified " + std::to_string(sec) +
+         "." + nanos;
+}
+
+} // namespace
+
+std::unique_ptr<FileWatch> FileWatch::take(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    ::close(fd);
+    return nullptr;
+  }
+  std::unique_ptr<FileWatch> watch(new FileWatch());
+  watch->fd_ = fd;
+  watch->size_ = st.st_size;
+  watch->mtimeSec_ = st.st_mtim.tv_sec;
+  watch->mtimeNsec_ = st.st_mtim.tv_nsec;
+  watch->ctimeSec_ = st.st_ctim.tv_sec;
+  watch->ctimeNsec_ = st.st_ctim.tv_nsec;
+  return watch;
+}
+
+FileWatch::~FileWatch() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::string FileWatch::change() const {
+  struct stat st;
+  if (fstat(fd_, &st) != 0)
+    return std::string("cannot stat it: ") + std::strerror(errno);
+  // A write or truncation sets both times; ctime also catches a write
+  // that put the modification time back.
+  if (st.st_size == size_ && st.st_mtim.tv_sec == mtimeSec_ &&
+      st.st_mtim.tv_nsec == mtimeNsec_ && st.st_ctim.tv_sec == ctimeSec_ &&
+      st.st_ctim.tv_nsec == ctimeNsec_)
+    return "";
+  return "was " + describeStamp(size_, mtimeSec_, mtimeNsec_) + "; now " +
+         describeStamp(st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+}
+
 bool mapFile(const std::string &path, const uint8_t *&data, size_t &size,
-             std::string &error) {
+             std::string &error, std::unique_ptr<FileWatch> *watch) {
   data = nullptr;
   size = 0;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO would wait for a writer (it is refused
+  // below as not a regular file); regular files ignore it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     error = path + ": cannot open: " + std::strerror(errno);
     return false;
@@ -33,18 +82,29 @@ bool mapFile(const std::string &path, const uint8_t *&data, size_t &size,
     ::close(fd);
     return false;
   }
-  if (st.st_size == 0) {
+  void *ptr = nullptr;
+  if (st.st_size > 0) {
+    ptr = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE,
+               fd, 0);
+    if (ptr == MAP_FAILED) {
+      error = path + ": cannot map: " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+  }
+  if (watch) {
+    *watch = FileWatch::take(fd);
+    if (!*watch) {
+      error = path + ": cannot stat: " + std::strerror(errno);
+      if (ptr)
+        munmap(ptr, static_cast<size_t>(st.st_size));
+      return false;
+    }
+  } else {
     ::close(fd);
+  }
+  if (!ptr)
     return true;
-  }
-  void *ptr = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ,
-                   MAP_PRIVATE, fd, 0);
-  int savedErrno = errno;
-  ::close(fd);
-  if (ptr == MAP_FAILED) {
-    error = path + ": cannot map: " + std::strerror(savedErrno);
-    return false;
-  }
   data = static_cast<const uint8_t *>(ptr);
   size = static_cast<size_t>(st.st_size);
   return true;

@@ -6,16 +6,40 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tfc {
 
+/// Keeps a mapped file open to tell, cheaply (one fstat), whether it was
+/// written, truncated or extended since it was mapped: a map's pages show
+/// such changes (or raise SIGBUS past a new end), so a run must not read
+/// a file that changed under it.
+class FileWatch {
+public:
+  /// Takes `fd` (closed here); false when it cannot be stat'ed.
+  static std::unique_ptr<FileWatch> take(int fd);
+  FileWatch(const FileWatch &) = delete;
+  FileWatch &operator=(const FileWatch &) = delete;
+  ~FileWatch();
+  /// Empty while the file is as it was mapped; else what changed: "was 12
+  /// bytes, modified 1764781200.123456789; now 8 bytes, modified ...".
+  std::string change() const;
+
+private:
+  FileWatch() = default;
+  int fd_ = -1;
+  int64_t size_ = 0, mtimeSec_ = 0, mtimeNsec_ = 0, ctimeSec_ = 0,
+          ctimeNsec_ = 0;
+};
+
 /// Maps `path` read-only. An empty file maps to {nullptr, 0}. On failure
-/// returns false and sets `error` to "<path>: <reason>".
+/// returns false and sets `error` to "<path>: <reason>". With `watch`, the
+/// file stays open in a FileWatch stored there.
 bool mapFile(const std::string &path, const uint8_t *&data, size_t &size,
-             std::string &error);
+             std::string &error, std::unique_ptr<FileWatch> *watch = nullptr);
 void unmapFile(const uint8_t *data, size_t size);
 /// Drops this process's pages of a map from mapFile (its resident memory):
 /// the bytes stay the same, read back from the file where touched again.

@@ -178,7 +178,8 @@ std::unique_ptr<PackedWeightsFile>
 PackedWeightsFile::open(const std::string &path, std::string &error) {
   const uint8_t *data;
   size_t size;
-  if (!mapFile(path, data, size, error))
+  std::unique_ptr<FileWatch> watch;
+  if (!mapFile(path, data, size, error, &watch))
     return nullptr;
   std::unique_ptr<PackedWeightsFile> file = fromMemory(data, size, path, error);
   if (!file) {
@@ -186,7 +187,12 @@ PackedWeightsFile::open(const std::string &path, std::string &error) {
     return nullptr;
   }
   file->mapped_ = true;
+  file->watch_ = std::move(watch);
   return file;
+}
+
+std::string PackedWeightsFile::changeSinceOpen() const {
+  return watch_ ? watch_->change() : std::string();
 }
 
 std::unique_ptr<PackedWeightsFile>

@@ -23,6 +23,8 @@
 #ifndef TFC_RUNTIME_FORMATS_PACKEDWEIGHTS_H
 #define TFC_RUNTIME_FORMATS_PACKEDWEIGHTS_H
 
+#include "MappedFile.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -80,6 +82,8 @@ public:
   const std::string &weightsIdentity() const { return weightsIdentity_; }
   const std::vector<PackedEntry> &entries() const { return entries_; }
   size_t size() const { return size_; }
+  /// Empty while a mapped file is as it was mapped; else what changed.
+  std::string changeSinceOpen() const;
 
 private:
   PackedWeightsFile() = default;
@@ -88,6 +92,7 @@ private:
   const uint8_t *image_ = nullptr;
   size_t size_ = 0;
   bool mapped_ = false; // image_ is a map of the file's, unmapped here
+  std::unique_ptr<FileWatch> watch_; // a mapped file, kept open
 };
 
 } // namespace tfc

@@ -314,7 +314,8 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
                                                        std::string &error) {
   const uint8_t *data;
   size_t size;
-  if (!mapFile(path, data, size, error))
+  std::unique_ptr<FileWatch> watch;
+  if (!mapFile(path, data, size, error, &watch))
     return nullptr;
   std::unique_ptr<SafetensorsFile> file = fromMemory(data, size, error, path);
   if (!file) {
@@ -322,6 +323,7 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
     return nullptr;
   }
   file->mapped_ = true;
+  file->watch_ = std::move(watch);
   return file;
 }
 
@@ -329,6 +331,12 @@ void SafetensorsFile::releasePages() {
   if (mapped_)
     releaseMappedPages(image_, imageSize_);
 }
+
+std::string SafetensorsFile::changeSinceOpen() const {
+  return watch_ ? watch_->change() : std::string();
+}
+
+SafetensorsFile::SafetensorsFile() = default;
 
 SafetensorsFile::~SafetensorsFile() {
   if (mapped_)

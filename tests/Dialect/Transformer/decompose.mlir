@@ -113,7 +113,7 @@ func.func @attention_softcap(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xf32>,
 // -----
 
 // A sliding window without a causal limit: key j is visible to query i iff
-// j + 2 > i + (Skv - Sq), the others -inf.
+// j > i + (Skv - Sq) - 2, the others -inf.
 // CHECK-LABEL: func @attention_window
 // CHECK:      linalg.generic
 // CHECK:        %[[I:.*]] = linalg.index 2
@@ -121,12 +121,36 @@ func.func @attention_softcap(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xf32>,
 // CHECK:        %[[OFF:.*]] = arith.constant 2 : index
 // CHECK:        %[[POS:.*]] = arith.addi %[[I]], %[[OFF]]
 // CHECK:        %[[W:.*]] = arith.constant 2 : index
-// CHECK:        %[[JW:.*]] = arith.addi %[[J]], %[[W]]
-// CHECK:        %[[IN:.*]] = arith.cmpi sgt, %[[JW]], %[[POS]]
+// CHECK:        %[[FIRST:.*]] = arith.subi %[[POS]], %[[W]]
+// CHECK:        %[[IN:.*]] = arith.cmpi sgt, %[[J]], %[[FIRST]]
 // CHECK:        arith.select %[[IN]], %{{.*}}, %{{.*}}
 // CHECK:      tosa.reduce_max
 func.func @attention_window(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xf32>, %v: tensor<1x2x5x16xf32>) -> tensor<1x2x3x16xf32> {
   %o = transformer.attention %q, %k, %v {window = 2 : i64} : tensor<1x2x3x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32> -> tensor<1x2x3x16xf32>
+  return %o : tensor<1x2x3x16xf32>
+}
+
+// -----
+
+// A window of Skv keys or more hides none: only the causal limit is left
+// (no j + window to overflow), and without it no limit at all.
+// CHECK-LABEL: func @attention_window_huge
+// CHECK:      linalg.generic
+// CHECK:        %[[J:.*]] = linalg.index 3
+// CHECK-NOT:    arith.subi
+// CHECK:        %[[IN:.*]] = arith.cmpi sle, %[[J]], %{{.*}}
+// CHECK-NEXT:   arith.constant
+// CHECK-NEXT:   arith.select %[[IN]]
+// CHECK:      tosa.reduce_max
+// CHECK-LABEL: func @attention_window_all_keys
+// CHECK-NOT:  linalg.generic
+// CHECK:      tosa.reduce_max
+func.func @attention_window_huge(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xf32>, %v: tensor<1x2x5x16xf32>) -> tensor<1x2x3x16xf32> {
+  %o = transformer.attention %q, %k, %v {window = 9223372036854775807 : i64, is_causal} : tensor<1x2x3x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32> -> tensor<1x2x3x16xf32>
+  return %o : tensor<1x2x3x16xf32>
+}
+func.func @attention_window_all_keys(%q: tensor<1x2x3x16xf32>, %k: tensor<1x2x5x16xf32>, %v: tensor<1x2x5x16xf32>) -> tensor<1x2x3x16xf32> {
+  %o = transformer.attention %q, %k, %v {window = 5 : i64} : tensor<1x2x3x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32> -> tensor<1x2x3x16xf32>
   return %o : tensor<1x2x3x16xf32>
 }
 

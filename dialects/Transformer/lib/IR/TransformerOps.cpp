@@ -205,11 +205,16 @@ LogicalResult AttentionOp::verify() {
 
 /// Masks scores [B, H, Sq, Skv] to -inf where key j is hidden from query i
 /// (at position i + Skv - Sq): past it when `causal` (j > i + Skv - Sq),
-/// `window` or more positions before it when `window` > 0.
+/// `window` or more positions before it when `window` > 0. A window of Skv
+/// keys or more hides none (and `j + window` could overflow).
 static Value applyKeyLimits(OpBuilder &b, Location loc, Value scores,
                             bool causal, int64_t window) {
   auto type = cast<RankedTensorType>(scores.getType());
   int64_t sq = type.getDimSize(2), skv = type.getDimSize(3);
+  if (window >= skv)
+    window = 0;
+  if (!causal && window == 0)
+    return scores;
   Type et = type.getElementType();
   auto map = b.getMultiDimIdentityMap(4);
   SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
@@ -227,11 +232,11 @@ static Value applyKeyLimits(OpBuilder &b, Location loc, Value scores,
           visible = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::sle,
                                           j, position);
         if (window > 0) {
-          // j > position - window, as j + window > position.
+          // j > position - window (window < Skv: no overflow).
           Value w = arith::ConstantIndexOp::create(nb, nloc, window);
           Value inWindow = arith::CmpIOp::create(
-              nb, nloc, arith::CmpIPredicate::sgt,
-              arith::AddIOp::create(nb, nloc, j, w), position);
+              nb, nloc, arith::CmpIPredicate::sgt, j,
+              arith::SubIOp::create(nb, nloc, position, w));
           visible = visible ? arith::AndIOp::create(nb, nloc, visible, inWindow)
                                   .getResult()
                             : inWindow;

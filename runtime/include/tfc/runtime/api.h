@@ -18,9 +18,15 @@
  *    with tfc_status_free. Its message is one line naming the file, the tensor
  *    or argument, and what was expected.
  *  - No C++ exception crosses this API.
- *  - Handles are created and destroyed explicitly. A model may be used from
- *    one thread at a time; different models are independent. The allocator
- *    behind compiled code is thread-safe.
+ *  - Handles are created and destroyed explicitly. A model serves one call
+ *    at a time: a call that runs it or changes its bindings while another
+ *    such call is under way on another thread fails with
+ *    FAILED_PRECONDITION ("model m.so is in use by another call on another
+ *    thread ..."); binding and running from different threads in turn is
+ *    the caller's to order. Different models are independent, also two of
+ *    the same file: each runs a private copy of its library taken when it
+ *    is loaded (so a library rebuilt at a loaded path is read again). The
+ *    allocator behind compiled code is thread-safe.
  *  - Tensors are indexed per role: inputs 0..num_inputs-1 and weights
  *    0..num_weights-1 in the manifest's argument order, outputs
  *    0..num_outputs-1 in result order.
@@ -151,7 +157,13 @@ TFC_API int32_t tfc_model_find_weight(const tfc_model *model, const char *name);
  * Tensors of the weight's dtype aligned to their element size in the file are
  * used in place; others are copied once into an aligned buffer. The mapping
  * lives until the model is destroyed or weights are bound again. Extra tensors
- * in the file are ignored. */
+ * in the file are ignored. The file must not change while it is bound: every
+ * run of a CPU model first checks it (one fstat: size, modification and
+ * change times), and one written, truncated or extended since fails the run
+ * with FAILED_PRECONDITION ("weights file w.safetensors changed after it was
+ * bound (was ...; now ...): bind it again"); so does a changed packed weights
+ * file. A file changed while a run reads it is undefined behaviour (the map
+ * can raise SIGBUS), as with any memory-mapped weights. */
 TFC_API tfc_status tfc_model_bind_weights(tfc_model *model,
                                           const char *safetensors_path);
 /* Binds one weight to a caller buffer (64-byte aligned, the manifest's dtype

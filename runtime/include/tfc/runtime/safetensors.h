@@ -28,6 +28,8 @@
 
 namespace tfc {
 
+class FileWatch;
+
 struct SafetensorsTensor {
   std::string name;
   DType dtype = DType::F32;
@@ -67,13 +69,18 @@ public:
   /// memory; the tensors read the same, from the file, where touched
   /// again); for an image in memory, nothing.
   void releasePages();
+  /// For a mapped file, empty while the file is as it was mapped, else
+  /// what changed ("was 12 bytes, modified ...; now 8 bytes, ..."); for an
+  /// image in memory, empty.
+  std::string changeSinceOpen() const;
 
 private:
-  SafetensorsFile() = default;
+  SafetensorsFile();
   std::string path_;
   const uint8_t *image_ = nullptr;
   size_t imageSize_ = 0;
   bool mapped_ = false;
+  std::unique_ptr<FileWatch> watch_; // a mapped file, kept open
   std::vector<SafetensorsTensor> tensors_;
   std::vector<size_t> sortedByName_;
 };
