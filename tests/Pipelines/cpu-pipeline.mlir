@@ -1,5 +1,18 @@
 // RUN: tfc-opt %s --tfc-cpu-pipeline | FileCheck %s
 // RUN: tfc-opt %s --tfc-cpu-pipeline-unfused | FileCheck %s --check-prefix=UNFUSED
+// RUN: tfc-opt %s --tfc-cpu-pipeline=fuse=false | FileCheck %s --check-prefix=UNFUSED
+// RUN: tfc-opt %s --tfc-cpu-pipeline="quantize-weights=int4 quantize-activations=int8" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPTIONS
+// RUN: tfc-opt %s --tfc-nvptx-pipeline="chip=sm_90a wgmma=true tma=true decode-stages=3" --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPUOPTIONS
+// RUN: not tfc-opt %s --tfc-cpu-pipeline=quantise=int8 2>&1 | FileCheck %s --check-prefix=BADOPTION
+
+// The pipelines take the options tfc-compile sets from its flags, by name;
+// each reaches the pass it configures.
+// OPTIONS: transformer-fuse
+// OPTIONS: convert-linalg-matmul-to-cpu{quantize-activations=int8 quantize-weights=int4}
+// GPUOPTIONS: convert-transformer-to-nvptx{{.*}} decode-stages=3 {{.*}}wgmma=true
+// GPUOPTIONS: convert-linalg-matmul-to-nvptx{tma=true wgmma=true}
+// GPUOPTIONS: nvvm-attach-target{{.*}}chip=sm_90a
+// BADOPTION: no such option quantise
 
 // The whole CPU lowering to the LLVM dialect, runnable by hand. Fused: the
 // attention is one call into the micro-kernel, writing the out-parameter;

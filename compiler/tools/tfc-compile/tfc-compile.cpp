@@ -198,17 +198,18 @@ static cl::opt<std::string> gpuBinary(
     cl::init("cubin"), cl::cat(category));
 
 /// The GPU kernels of this build: --gpu-arch's defaults
-/// (tfc::nvptxKernelDefaults, the fastest in the H200 device check), then
+/// (tfc::applyKernelDefaults, the fastest in the H200 device check), then
 /// what the flags say. wgmma decides the others' defaults: without it (the
 /// flag false, or another chip) attention gets mma.sync with cp.async
 /// stages and 32 rows per warp.
-static tfc::NVPTXPipelineOptions gpuKernels() {
-  tfc::NVPTXPipelineOptions k = tfc::nvptxKernelDefaults(
-      gpuArch, gpuWgmma.getNumOccurrences() ? std::optional<bool>(gpuWgmma)
-                                            : std::nullopt);
+static void gpuKernels(tfc::NVPTXPipelineOptions &k) {
+  k.chip = gpuArch.getValue();
+  tfc::applyKernelDefaults(k, gpuWgmma.getNumOccurrences()
+                                  ? std::optional<bool>(gpuWgmma)
+                                  : std::nullopt);
   auto given = [](auto &flag, auto &field) {
     if (flag.getNumOccurrences())
-      field = flag;
+      field = flag.getValue();
   };
   given(gpuLdmatrix, k.ldmatrix);
   given(gpuAsyncCopy, k.asyncCopy);
@@ -220,7 +221,6 @@ static tfc::NVPTXPipelineOptions gpuKernels() {
   given(gpuDecodeBlocksPerSM, k.decodeBlocksPerSM);
   given(gpuDecodeStages, k.decodeStages);
   given(gpuDecodeMma, k.decodeMma);
-  return k;
 }
 
 enum class Emit { MLIR, LLVM, Obj, SO, PTX };
@@ -436,9 +436,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   // Graph level: fusion (or decomposition, for the unfused build).
   PassManager graph(context);
   configure(graph);
-  if (failed(parsePassPipeline(
-          fuse ? "transformer-fuse" : "transformer-decompose", graph)))
-    return fail("cannot build the graph pipeline");
+  tfc::buildGraphPipeline(graph, fuse);
   if (failed(graph.run(module)))
     return fail("graph optimisation of " + inputName + " failed");
   FailureOr<tfc::Manifest> manifest =
@@ -473,33 +471,26 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   bool gpu = target == "nvptx";
   if (gpu)
     manifest->target = "nvptx";
-  std::string pipeline;
-  if (gpu) {
-    tfc::NVPTXPipelineOptions options = gpuKernels();
-    options.fuse = fuse;
-    options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
-    pipeline = tfc::getNVPTXPipeline(options);
-  } else {
-    tfc::CPUPipelineOptions options;
-    options.fuse = fuse;
-    options.quantizeWeights = quantizeWeights;
-    options.quantizeActivations = quantizeActivations;
-    pipeline = tfc::getCPUPipeline(options);
-  }
-  // The graph step already ran; the lowering starts after it.
-  llvm::StringRef rest(pipeline);
-  rest.consume_front("transformer-fuse,");
-  if (!gpu)
-    rest.consume_front("transformer-decompose,");
-  // A pass manager of the lowering; null when the pipeline does not parse.
+  // The lowering after the graph step, a pass manager each time it is asked
+  // for (each variant of a library runs its own).
   auto lowering = [&]() -> std::unique_ptr<PassManager> {
     auto pm = std::make_unique<PassManager>(context);
     configure(*pm);
-    if (failed(parsePassPipeline(rest, *pm)))
-      return nullptr;
+    if (gpu) {
+      tfc::NVPTXPipelineOptions options;
+      gpuKernels(options);
+      options.fuse = fuse;
+      options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
+      tfc::buildNVPTXLoweringPipeline(*pm, options);
+    } else {
+      tfc::CPUPipelineOptions options;
+      options.fuse = fuse;
+      options.quantizeWeights = quantizeWeights.getValue();
+      options.quantizeActivations = quantizeActivations.getValue();
+      tfc::buildCPULoweringPipeline(*pm, options);
+    }
     return pm;
   };
-  std::string noPipeline = "cannot build the " + target + " pipeline";
   std::string loweringFailed = "lowering " + inputName + " for " +
                                (gpu ? "NVPTX (" + gpuArch + ")" : "the CPU") +
                                " failed";
@@ -523,11 +514,8 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     // as it is made); the dialects the passes make are loaded before the
     // threads start.
     std::vector<std::unique_ptr<PassManager>> managers;
-    for (size_t i = 0; i < parts.size(); ++i) {
+    for (size_t i = 0; i < parts.size(); ++i)
       managers.push_back(lowering());
-      if (!managers.back())
-        return fail(noPipeline);
-    }
     DialectRegistry dialects;
     managers.front()->getDependentDialects(dialects);
     context->appendDialectRegistry(dialects);
@@ -552,8 +540,6 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   }
 
   std::unique_ptr<PassManager> lower = lowering();
-  if (!lower)
-    return fail(noPipeline);
   if (failed(lower->run(module)))
     return fail(loweringFailed);
   if (kind == Emit::PTX) {
@@ -622,7 +608,8 @@ int main(int argc, char **argv) {
     if (verifyFusion)
       return fail("--verify-fusion runs both builds on this machine and "
                   "needs --target=cpu");
-    tfc::NVPTXPipelineOptions k = gpuKernels();
+    tfc::NVPTXPipelineOptions k;
+    gpuKernels(k);
     if (k.wgmma && gpuArch != "sm_90a")
       return fail("--gpu-wgmma needs --gpu-arch=sm_90a (wgmma is not part "
                   "of " +
