@@ -865,7 +865,8 @@ constexpr double kParallelFlops = 4e6;
 /// 16-bit or quantized B has fewer bytes for the same work of widening and
 /// multiplying, and int4 projections of 768 x 768 and 768 x 256 (295 and 98
 /// KiB) ran on one thread when bytes counted (the same step with int4
-/// weights and int8 activations, AVX-512: 5.9 -> 5.2 ms, Performance.md).
+/// weights and int8 activations, AVX-512: 5.9 -> 5.2 ms,
+/// docs/performance/reports/2026-12-03-xeon-amx.md).
 constexpr double kParallelElements = double(size_t(1) << 17);
 
 /// The threads' tasks over `m` rows: `count` of them (a multiple of the
@@ -1650,8 +1651,9 @@ void matmulBf16Dot(const Matmul &p, int64_t bt, bool parallel) {
 /// product of many rows runs the f32 kernel on it, block after block of
 /// kMR rows, where each block would widen and scale the same values again
 /// (LLaMA prefill, 128 tokens, int8 weights: 0.75x the f32 build's speed
-/// before, Performance.md). Each value rounds once, where the widening
-/// kernel rounds each column's sum once more: within the same bound.
+/// before, docs/performance/reports/2026-12-03-xeon-amx.md). Each value
+/// rounds once, where the widening kernel rounds each column's sum once
+/// more: within the same bound.
 template <BType T>
 void dequantizeSlice(const int8_t *b, const float *scale, int64_t kc,
                      float *to) {

@@ -94,7 +94,7 @@ GPU_VARIANTS = {
 # and "dmma3" with its keys split for 2 or 3 blocks per SM instead of 4
 # (longer chunks; 3 blocks of it fit on an SM). (More cp.async stages or
 # blocks per SM for the CUDA-core decode kernel did not pay on the H200:
-# Performance.md.) The GPU_VARIANTS
+# docs/performance/reports/2026-12-04-h200.md.) The GPU_VARIANTS
 # change the tiled kernels only, so decode models are built with these
 # instead (the GPU target only; prepare drops them for the CPU). Build name:
 # tfc-compile flags.

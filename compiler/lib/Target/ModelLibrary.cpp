@@ -318,12 +318,14 @@ void internalize(llvm::Module &mod) {
 /// loops of small shapes made basic blocks of tens of thousands of
 /// instructions whose scheduling is quadratic: a 2-layer decoder of width
 /// 48 took 4.2 s to compile, 0.55 s without; MiniLM (batch 8 x 128) 3.5 s
-/// against 2.0 s, run times the same or shorter (Performance.md).
+/// against 2.0 s, run times the same or shorter
+/// (docs/performance/reports/2026-12-02-compile-time.md).
 void optimize(llvm::Module &mod, llvm::TargetMachine &tm) {
   // The generated loops are vectorised at full width, as the micro-kernels
   // are (-mprefer-vector-width=512): LLVM's tuning of the Intel cores with
   // AVX-512 prefers 256 bits, which halved the lanes of the GELU loops of a
-  // bf16 MiniLM (batch 8: 61.3 -> 58.7 ms, Performance.md). Where the host
+  // bf16 MiniLM (batch 8: 61.3 -> 58.7 ms,
+  // docs/performance/reports/2026-12-03-xeon-amx.md). Where the host
   // has no AVX-512 the widest legal vectors are used as before.
   for (llvm::Function &f : mod)
     if (!f.isDeclaration() && !f.hasFnAttribute("prefer-vector-width"))

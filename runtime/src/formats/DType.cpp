@@ -173,8 +173,8 @@ namespace {
 /// convertFloats for one pair of types, known at compile time: the loop
 /// holds no branch on them, and the compiler vectorizes it (the types
 /// looked up per element had made binding an f32 checkpoint to a bf16
-/// model the largest part of its first run's process: docs/Performance.md,
-/// "The first run").
+/// model the largest part of its first run's process:
+/// docs/performance/reports/2026-12-03-xeon-amx.md, "The first run").
 template <DType From, DType To>
 void convertAll(const void *src, void *dst, size_t count) {
   for (size_t i = 0; i < count; ++i)

@@ -627,7 +627,7 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
 /// each thread sums its columns over the chunks kCombineLoads at a time,
 /// their loads independent of each other (a dependent chain per chunk, as
 /// the loop over chunks used to be, took about 10 us for 66 chunks on an
-/// H200: Performance.md).
+/// H200: docs/performance/reports/2026-12-04-h200.md).
 constexpr int64_t kCombineLoads = 16;
 
 void buildCombine(Arith &a, gpu::GPUFuncOp func, const AttentionShape &s,
