@@ -101,6 +101,12 @@ std::vector<std::string> ImportFlags::given() const {
   return out;
 }
 
+/// The largest batch size, length or past length a build takes, and the
+/// most tokens (batch times past and new tokens) it holds: tensor sizes
+/// stay far from overflowing 64 bits however wide the model.
+static constexpr int64_t kMaxSize = (int64_t(1) << 31) - 1;
+static constexpr int64_t kMaxTokens = int64_t(1) << 40;
+
 /// The positive integers of a comma-separated list, increasing, each once;
 /// failure with `error` naming `flag` otherwise.
 static FailureOr<std::vector<int64_t>>
@@ -114,6 +120,12 @@ parseSizes(StringRef list, StringRef flag, std::string &error) {
       error = ("--" + flag +
                ": expected positive integers separated by commas, got '" +
                part + "'")
+                  .str();
+      return failure();
+    }
+    if (size > kMaxSize) {
+      error = ("--" + flag + ": " + Twine(size) + " is larger than " +
+               Twine(kMaxSize) + ", the most a build takes")
                   .str();
       return failure();
     }
@@ -145,6 +157,16 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
     return failure();
   if (pastLen < 0)
     return fail("--past-len: expected a non-negative integer");
+  if (pastLen > kMaxSize)
+    return fail("--past-len: " + Twine(int64_t(pastLen)) + " is larger than " +
+                Twine(kMaxSize) + ", the most a build takes");
+  // Each at most 2^31 - 1: the products below do not overflow.
+  int64_t tokens = batchSizes->back() * (pastLen + lengths->back());
+  if (tokens > kMaxTokens)
+    return fail("--batch " + Twine(batchSizes->back()) + " with " +
+                Twine(pastLen + lengths->back()) +
+                " tokens per sequence (past and new): " + Twine(tokens) +
+                " tokens, more than a build takes (" + Twine(kMaxTokens) + ")");
   if (present == PresentKV::New && !kvCache && pastLen == 0)
     return fail("--present=new: the model has no KV cache to return (add "
                 "--kv-cache or --past-len)");

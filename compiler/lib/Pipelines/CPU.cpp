@@ -45,7 +45,8 @@ void addTosaToLinalgPasses(OpPassManager &pm) {
 
 void addBufferizePasses(OpPassManager &pm) {
   // Function results become caller-provided out-parameters (the ABI's
-  // buffers).
+  // buffers), one each: a value returned twice is copied first.
+  pm.nest<func::FuncOp>().addPass(createDistinctResults());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

@@ -50,6 +50,8 @@
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
+
 #ifndef TFC_LINKER
 #define TFC_LINKER "clang++"
 #endif
@@ -425,6 +427,40 @@ static OwningOpRef<ModuleOp> importVariants(MLIRContext &context,
   return merged;
 }
 
+/// Fails, with an error at the call, when a function of `module` calls
+/// itself, directly or through others: compiled code has no stack to
+/// recurse on for tensors, and a model's graph never recurses.
+static LogicalResult checkNoRecursion(ModuleOp module) {
+  // 0: not visited, 1: on the current path, 2: done.
+  llvm::StringMap<int> state;
+  std::function<LogicalResult(func::FuncOp)> visit =
+      [&](func::FuncOp fn) -> LogicalResult {
+    state[fn.getSymName()] = 1;
+    WalkResult r = fn.walk([&](func::CallOp call) {
+      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+      if (!callee)
+        return WalkResult::advance();
+      int &s = state[callee.getSymName()];
+      if (s == 1) {
+        call.emitError() << "function '" << fn.getSymName() << "' calls '"
+                         << callee.getSymName()
+                         << "', which is on its own call path: recursion "
+                            "cannot be compiled";
+        return WalkResult::interrupt();
+      }
+      if (s == 0 && failed(visit(callee)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    state[fn.getSymName()] = 2;
+    return failure(r.wasInterrupted());
+  };
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (state.lookup(fn.getSymName()) == 0 && failed(visit(fn)))
+      return failure();
+  return success();
+}
+
 /// Fuses (or decomposes), lowers and emits `module`; returns the exit code.
 /// `builds`: a module of several batch-size or sequence-length builds
 /// (importVariants), emitted as one library with a variant per build.
@@ -433,6 +469,8 @@ static int compileModule(ModuleOp module, const std::string &inputName,
                          const char *argv0, bool quiet,
                          const VariantBuilds *builds = nullptr) {
   MLIRContext *context = module.getContext();
+  if (failed(checkNoRecursion(module)))
+    return 1;
   // Graph level: fusion (or decomposition, for the unfused build).
   PassManager graph(context);
   configure(graph);

@@ -299,6 +299,20 @@ def SerializeSmallLoops : Pass<"tfc-serialize-small-loops"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def DistinctResults : Pass<"tfc-distinct-results", "mlir::func::FuncOp"> {
+  let summary = "Give every result of a function a value of its own";
+  let description = [{
+    A function may return one value twice (`return %y, %y`), and CSE makes
+    two identical computations one (two attentions of the same inputs).
+    After bufferization each result is an out-parameter of its own, which
+    `buffer-results-to-out-params` cannot fill from one buffer. This pass,
+    run just before bufferization, replaces each repeat of a returned value
+    by a copy of it (`bufferization.alloc_tensor() copy(%y)`), which
+    bufferizes to a buffer of its own.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
 def InlineAllocaScopes : Pass<"tfc-inline-alloca-scopes"> {
   let summary = "Inline memref.alloca_scope regions that allocate nothing";
   let description = [{
