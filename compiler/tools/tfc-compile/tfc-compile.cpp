@@ -20,6 +20,7 @@
 #include "tfc/Importer/ImportFlags.h"
 #include "tfc/Pipelines/CPU.h"
 #include "tfc/Pipelines/GPU.h"
+#include "tfc/Support/InputLimits.h"
 #include "tfc/Target/Manifest.h"
 #include "tfc/Target/ModelLibrary.h"
 #include "tfc/Target/PTX.h"
@@ -777,6 +778,9 @@ int main(int argc, char **argv) {
         openInputFile(inputFile, &error);
     if (!input)
       return fail(error);
+    if (std::string deep = tfc::checkNesting(input->getBuffer(), inputFile);
+        !deep.empty())
+      return fail(deep);
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)

@@ -11,6 +11,7 @@
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
 #include "tfc/Pipelines/CPU.h"
 #include "tfc/Pipelines/GPU.h"
+#include "tfc/Support/InputLimits.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -18,6 +19,9 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
@@ -34,6 +38,20 @@ int main(int argc, char **argv) {
   registry.insert<tfc::transformer::TransformerDialect>();
   tfc::registerCPUBufferizationModels(registry);
 
+  auto [input, output] = mlir::registerAndParseCLIOptions(
+      argc, argv, "tfc optimiser driver\n", registry);
+  // Nesting the parser cannot take is refused before it runs (standard
+  // input is read by MlirOptMain alone).
+  if (input != "-") {
+    auto buffer = llvm::MemoryBuffer::getFile(input, /*IsText=*/true);
+    if (buffer) {
+      std::string error = tfc::checkNesting((*buffer)->getBuffer(), input);
+      if (!error.empty()) {
+        llvm::errs() << "tfc-opt: error: " << error << "\n";
+        return 1;
+      }
+    }
+  }
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "tfc optimiser driver\n", registry));
+      mlir::MlirOptMain(argc, argv, input, output, registry));
 }
