@@ -1,5 +1,5 @@
 """A CPU model's weights file leaves the process's resident memory after
-the first run (runtime/src/common/Api.cpp, releaseWeightPages): the kernels
+the first run (runtime/src/common/Weights.cpp, releaseWeightPages): the kernels
 have packed and quantized their own copies, so its pages are dropped, and
 the runs after it read the same values.
 
