@@ -119,6 +119,19 @@ _SIGNATURES = {
     "tfc_model_input_length_axis": (_I32, [_P, _I32]),
     "tfc_model_output_length_axis": (_I32, [_P, _I32]),
     "tfc_model_invoke": (_P, [_P]),
+    "tfc_context_create": (_P, [_P, ctypes.POINTER(_P)]),
+    "tfc_context_destroy": (None, [_P]),
+    "tfc_context_input": (_DESC, [_P, _I32]),
+    "tfc_context_output": (_DESC, [_P, _I32]),
+    "tfc_context_batch": (_I64, [_P]),
+    "tfc_context_length": (_I64, [_P]),
+    "tfc_context_check_input": (_P, [_P, _I32, _I32, _I32,
+                                     ctypes.POINTER(_I64)]),
+    "tfc_context_set_batch": (_P, [_P, _I64]),
+    "tfc_context_set_length": (_P, [_P, _I64]),
+    "tfc_context_bind_input": (_P, [_P, _I32, _P]),
+    "tfc_context_bind_output": (_P, [_P, _I32, _P]),
+    "tfc_context_invoke": (_P, [_P]),
     "tfc_model_time": (_P, [_P, _I32, _I32, ctypes.POINTER(ctypes.c_double)]),
     "tfc_set_num_threads": (ctypes.c_int, [_I32]),
     "tfc_allocator_get_stats": (None, [_P]),
@@ -326,6 +339,11 @@ class Model:
     def __repr__(self):
         return "<tfc_runtime.Model %s>" % self.path
 
+    def _function(self, name):
+        """tfc_model_<name> and the handle it takes (a Context's are
+        tfc_context_<name> and its own)."""
+        return getattr(self._rt, "tfc_model_" + name), self._live()
+
     def _live(self):
         if not self._handle:
             raise Error("model %s is closed" % self.path,
@@ -336,7 +354,8 @@ class Model:
         """TensorInfo of every tensor of `role`, at the current batch size
         and length."""
         h, rt = self._live(), self._rt
-        get = getattr(rt, "tfc_model_" + role)
+        get, target = ((rt.tfc_model_weight, h) if role == "weight" else
+                       self._function(role))
 
         def axis(kind, i):
             if role == "weight":
@@ -346,7 +365,7 @@ class Model:
 
         infos = []
         for i in range(getattr(rt, "tfc_model_num_%ss" % role)(h)):
-            d = get(h, i).contents
+            d = get(target, i).contents
             infos.append(TensorInfo(
                 d.name.decode(),
                 "bf16" if d.dtype == _BF16 else _STORAGE[d.dtype],
@@ -449,6 +468,13 @@ class Model:
             self._packed_after_run()
             return [out.copy() for out in self._out_buffers]
 
+    def context(self):
+        """A new execution context of this (CPU) model: its own inputs and
+        outputs, the model's weights shared read-only. Contexts of one
+        model run at once, each from one thread at a time; while any
+        exists the model's weights cannot be bound again."""
+        return Context(self)
+
     def time(self, *inputs, warmup=1, runs=10, **named):
         """Runs the model `warmup` times untimed, then `runs` times; returns
         the milliseconds of each timed run (the model's own compute)."""
@@ -495,24 +521,24 @@ class Model:
             dtype = a.dtype.newbyteorder("=")  # copied in native order
             code = _DTYPE_CODES.get(dtype, -1)
             shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
-            _check(self._rt, self._rt.tfc_model_check_input(
-                h, i, code, a.ndim, shape),
+            check_input, target = self._function("check_input")
+            _check(self._rt, check_input(target, i, code, a.ndim, shape),
                 "" if code >= 0 else " (numpy %s)" % a.dtype)
             buf = self._in_buffers[i]
             if buf is None or buf.shape != a.shape or buf.dtype != dtype:
                 buf = self._in_buffers[i] = _aligned_empty(a.shape, dtype)
             np.copyto(buf, a)
             # Bound on every run: setting a shape drops the bindings.
-            _check(self._rt, self._rt.tfc_model_bind_input(
-                h, i, buf.ctypes.data))
+            bind, target = self._function("bind_input")
+            _check(self._rt, bind(target, i, buf.ctypes.data))
         for i, info in enumerate(self._infos("output")):
             buf = self._out_buffers[i]
             if buf is None or buf.shape != info.shape:
                 dtype = _STORAGE[_BF16] if info.dtype == "bf16" else \
                     info.dtype
                 buf = self._out_buffers[i] = _aligned_empty(info.shape, dtype)
-            _check(self._rt, self._rt.tfc_model_bind_output(
-                h, i, buf.ctypes.data))
+            bind, target = self._function("bind_output")
+            _check(self._rt, bind(target, i, buf.ctypes.data))
 
     def _as_array(self, i, value, info):
         """A numpy array stays as it is (the runtime checks its dtype); other
@@ -539,9 +565,10 @@ class Model:
         (the rows of one sequence), or on its sequence axis minus the
         model's constant (a mask's past tokens). They must agree; the model
         is set to it when it differs from the current one."""
-        rt, h = self._rt, self._handle
+        rt = self._rt
         what = "batch size" if batches else "length"
-        current = rt.tfc_model_batch(h) if batches else rt.tfc_model_length(h)
+        get, target = self._function("batch" if batches else "length")
+        current = get(target)
         size, first = None, None
         for i, (a, info) in enumerate(zip(arrays, infos)):
             axis = info.batch_axis if batches else info.length_axis
@@ -561,9 +588,9 @@ class Model:
                               self._describe(arrays[first]), self._which(i),
                               what, n, self._describe(a)))
         if first is not None and size != current:
-            set_size = rt.tfc_model_set_batch if batches else \
-                rt.tfc_model_set_length
-            _check(rt, set_size(h, size), " (%s is %s)" % (
+            set_size, target = self._function(
+                "set_batch" if batches else "set_length")
+            _check(rt, set_size(target, size), " (%s is %s)" % (
                 self._which(first), self._describe(arrays[first])))
 
     def _describe(self, a):
@@ -572,3 +599,83 @@ class Model:
         name = (self._rt.tfc_dtype_name(code).decode() if code is not None
                 else str(a.dtype))
         return "%s [%s]" % (name, ", ".join(str(d) for d in a.shape))
+
+
+class Context:
+    """One request's bindings of a loaded CPU model (Model.context()): its
+    own inputs, outputs and, for a model built for several batch sizes or
+    lengths, its own shape, while the library and the weights (converted
+    and packed once) stay the model's. Contexts of one model run at once
+    (one per thread: run() releases the GIL while the model computes), each
+    serving one call at a time. close() (or `with`) destroys it; the model
+    lives on until its last context is closed."""
+
+    def __init__(self, model):
+        self._context = None  # first: __del__ runs even if creating fails
+        self._model, self._rt, self.path = model, model._rt, model.path
+        self._busy = threading.Lock()
+        handle = ctypes.c_void_p()
+        with model._exclusive("context"):
+            _check(self._rt, self._rt.tfc_context_create(
+                model._live(), ctypes.byref(handle)))
+        self._context = handle
+        # The model's handle stays valid while the context exists (the
+        # runtime keeps a closed model for its contexts).
+        self._model_handle = model._live()
+        self._names = model._names
+        self._in_buffers = [None] * len(self._names)
+        self._out_buffers = [None] * len(model.outputs)
+
+    def close(self):
+        """Destroys the context (once; later calls do nothing), after a
+        call under way on another thread ends."""
+        busy = getattr(self, "_busy", None)
+        with busy if busy is not None else contextlib.nullcontext():
+            handle, self._context = getattr(self, "_context", None), None
+            if handle:
+                self._rt.tfc_context_destroy(handle)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to free
+            pass
+
+    def __repr__(self):
+        return "<tfc_runtime.Context of %s>" % self.path
+
+    def _live(self):
+        """The model's handle (its signature), once the context is open."""
+        if not self._context:
+            raise Error("a context of model %s is closed" % self.path,
+                        "FAILED_PRECONDITION")
+        return self._model_handle
+
+    def _function(self, name):
+        self._live()
+        return getattr(self._rt, "tfc_context_" + name), self._context
+
+    def run(self, *inputs, **named):
+        """As Model.run, on this context's bindings."""
+        with self._exclusive("run"):
+            self._bind(inputs, named)
+            _check(self._rt, self._rt.tfc_context_invoke(self._context))
+            return [out.copy() for out in self._out_buffers]
+
+    # Binding and checking the inputs, as the model does them, through
+    # _function's tfc_context_* calls.
+    _exclusive = Model._exclusive
+    _bind = Model._bind
+    _as_array = Model._as_array
+    _set_size_from = Model._set_size_from
+    _describe = Model._describe
+    _which = Model._which
+    _infos = Model._infos
+    inputs = Model.inputs
+    outputs = Model.outputs

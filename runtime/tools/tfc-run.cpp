@@ -2,7 +2,7 @@
 //
 // tfc-run model.so [--weights W.safetensors] --input a.npy [--input b.npy ...]
 //         --output y.npy [...] [--repeat N] [--warmup N] [--threads N]
-//         [--packed-weights W.packed] [--memory]
+//         [--packed-weights W.packed] [--memory] [--concurrency N]
 //
 // Uses only the runtime's C API, for CPU and GPU (nvptx) models alike. Every
 // error is one line on stderr, "tfc-run: error: ...", and exit status 1.
@@ -13,12 +13,15 @@
 #include "tfc/runtime/files.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -28,6 +31,7 @@ const char kUsage[] =
     "--output OUT.npy ...\n"
     "               [--repeat N] [--warmup N] [--threads N] [--describe]\n"
     "               [--packed-weights FILE.packed] [--memory]\n"
+    "               [--concurrency N]\n"
     "\n"
     "Runs a model compiled by tfc-compile. Inputs map to the model's inputs "
     "in\n"
@@ -42,7 +46,13 @@ const char kUsage[] =
     "  --repeat N       run N timed times and print the median and min time\n"
     "                   of the model's compute (CUDA events for GPU models)\n"
     "  --warmup N       untimed runs before those (default 1 with --repeat)\n"
-    "  --threads N      threads for compiled CPU code (OpenMP)\n"
+    "  --threads N      threads for compiled CPU code (OpenMP), per run: at\n"
+    "                   most 8 per core\n"
+    "  --concurrency N  with --repeat: N execution contexts of the one loaded\n"
+    "                   model (CPU), each running N timed runs on a thread of\n"
+    "                   its own at once; prints the throughput (runs per\n"
+    "                   second) and each run's median; writes context 0's\n"
+    "                   outputs\n"
     "  --packed-weights FILE\n"
     "                   the weights as the CPU kernels pack them (and "
     "quantize\n"
@@ -67,6 +77,7 @@ struct Options {
   long repeat = 0;
   long warmup = -1;
   long threads = 0;
+  long concurrency = 0;
   bool describe = false;
   bool memory = false;
 };
@@ -131,8 +142,8 @@ Options parseOptions(int argc, char **argv) {
         value = arg.substr(eq + 1);
       }
       static const char *const kValued[] = {
-          "--weights", "--input",   "--output",        "--repeat",
-          "--warmup",  "--threads", "--packed-weights"};
+          "--weights", "--input",   "--output",         "--repeat",
+          "--warmup",  "--threads", "--packed-weights", "--concurrency"};
       if (std::find_if(std::begin(kValued), std::end(kValued),
                        [&](const char *f) { return flag == f; }) ==
           std::end(kValued))
@@ -157,6 +168,18 @@ Options parseOptions(int argc, char **argv) {
         options.warmup = parseCount(flag, value, 0);
       } else if (flag == "--threads") {
         options.threads = parseCount(flag, value, 1);
+        long cores = long(std::max(1u, std::thread::hardware_concurrency()));
+        if (options.threads > 8 * cores)
+          fail("--threads " + std::to_string(options.threads) +
+               " is more than 8 per core (" + std::to_string(cores) +
+               " cores: at most " + std::to_string(8 * cores) + ")");
+      } else if (flag == "--concurrency") {
+        options.concurrency = parseCount(flag, value, 1);
+        long cores = long(std::max(1u, std::thread::hardware_concurrency()));
+        if (options.concurrency > 64 * cores)
+          fail("--concurrency " + std::to_string(options.concurrency) +
+               " is more than 64 per core (" + std::to_string(cores) +
+               " cores: at most " + std::to_string(64 * cores) + ")");
       } else if (flag == "--packed-weights") {
         if (value.empty())
           fail("--packed-weights expects a file name");
@@ -174,6 +197,8 @@ Options parseOptions(int argc, char **argv) {
   if (!options.packedWeights.empty() && options.weights.empty())
     fail("--packed-weights goes with --weights: the packed copies are of "
          "the weights bound from that file");
+  if (options.concurrency > 0 && !sawRepeat)
+    fail("--concurrency times runs: give --repeat N too");
   if (options.warmup < 0)
     options.warmup = sawRepeat ? 1 : 0;
   return options;
@@ -378,6 +403,85 @@ std::string plural(size_t n, const char *word) {
 
 } // namespace
 
+/// --concurrency N: N contexts of `model` (inputs bound to `inputs`, outputs
+/// of their own), each running --warmup untimed and --repeat timed runs on
+/// a thread of its own, all at once; prints the throughput and the median
+/// run. Returns context 0's outputs (the caller writes and frees them).
+std::vector<tfc_array *> runContexts(tfc_model *model, const Options &options,
+                                     const std::vector<tfc_array *> &inputs) {
+  size_t n = size_t(options.concurrency);
+  std::vector<tfc_context *> contexts(n, nullptr);
+  std::vector<std::vector<tfc_array *>> outputs(n);
+  for (size_t c = 0; c < n; ++c) {
+    check(tfc_context_create(model, &contexts[c]));
+    if (tfc_model_num_batches(model))
+      check(tfc_context_set_batch(contexts[c], tfc_model_batch(model)));
+    if (tfc_model_num_lengths(model))
+      check(tfc_context_set_length(contexts[c], tfc_model_length(model)));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      check(tfc_context_bind_input(contexts[c], int32_t(i),
+                                   tfc_array_data(inputs[i])));
+    for (int32_t i = 0; i < tfc_model_num_outputs(model); ++i) {
+      const tfc_tensor_desc *desc = tfc_context_output(contexts[c], i);
+      tfc_array *array = nullptr;
+      check(tfc_array_create(desc->dtype, desc->rank, desc->shape, &array));
+      outputs[c].push_back(array);
+      check(tfc_context_bind_output(contexts[c], i, tfc_array_data(array)));
+    }
+  }
+  long runs = options.repeat;
+  std::vector<std::vector<double>> times(n, std::vector<double>(size_t(runs)));
+  std::vector<tfc_status> failed(n, nullptr);
+  std::atomic<size_t> ready{0};
+  std::atomic<bool> go{false};
+  auto work = [&](size_t c) {
+    for (long i = 0; i < options.warmup && !failed[c]; ++i)
+      failed[c] = tfc_context_invoke(contexts[c]);
+    ++ready;
+    while (!go.load())
+      std::this_thread::yield();
+    for (long i = 0; i < runs && !failed[c]; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      failed[c] = tfc_context_invoke(contexts[c]);
+      times[c][size_t(i)] = std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - start)
+                                .count();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t c = 0; c < n; ++c)
+    threads.emplace_back(work, c);
+  while (ready.load() < n)
+    std::this_thread::yield();
+  auto start = std::chrono::steady_clock::now();
+  go.store(true);
+  for (std::thread &t : threads)
+    t.join();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  for (tfc_status status : failed)
+    check(status);
+  std::vector<double> all;
+  for (const std::vector<double> &t : times)
+    all.insert(all.end(), t.begin(), t.end());
+  std::sort(all.begin(), all.end());
+  double median = all.size() % 2
+                      ? all[all.size() / 2]
+                      : (all[all.size() / 2 - 1] + all[all.size() / 2]) / 2;
+  std::printf("tfc-run: %s: %zu context%s x %ld runs (%ld warmup each): "
+              "%.2f runs/s, median %.4f ms per run%s\n",
+              options.model.c_str(), n, n == 1 ? "" : "s", runs, options.warmup,
+              double(n) * double(runs) / seconds, median,
+              shapeNote(model).c_str());
+  for (size_t c = 1; c < n; ++c)
+    for (tfc_array *array : outputs[c])
+      tfc_array_destroy(array);
+  for (tfc_context *context : contexts)
+    tfc_context_destroy(context);
+  return outputs[0];
+}
+
 /// Refuses outputs that would overwrite what the run reads (the model, the
 /// weights, an input) or each other, before anything is written. A packed
 /// weights file is read or written: it may be neither an input nor an
@@ -518,7 +622,10 @@ int main(int argc, char **argv) {
   };
   tfc_allocator_stats before = allocatorStats();
 
-  if (options.repeat > 0) {
+  std::vector<tfc_array *> contextOutputs;
+  if (options.concurrency > 0) {
+    contextOutputs = runContexts(model, options, inputs);
+  } else if (options.repeat > 0) {
     // The runtime times the model's own compute and poisons the outputs
     // before every run (GPU models: inputs and outputs copied once).
     long runs = options.repeat;
@@ -568,13 +675,15 @@ int main(int argc, char **argv) {
   }
 
   for (size_t i = 0; i < numOutputs; ++i) {
-    tfc_array *array = outputs[i];
+    tfc_array *array = contextOutputs.empty() ? outputs[i] : contextOutputs[i];
     // bf16 results go out as their raw bits ('<u2').
     check(tfc_array_write_npy(array, options.outputs[i].c_str()));
   }
   for (tfc_array *array : inputs)
     tfc_array_destroy(array);
   for (tfc_array *array : outputs)
+    tfc_array_destroy(array);
+  for (tfc_array *array : contextOutputs)
     tfc_array_destroy(array);
   tfc_model_destroy(model);
   return 0;

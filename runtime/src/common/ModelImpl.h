@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -53,6 +54,17 @@ struct tfc_model {
   tfc_model_run_fn run = nullptr; // a cpu model with variants runs them
   /// Null for a model of one shape.
   std::unique_ptr<tfc::ModelVariants> variants;
+  /// The library's manifest and variants (tfc_model_variants; none for a
+  /// model of one shape): each context keeps its own ModelVariants of them.
+  const tfc_manifest *libraryManifest = nullptr;
+  const tfc_model_variant *variantList = nullptr;
+  int32_t variantCount = 0;
+  /// The model's live contexts (Context.cpp): while there are any, its
+  /// weights are shared read-only (calls that rebind them are refused), and
+  /// tfc_model_destroy leaves the model to the last context's destroy.
+  std::mutex lifetime;
+  int32_t contexts = 0;
+  bool destroyRequested = false;
   tfc_model_weights_changed_fn weightsChanged = nullptr; // optional
   /// The packed weights' entry points (abi.h): null for a model that packs
   /// none.
@@ -63,8 +75,9 @@ struct tfc_model {
   std::vector<int32_t> weightArgs; // argument index of each weight
   std::vector<void *> buffers;     // arguments, then results
   std::unique_ptr<tfc::SafetensorsFile> weightsFile;
-  /// Whether weightsFile's pages were dropped (releaseWeightPages).
-  bool weightPagesReleased = false;
+  /// Whether weightsFile's pages were dropped (releaseWeightPages, which
+  /// runs of contexts may call at once).
+  std::atomic<bool> weightPagesReleased{false};
   std::vector<tfc::AlignedBuffer> weightCopies;
   /// A CPU model's weights bound through a conversion (another float type
   /// in the file) that is not made yet: by weight index, the file's tensor.
@@ -158,6 +171,34 @@ private:
   tfc_model *model;
   bool held;
 };
+
+/// What a run checks and makes ready first (tfc_model_invoke,
+/// tfc_model_time, tfc_context_invoke): the weights files unchanged, the
+/// conversions not made yet made, every argument and result of `buffers`
+/// (of `manifest`'s shapes) bound and the bounded inputs in their bounds.
+tfc_status prepareRun(tfc_model *model, void *const *buffers,
+                      const tfc_manifest *manifest);
+/// MISMATCH naming input `index` of `model` when an array of `dtype`,
+/// `rank` and `shape` is not what `desc` takes (U16 passes for bf16).
+tfc_status checkArray(const tfc_model *model, int32_t index,
+                      const tfc_tensor_desc &desc, int32_t dtype, int32_t rank,
+                      const int64_t *shape);
+/// Runs a CPU model on `buffers`, through `variants` where it has them.
+void runBuffers(tfc_model *model, void **buffers, tfc::ModelVariants *variants);
+/// FAILED_PRECONDITION naming `call` while `model` has contexts, whose runs
+/// read its weights: they are not rebound under them.
+tfc_status refuseWhileContexts(tfc_model *model, const char *call);
+/// Unloads `model` now (tfc_model_destroy, or the destroy of the last
+/// context of a model destroyed before it).
+void destroyModel(tfc_model *model);
+/// Checks `size` as the batch size (`batch`) or length that `variants` (of
+/// the model at `path`) would take, and takes it: INVALID_ARGUMENT or
+/// OUT_OF_MEMORY as tfc_model_set_batch and tfc_model_set_length give.
+/// `changed` says whether the shape changed (bindings of the old one are
+/// then void).
+tfc_status setVariantsShape(const std::string &path,
+                            tfc::ModelVariants &variants, bool batch,
+                            int64_t size, bool &changed);
 
 /// tfc_model_bind_input, tfc_model_bind_weight and tfc_model_bind_output
 /// (Run.cpp): binds the caller's `data` as the model's input, weight or

@@ -116,6 +116,23 @@ std::vector<tfc::cuda::Slot> gpuSlots(const tfc_model *model) {
 
 } // namespace
 
+namespace tfc::rt {
+
+void destroyModel(tfc_model *model) {
+  void *handle = model->handle;
+  // The library's copy can stay loaded after dlclose (threads that ran it
+  // hold its thread-local storage): what it packed from these weights (or
+  // adopted from a file about to be unmapped) must not outlive them.
+  if (model->weightsChanged)
+    model->weightsChanged();
+  std::unique_ptr<tfc::LibraryCopy> library = std::move(model->library);
+  delete model;
+  if (handle)
+    closeLibrary(handle);
+}
+
+} // namespace tfc::rt
+
 extern "C" {
 
 tfc_status tfc_model_load(const char *path, tfc_model **out) {
@@ -247,10 +264,13 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
           tfc::ModelVariants::create(file, *manifest, variants, count, error);
       if (!model->variants)
         return fail(TFC_BAD_FORMAT, error);
+      model->variantList = variants;
+      model->variantCount = count;
     }
     applyThreads(handle);
     model->handle = handle;
     model->library = std::move(library);
+    model->libraryManifest = manifest;
     model->manifest = model->variants ? &model->variants->manifest() : manifest;
     model->run = runFn;
     model->weightsChanged = reinterpret_cast<tfc_model_weights_changed_fn>(
@@ -279,16 +299,15 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
 void tfc_model_destroy(tfc_model *model) {
   if (!model)
     return;
-  void *handle = model->handle;
-  // The library's copy can stay loaded after dlclose (threads that ran it
-  // hold its thread-local storage): what it packed from these weights (or
-  // adopted from a file about to be unmapped) must not outlive them.
-  if (model->weightsChanged)
-    model->weightsChanged();
-  std::unique_ptr<tfc::LibraryCopy> library = std::move(model->library);
-  delete model;
-  if (handle)
-    closeLibrary(handle);
+  {
+    // A model with contexts goes with the last of them.
+    std::lock_guard<std::mutex> lock(model->lifetime);
+    if (model->contexts > 0) {
+      model->destroyRequested = true;
+      return;
+    }
+  }
+  destroyModel(model);
 }
 
 const tfc_manifest *tfc_model_manifest_of(const tfc_model *model) {

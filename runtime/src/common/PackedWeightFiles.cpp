@@ -143,6 +143,9 @@ tfc_status tfc_model_load_packed_weights(tfc_model *model, const char *path) {
   Exclusive exclusive(model);
   if (tfc_status s = exclusive.refusal("tfc_model_load_packed_weights"))
     return s;
+  if (tfc_status s =
+          refuseWhileContexts(model, "tfc_model_load_packed_weights"))
+    return s;
   return guard([&]() -> tfc_status {
     if (tfc_status s = checkPackable(model))
       return s;

@@ -46,22 +46,24 @@ tfc_status checkWeightFiles(const tfc_model *model) {
   return nullptr;
 }
 
-/// FAILED_PRECONDITION naming the first unbound argument or result.
-tfc_status checkBound(const tfc_model *model) {
+/// FAILED_PRECONDITION naming the first unbound argument or result of
+/// `buffers` (a model's or a context's, of `manifest`'s shapes).
+tfc_status checkBound(const tfc_model *model, void *const *buffers,
+                      const tfc_manifest *manifest) {
   for (size_t i = 0; i < model->inputArgs.size(); ++i)
-    if (!model->buffers[model->inputArgs[i]])
+    if (!buffers[model->inputArgs[i]])
       return makeStatus(TFC_FAILED_PRECONDITION,
                         model->path + ": " +
                             roleName(model, TFC_ROLE_INPUT, int32_t(i)) +
                             " is not bound");
   for (size_t i = 0; i < model->weightArgs.size(); ++i)
-    if (!model->buffers[model->weightArgs[i]])
+    if (!buffers[model->weightArgs[i]])
       return makeStatus(TFC_FAILED_PRECONDITION,
                         model->path + ": " +
                             roleName(model, TFC_ROLE_WEIGHT, int32_t(i)) +
                             " is not bound (bind a weights file)");
-  for (int32_t i = 0; i < model->manifest->num_results; ++i)
-    if (!model->buffers[size_t(model->manifest->num_args) + size_t(i)])
+  for (int32_t i = 0; i < manifest->num_results; ++i)
+    if (!buffers[size_t(manifest->num_args) + size_t(i)])
       return makeStatus(TFC_FAILED_PRECONDITION,
                         model->path + ": " +
                             roleName(model, TFC_ROLE_OUTPUT, i) +
@@ -82,12 +84,13 @@ std::optional<size_t> firstOutside(const void *data, size_t count, int64_t lo,
 /// Checks every input the manifest bounds (token ids that index a table):
 /// the first element outside [lo, hi) is an error naming the input, the
 /// element and the range.
-tfc_status checkInputBounds(const tfc_model *model) {
+tfc_status checkInputBounds(const tfc_model *model, void *const *buffers,
+                            const tfc_manifest *manifest) {
   for (size_t i = 0; i < model->inputArgs.size(); ++i) {
-    const tfc_tensor_desc &desc = model->manifest->args[model->inputArgs[i]];
+    const tfc_tensor_desc &desc = manifest->args[model->inputArgs[i]];
     if (!desc.bounds)
       continue;
-    const void *data = model->buffers[model->inputArgs[i]];
+    const void *data = buffers[model->inputArgs[i]];
     size_t count = tfc_tensor_desc_nbytes(&desc) / tfc_dtype_size(desc.dtype);
     int64_t lo = desc.bounds[0], hi = desc.bounds[1];
     bool wide = desc.dtype == TFC_DTYPE_I64;
@@ -113,14 +116,14 @@ tfc_status checkInputBounds(const tfc_model *model) {
   return nullptr;
 }
 
-/// Fills every bound output with 0xFF bytes (NaN, -1), so that an element
-/// the model does not write shows (ModelVariants::run poisons its staging
-/// buffers too).
-void poisonHostOutputs(tfc_model *model) {
-  size_t numArgs = size_t(model->manifest->num_args);
-  for (int32_t i = 0; i < model->manifest->num_results; ++i)
-    std::memset(model->buffers[numArgs + size_t(i)], 0xff,
-                tfc_tensor_desc_nbytes(tfc_model_output(model, i)));
+/// Fills every bound output of `buffers` with 0xFF bytes (NaN, -1), so
+/// that an element the model does not write shows (ModelVariants::run
+/// poisons its staging buffers too).
+void poisonHostOutputs(void *const *buffers, const tfc_manifest *manifest) {
+  size_t numArgs = size_t(manifest->num_args);
+  for (int32_t i = 0; i < manifest->num_results; ++i)
+    std::memset(buffers[numArgs + size_t(i)], 0xff,
+                tfc_tensor_desc_nbytes(&manifest->results[i]));
 }
 
 /// Runs `body` for `call` (tfc_model_invoke, tfc_model_time) with `model`
@@ -133,13 +136,8 @@ tfc_status runPrepared(tfc_model *model, const char *call, Fn &&body) {
   if (tfc_status s = exclusive.refusal(call))
     return s;
   return guard([&]() -> tfc_status {
-    if (tfc_status s = checkWeightFiles(model))
-      return s;
-    if (tfc_status s = convertPendingWeights(model))
-      return s;
-    if (tfc_status s = checkBound(model))
-      return s;
-    if (tfc_status s = checkInputBounds(model))
+    if (tfc_status s =
+            prepareRun(model, model->buffers.data(), model->manifest))
       return s;
     return body();
   });
@@ -148,15 +146,45 @@ tfc_status runPrepared(tfc_model *model, const char *call, Fn &&body) {
 /// One run of a CPU model on its bound buffers: a shape that runs as a
 /// larger variant pads them into the variant's and cuts its outputs back.
 void runOnHost(tfc_model *model) {
-  if (model->variants)
-    model->variants->run(model->buffers.data());
-  else
-    model->run(model->buffers.data());
+  runBuffers(model, model->buffers.data(), model->variants.get());
 }
 
 } // namespace
 
 namespace tfc::rt {
+
+tfc_status checkArray(const tfc_model *model, int32_t index,
+                      const tfc_tensor_desc &desc, int32_t dtype, int32_t rank,
+                      const int64_t *shape) {
+  bool dtypeOk = dtype == desc.dtype ||
+                 (desc.dtype == TFC_DTYPE_BF16 && dtype == TFC_DTYPE_U16);
+  bool shapeOk = rank == desc.rank &&
+                 (rank == 0 || std::equal(shape, shape + rank, desc.shape));
+  if (dtypeOk && shapeOk)
+    return nullptr;
+  return makeStatus(TFC_MISMATCH, roleName(model, TFC_ROLE_INPUT, index) +
+                                      ": expected " + describe(desc) +
+                                      ", got " + describe(dtype, rank, shape));
+}
+
+tfc_status prepareRun(tfc_model *model, void *const *buffers,
+                      const tfc_manifest *manifest) {
+  if (tfc_status s = checkWeightFiles(model))
+    return s;
+  if (tfc_status s = convertPendingWeights(model))
+    return s;
+  if (tfc_status s = checkBound(model, buffers, manifest))
+    return s;
+  return checkInputBounds(model, buffers, manifest);
+}
+
+void runBuffers(tfc_model *model, void **buffers,
+                tfc::ModelVariants *variants) {
+  if (variants)
+    variants->run(buffers);
+  else
+    model->run(buffers);
+}
 
 tfc_status bindArgument(tfc_model *model, tfc_tensor_role role, int32_t index,
                         const void *data) {
@@ -169,6 +197,9 @@ tfc_status bindArgument(tfc_model *model, tfc_tensor_role role, int32_t index,
   Exclusive exclusive(model);
   if (tfc_status s = exclusive.refusal(fn))
     return s;
+  if (role == TFC_ROLE_WEIGHT)
+    if (tfc_status s = refuseWhileContexts(model, fn))
+      return s;
   return guard([&]() -> tfc_status {
     int32_t count = role == TFC_ROLE_INPUT    ? tfc_model_num_inputs(model)
                     : role == TFC_ROLE_WEIGHT ? tfc_model_num_weights(model)
@@ -228,16 +259,7 @@ tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
           "tfc_model_check_input: index " + std::to_string(index) +
               " out of range: model " + model->path + " has " +
               std::to_string(model->inputArgs.size()) + " inputs");
-    bool dtypeOk = dtype == desc->dtype ||
-                   (desc->dtype == TFC_DTYPE_BF16 && dtype == TFC_DTYPE_U16);
-    bool shapeOk = rank == desc->rank &&
-                   (rank == 0 || std::equal(shape, shape + rank, desc->shape));
-    if (dtypeOk && shapeOk)
-      return nullptr;
-    return makeStatus(TFC_MISMATCH, roleName(model, TFC_ROLE_INPUT, index) +
-                                        ": expected " + describe(*desc) +
-                                        ", got " +
-                                        describe(dtype, rank, shape));
+    return checkArray(model, index, *desc, dtype, rank, shape);
   });
 }
 
@@ -268,12 +290,12 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
     // are part of each run, and timed with it. The weights' pages are
     // dropped after the first run, outside the time of any.
     for (int32_t i = 0; i < warmup; ++i) {
-      poisonHostOutputs(model);
+      poisonHostOutputs(model->buffers.data(), model->manifest);
       runOnHost(model);
       releaseWeightPages(model);
     }
     for (int32_t i = 0; i < runs; ++i) {
-      poisonHostOutputs(model);
+      poisonHostOutputs(model->buffers.data(), model->manifest);
       auto start = std::chrono::steady_clock::now();
       runOnHost(model);
       std::chrono::duration<double, std::milli> elapsed =

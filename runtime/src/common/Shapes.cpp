@@ -70,28 +70,13 @@ tfc_status setShape(tfc_model *model, bool batch, int64_t size) {
                        "--batch B1,B2,... to run other batch sizes"
                      : " was built for one sequence length; compile it "
                        "with --seq-len L1,L2,... to run other lengths"));
-    std::string where = "model " + model->path +
-                        (batch ? ": batch " : ": length ") +
-                        std::to_string(size);
-    if (size < 1)
-      return makeStatus(TFC_INVALID_ARGUMENT, where + " is less than 1");
-    if (!batch && size > variants->lengths().back())
-      return makeStatus(TFC_INVALID_ARGUMENT,
-                        where +
-                            " is longer than the longest it was built "
-                            "for, " +
-                            std::to_string(variants->lengths().back()));
-    if (batch && !variants->fits(size))
-      return makeStatus(TFC_INVALID_ARGUMENT,
-                        where + " makes tensors of more than 2^63 bytes");
-    int64_t newBatch = batch ? size : variants->batch();
-    int64_t newLength = batch ? variants->length() : size;
+    bool changed = false;
+    if (tfc_status s =
+            setVariantsShape(model->path, *variants, batch, size, changed))
+      return s;
     // The same shape again keeps the bindings: nothing changed.
-    if (newBatch == variants->batch() && newLength == variants->length())
+    if (!changed)
       return nullptr;
-    if (!variants->setShape(newBatch, newLength))
-      return makeStatus(TFC_OUT_OF_MEMORY,
-                        where + ": out of memory for its padded buffers");
     // The caller's buffers have the old shapes.
     for (int32_t arg : model->inputArgs)
       model->buffers[size_t(arg)] = nullptr;
@@ -103,6 +88,38 @@ tfc_status setShape(tfc_model *model, bool batch, int64_t size) {
 }
 
 } // namespace
+
+namespace tfc::rt {
+
+tfc_status setVariantsShape(const std::string &path,
+                            tfc::ModelVariants &variants, bool batch,
+                            int64_t size, bool &changed) {
+  changed = false;
+  std::string where = "model " + path + (batch ? ": batch " : ": length ") +
+                      std::to_string(size);
+  if (size < 1)
+    return makeStatus(TFC_INVALID_ARGUMENT, where + " is less than 1");
+  if (!batch && size > variants.lengths().back())
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      where +
+                          " is longer than the longest it was built "
+                          "for, " +
+                          std::to_string(variants.lengths().back()));
+  if (batch && !variants.fits(size))
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      where + " makes tensors of more than 2^63 bytes");
+  int64_t newBatch = batch ? size : variants.batch();
+  int64_t newLength = batch ? variants.length() : size;
+  if (newBatch == variants.batch() && newLength == variants.length())
+    return nullptr;
+  if (!variants.setShape(newBatch, newLength))
+    return makeStatus(TFC_OUT_OF_MEMORY,
+                      where + ": out of memory for its padded buffers");
+  changed = true;
+  return nullptr;
+}
+
+} // namespace tfc::rt
 
 extern "C" {
 

@@ -107,10 +107,9 @@ tfc_status convertPendingWeights(tfc_model *model, int32_t only) {
 }
 
 void releaseWeightPages(tfc_model *model) {
-  if (!model->weightsFile || model->weightPagesReleased)
+  if (!model->weightsFile || model->weightPagesReleased.exchange(true))
     return;
   model->weightsFile->releasePages();
-  model->weightPagesReleased = true;
 }
 
 void detachWeight(tfc_model *model, int32_t index) {
@@ -137,6 +136,8 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
         "tfc_model_bind_weights: model and path must not be NULL");
   Exclusive exclusive(model);
   if (tfc_status s = exclusive.refusal("tfc_model_bind_weights"))
+    return s;
+  if (tfc_status s = refuseWhileContexts(model, "tfc_model_bind_weights"))
     return s;
   return guard([&]() -> tfc_status {
     std::string path = safetensors_path;

@@ -42,4 +42,11 @@ inline void expectLoadFails(const std::string &path, tfc_status_code code,
     EXPECT_EQ(o.code, TFC_OK) << o.message;                                    \
   } while (0)
 
+/// As EXPECT_OK, returning from the test on failure.
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    ::tfc::testing::Outcome o = ::tfc::testing::outcome(expr);                 \
+    ASSERT_EQ(o.code, TFC_OK) << o.message;                                    \
+  } while (0)
+
 #endif // TFC_UNITTESTS_RUNTIME_STATUS_H

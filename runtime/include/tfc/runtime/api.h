@@ -304,6 +304,62 @@ TFC_API tfc_status tfc_model_invoke(tfc_model *model);
 TFC_API tfc_status tfc_model_time(tfc_model *model, int32_t warmup,
                                   int32_t runs, double *ms);
 
+/*===-- Execution contexts ------------------------------------------------===*/
+
+/* A context serves one request of a loaded CPU model at a time: it holds its
+ * own bindings of the inputs and outputs (and, for a model built for several
+ * batch sizes or lengths, its own shape and padded buffers), while the
+ * library, the weights (mapped, converted and packed once) and the kernels'
+ * packed copies stay the model's, shared read-only. Any number of contexts of
+ * one model run at once, each from one thread at a time (a second call on a
+ * context while one is under way is refused with FAILED_PRECONDITION, as
+ * for a model), and beside the model's own runs.
+ *
+ *   tfc_context *c;
+ *   tfc_status s = tfc_context_create(model, &c);      // weights bound
+ *   if (!s) s = tfc_context_bind_input(c, 0, x);
+ *   if (!s) s = tfc_context_bind_output(c, 0, y);
+ *   if (!s) s = tfc_context_invoke(c);
+ *   tfc_context_destroy(c);
+ *
+ * Creating a context makes the weights ready (the conversions deferred by
+ * tfc_model_bind_weights) and needs every weight bound (FAILED_PRECONDITION
+ * otherwise); an nvptx model gives UNIMPLEMENTED (the GPU serves one call at
+ * a time). While a model has contexts, the calls that would rebind its
+ * weights (tfc_model_bind_weights, tfc_model_bind_weight,
+ * tfc_model_load_packed_weights) fail with FAILED_PRECONDITION ("model m.so
+ * has 2 contexts, which share its weights read-only: destroy them before
+ * binding weights again"). tfc_model_destroy of a model with contexts leaves
+ * it to the destroy of its last context. */
+typedef struct tfc_context tfc_context;
+TFC_API tfc_status tfc_context_create(tfc_model *model, tfc_context **out);
+TFC_API void tfc_context_destroy(tfc_context *context);
+/* The context's descriptors of input or output `index` (its current batch
+ * size and length), or NULL when out of range. */
+TFC_API const tfc_tensor_desc *tfc_context_input(const tfc_context *context,
+                                                 int32_t index);
+TFC_API const tfc_tensor_desc *tfc_context_output(const tfc_context *context,
+                                                  int32_t index);
+/* As tfc_model_batch, tfc_model_length, tfc_model_check_input,
+ * tfc_model_set_batch and tfc_model_set_length, for this context (which
+ * starts at the largest batch size and the longest length built). */
+TFC_API int64_t tfc_context_batch(const tfc_context *context);
+TFC_API int64_t tfc_context_length(const tfc_context *context);
+TFC_API tfc_status tfc_context_check_input(const tfc_context *context,
+                                           int32_t index, int32_t dtype,
+                                           int32_t rank, const int64_t *shape);
+TFC_API tfc_status tfc_context_set_batch(tfc_context *context, int64_t batch);
+TFC_API tfc_status tfc_context_set_length(tfc_context *context,
+                                          int64_t length);
+/* As tfc_model_bind_input and tfc_model_bind_output, for this context. */
+TFC_API tfc_status tfc_context_bind_input(tfc_context *context, int32_t index,
+                                          const void *data);
+TFC_API tfc_status tfc_context_bind_output(tfc_context *context,
+                                           int32_t index, void *data);
+/* Runs the model once on the context's bindings; errors as
+ * tfc_model_invoke. */
+TFC_API tfc_status tfc_context_invoke(tfc_context *context);
+
 /*===-- Host arrays (.npy) ------------------------------------------------===*/
 
 /* A dense host array with 64-byte aligned data, pre-faulted. */
