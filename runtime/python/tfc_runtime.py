@@ -185,6 +185,15 @@ def _runtime(runtime):
     return runtime
 
 
+def _path(path, what):
+    """`path` as bytes for the C API; a NUL inside would cut it short."""
+    p = os.fspath(path)
+    b = p.encode() if isinstance(p, str) else p
+    if b"\0" in b:
+        raise Error("%s %r: a path with a NUL byte" % (what, p))
+    return b
+
+
 def _check(rt, status, context=""):
     """Raises Error for a failed tfc_status, which it frees; `context` is
     appended to the runtime's message."""
@@ -200,9 +209,17 @@ def set_threads(n, runtime=None):
     """Sets the number of threads compiled CPU code uses (best before
     loading models; tfc_set_num_threads). True when an OpenMP runtime is
     in the process now."""
+    most = 8 * (os.cpu_count() or 1)
     if n < 1:
         raise Error("set_threads: %d threads; at least 1" % n)
-    return bool(_runtime(runtime).tfc_set_num_threads(int(n)))
+    if n > most:
+        raise Error("set_threads: %d threads; at most %d (8 per core)" %
+                    (n, most))
+    result = _runtime(runtime).tfc_set_num_threads(int(n))
+    if result < 0:
+        raise Error("set_threads: %d threads refused by the runtime (at "
+                    "most 8 per core)" % n)
+    return bool(result)
 
 
 def allocator_stats(device=False, runtime=None):
@@ -271,7 +288,7 @@ class Model:
         self._busy = threading.Lock()
         self._rt = _runtime(runtime)
         handle = ctypes.c_void_p()
-        _check(self._rt, self._rt.tfc_model_load(os.fspath(path).encode(),
+        _check(self._rt, self._rt.tfc_model_load(_path(path, "model"),
                                                  ctypes.byref(handle)))
         self._handle = handle
         self.path = self._rt.tfc_model_path(handle).decode()
@@ -433,7 +450,7 @@ class Model:
         """Binds every weight by name from a safetensors file."""
         with self._exclusive("bind_weights"):
             _check(self._rt, self._rt.tfc_model_bind_weights(
-                self._live(), os.fspath(path).encode()))
+                self._live(), _path(path, "weights file")))
 
     def _packed_after_run(self):
         # Model(packed_weights=...) of a file that did not exist: written
@@ -441,7 +458,7 @@ class Model:
         path, self._save_packed = self._save_packed, None
         if path is not None:
             _check(self._rt, self._rt.tfc_model_save_packed_weights(
-                self._live(), os.fspath(path).encode()))
+                self._live(), _path(path, "packed weights file")))
 
     def save_packed_weights(self, path):
         """Writes the weights as the CPU kernels have packed them so far
@@ -449,14 +466,14 @@ class Model:
         process."""
         with self._exclusive("save_packed_weights"):
             _check(self._rt, self._rt.tfc_model_save_packed_weights(
-                self._live(), os.fspath(path).encode()))
+                self._live(), _path(path, "packed weights file")))
 
     def load_packed_weights(self, path):
         """Maps a file of save_packed_weights: the model packs none of the
         weights it holds (checked against the bound weights file)."""
         with self._exclusive("load_packed_weights"):
             _check(self._rt, self._rt.tfc_model_load_packed_weights(
-                self._live(), os.fspath(path).encode()))
+                self._live(), _path(path, "packed weights file")))
 
     def run(self, *inputs, **named):
         """Runs the model once on the inputs, in order or by name (names

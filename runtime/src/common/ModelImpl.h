@@ -232,6 +232,8 @@ void detachWeight(tfc_model *model, int32_t index);
 /// go back to being converted on first need.
 void dropPackedFile(tfc_model *model);
 
+/// The most threads tfc_set_num_threads takes: 8 per core.
+int32_t maxThreads();
 /// How many threads tfc_set_num_threads asked for; 0 before it did.
 int32_t requestedThreads();
 

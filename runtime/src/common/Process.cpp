@@ -10,11 +10,13 @@
 
 #include "cuda/CudaDriver.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <string>
+#include <thread>
 
 using namespace tfc::rt;
 
@@ -28,6 +30,10 @@ std::atomic<int32_t> requestedThreadCount{0};
 namespace tfc::rt {
 
 int32_t requestedThreads() { return requestedThreadCount.load(); }
+
+int32_t maxThreads() {
+  return 8 * int32_t(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 bool applyThreads(void *scope) {
   int32_t threads = requestedThreadCount.load();
@@ -65,8 +71,8 @@ tfc_status tfc_device_describe(char *buf, size_t n) {
 /*===-- Threads -----------------------------------------------------------===*/
 
 int tfc_set_num_threads(int32_t num_threads) {
-  if (num_threads <= 0)
-    return 0;
+  if (num_threads <= 0 || num_threads > maxThreads())
+    return -1;
   requestedThreadCount.store(num_threads);
   setenv("OMP_NUM_THREADS", std::to_string(num_threads).c_str(), 1);
   return applyThreads(RTLD_DEFAULT) ? 1 : 0;

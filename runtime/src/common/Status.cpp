@@ -8,6 +8,8 @@
 
 #include "ModelImpl.h"
 
+#include <cstdio>
+
 #include "tfc/runtime/dtype.h"
 
 #include <sys/stat.h>
@@ -33,7 +35,25 @@ tfc_status makeStatus(tfc_status_code code, std::string message) {
 }
 
 std::string quote(const char *name) {
-  return std::string("'") + (name ? name : "<null>") + "'";
+  if (!name)
+    return "'<null>'";
+  // Control characters are written escaped: a message stays one line.
+  std::string text = "'";
+  for (const char *c = name; *c; ++c) {
+    unsigned char u = static_cast<unsigned char>(*c);
+    if (u == '\n')
+      text += "\\n";
+    else if (u == '\t')
+      text += "\\t";
+    else if (u < 0x20 || u == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "\\x%02x", u);
+      text += hex;
+    } else {
+      text += *c;
+    }
+  }
+  return text + "'";
 }
 
 std::string describe(int32_t dtype, int32_t rank, const int64_t *shape) {

@@ -350,6 +350,14 @@ def check_load_errors(c, rt, lib_path, fixtures, work):
              tfc.set_threads(2, runtime=rt) in (True, False))
     c.error("set_threads(0)", lambda: tfc.set_threads(0, runtime=rt),
             "INVALID_ARGUMENT", "at least 1")
+    c.error("a path with a NUL byte",
+            lambda: tfc.Model(os.path.join(work, "m.so\0.txt"), runtime=rt),
+            "INVALID_ARGUMENT", "a path with a NUL byte")
+    c.error("set_threads(2**40)", lambda: tfc.set_threads(2**40, runtime=rt),
+            "INVALID_ARGUMENT", "8 per core")
+    c.expect("tfc_set_num_threads(100000) is refused: %d" %
+             rt.tfc_set_num_threads(100000),
+             rt.tfc_set_num_threads(100000) == -1)
 
 
 def check_llama(c, rng, rt, bindir, work):

@@ -423,7 +423,8 @@ TFC_API void tfc_device_allocator_trim(void);
  * calls omp_set_num_threads when an OpenMP runtime is in the global scope
  * (dlsym(RTLD_DEFAULT)), and again through the handle of every model loaded
  * later (an OpenMP runtime a model pulls in stays local to it). Returns 1
- * when an OpenMP runtime was found now, else 0. */
+ * when an OpenMP runtime was found now, else 0; -1, changing nothing, for a
+ * count below 1 or above 8 per core (std::thread::hardware_concurrency). */
 TFC_API int tfc_set_num_threads(int32_t num_threads);
 
 #ifdef __cplusplus
