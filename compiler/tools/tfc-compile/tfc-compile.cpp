@@ -85,6 +85,12 @@ static cl::opt<std::string>
                      "Hopper, wgmma and TMA kernels), sm_90 (its PTX also "
                      "runs on newer GPUs), sm_80, ..."),
             cl::init("sm_90a"), cl::cat(category));
+static cl::opt<bool> allowExternalCalls(
+    "allow-external-calls",
+    cl::desc("Let an MLIR input declare and call functions it does not "
+             "define (C functions of the process that runs the model); "
+             "refused by default: a model graph calls none"),
+    cl::init(false), cl::cat(category));
 static cl::opt<bool> noFusion("no-fusion",
                               cl::desc("Build the unfused graph: decompose "
                                        "every transformer op to primitives"),
@@ -426,6 +432,30 @@ static OwningOpRef<ModuleOp> importVariants(MLIRContext &context,
     }
   }
   return merged;
+}
+
+/// Fails, with an error at the op, when an MLIR input declares a function it
+/// does not define (a C function of whatever process loads the model:
+/// `func.func private @system(...)`, `llvm.func @system`) or holds LLVM
+/// dialect code: compiling MLIR is compiling code, and a model graph
+/// calls nothing outside itself. --allow-external-calls lets it through.
+static LogicalResult checkNoExternalCode(ModuleOp module) {
+  WalkResult r = module.walk([](Operation *op) {
+    auto fn = dyn_cast<func::FuncOp>(op);
+    bool external = fn && fn.isExternal();
+    bool llvm = op->getDialect() && op->getDialect()->getNamespace() == "llvm";
+    if (!external && !llvm)
+      return WalkResult::advance();
+    InFlightDiagnostic d = op->emitError();
+    if (external)
+      d << "function '" << fn.getSymName() << "' is declared but not defined: ";
+    else
+      d << "'" << op->getName() << "' is LLVM dialect code: ";
+    d << "a model graph calls nothing outside itself (compiling MLIR is "
+         "compiling code); --allow-external-calls lets it through";
+    return WalkResult::interrupt();
+  });
+  return failure(r.wasInterrupted());
 }
 
 /// Fails, with an error at the call, when a function of `module` calls
@@ -784,6 +814,8 @@ int main(int argc, char **argv) {
     sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)
+      return 1;
+    if (!allowExternalCalls && failed(checkNoExternalCode(*module)))
       return 1;
   }
 
