@@ -2,27 +2,100 @@
 
 #include "Config.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/MemoryBuffer.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace llvm;
 
 namespace tfc::importer {
 
-FailureOr<JsonConfig> JsonConfig::load(StringRef path, std::string &error) {
-  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer) {
-    error = (path + ": cannot read: " + buffer.getError().message()).str();
+/// `path: N bytes, more than a config file holds (16 MiB)`.
+static std::string tooLarge(StringRef path, uint64_t bytes) {
+  return (path + ": " + Twine(bytes) + " bytes, more than a config file " +
+          "holds (" + Twine(kMaxJsonFileBytes >> 20) + " MiB)")
+      .str();
+}
+
+/// The contents of the regular file `path`, at most kMaxJsonFileBytes.
+static FailureOr<std::string> readSmallFile(StringRef path,
+                                            std::string &error) {
+  std::string name = path.str();
+  auto cannotRead = [&](int err) {
+    error = (path + ": cannot read: " + std::strerror(err)).str();
+    return failure();
+  };
+  // Checked before opening, so that opening has no effect (a FIFO would
+  // wait for a writer, some devices act on open), and again on what was
+  // opened (the name may have been replaced in between). O_NONBLOCK: an
+  // open FIFO never waits either.
+  struct stat st;
+  if (::stat(name.c_str(), &st) != 0)
+    return cannotRead(errno);
+  if (!S_ISREG(st.st_mode)) {
+    error = (path + ": not a regular file").str();
     return failure();
   }
-  Expected<json::Value> parsed = json::parse((*buffer)->getBuffer());
+  if (uint64_t(st.st_size) > kMaxJsonFileBytes) {
+    error = tooLarge(path, uint64_t(st.st_size));
+    return failure();
+  }
+  int fd = ::open(name.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return cannotRead(errno);
+  auto closeFd = llvm::make_scope_exit([&] { ::close(fd); });
+  if (::fstat(fd, &st) != 0)
+    return cannotRead(errno);
+  if (!S_ISREG(st.st_mode)) {
+    error = (path + ": not a regular file").str();
+    return failure();
+  }
+  // Read at most one byte past the bound: a file that grew since fstat is
+  // refused too, and nothing reads without end.
+  std::string text;
+  text.resize(size_t(kMaxJsonFileBytes) + 1);
+  size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return cannotRead(errno);
+    if (n == 0)
+      break;
+    got += size_t(n);
+  }
+  if (got > kMaxJsonFileBytes) {
+    error = tooLarge(path, got);
+    return failure();
+  }
+  text.resize(got);
+  return text;
+}
+
+FailureOr<json::Value> parseJsonFile(StringRef path, std::string &error) {
+  FailureOr<std::string> text = readSmallFile(path, error);
+  if (failed(text))
+    return failure();
+  Expected<json::Value> parsed = json::parse(*text);
   if (!parsed) {
     error = (path + ": malformed JSON: " + toString(parsed.takeError())).str();
     return failure();
   }
+  return std::move(*parsed);
+}
+
+FailureOr<JsonConfig> JsonConfig::load(StringRef path, std::string &error) {
+  FailureOr<json::Value> parsed = parseJsonFile(path, error);
+  if (failed(parsed))
+    return failure();
   json::Object *object = parsed->getAsObject();
   if (!object) {
     error = (path + ": expected a JSON object at the top level").str();

@@ -12,11 +12,27 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/JSON.h"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace tfc::importer {
+
+/// The largest JSON file the importer reads (config.json, modules.json,
+/// 1_Pooling/config.json, model.safetensors.index.json): a few KiB in
+/// practice, the index of a model with tens of thousands of tensors a few
+/// MiB.
+constexpr uint64_t kMaxJsonFileBytes = uint64_t(16) << 20;
+
+/// Reads and parses the JSON file `path`. It must be a regular file (a FIFO,
+/// a device such as /dev/zero or a directory is refused before anything is
+/// read, and nothing blocks) of at most kMaxJsonFileBytes. Errors are one
+/// line naming the file: `PATH: not a regular file`, `PATH: N bytes, more
+/// than a config file holds (16 MiB)`, `PATH: cannot read: WHY`, `PATH:
+/// malformed JSON: WHY`.
+mlir::FailureOr<llvm::json::Value> parseJsonFile(llvm::StringRef path,
+                                                 std::string &error);
 
 class JsonConfig {
 public:

@@ -8,7 +8,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
@@ -283,15 +282,9 @@ FailureOr<Value> sentenceEmbedding(ImportRequest &r, ModelBuilder &mb,
   bool normalize = true;
   std::string modulesPath = join(r.dir, "modules.json");
   if (sys::fs::exists(modulesPath)) {
-    auto buffer = MemoryBuffer::getFile(modulesPath, /*IsText=*/true);
-    Expected<json::Value> parsed =
-        buffer ? json::parse((*buffer)->getBuffer())
-               : Expected<json::Value>(
-                     createStringError(buffer.getError(), "cannot read"));
-    if (!parsed) {
-      r.error = modulesPath + ": " + toString(parsed.takeError());
+    FailureOr<json::Value> parsed = parseJsonFile(modulesPath, r.error);
+    if (failed(parsed))
       return failure();
-    }
     const json::Array *modules = parsed->getAsArray();
     if (!modules) {
       r.error = modulesPath + ": expected a JSON array of modules";

@@ -34,7 +34,16 @@
 // (decode: Sq = 1) or B x Hq x Hkv x Sq x Skv x D (grouped-query heads),
 // softmax, layer_norm and rms_norm ROWS x N, matmul M x K x N.
 //
+// Limits, checked before anything is compiled: --threads at most 8 times
+// the hardware threads, --repeat at most a million, and each shape's run
+// (inputs, outputs, the references' copies and the unfused build's largest
+// intermediates) within the machine's physical memory or cgroup limit. The
+// builds live in $TMPDIR/tfc-bench-XXXXXX (/tmp without TMPDIR), removed
+// however tfc-bench ends but by SIGKILL (Workdir.cpp).
+//
 //===----------------------------------------------------------------------===//
+
+#include "Bench.h"
 
 #include "tfc/runtime/api.h"
 
@@ -48,6 +57,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <memory>
+#include <new>
 #include <random>
 #include <sstream>
 #include <string>
@@ -56,51 +66,23 @@
 #include <unistd.h>
 #include <vector>
 
+using namespace tfc::bench;
+
 namespace {
 
-struct Options {
-  std::string kernel = "attention";
-  std::string shapes;
-  bool causal = false;
-  double softcap = 0; ///< > 0: attention's scores soft-capped (Gemma 2)
-  int64_t window = 0; ///< > 0: attention's sliding window (Mistral, Gemma)
-  int threads = 1;
-  int repeat = 15;
-  std::string json;
-  std::string workdir;
-  std::string target = "cpu";
-  std::string dtype = "f32";
-  std::vector<std::string> compileFlags;
-  bool gpu() const { return target == "nvptx"; }
-  /// The bits the builds quantize weights to (TFC_UK_QUANTIZE_I8, _I4),
-  /// or 0.
-  int quantizedWeightBits() const {
-    for (const std::string &flag : compileFlags) {
-      if (flag == "--quantize-weights=int8")
-        return 8;
-      if (flag == "--quantize-weights=int4")
-        return 4;
-    }
-    return 0;
-  }
-  /// Whether the builds quantize the activations of those products too.
-  bool quantizesActivations() const {
-    return std::find(compileFlags.begin(), compileFlags.end(),
-                     "--quantize-activations=int8") != compileFlags.end();
-  }
-  size_t elementBytes() const { return dtype == "f32" ? 4 : 2; }
-  /// How far the fused and the unfused build may differ (relative, in
-  /// the norm): f32 rounding; f16 and bf16 results carry 11 and 8
-  /// significant bits, and the unfused build rounds its intermediates to
-  /// them too, so a few units of 2^-11 or 2^-8.
-  double tolerance() const {
-    return dtype == "f32" ? 1e-4 : dtype == "f16" ? 5e-3 : 3e-2;
-  }
-};
-
-[[noreturn]] void die(const std::string &message) {
-  std::fprintf(stderr, "tfc-bench: error: %s\n", message.c_str());
-  std::exit(1);
+/// The integer `v` of `flag`, at most `max` (`why` says what the bound
+/// is); dies otherwise. Below 1: main says how small it may be.
+int parseCount(const char *flag, const char *v, int max,
+               const std::string &why) {
+  char *end = nullptr;
+  errno = 0;
+  long long n = std::strtoll(v, &end, 10);
+  if (end == v || *end)
+    die(std::string(flag) + " must be an integer, got '" + v + "'");
+  if (n > max || (errno == ERANGE && n > 0))
+    die(std::string(flag) + "=" + v + " is more than " + std::to_string(max) +
+        why);
+  return n < 1 ? 0 : int(n);
 }
 
 void check(tfc_status s, const std::string &what) {
@@ -109,144 +91,6 @@ void check(tfc_status s, const std::string &what) {
   std::string m = tfc_status_message(s);
   tfc_status_free(s);
   die(what + ": " + m);
-}
-
-/// The dimensions of `text`, whose count must be one of `ranks`.
-std::vector<int64_t> parseShape(const std::string &text,
-                                std::initializer_list<size_t> ranks) {
-  std::vector<int64_t> dims;
-  std::stringstream ss(text);
-  std::string part;
-  while (std::getline(ss, part, 'x')) {
-    char *end = nullptr;
-    long long v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end || v <= 0)
-      die("bad shape '" + text + "': expected positive integers joined by x");
-    dims.push_back(v);
-  }
-  if (std::find(ranks.begin(), ranks.end(), dims.size()) != ranks.end())
-    return dims;
-  // "4", "4 or 5", "4, 5 or 6".
-  std::string expected;
-  for (size_t n = 0; n < ranks.size(); ++n) {
-    if (n > 0)
-      expected += n + 1 == ranks.size() ? " or " : ", ";
-    expected += std::to_string(ranks.begin()[n]);
-  }
-  die("bad shape '" + text + "': expected " + expected + " dimensions");
-}
-
-std::string tensorType(const std::vector<int64_t> &shape,
-                       const std::string &dtype) {
-  std::string s = "tensor<";
-  for (int64_t d : shape)
-    s += std::to_string(d) + "x";
-  return s + dtype + ">";
-}
-
-/// The MLIR of one kernel and the shapes of its inputs and output.
-struct KernelSpec {
-  std::string mlir;
-  std::vector<std::vector<int64_t>> inputs, weights;
-  std::vector<int64_t> output;
-  double flops = 0; // attention and matmul
-};
-
-KernelSpec makeKernel(const Options &o, const std::vector<int64_t> &dims) {
-  KernelSpec k;
-  if (o.kernel == "attention") {
-    // B x H x S x D, B x H x Sq x Skv x D (decode: Sq = 1), or
-    // B x Hq x Hkv x Sq x Skv x D (grouped-query heads).
-    size_t n = dims.size();
-    int64_t b = dims[0], h = dims[1], hkv = n == 6 ? dims[2] : h,
-            sq = dims[n - 3 + (n == 4)], skv = dims[n - 2], d = dims.back();
-    std::vector<int64_t> q = {b, h, sq, d}, kv = {b, hkv, skv, d};
-    std::string tq = tensorType(q, o.dtype), tkv = tensorType(kv, o.dtype);
-    k.inputs = {q, kv, kv};
-    k.output = q;
-    std::string attrs;
-    if (o.causal)
-      attrs = "is_causal";
-    if (o.softcap > 0) {
-      char cap[64];
-      std::snprintf(cap, sizeof cap, "softcap = %.9e : f32", o.softcap);
-      attrs += (attrs.empty() ? "" : ", ") + std::string(cap);
-    }
-    if (o.window > 0)
-      attrs += (attrs.empty() ? "" : ", ") + std::string("window = ") +
-               std::to_string(o.window) + " : i64";
-    k.mlir = "func.func @main(%q: " + tq + ", %k: " + tkv + ", %v: " + tkv +
-             ") -> " + tq + " {\n  %o = transformer.attention %q, %k, %v " +
-             (attrs.empty() ? "" : "{" + attrs + "} ") + ": " + tq + ", " +
-             tkv + ", " + tkv + " -> " + tq + "\n  return %o : " + tq + "\n}\n";
-    // Query i sees keys j <= i + Skv - Sq when causal (S(S+1)/2 of the S^2
-    // pairs for Sq = Skv = S), every key otherwise; with a window only
-    // those with j > i + Skv - Sq - window.
-    double pairs = double(sq) * skv;
-    if (o.causal || o.window > 0) {
-      pairs = 0;
-      for (int64_t i = 0; i < sq; ++i) {
-        int64_t end =
-            o.causal ? std::clamp<int64_t>(i + skv - sq + 1, 0, skv) : skv;
-        int64_t begin =
-            o.window > 0
-                ? std::clamp<int64_t>(i + skv - sq - o.window + 1, 0, skv)
-                : 0;
-        pairs += double(std::max<int64_t>(0, end - begin));
-      }
-    }
-    k.flops = 4.0 * b * h * d * pairs;
-    return k;
-  }
-  if (o.kernel == "matmul") {
-    // C = A . W^T with f32 sums, rounded to the element type.
-    int64_t m = dims[0], kk = dims[1], n = dims[2];
-    std::string ta = tensorType({m, kk}, o.dtype),
-                tw = tensorType({n, kk}, o.dtype),
-                twt = tensorType({kk, n}, o.dtype),
-                tc = tensorType({m, n}, "f32"),
-                ty = tensorType({m, n}, o.dtype);
-    k.inputs = {{m, kk}};
-    k.weights = {{n, kk}};
-    k.output = {m, n};
-    k.flops = 2.0 * m * n * kk;
-    k.mlir = "func.func @main(%a: " + ta + ", %w: " + tw +
-             " {tfc.name = \"w\", tfc.role = \"weight\"}) -> " + ty +
-             " {\n  %wt = tosa.transpose %w {perms = array<i32: 1, 0>} : (" +
-             tw + ") -> " + twt + "\n  %e = tensor.empty() : " + tc +
-             "\n  %z = arith.constant 0.0 : f32\n  %f = linalg.fill ins(%z : "
-             "f32) outs(%e : " +
-             tc + ") -> " + tc + "\n  %c = linalg.matmul ins(%a, %wt : " + ta +
-             ", " + twt + ") outs(%f : " + tc + ") -> " + tc + "\n";
-    if (o.dtype == "f32")
-      k.mlir += "  return %c : " + tc + "\n}\n";
-    else
-      k.mlir += "  %y = tosa.cast %c : (" + tc + ") -> " + ty +
-                "\n  return %y : " + ty + "\n}\n";
-    return k;
-  }
-  int64_t rows = dims[0], n = dims[1];
-  std::vector<int64_t> x = {rows, n};
-  std::string t = tensorType(x, o.dtype), tn = tensorType({n}, o.dtype);
-  k.output = x;
-  if (o.kernel == "softmax") {
-    k.inputs = {x};
-    k.mlir = "func.func @main(%x: " + t + ") -> " + t +
-             " {\n  %y = transformer.softmax %x {dimension = 1 : i64} : " + t +
-             " -> " + t + "\n  return %y : " + t + "\n}\n";
-  } else if (o.kernel == "rms_norm") {
-    k.inputs = {x, {n}};
-    k.mlir = "func.func @main(%x: " + t + ", %g: " + tn + ") -> " + t +
-             " {\n  %y = transformer.rms_norm %x, %g : " + t + ", " + tn +
-             " -> " + t + "\n  return %y : " + t + "\n}\n";
-  } else {
-    k.inputs = {x, {n}, {n}};
-    k.mlir = "func.func @main(%x: " + t + ", %g: " + tn + ", %b: " + tn +
-             ") -> " + t +
-             " {\n  %y = transformer.layer_norm %x, %g, %b : " + t + ", " + tn +
-             ", " + tn + " -> " + t + "\n  return %y : " + t + "\n}\n";
-  }
-  return k;
 }
 
 std::string selfDir() {
@@ -280,8 +124,13 @@ void compile(const Options &o, const std::string &src, const std::string &lib,
     execv(compiler.c_str(), const_cast<char *const *>(argv.data()));
     _exit(127);
   }
+  if (pid < 0)
+    die(std::string("cannot run tfc-compile: ") + std::strerror(errno));
+  setCompileChild(pid);
   int status = 0;
-  waitpid(pid, &status, 0);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  setCompileChild(0);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
     return;
   std::string first;
@@ -306,8 +155,12 @@ struct Buffer {
   float *data = nullptr;
   size_t count = 0;
   explicit Buffer(size_t n) : count(n) {
-    data =
-        static_cast<float *>(std::aligned_alloc(64, ((n * 4 + 63) / 64) * 64));
+    if (n == 0)
+      return;
+    size_t bytes = ((n * 4 + 63) / 64) * 64;
+    data = static_cast<float *>(std::aligned_alloc(64, bytes));
+    if (!data)
+      die("out of memory for a buffer of " + std::to_string(bytes) + " bytes");
     std::memset(data, 0, n * 4); // pre-fault
   }
   ~Buffer() { std::free(data); }
@@ -453,9 +306,12 @@ int main(int argc, char **argv) {
             "'");
       o.window = w;
     } else if (const char *v = value("--threads="))
-      o.threads = std::atoi(v);
+      o.threads = parseCount("--threads", v, maxThreads(),
+                             " (8 times this machine's " +
+                                 std::to_string(maxThreads() / 8) +
+                                 " hardware threads)");
     else if (const char *v = value("--repeat="))
-      o.repeat = std::atoi(v);
+      o.repeat = parseCount("--repeat", v, kMaxRepeat, " runs");
     else if (const char *v = value("--json="))
       o.json = v;
     else if (const char *v = value("--target="))
@@ -477,7 +333,10 @@ int main(int argc, char **argv) {
                   "or BxHqxHkvxSqxSkvxD, softmax and the norms ROWSxN, "
                   "matmul MxKxN (A [M, K] times a weight [N, K] transposed)\n"
                   "nvptx: the models' kernels timed with CUDA events, no "
-                  "reference; compile flags go to both builds\n");
+                  "reference; compile flags go to both builds\n"
+                  "limits: --threads at most 8 times the hardware threads, "
+                  "--repeat at most 1000000, a shape's run within the "
+                  "machine's memory; builds in $TMPDIR/tfc-bench-*\n");
       return 0;
     } else
       die("unknown argument '" + a + "' (see --help)");
@@ -503,6 +362,29 @@ int main(int argc, char **argv) {
                    ? "1x12x512x64;1x12x1024x64;1x12x2048x64;1x12x4096x64"
                : matmul ? "128x768x768;128x768x2048;128x2048x768"
                         : "8192x384;2048x1536;1536x4096";
+  // Every shape is checked before anything is compiled or run: its form,
+  // and that a run of it fits in memory (so none of its sizes overflows).
+  std::vector<std::pair<std::string, std::vector<int64_t>>> shapes;
+  std::stringstream shapeList(o.shapes);
+  for (std::string text; std::getline(shapeList, text, ';');) {
+    std::vector<int64_t> dims = o.kernel == "attention"
+                                    ? parseShape(text, {4, 5, 6})
+                                : matmul ? parseShape(text, {3})
+                                         : parseShape(text, {2});
+    if (dims.size() == 6 && dims[1] % dims[2] != 0)
+      die("bad shape '" + text + "': " + std::to_string(dims[1]) +
+          " query heads are not a multiple of " + std::to_string(dims[2]) +
+          " key/value heads");
+    checkMemory(o, text, dims);
+    // Named as parsed (no leading zeros) in files and rows.
+    std::string name;
+    for (int64_t d : dims)
+      name += (name.empty() ? "" : "x") + std::to_string(d);
+    shapes.push_back({name, dims});
+  }
+  // What tfc-bench allocates later, when the machine has less than it
+  // seemed: one line, not an uncaught std::bad_alloc.
+  std::set_new_handler([] { die("out of memory"); });
   // Two OpenMP runtimes share the process: the models' (LLVM's libomp) and
   // the sgemm reference's (oneDNN's libgomp). With more than one thread,
   // each one's idle workers spin for a while after a parallel region and
@@ -525,12 +407,9 @@ int main(int argc, char **argv) {
   // A result file that cannot be written fails now, not after the runs.
   FILE *jsonFile = nullptr;
   if (!o.json.empty() && !(jsonFile = std::fopen(o.json.c_str(), "w")))
-    die("cannot write " + o.json);
+    die("cannot write " + o.json + ": " + std::strerror(errno));
 
-  char tmpl[] = "/tmp/tfc-bench-XXXXXX";
-  if (!mkdtemp(tmpl))
-    die("cannot create a temporary directory");
-  o.workdir = tmpl;
+  o.workdir = makeWorkdir();
 
   // The references run on the host: none for GPU builds.
   bool computeBound = o.kernel == "attention" || matmul;
@@ -548,26 +427,18 @@ int main(int argc, char **argv) {
   std::vector<Row> rows;
   std::mt19937 rng(1234);
   std::normal_distribution<float> normal;
-  std::stringstream shapeList(o.shapes);
-  std::string shapeText;
   bool mismatch = false;
-  while (std::getline(shapeList, shapeText, ';')) {
-    std::vector<int64_t> dims = o.kernel == "attention"
-                                    ? parseShape(shapeText, {4, 5, 6})
-                                : matmul ? parseShape(shapeText, {3})
-                                         : parseShape(shapeText, {2});
-    if (dims.size() == 6 && dims[1] % dims[2] != 0)
-      die("bad shape '" + shapeText + "': " + std::to_string(dims[1]) +
-          " query heads are not a multiple of " + std::to_string(dims[2]) +
-          " key/value heads");
+  for (const auto &shape : shapes) {
+    const std::string &shapeText = shape.first;
+    const std::vector<int64_t> &dims = shape.second;
     KernelSpec k = makeKernel(o, dims);
     std::string base = o.workdir + "/" + o.kernel + "_" + shapeText;
     {
       FILE *f = std::fopen((base + ".mlir").c_str(), "w");
       if (!f)
-        die("cannot write " + base + ".mlir");
+        die("cannot write " + base + ".mlir: " + std::strerror(errno));
       std::fputs(k.mlir.c_str(), f);
-      std::fclose(f);
+      closeOrDie(f, base + ".mlir");
     }
     compile(o, base + ".mlir", base + ".fused.so", true);
     if (!matmul)
@@ -871,10 +742,11 @@ int main(int argc, char **argv) {
           r.error, i + 1 < rows.size() ? "," : "");
     }
     std::fprintf(f, "]}\n");
-    std::fclose(f);
+    closeOrDie(f, o.json);
   }
-  std::string cleanup = "rm -rf '" + o.workdir + "'";
-  if (std::system(cleanup.c_str()) != 0)
-    std::fprintf(stderr, "tfc-bench: could not remove %s\n", o.workdir.c_str());
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    die(std::string("cannot write the standard output: ") +
+        std::strerror(errno));
+  // Returning (as dying) removes the temporary directory.
   return mismatch ? 1 : 0;
 }
