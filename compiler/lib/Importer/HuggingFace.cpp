@@ -126,9 +126,13 @@ TokenInputs addTokenInputs(ModelBuilder &mb, const ImportOptions &o) {
                   RankedTensorType::get({o.batch, o.pastLen + o.seqLen}, i64));
   Value positions;
   if (o.positionIds) {
+    // Positions outside the cache are refused before a run (the manifest's
+    // bounds); the clamp keeps the gathers in range all the same.
     TosaBuilder tb = mb.at("position_ids");
-    positions = tb.clampInt(mb.addInput("position_ids", tokens), 0,
-                            o.pastLen + o.seqLen - 1);
+    positions = tb.clampInt(
+        mb.addInput("position_ids", tokens,
+                    std::make_pair(int64_t(0), o.pastLen + o.seqLen)),
+        0, o.pastLen + o.seqLen - 1);
   }
   return {ids, mask, positions};
 }

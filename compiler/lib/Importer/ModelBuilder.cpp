@@ -49,12 +49,19 @@ TosaBuilder ModelBuilder::at(StringRef scope) {
   return TosaBuilder(builder, NameLoc::get(builder.getStringAttr(scope)));
 }
 
-Value ModelBuilder::addInput(StringRef name, RankedTensorType type) {
+Value ModelBuilder::addInput(
+    StringRef name, RankedTensorType type,
+    std::optional<std::pair<int64_t, int64_t>> bounds) {
   Value arg =
       body->addArgument(type, NameLoc::get(builder.getStringAttr(name)));
-  argAttrs.push_back(builder.getDictionaryAttr(
-      {builder.getNamedAttr("tfc.name", builder.getStringAttr(name)),
-       builder.getNamedAttr("tfc.role", builder.getStringAttr("input"))}));
+  SmallVector<NamedAttribute> attrs = {
+      builder.getNamedAttr("tfc.name", builder.getStringAttr(name)),
+      builder.getNamedAttr("tfc.role", builder.getStringAttr("input"))};
+  if (bounds)
+    attrs.push_back(builder.getNamedAttr(
+        "tfc.bounds",
+        builder.getDenseI64ArrayAttr({bounds->first, bounds->second})));
+  argAttrs.push_back(builder.getDictionaryAttr(attrs));
   return arg;
 }
 

@@ -42,7 +42,11 @@ public:
   TosaBuilder at(llvm::StringRef scope);
 
   /// Adds a model input (`tfc.role = "input"`).
-  mlir::Value addInput(llvm::StringRef name, mlir::RankedTensorType type);
+  /// `bounds` {lo, hi}: every element must lie in [lo, hi), which the
+  /// runtime checks before each run (the manifest's bounds, `tfc.bounds`).
+  mlir::Value
+  addInput(llvm::StringRef name, mlir::RankedTensorType type,
+           std::optional<std::pair<int64_t, int64_t>> bounds = std::nullopt);
 
   /// The weight `prefix + name` (`name` alone when not `prefixed`: a task
   /// head's, such as lm_head.weight) as a value of `shape` in the compute

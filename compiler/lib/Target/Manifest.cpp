@@ -149,8 +149,29 @@ FailureOr<Manifest> extractManifest(ModuleOp module, StringRef entry) {
                /*isResult=*/false);
     if (failed(s))
       return failure();
-    if (s->role == TFC_ROLE_INPUT)
+    if (s->role == TFC_ROLE_INPUT) {
       s->bounds = gatherBounds(fn.getArgument(i));
+      // Bounds an importer states (`tfc.bounds = array<i64: lo, hi>`):
+      // with those the gathers imply, the narrower of both.
+      if (auto stated =
+              fn.getArgAttrOfType<DenseI64ArrayAttr>(i, "tfc.bounds")) {
+        auto integer = dyn_cast<IntegerType>(
+            cast<ShapedType>(type.getInput(i)).getElementType());
+        if (stated.size() != 2 || stated[0] >= stated[1] || !integer ||
+            integer.getWidth() < 32) {
+          fn.emitError() << "argument " << i
+                         << ": tfc.bounds must be [lo, hi] with lo < hi, on "
+                            "an i32 or i64 tensor";
+          return failure();
+        }
+        int64_t lo = stated[0], hi = stated[1];
+        if (s->bounds) {
+          lo = std::max(lo, s->bounds->first);
+          hi = std::min(hi, s->bounds->second);
+        }
+        s->bounds = std::make_pair(lo, std::max(hi, lo + 1));
+      }
+    }
     m.args.push_back(*s);
   }
   for (unsigned i = 0; i < type.getNumResults(); ++i) {

@@ -14,6 +14,7 @@ reference's two largest logits are more than 1e-3 apart.
 usage: generate.py BINDIR WORKDIR [SEED]
 """
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -64,6 +65,19 @@ def main():
         for c, o in zip(cache, out[1:]):
             c[:, :, t] = o[:, :, 0]
         logits.append(out[0])
+
+    # A position past the cache is refused before the step runs (not
+    # clamped to the last slot): one line naming position_ids.
+    bad = np.full((BATCH, 1), CAPACITY, dtype=np.int64)
+    args, _ = h.run_args(step, model, [next_token, mask, bad] + cache,
+                         1 + 2 * layers)
+    proc = subprocess.run(args, capture_output=True, text=True)
+    h.expect("position %d of a %d-slot cache is refused: %s" % (
+        CAPACITY, CAPACITY, proc.stderr.strip()),
+        proc.returncode == 1 and
+        ("input 2 'position_ids' holds %d at [0, 0], outside [0, %d)" % (
+            CAPACITY, CAPACITY)) in proc.stderr and
+        len(proc.stderr.strip().splitlines()) == 1)
 
     # The reference on the tokens tfc chose (the last one's logits unused).
     ref = llama.reference(cfg, w, tokens, np.ones_like(tokens)) @ head.T
