@@ -319,3 +319,11 @@ func.func @negative_rms_norm_result_type(%x: tensor<2x8xf32>, %g: tensor<8xf32>)
   return %y : tensor<2x8xbf16>
 }
 
+
+// -----
+
+func.func @attention_zero_head_dim(%q: tensor<1x2x3x0xf32>, %k: tensor<1x2x5x0xf32>, %v: tensor<1x2x5x16xf32>) -> tensor<1x2x3x16xf32> {
+  // expected-error @+1 {{head dimension (query and key dim 3) must be positive, got 0}}
+  %o = transformer.attention %q, %k, %v : tensor<1x2x3x0xf32>, tensor<1x2x5x0xf32>, tensor<1x2x5x16xf32> -> tensor<1x2x3x16xf32>
+  return %o : tensor<1x2x3x16xf32>
+}

@@ -160,6 +160,9 @@ LogicalResult AttentionOp::verify() {
       (hkv == 0 || hq % hkv != 0))
     return emitOpError() << "key/value heads (" << hkv
                          << ") must divide query heads (" << hq << ")";
+  if (int64_t d = q.getDimSize(3); d == 0)
+    return emitOpError() << "head dimension (query and key dim 3) must be "
+                            "positive, got 0";
 
   if (Value mask = getMask()) {
     auto m = cast<RankedTensorType>(mask.getType());

@@ -20,6 +20,37 @@ namespace tfc::transformer {
 namespace tfc::transformer {
 namespace {
 
+/// Whether `type` is static with no elements.
+bool isEmpty(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  return t && t.hasStaticShape() && t.getNumElements() == 0;
+}
+
+/// The results of `op` when an operand or result is empty: tensor.empty
+/// for each empty result, zeros for the others (attention over no keys);
+/// nullopt when nothing is empty.
+std::optional<SmallVector<Value>> emptyResults(Operation *op,
+                                               PatternRewriter &rewriter) {
+  if (llvm::none_of(op->getOperandTypes(), isEmpty) &&
+      llvm::none_of(op->getResultTypes(), isEmpty))
+    return std::nullopt;
+  SmallVector<Value> values;
+  for (Type type : op->getResultTypes()) {
+    auto t = cast<RankedTensorType>(type);
+    if (isEmpty(t)) {
+      values.push_back(tensor::EmptyOp::create(
+          rewriter, op->getLoc(), t.getShape(), t.getElementType()));
+      continue;
+    }
+    if (!isa<AttentionOp>(op) || !t.hasStaticShape())
+      return std::nullopt;
+    values.push_back(arith::ConstantOp::create(
+        rewriter, op->getLoc(),
+        DenseElementsAttr::get(t, rewriter.getZeroAttr(t.getElementType()))));
+  }
+  return values;
+}
+
 /// Replaces one aggregated op of the transformer dialect by its
 /// decomposition.
 struct DecomposeAggregatedOp
@@ -30,6 +61,13 @@ struct DecomposeAggregatedOp
                                 PatternRewriter &rewriter) const override {
     if (!isa<TransformerDialect>(op->getDialect()))
       return failure();
+    // Empty tensors have no elements to compute (and TOSA takes none):
+    // an empty result is any empty tensor; attention over no keys gives
+    // zeros (every row sees no key).
+    if (std::optional<SmallVector<Value>> empty = emptyResults(op, rewriter)) {
+      rewriter.replaceOp(op, *empty);
+      return success();
+    }
     FailureOr<SmallVector<Value>> values = op.decomposeOperation(rewriter);
     if (failed(values))
       return rewriter.notifyMatchFailure(op, "operands are not static");

@@ -1,0 +1,6 @@
+// Attention of no query rows: an empty result in both builds (the
+// unfused one once failed on a zero-sized tosa.reshape).
+func.func @main(%q: tensor<1x2x0x16xf32> {tfc.name = "q"}, %k: tensor<1x2x5x16xf32> {tfc.name = "k"}, %v: tensor<1x2x5x16xf32> {tfc.name = "v"}) -> (tensor<1x2x0x16xf32> {tfc.name = "o"}) {
+  %o = transformer.attention %q, %k, %v : tensor<1x2x0x16xf32>, tensor<1x2x5x16xf32>, tensor<1x2x5x16xf32> -> tensor<1x2x0x16xf32>
+  return %o : tensor<1x2x0x16xf32>
+}
