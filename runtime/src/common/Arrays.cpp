@@ -55,9 +55,8 @@ tfc_status tfc_array_read_npy(const char *path, tfc_array **out) {
     return makeStatus(TFC_INVALID_ARGUMENT,
                       "tfc_array_read_npy: path and out must not be NULL");
   return guard([&]() -> tfc_status {
-    if (!fileExists(path))
-      return makeStatus(TFC_NOT_FOUND,
-                        std::string(path) + ": " + std::strerror(ENOENT));
+    if (tfc_status s = checkPath(path, path))
+      return s;
     tfc::NpyArray npy;
     std::string error;
     if (!tfc::readNpy(path, npy, error))

@@ -137,8 +137,10 @@ std::string describe(const tfc_tensor_desc &desc);
 std::string roleName(const tfc_model *model, tfc_tensor_role role,
                      int32_t index);
 
-/// Whether something is at `path` (stat succeeds).
-bool fileExists(const char *path);
+/// Null when something is at `path` (stat succeeds); else NOT_FOUND (no
+/// such file or directory) or IO_ERROR (a link loop, no permission, ...):
+/// "<what>: <the system's reason>".
+tfc_status checkPath(const char *path, const std::string &what);
 
 /// Null for no error, else a status of its code and message.
 tfc_status fromGpu(tfc::cuda::GpuError error);

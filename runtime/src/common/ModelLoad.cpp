@@ -143,9 +143,8 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
                       "tfc_model_load: path and out must not be NULL");
   return guard([&]() -> tfc_status {
     std::string file = path;
-    if (!fileExists(path))
-      return makeStatus(TFC_NOT_FOUND,
-                        "model " + file + ": " + std::strerror(ENOENT));
+    if (tfc_status s = checkPath(path, "model " + file))
+      return s;
     // The model runs a copy of its own (LibraryCopy.h): another model of
     // the same file, or the file rebuilt, is another library.
     std::string error;

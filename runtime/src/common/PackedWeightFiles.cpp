@@ -155,8 +155,8 @@ tfc_status tfc_model_load_packed_weights(tfc_model *model, const char *path) {
                         where + ": model " + model->path + " holds those of " +
                             model->packedFile->path() +
                             " already; bind its weights again first");
-    if (!fileExists(path))
-      return makeStatus(TFC_NOT_FOUND, where + ": " + std::strerror(ENOENT));
+    if (tfc_status s = checkPath(path, where))
+      return s;
     std::string error;
     std::unique_ptr<tfc::PackedWeightsFile> file =
         tfc::PackedWeightsFile::open(path, error);

@@ -2,7 +2,7 @@
 //
 // tfc_status, and the helpers the other files make statuses and their
 // messages with (makeStatus, quote, describe, roleName, fromGpu, and
-// fileExists for NOT_FOUND); the element type and tensor size functions.
+// checkPath for NOT_FOUND); the element type and tensor size functions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,8 @@
 
 #include "tfc/runtime/dtype.h"
 
+#include <cerrno>
+#include <cstring>
 #include <sys/stat.h>
 #include <vector>
 
@@ -65,9 +67,15 @@ std::string describe(const tfc_tensor_desc &desc) {
   return describe(desc.dtype, desc.rank, desc.shape);
 }
 
-bool fileExists(const char *path) {
+tfc_status checkPath(const char *path, const std::string &what) {
   struct stat st;
-  return ::stat(path, &st) == 0;
+  if (::stat(path, &st) == 0)
+    return nullptr;
+  int error = errno;
+  // A symbolic link loop, a path too long, no permission: said as they are.
+  return makeStatus(error == ENOENT || error == ENOTDIR ? TFC_NOT_FOUND
+                                                        : TFC_IO_ERROR,
+                    what + ": " + std::strerror(error));
 }
 
 std::string roleName(const tfc_model *model, tfc_tensor_role role,

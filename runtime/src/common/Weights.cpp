@@ -141,9 +141,8 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
     return s;
   return guard([&]() -> tfc_status {
     std::string path = safetensors_path;
-    if (!fileExists(safetensors_path))
-      return makeStatus(TFC_NOT_FOUND,
-                        "weights file " + path + ": " + std::strerror(ENOENT));
+    if (tfc_status s = checkPath(safetensors_path, "weights file " + path))
+      return s;
     std::string error;
     std::unique_ptr<tfc::SafetensorsFile> file =
         tfc::SafetensorsFile::open(path, error);
