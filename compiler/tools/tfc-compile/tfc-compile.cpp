@@ -533,6 +533,13 @@ static int compileModule(ModuleOp module, const std::string &inputName,
     if (!out)
       return fail(error);
     module.print(out->os());
+    out->os().flush();
+    if (out->os().has_error()) {
+      // Reported here, not by the stream's destructor (a fatal error).
+      std::string reason = out->os().error().message();
+      out->os().clear_error();
+      return fail("cannot write " + outputPath + ": " + reason);
+    }
     out->keep();
     return 0;
   }
