@@ -8,4 +8,15 @@ bash "$ROOT/scripts/setup.sh"
 bash "$ROOT/scripts/install-model.sh" >/dev/null
 ninja -C "$BUILD"
 cd "$BUILD"
+start=$SECONDS
 ctest --output-on-failure
+echo "test.sh: ctest took $((SECONDS - start)) s; the 10 slowest lit tests:"
+python3 - "$BUILD/tests/lit-results.json" <<'PY'
+import json, sys
+tests = json.load(open(sys.argv[1]))["tests"]
+for t in sorted(tests, key=lambda t: -t.get("elapsed", 0))[:10]:
+    print("  %7.1f s  %s" % (t.get("elapsed", 0), t["name"]))
+PY
+# The runtime and the micro-kernels under ASan + UBSan, the contexts under
+# TSan (their own small builds, in build-asan/ and build-tsan/).
+bash "$ROOT/scripts/sanitizers.sh"
