@@ -227,9 +227,34 @@ llvm::GlobalVariable *ManifestData::add(const Manifest &m) {
                                   ".tfc.manifest");
 }
 
-/// Adds `tfc_model_manifest()`, returning `manifest`.
-void addManifestEntry(llvm::Module &mod, llvm::GlobalVariable *manifest) {
+/// tfc_manifest_hash (abi.h) of `m`, over a tfc_manifest built of it.
+uint64_t manifestHash(const Manifest &m) {
+  auto descs = [](const std::vector<TensorSpec> &specs) {
+    std::vector<tfc_tensor_desc> out;
+    for (const TensorSpec &s : specs)
+      out.push_back({s.name.c_str(), s.dtype, s.role, int32_t(s.shape.size()),
+                     s.shape.data(), s.bounds ? &s.bounds->first : nullptr});
+    return out;
+  };
+  std::vector<tfc_tensor_desc> args = descs(m.args), results = descs(m.results);
+  tfc_manifest c{TFC_MANIFEST_MAGIC,   TFC_ABI_VERSION,
+                 m.entry.c_str(),      m.target.c_str(),
+                 int32_t(args.size()), int32_t(results.size()),
+                 args.data(),          results.data()};
+  return tfc_manifest_hash(&c);
+}
+
+/// Adds `tfc_model_manifest()`, returning `manifest`, and
+/// `tfc_model_manifest_hash`, the hash of `m` (its contents) that the
+/// runtime checks it against.
+void addManifestEntry(llvm::Module &mod, llvm::GlobalVariable *manifest,
+                      const Manifest &m) {
   llvm::LLVMContext &ctx = mod.getContext();
+  new llvm::GlobalVariable(
+      mod, llvm::Type::getInt64Ty(ctx), /*isConstant=*/true,
+      llvm::GlobalValue::ExternalLinkage,
+      llvm::ConstantInt::get(llvm::Type::getInt64Ty(ctx), manifestHash(m)),
+      "tfc_model_manifest_hash");
   auto *fn = llvm::Function::Create(
       llvm::FunctionType::get(llvm::PointerType::getUnqual(ctx), false),
       llvm::Function::ExternalLinkage, "tfc_model_manifest", mod);
@@ -615,7 +640,7 @@ LogicalResult emitVariantsInParallel(llvm::ArrayRef<ModuleOp> modules,
   mod.setDataLayout(tm->createDataLayout());
   ManifestData manifests(mod);
   llvm::GlobalVariable *manifestData = manifests.add(manifest);
-  addManifestEntry(mod, manifestData);
+  addManifestEntry(mod, manifestData, manifest);
   auto *runType = llvm::FunctionType::get(
       llvm::Type::getVoidTy(llvmContext),
       {llvm::PointerType::getUnqual(llvmContext)}, false);
@@ -709,7 +734,7 @@ LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
     return failure();
   ManifestData manifests(*mod);
   llvm::GlobalVariable *manifestData = manifests.add(manifest);
-  addManifestEntry(*mod, manifestData);
+  addManifestEntry(*mod, manifestData, manifest);
   // One module (LLVM IR or an object): every variant's run function in it.
   auto addRun = [&](const ModelVariant &v, bool last) -> llvm::Function * {
     if (last)

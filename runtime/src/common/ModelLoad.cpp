@@ -244,6 +244,25 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
         closeLibrary(handle);
         return s;
       }
+    // The manifest as compiled (abi.h, "Manifest hash"; hand-written
+    // libraries may have none): one changed since would hand the code
+    // buffers it does not expect.
+    if (auto *hash = static_cast<const uint64_t *>(
+            ownSymbol(handle, "tfc_model_manifest_hash"))) {
+      uint64_t now = tfc_manifest_hash(manifest);
+      if (*hash != now) {
+        char text[96];
+        std::snprintf(text, sizeof(text), "hash %016llx, compiled as %016llx",
+                      static_cast<unsigned long long>(now),
+                      static_cast<unsigned long long>(*hash));
+        return fail(TFC_BAD_FORMAT,
+                    "model " + file +
+                        ": its manifest is not the one it was compiled with (" +
+                        text +
+                        "): the library was changed after tfc-compile "
+                        "made it");
+      }
+    }
     for (size_t i = 0; i < model->weightArgs.size(); ++i)
       for (size_t j = 0; j < i; ++j)
         if (std::strcmp(manifest->args[model->weightArgs[i]].name,

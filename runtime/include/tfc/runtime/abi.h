@@ -91,6 +91,54 @@ typedef struct tfc_manifest {
   const tfc_tensor_desc *results;
 } tfc_manifest;
 
+/* Manifest hash. A library made by tfc-compile also exports
+ *
+ *   const uint64_t tfc_model_manifest_hash;
+ *
+ * tfc_manifest_hash of its manifest (tfc_model_manifest()'s), which
+ * tfc_model_load checks: a manifest changed after compilation (a count or a
+ * shape patched) would hand the code buffers it does not expect, and is
+ * refused instead (BAD_FORMAT). The hash is 64-bit FNV-1a over the counts
+ * and each argument's and result's name, dtype, role, rank, shape and
+ * bounds, each integer as 8 little-endian bytes. */
+static inline uint64_t tfc_hash_bytes_(uint64_t h, const void *data,
+                                       size_t n) {
+  const unsigned char *p = (const unsigned char *)data;
+  for (size_t i = 0; i < n; ++i)
+    h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+static inline uint64_t tfc_hash_int_(uint64_t h, int64_t value) {
+  unsigned char bytes[8];
+  for (int i = 0; i < 8; ++i)
+    bytes[i] = (unsigned char)((uint64_t)value >> (8 * i));
+  return tfc_hash_bytes_(h, bytes, 8);
+}
+static inline uint64_t tfc_manifest_hash(const tfc_manifest *m) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = tfc_hash_int_(h, m->num_args);
+  h = tfc_hash_int_(h, m->num_results);
+  for (int32_t i = 0; i < m->num_args + m->num_results; ++i) {
+    const tfc_tensor_desc *d =
+        i < m->num_args ? &m->args[i] : &m->results[i - m->num_args];
+    size_t len = 0;
+    while (d->name && d->name[len])
+      ++len;
+    h = tfc_hash_bytes_(h, d->name, len + 1);
+    h = tfc_hash_int_(h, d->dtype);
+    h = tfc_hash_int_(h, d->role);
+    h = tfc_hash_int_(h, d->rank);
+    for (int32_t k = 0; k < d->rank; ++k)
+      h = tfc_hash_int_(h, d->shape[k]);
+    h = tfc_hash_int_(h, d->bounds ? 1 : 0);
+    if (d->bounds) {
+      h = tfc_hash_int_(h, d->bounds[0]);
+      h = tfc_hash_int_(h, d->bounds[1]);
+    }
+  }
+  return h;
+}
+
 typedef const tfc_manifest *(*tfc_model_manifest_fn)(void);
 typedef void (*tfc_model_run_fn)(void **buffers);
 typedef void (*tfc_model_weights_changed_fn)(void);
