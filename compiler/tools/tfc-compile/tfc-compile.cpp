@@ -29,6 +29,7 @@
 #include "VerifyFusion.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -458,6 +459,54 @@ static LogicalResult checkNoExternalCode(ModuleOp module) {
   return failure(r.wasInterrupted());
 }
 
+/// Fails, with an error at the op, when a tosa.matmul's operands disagree
+/// (TOSA's verifier lets them through, and the lowering would fail on
+/// linalg.batch_matmul, an op the user never wrote): A [N, H, C] and B
+/// [N, C, W] make C [N, H, W].
+static LogicalResult checkMatmulShapes(ModuleOp module) {
+  WalkResult r = module.walk([](tosa::MatMulOp op) {
+    auto a = dyn_cast<RankedTensorType>(op.getA().getType());
+    auto b = dyn_cast<RankedTensorType>(op.getB().getType());
+    auto c = dyn_cast<RankedTensorType>(op.getType());
+    if (!a || !b || !c || a.getRank() != 3 || b.getRank() != 3 ||
+        c.getRank() != 3)
+      return WalkResult::advance();
+    auto agree = [](int64_t x, int64_t y) {
+      return ShapedType::isDynamic(x) || ShapedType::isDynamic(y) || x == y;
+    };
+    auto shape = [](RankedTensorType t) {
+      std::string s;
+      llvm::raw_string_ostream os(s);
+      os << "[";
+      llvm::interleaveComma(t.getShape(), os, [&](int64_t d) {
+        if (ShapedType::isDynamic(d))
+          os << "?";
+        else
+          os << d;
+      });
+      os << "]";
+      return s;
+    };
+    std::string why;
+    if (!agree(a.getDimSize(2), b.getDimSize(1)))
+      why = "A's columns (" + std::to_string(a.getDimSize(2)) +
+            ") must equal B's rows (" + std::to_string(b.getDimSize(1)) + ")";
+    else if (!agree(a.getDimSize(0), b.getDimSize(0)))
+      why = "the batches of A (" + std::to_string(a.getDimSize(0)) +
+            ") and B (" + std::to_string(b.getDimSize(0)) + ") must agree";
+    else if (!agree(c.getDimSize(0), a.getDimSize(0)) ||
+             !agree(c.getDimSize(1), a.getDimSize(1)) ||
+             !agree(c.getDimSize(2), b.getDimSize(2)))
+      why = "the result must be [batch, A's rows, B's columns]";
+    if (why.empty())
+      return WalkResult::advance();
+    op.emitError() << "tosa.matmul of A " << shape(a) << " and B " << shape(b)
+                   << " into " << shape(c) << ": " << why;
+    return WalkResult::interrupt();
+  });
+  return failure(r.wasInterrupted());
+}
+
 /// Fails, with an error at the call, when a function of `module` calls
 /// itself, directly or through others: compiled code has no stack to
 /// recurse on for tensors, and a model's graph never recurses.
@@ -500,7 +549,7 @@ static int compileModule(ModuleOp module, const std::string &inputName,
                          const char *argv0, bool quiet,
                          const VariantBuilds *builds = nullptr) {
   MLIRContext *context = module.getContext();
-  if (failed(checkNoRecursion(module)))
+  if (failed(checkNoRecursion(module)) || failed(checkMatmulShapes(module)))
     return 1;
   // Graph level: fusion (or decomposition, for the unfused build).
   PassManager graph(context);
