@@ -26,6 +26,7 @@
 #include "tfc/Target/PTX.h"
 #include "tfc/runtime/files.h"
 
+#include "InputChecks.h"
 #include "VerifyFusion.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -270,36 +271,6 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// Why -o cannot be written (empty when it can): no name, a directory that
-/// does not exist, or a file the compile reads (the MLIR input, or a
-/// .json or .safetensors file of the --hf directory): checked before the
-/// compile, which writes -o at its end.
-static std::string checkOutputPath() {
-  if (outputFile.empty())
-    return "-o needs a file name";
-  if (outputFile == "-")
-    return "";
-  llvm::StringRef parent = llvm::sys::path::parent_path(outputFile);
-  if (!parent.empty() && !llvm::sys::fs::is_directory(parent))
-    return "-o " + outputFile + ": directory " + parent.str() +
-           " does not exist";
-  std::vector<tfc::ToolFile> inputs;
-  if (!inputFile.empty())
-    inputs.push_back({"the input", inputFile});
-  for (const std::string &dir : {std::string(hfDir), hfDir + "/1_Pooling"}) {
-    if (hfDir.empty())
-      break;
-    std::error_code ec;
-    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
-         it.increment(ec)) {
-      llvm::StringRef name = it->path();
-      if (name.ends_with(".json") || name.ends_with(".safetensors"))
-        inputs.push_back({"--hf's file", name.str()});
-    }
-  }
-  return tfc::checkOutputs(inputs, {{"-o", outputFile}});
-}
-
 /// Counts the transformer ops of `root` (a module, or one function of it).
 static std::string fusionSummary(Operation *root) {
   int attention = 0, softmax = 0, layerNorm = 0, rmsNorm = 0;
@@ -435,112 +406,6 @@ static OwningOpRef<ModuleOp> importVariants(MLIRContext &context,
   return merged;
 }
 
-/// Fails, with an error at the op, when an MLIR input declares a function it
-/// does not define (a C function of whatever process loads the model:
-/// `func.func private @system(...)`, `llvm.func @system`) or holds LLVM
-/// dialect code: compiling MLIR is compiling code, and a model graph
-/// calls nothing outside itself. --allow-external-calls lets it through.
-static LogicalResult checkNoExternalCode(ModuleOp module) {
-  WalkResult r = module.walk([](Operation *op) {
-    auto fn = dyn_cast<func::FuncOp>(op);
-    bool external = fn && fn.isExternal();
-    bool llvm = op->getDialect() && op->getDialect()->getNamespace() == "llvm";
-    if (!external && !llvm)
-      return WalkResult::advance();
-    InFlightDiagnostic d = op->emitError();
-    if (external)
-      d << "function '" << fn.getSymName() << "' is declared but not defined: ";
-    else
-      d << "'" << op->getName() << "' is LLVM dialect code: ";
-    d << "a model graph calls nothing outside itself (compiling MLIR is "
-         "compiling code); --allow-external-calls lets it through";
-    return WalkResult::interrupt();
-  });
-  return failure(r.wasInterrupted());
-}
-
-/// Fails, with an error at the op, when a tosa.matmul's operands disagree
-/// (TOSA's verifier lets them through, and the lowering would fail on
-/// linalg.batch_matmul, an op the user never wrote): A [N, H, C] and B
-/// [N, C, W] make C [N, H, W].
-static LogicalResult checkMatmulShapes(ModuleOp module) {
-  WalkResult r = module.walk([](tosa::MatMulOp op) {
-    auto a = dyn_cast<RankedTensorType>(op.getA().getType());
-    auto b = dyn_cast<RankedTensorType>(op.getB().getType());
-    auto c = dyn_cast<RankedTensorType>(op.getType());
-    if (!a || !b || !c || a.getRank() != 3 || b.getRank() != 3 ||
-        c.getRank() != 3)
-      return WalkResult::advance();
-    auto agree = [](int64_t x, int64_t y) {
-      return ShapedType::isDynamic(x) || ShapedType::isDynamic(y) || x == y;
-    };
-    auto shape = [](RankedTensorType t) {
-      std::string s;
-      llvm::raw_string_ostream os(s);
-      os << "[";
-      llvm::interleaveComma(t.getShape(), os, [&](int64_t d) {
-        if (ShapedType::isDynamic(d))
-          os << "?";
-        else
-          os << d;
-      });
-      os << "]";
-      return s;
-    };
-    std::string why;
-    if (!agree(a.getDimSize(2), b.getDimSize(1)))
-      why = "A's columns (" + std::to_string(a.getDimSize(2)) +
-            ") must equal B's rows (" + std::to_string(b.getDimSize(1)) + ")";
-    else if (!agree(a.getDimSize(0), b.getDimSize(0)))
-      why = "the batches of A (" + std::to_string(a.getDimSize(0)) +
-            ") and B (" + std::to_string(b.getDimSize(0)) + ") must agree";
-    else if (!agree(c.getDimSize(0), a.getDimSize(0)) ||
-             !agree(c.getDimSize(1), a.getDimSize(1)) ||
-             !agree(c.getDimSize(2), b.getDimSize(2)))
-      why = "the result must be [batch, A's rows, B's columns]";
-    if (why.empty())
-      return WalkResult::advance();
-    op.emitError() << "tosa.matmul of A " << shape(a) << " and B " << shape(b)
-                   << " into " << shape(c) << ": " << why;
-    return WalkResult::interrupt();
-  });
-  return failure(r.wasInterrupted());
-}
-
-/// Fails, with an error at the call, when a function of `module` calls
-/// itself, directly or through others: compiled code has no stack to
-/// recurse on for tensors, and a model's graph never recurses.
-static LogicalResult checkNoRecursion(ModuleOp module) {
-  // 0: not visited, 1: on the current path, 2: done.
-  llvm::StringMap<int> state;
-  std::function<LogicalResult(func::FuncOp)> visit =
-      [&](func::FuncOp fn) -> LogicalResult {
-    state[fn.getSymName()] = 1;
-    WalkResult r = fn.walk([&](func::CallOp call) {
-      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-      if (!callee)
-        return WalkResult::advance();
-      int &s = state[callee.getSymName()];
-      if (s == 1) {
-        call.emitError() << "function '" << fn.getSymName() << "' calls '"
-                         << callee.getSymName()
-                         << "', which is on its own call path: recursion "
-                            "cannot be compiled";
-        return WalkResult::interrupt();
-      }
-      if (s == 0 && failed(visit(callee)))
-        return WalkResult::interrupt();
-      return WalkResult::advance();
-    });
-    state[fn.getSymName()] = 2;
-    return failure(r.wasInterrupted());
-  };
-  for (auto fn : module.getOps<func::FuncOp>())
-    if (state.lookup(fn.getSymName()) == 0 && failed(visit(fn)))
-      return failure();
-  return success();
-}
-
 /// Fuses (or decomposes), lowers and emits `module`; returns the exit code.
 /// `builds`: a module of several batch-size or sequence-length builds
 /// (importVariants), emitted as one library with a variant per build.
@@ -549,7 +414,8 @@ static int compileModule(ModuleOp module, const std::string &inputName,
                          const char *argv0, bool quiet,
                          const VariantBuilds *builds = nullptr) {
   MLIRContext *context = module.getContext();
-  if (failed(checkNoRecursion(module)) || failed(checkMatmulShapes(module)))
+  if (failed(tfc::checkNoRecursion(module)) ||
+      failed(tfc::checkMatmulShapes(module)))
     return 1;
   // Graph level: fusion (or decomposition, for the unfused build).
   PassManager graph(context);
@@ -814,7 +680,8 @@ int main(int argc, char **argv) {
   std::string error;
   if (hfDir.empty() == inputFile.empty())
     return fail("give exactly one of <model.mlir> and --hf DIR");
-  if (std::string why = checkOutputPath(); !why.empty())
+  if (std::string why = tfc::checkOutputPath(outputFile, inputFile, hfDir);
+      !why.empty())
     return fail(why);
   if (hfDir.empty())
     if (std::vector<std::string> flags = importFlags.given(); !flags.empty())
@@ -871,7 +738,7 @@ int main(int argc, char **argv) {
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)
       return 1;
-    if (!allowExternalCalls && failed(checkNoExternalCode(*module)))
+    if (!allowExternalCalls && failed(tfc::checkNoExternalCode(*module)))
       return 1;
   }
 
