@@ -39,6 +39,26 @@ python3 "$ROOT/examples/minilm/embed.py" "$MODEL" "$WORK/minilm4.so" \
   "tfc compiles Transformer models ahead of time." \
   "The cat sat on the warm windowsill all afternoon." \
   "A kitten was sleeping in the sun by the window."
+echo "   From Python (the tfc package, python/; pip install ./python installs it):"
+PYTHONPATH="$ROOT/python${PYTHONPATH:+:$PYTHONPATH}" TFC_COMPILE="$BIN/tfc-compile" \
+  TFC_RUNTIME_LIB="$BUILD/lib/libtfcrt.so" python3 - "$MODEL" "$WORK" $SEQ <<'PY'
+import os, sys, time
+import numpy as np
+import tfc
+model_dir, work, seq = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ids = np.full((4, seq), 1000, np.int64)
+mask = np.ones_like(ids)
+start = time.perf_counter()
+with tfc.compile(model_dir, batch=4, seq_len=seq) as m:  # + model.safetensors
+    took = time.perf_counter() - start
+    emb, = m.run(input_ids=ids, attention_mask=mask)
+with tfc.Model(os.path.join(work, "minilm4.so"),
+               weights=os.path.join(model_dir, "model.safetensors")) as cli:
+    ref, = cli.run(ids, mask)
+print("   tfc.compile(MODEL, batch=4, seq_len=%d) in %.1f s, Model.run: %s "
+      "embeddings, max difference from the tfc-compile build %.1e" %
+      (seq, took, list(emb.shape), np.max(np.abs(emb - ref))))
+PY
 
 echo
 echo "== 3. Whole model, batch 4, seq $SEQ: fused against unfused (same run)"

@@ -8,8 +8,9 @@ the compiled model takes int64 [B, SEQ_LEN] ids and attention mask (padded
 with 0) and returns L2-normalised [B, 384] embeddings. SEQ_LEN "upto=N"
 pads the sentences only to the longest of them (at most N tokens), for a
 model built for several lengths up to N (tfc-compile --seq-len 16,...,N).
-The model runs in this process, through the runtime's Python API
-(runtime/python/tfc_runtime.py) on LIBTFCRT (build/lib/libtfcrt.so).
+The model runs in this process, through the tfc Python package (python/,
+`pip install ./python`; used from this tree when it is not installed) on
+LIBTFCRT (build/lib/libtfcrt.so).
 """
 
 import os
@@ -18,9 +19,12 @@ import sys
 import numpy as np
 from tokenizers import Tokenizer
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "runtime", "python"))
-import tfc_runtime  # noqa: E402
+try:
+    import tfc
+except ImportError:  # not installed: the package of this source tree
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(
+        __file__)), "..", "..", "python"))
+    import tfc  # noqa: E402
 
 
 def main():
@@ -34,9 +38,9 @@ def main():
     enc = tok.encode_batch(sentences)
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-    with tfc_runtime.Model(model_so,
-                           weights=os.path.join(model_dir, "model.safetensors"),
-                           runtime=libtfcrt) as model:
+    with tfc.Model(model_so,
+                   weights=os.path.join(model_dir, "model.safetensors"),
+                   runtime=libtfcrt) as model:
         emb, = model.run(input_ids=ids, attention_mask=mask)
     sim = emb @ emb.T
     width = max(len(s) for s in sentences)

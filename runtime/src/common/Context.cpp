@@ -228,14 +228,9 @@ tfc_status tfc_context_check_input(const tfc_context *context, int32_t index,
     return makeStatus(TFC_INVALID_ARGUMENT,
                       "tfc_context_check_input: invalid arguments");
   return guard([&]() -> tfc_status {
-    const tfc_tensor_desc *desc = descriptor(context, true, index);
-    if (!desc)
-      return makeStatus(
-          TFC_INVALID_ARGUMENT,
-          "tfc_context_check_input: index " + std::to_string(index) +
-              " out of range: model " + context->model->path + " has " +
-              std::to_string(context->model->inputArgs.size()) + " inputs");
-    return checkArray(context->model, index, *desc, dtype, rank, shape);
+    return checkInput("tfc_context_check_input", context->model,
+                      descriptor(context, true, index), index, dtype, rank,
+                      shape);
   });
 }
 
@@ -259,19 +254,10 @@ static tfc_status bindContext(tfc_context *context, bool input, int32_t index,
     const tfc_model *model = context->model;
     int32_t count = input ? int32_t(model->inputArgs.size())
                           : context->manifest->num_results;
-    if (index < 0 || index >= count)
-      return makeStatus(TFC_INVALID_ARGUMENT,
-                        std::string(fn) + ": index " + std::to_string(index) +
-                            " out of range: model " + model->path + " has " +
-                            std::to_string(count));
-    std::string where =
-        model->path + ": " +
-        roleName(model, input ? TFC_ROLE_INPUT : TFC_ROLE_OUTPUT, index);
-    if (!data)
-      return makeStatus(TFC_INVALID_ARGUMENT, where + ": buffer is NULL");
-    if (reinterpret_cast<uintptr_t>(data) % tfc::kBufferAlignment != 0)
-      return makeStatus(TFC_INVALID_ARGUMENT,
-                        where + ": buffer is not 64-byte aligned");
+    if (tfc_status s =
+            checkBuffer(fn, model, input ? TFC_ROLE_INPUT : TFC_ROLE_OUTPUT,
+                        index, count, data))
+      return s;
     size_t slot = input ? size_t(model->inputArgs[size_t(index)])
                         : size_t(context->manifest->num_args) + size_t(index);
     context->buffers[slot] = const_cast<void *>(data);

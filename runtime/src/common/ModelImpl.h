@@ -180,6 +180,16 @@ private:
 /// (of `manifest`'s shapes) bound and the bounded inputs in their bounds.
 tfc_status prepareRun(tfc_model *model, void *const *buffers,
                       const tfc_manifest *manifest);
+/// INVALID_ARGUMENT from `fn` when `index` is not below `count` (of `role`'s
+/// tensors) or `data` is NULL or not 64-byte aligned.
+tfc_status checkBuffer(const char *fn, const tfc_model *model,
+                       tfc_tensor_role role, int32_t index, int32_t count,
+                       const void *data);
+/// tfc_model_check_input and tfc_context_check_input: `desc` is input
+/// `index`'s descriptor (null when out of range).
+tfc_status checkInput(const char *fn, const tfc_model *model,
+                      const tfc_tensor_desc *desc, int32_t index, int32_t dtype,
+                      int32_t rank, const int64_t *shape);
 /// MISMATCH naming input `index` of `model` when an array of `dtype`,
 /// `rank` and `shape` is not what `desc` takes (U16 passes for bf16).
 tfc_status checkArray(const tfc_model *model, int32_t index,

@@ -167,6 +167,34 @@ tfc_status checkArray(const tfc_model *model, int32_t index,
                                       ", got " + describe(dtype, rank, shape));
 }
 
+tfc_status checkBuffer(const char *fn, const tfc_model *model,
+                       tfc_tensor_role role, int32_t index, int32_t count,
+                       const void *data) {
+  if (index < 0 || index >= count)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      std::string(fn) + ": index " + std::to_string(index) +
+                          " out of range: model " + model->path + " has " +
+                          std::to_string(count));
+  std::string where = model->path + ": " + roleName(model, role, index);
+  if (!data)
+    return makeStatus(TFC_INVALID_ARGUMENT, where + ": buffer is NULL");
+  if (reinterpret_cast<uintptr_t>(data) % tfc::kBufferAlignment != 0)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      where + ": buffer is not 64-byte aligned");
+  return nullptr;
+}
+
+tfc_status checkInput(const char *fn, const tfc_model *model,
+                      const tfc_tensor_desc *desc, int32_t index, int32_t dtype,
+                      int32_t rank, const int64_t *shape) {
+  if (!desc)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      std::string(fn) + ": index " + std::to_string(index) +
+                          " out of range: model " + model->path + " has " +
+                          std::to_string(model->inputArgs.size()) + " inputs");
+  return checkArray(model, index, *desc, dtype, rank, shape);
+}
+
 tfc_status prepareRun(tfc_model *model, void *const *buffers,
                       const tfc_manifest *manifest) {
   if (tfc_status s = checkWeightFiles(model))
@@ -204,17 +232,8 @@ tfc_status bindArgument(tfc_model *model, tfc_tensor_role role, int32_t index,
     int32_t count = role == TFC_ROLE_INPUT    ? tfc_model_num_inputs(model)
                     : role == TFC_ROLE_WEIGHT ? tfc_model_num_weights(model)
                                               : tfc_model_num_outputs(model);
-    if (index < 0 || index >= count)
-      return makeStatus(TFC_INVALID_ARGUMENT,
-                        std::string(fn) + ": index " + std::to_string(index) +
-                            " out of range: model " + model->path + " has " +
-                            std::to_string(count));
-    std::string where = model->path + ": " + roleName(model, role, index);
-    if (!data)
-      return makeStatus(TFC_INVALID_ARGUMENT, where + ": buffer is NULL");
-    if (reinterpret_cast<uintptr_t>(data) % tfc::kBufferAlignment != 0)
-      return makeStatus(TFC_INVALID_ARGUMENT,
-                        where + ": buffer is not 64-byte aligned");
+    if (tfc_status s = checkBuffer(fn, model, role, index, count, data))
+      return s;
     size_t slot = role == TFC_ROLE_INPUT ? size_t(model->inputArgs[index])
                   : role == TFC_ROLE_WEIGHT
                       ? size_t(model->weightArgs[index])
@@ -252,14 +271,8 @@ tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
     return makeStatus(TFC_INVALID_ARGUMENT,
                       "tfc_model_check_input: invalid arguments");
   return guard([&]() -> tfc_status {
-    const tfc_tensor_desc *desc = tfc_model_input(model, index);
-    if (!desc)
-      return makeStatus(
-          TFC_INVALID_ARGUMENT,
-          "tfc_model_check_input: index " + std::to_string(index) +
-              " out of range: model " + model->path + " has " +
-              std::to_string(model->inputArgs.size()) + " inputs");
-    return checkArray(model, index, *desc, dtype, rank, shape);
+    return checkInput("tfc_model_check_input", model,
+                      tfc_model_input(model, index), index, dtype, rank, shape);
   });
 }
 
