@@ -19,6 +19,7 @@
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -59,6 +60,37 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features.getString(), options,
       llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+/// Makes `run` return at once where a temporary it allocates from the
+/// runtime (_mlir_memref_to_llvm_alloc, _mlir_memref_to_llvm_aligned_alloc)
+/// comes back null: the runtime, which noted the size that failed, then
+/// fails the run with OUT_OF_MEMORY instead of the code writing through a
+/// null pointer. (Temporaries allocated by functions `run` calls are not
+/// checked; a model's are allocated in its entry.)
+void returnOnFailedAllocations(llvm::Function &run) {
+  std::vector<llvm::CallInst *> allocations;
+  for (llvm::BasicBlock &bb : run)
+    for (llvm::Instruction &i : bb)
+      if (auto *call = llvm::dyn_cast<llvm::CallInst>(&i))
+        if (llvm::Function *f = call->getCalledFunction())
+          if (f->getName() == "_mlir_memref_to_llvm_alloc" ||
+              f->getName() == "_mlir_memref_to_llvm_aligned_alloc")
+            allocations.push_back(call);
+  if (allocations.empty())
+    return;
+  llvm::LLVMContext &ctx = run.getContext();
+  auto *failed = llvm::BasicBlock::Create(ctx, "allocation.failed", &run);
+  llvm::IRBuilder<>(failed).CreateRetVoid();
+  for (llvm::CallInst *call : allocations) {
+    llvm::BasicBlock *bb = call->getParent();
+    llvm::BasicBlock *rest =
+        bb->splitBasicBlock(call->getNextNode(), "allocated");
+    bb->getTerminator()->eraseFromParent();
+    llvm::IRBuilder<> b(bb);
+    b.CreateCondBr(b.CreateIsNull(call), failed, rest,
+                   llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
+  }
 }
 
 /// Adds `void name(void **buffers)` (tfc_model_run's type), which unpacks
@@ -153,6 +185,7 @@ llvm::Function *addRunEntry(llvm::Module &mod, const Manifest &manifest,
     run->setSubprogram(sp);
   }
   entry->eraseFromParent();
+  returnOnFailedAllocations(*run);
   return run;
 }
 

@@ -10,6 +10,8 @@
 #include "tfc/runtime/abi.h"
 #include "tfc/runtime/api.h"
 
+#include "ModelImpl.h"
+
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -70,7 +72,12 @@ size_t normalizeAlignment(size_t alignment) {
   return result;
 }
 
-void *allocate(size_t alignment, size_t size) {
+/// The size of the last temporary this thread could not allocate (0 for
+/// none since takeFailedAllocation): compiled code returns at once from
+/// its run on a null temporary, and the runtime fails the run naming it.
+thread_local size_t failedAllocation = 0;
+
+void *allocateBlock(size_t alignment, size_t size) {
   size_t cls = sizeClass(size);
   alignment = normalizeAlignment(alignment);
   if (cls == 0 || alignment == 0)
@@ -119,7 +126,20 @@ void *allocate(size_t alignment, size_t size) {
   return ptr;
 }
 
+void *allocate(size_t alignment, size_t size) {
+  void *ptr = allocateBlock(alignment, size);
+  if (!ptr && size > 0)
+    failedAllocation = size;
+  return ptr;
+}
+
 } // namespace
+
+size_t tfc::rt::takeFailedAllocation() {
+  size_t size = failedAllocation;
+  failedAllocation = 0;
+  return size;
+}
 
 extern "C" {
 

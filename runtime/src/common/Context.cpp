@@ -286,7 +286,9 @@ tfc_status tfc_context_invoke(tfc_context *context) {
     if (tfc_status s =
             prepareRun(model, context->buffers.data(), context->manifest))
       return s;
-    runBuffers(model, context->buffers.data(), context->variants.get());
+    if (tfc_status s =
+            runBuffers(model, context->buffers.data(), context->variants.get()))
+      return s;
     releaseWeightPages(model);
     return nullptr;
   });

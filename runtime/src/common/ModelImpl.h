@@ -195,8 +195,14 @@ tfc_status checkInput(const char *fn, const tfc_model *model,
 tfc_status checkArray(const tfc_model *model, int32_t index,
                       const tfc_tensor_desc &desc, int32_t dtype, int32_t rank,
                       const int64_t *shape);
-/// Runs a CPU model on `buffers`, through `variants` where it has them.
-void runBuffers(tfc_model *model, void **buffers, tfc::ModelVariants *variants);
+/// Runs a CPU model on `buffers`, through `variants` where it has them;
+/// OUT_OF_MEMORY naming the size when a temporary could not be allocated
+/// (the compiled code returned early: the outputs are not all written).
+tfc_status runBuffers(tfc_model *model, void **buffers,
+                      tfc::ModelVariants *variants);
+/// The size of the last temporary the calling thread could not allocate for
+/// compiled code, or 0; resets it (Allocator.cpp).
+size_t takeFailedAllocation();
 /// FAILED_PRECONDITION naming `call` while `model` has contexts, whose runs
 /// read its weights: they are not rebound under them.
 tfc_status refuseWhileContexts(tfc_model *model, const char *call);

@@ -145,8 +145,8 @@ tfc_status runPrepared(tfc_model *model, const char *call, Fn &&body) {
 
 /// One run of a CPU model on its bound buffers: a shape that runs as a
 /// larger variant pads them into the variant's and cuts its outputs back.
-void runOnHost(tfc_model *model) {
-  runBuffers(model, model->buffers.data(), model->variants.get());
+tfc_status runOnHost(tfc_model *model) {
+  return runBuffers(model, model->buffers.data(), model->variants.get());
 }
 
 } // namespace
@@ -206,12 +206,20 @@ tfc_status prepareRun(tfc_model *model, void *const *buffers,
   return checkInputBounds(model, buffers, manifest);
 }
 
-void runBuffers(tfc_model *model, void **buffers,
-                tfc::ModelVariants *variants) {
+tfc_status runBuffers(tfc_model *model, void **buffers,
+                      tfc::ModelVariants *variants) {
+  takeFailedAllocation();
   if (variants)
     variants->run(buffers);
   else
     model->run(buffers);
+  if (size_t bytes = takeFailedAllocation())
+    return makeStatus(TFC_OUT_OF_MEMORY,
+                      "model " + model->path + ": out of memory for a " +
+                          std::to_string(bytes) +
+                          "-byte temporary: the run stopped there, its "
+                          "outputs are not all written");
+  return nullptr;
 }
 
 tfc_status bindArgument(tfc_model *model, tfc_tensor_role role, int32_t index,
@@ -283,7 +291,8 @@ tfc_status tfc_model_invoke(tfc_model *model) {
   return runPrepared(model, "tfc_model_invoke", [&]() -> tfc_status {
     if (model->gpu)
       return fromGpu(model->gpu->invoke(model->run, model->buffers.data()));
-    runOnHost(model);
+    if (tfc_status s = runOnHost(model))
+      return s;
     releaseWeightPages(model);
     return nullptr;
   });
@@ -304,16 +313,19 @@ tfc_status tfc_model_time(tfc_model *model, int32_t warmup, int32_t runs,
     // dropped after the first run, outside the time of any.
     for (int32_t i = 0; i < warmup; ++i) {
       poisonHostOutputs(model->buffers.data(), model->manifest);
-      runOnHost(model);
+      if (tfc_status s = runOnHost(model))
+        return s;
       releaseWeightPages(model);
     }
     for (int32_t i = 0; i < runs; ++i) {
       poisonHostOutputs(model->buffers.data(), model->manifest);
       auto start = std::chrono::steady_clock::now();
-      runOnHost(model);
+      tfc_status failed = runOnHost(model);
       std::chrono::duration<double, std::milli> elapsed =
           std::chrono::steady_clock::now() - start;
       ms[i] = elapsed.count();
+      if (failed)
+        return failed;
       releaseWeightPages(model);
     }
     return nullptr;

@@ -287,7 +287,9 @@ TFC_API int32_t tfc_model_output_length_axis(const tfc_model *model,
  * does not write shows), the model run and waited for, and its outputs copied
  * back; a failed CUDA call gives INTERNAL (or OUT_OF_MEMORY) naming the model
  * and the call ("model m.so: cuLaunchKernel failed for kernel 'k':
- * CUDA_ERROR_LAUNCH_FAILED (unspecified launch failure)"). */
+ * CUDA_ERROR_LAUNCH_FAILED (unspecified launch failure)"). A cpu model whose
+ * temporary cannot be allocated stops and gives OUT_OF_MEMORY naming its size
+ * (its outputs then are not all written). */
 TFC_API tfc_status tfc_model_invoke(tfc_model *model);
 
 /* Runs the model `warmup` untimed times, then `runs` times, and stores the
