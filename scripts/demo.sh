@@ -8,6 +8,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
 BIN="$BUILD/bin"
 bash "$ROOT/scripts/setup.sh"
+# ccache keys on paths relative to the checkout (scripts/test.sh).
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=true
 ninja -C "$BUILD" tfc-opt tfc-compile tfc-run tfc_ukernels ptx_cuda
 python3 -c "import tokenizers" 2>/dev/null || python3 -m pip install -q tokenizers
 MODEL="$(bash "$ROOT/scripts/install-model.sh")"

