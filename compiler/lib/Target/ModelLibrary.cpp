@@ -26,6 +26,8 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
@@ -525,12 +527,30 @@ bool link(llvm::ArrayRef<std::string> objects, const LibraryOptions &options,
     // library needs nothing else but libc (--as-needed drops the C++
     // libraries the driver adds).
     args.append({"-Wl,-z,undefs", "-Wl,--as-needed"});
+  // The linker's messages go to a file: its first error becomes this
+  // one line (a full disk, a path it cannot write).
+  llvm::SmallString<128> log;
+  if (llvm::sys::fs::createTemporaryFile("tfc-link", "log", log))
+    log.clear();
+  llvm::FileRemover removeLog(log);
+  std::optional<llvm::StringRef> redirects[] = {
+      std::nullopt, std::nullopt,
+      log.empty() ? std::optional<llvm::StringRef>() : llvm::StringRef(log)};
   std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0,
-                                     &message);
+  int rc = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, redirects, 0,
+                                     0, &message);
   if (rc != 0) {
-    error = "linking " + options.outputPath + " failed (" +
-            (message.empty() ? "exit " + std::to_string(rc) : message) + ")";
+    std::string why = message.empty() ? "exit " + std::to_string(rc) : message;
+    if (auto text = llvm::MemoryBuffer::getFile(log)) {
+      llvm::SmallVector<llvm::StringRef> lines;
+      (*text)->getBuffer().split(lines, '\n', -1, false);
+      auto first = llvm::find_if(lines, [](llvm::StringRef l) {
+        return l.contains("error") || l.contains("ERROR");
+      });
+      if (first != lines.end())
+        why = first->trim().str();
+    }
+    error = "linking " + options.outputPath + " failed: " + why;
     return false;
   }
   return true;
