@@ -9,6 +9,8 @@
 #include "tfc/Target/ModelLibrary.h"
 #include "tfc/runtime/abi.h"
 
+#include "RunEntry.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
@@ -19,7 +21,6 @@
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
@@ -62,133 +63,6 @@ std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
   return std::unique_ptr<llvm::TargetMachine>(target->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features.getString(), options,
       llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-}
-
-/// Makes `run` return at once where a temporary it allocates from the
-/// runtime (_mlir_memref_to_llvm_alloc, _mlir_memref_to_llvm_aligned_alloc)
-/// comes back null: the runtime, which noted the size that failed, then
-/// fails the run with OUT_OF_MEMORY instead of the code writing through a
-/// null pointer. (Temporaries allocated by functions `run` calls are not
-/// checked; a model's are allocated in its entry.)
-void returnOnFailedAllocations(llvm::Function &run) {
-  std::vector<llvm::CallInst *> allocations;
-  for (llvm::BasicBlock &bb : run)
-    for (llvm::Instruction &i : bb)
-      if (auto *call = llvm::dyn_cast<llvm::CallInst>(&i))
-        if (llvm::Function *f = call->getCalledFunction())
-          if (f->getName() == "_mlir_memref_to_llvm_alloc" ||
-              f->getName() == "_mlir_memref_to_llvm_aligned_alloc")
-            allocations.push_back(call);
-  if (allocations.empty())
-    return;
-  llvm::LLVMContext &ctx = run.getContext();
-  auto *failed = llvm::BasicBlock::Create(ctx, "allocation.failed", &run);
-  llvm::IRBuilder<>(failed).CreateRetVoid();
-  for (llvm::CallInst *call : allocations) {
-    llvm::BasicBlock *bb = call->getParent();
-    llvm::BasicBlock *rest =
-        bb->splitBasicBlock(call->getNextNode(), "allocated");
-    bb->getTerminator()->eraseFromParent();
-    llvm::IRBuilder<> b(bb);
-    b.CreateCondBr(b.CreateIsNull(call), failed, rest,
-                   llvm::MDBuilder(ctx).createUnlikelyBranchWeights());
-  }
-}
-
-/// Adds `void name(void **buffers)` (tfc_model_run's type), which unpacks
-/// one pointer per argument and result into the memref calling convention of
-/// the manifest's entry; null (and `error`) when that does not fit.
-///
-/// The entry's body moves into the new function, its arguments replaced by
-/// what the buffers give (a load per buffer; offsets, sizes and strides are
-/// constants), and the entry is erased. A call of the entry instead, with
-/// five or more lowered arguments per tensor, took time and memory quadratic
-/// in the number of tensors in two passes that run before the inliner (which
-/// merged the two where the body was small): CalledValuePropagation revisits
-/// the call as the state of each argument changes, merging all of them each
-/// time, and PostOrderFunctionAttrs makes a new attribute list of every
-/// argument for each attribute it infers. A function of 4,000 tensor arguments
-/// (20,005 lowered) took 14 s and 1.4 GB to optimise, 8,000 70 s and 5.2 GB;
-/// moved, 0.02 s and 0.03 s. The call stays where the entry cannot move: where
-/// something else calls it, where it returns a value, or where an argument is
-/// `noalias` (inlining turns that into alias scopes, which the moved body would
-/// not have).
-llvm::Function *addRunEntry(llvm::Module &mod, const Manifest &manifest,
-                            llvm::StringRef name, std::string &error) {
-  llvm::Function *entry = mod.getFunction(manifest.entry);
-  if (!entry) {
-    error = "entry function @" + manifest.entry + " not found after lowering";
-    return nullptr;
-  }
-  llvm::LLVMContext &ctx = mod.getContext();
-  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
-  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
-  auto *fnType =
-      llvm::FunctionType::get(llvm::Type::getVoidTy(ctx), {ptr}, false);
-  auto *run = llvm::Function::Create(fnType, llvm::Function::ExternalLinkage,
-                                     name, mod);
-  llvm::BasicBlock *prologue = llvm::BasicBlock::Create(ctx, "entry", run);
-  llvm::IRBuilder<> b(prologue);
-  std::vector<llvm::Value *> args;
-  std::vector<const TensorSpec *> all;
-  for (const TensorSpec &s : manifest.args)
-    all.push_back(&s);
-  for (const TensorSpec &s : manifest.results)
-    all.push_back(&s);
-  for (auto [i, spec] : llvm::enumerate(all)) {
-    llvm::Value *slot = b.CreateConstInBoundsGEP1_64(ptr, run->getArg(0), i);
-    llvm::Value *p = b.CreateLoad(ptr, slot);
-    args.push_back(p); // allocated
-    args.push_back(p); // aligned
-    args.push_back(llvm::ConstantInt::get(i64, 0));
-    for (int64_t d : spec->shape)
-      args.push_back(llvm::ConstantInt::get(i64, d));
-    int64_t stride = 1;
-    std::vector<int64_t> strides(spec->shape.size());
-    for (int64_t d = int64_t(spec->shape.size()) - 1; d >= 0; --d) {
-      strides[d] = stride;
-      stride *= spec->shape[d];
-    }
-    for (int64_t s : strides)
-      args.push_back(llvm::ConstantInt::get(i64, s));
-  }
-  if (args.size() != entry->arg_size()) {
-    error = "entry function @" + manifest.entry + " takes " +
-            std::to_string(entry->arg_size()) +
-            " lowered arguments, the manifest implies " +
-            std::to_string(args.size());
-    run->eraseFromParent();
-    return nullptr;
-  }
-  bool movable = !entry->isDeclaration() && entry->use_empty() &&
-                 entry->getReturnType()->isVoidTy() &&
-                 llvm::none_of(entry->args(), [](const llvm::Argument &a) {
-                   return a.hasNoAliasAttr();
-                 });
-  if (!movable) {
-    b.CreateCall(entry, args);
-    b.CreateRetVoid();
-    return run;
-  }
-  for (auto [arg, value] : llvm::zip_equal(entry->args(), args))
-    arg.replaceAllUsesWith(value);
-  // The prologue's loads go to the top of the entry's first block, which
-  // stays the first: its allocas stay static.
-  llvm::BasicBlock *body = &entry->getEntryBlock();
-  run->splice(run->end(), entry);
-  body->splice(body->begin(), prologue);
-  prologue->eraseFromParent();
-  body->setName("entry");
-  run->addFnAttrs(llvm::AttrBuilder(ctx, entry->getAttributes().getFnAttrs()));
-  if (entry->hasPersonalityFn())
-    run->setPersonalityFn(entry->getPersonalityFn());
-  if (llvm::DISubprogram *sp = entry->getSubprogram()) {
-    entry->setSubprogram(nullptr);
-    run->setSubprogram(sp);
-  }
-  entry->eraseFromParent();
-  returnOnFailedAllocations(*run);
-  return run;
 }
 
 llvm::Constant *cString(llvm::Module &mod, llvm::StringRef s) {

@@ -61,9 +61,17 @@ private:
   bool held;
 };
 
-tfc_status nullContext(const char *call) {
-  return makeStatus(TFC_INVALID_ARGUMENT,
-                    std::string(call) + ": context must not be NULL");
+/// Runs `body` for `call` with `context` held (Held), its exceptions turned
+/// into statuses; INVALID_ARGUMENT for a null context.
+template <typename Fn>
+tfc_status onContext(tfc_context *context, const char *call, Fn &&body) {
+  if (!context)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      std::string(call) + ": context must not be NULL");
+  Held held(context);
+  if (tfc_status s = held.refusal(call))
+    return s;
+  return guard(body);
 }
 
 /// Input or output `index` of the context's current shapes, or null.
@@ -177,12 +185,7 @@ const tfc_tensor_desc *tfc_context_output(const tfc_context *context,
 static tfc_status setContextShape(tfc_context *context, bool batch,
                                   int64_t size) {
   const char *fn = batch ? "tfc_context_set_batch" : "tfc_context_set_length";
-  if (!context)
-    return nullContext(fn);
-  Held held(context);
-  if (tfc_status s = held.refusal(fn))
-    return s;
-  return guard([&]() -> tfc_status {
+  return onContext(context, fn, [&]() -> tfc_status {
     tfc::ModelVariants *variants = context->variants.get();
     const std::string &path = context->model->path;
     if (!variants ||
@@ -245,12 +248,7 @@ tfc_status tfc_context_set_length(tfc_context *context, int64_t length) {
 static tfc_status bindContext(tfc_context *context, bool input, int32_t index,
                               const void *data) {
   const char *fn = input ? "tfc_context_bind_input" : "tfc_context_bind_output";
-  if (!context)
-    return nullContext(fn);
-  Held held(context);
-  if (tfc_status s = held.refusal(fn))
-    return s;
-  return guard([&]() -> tfc_status {
+  return onContext(context, fn, [&]() -> tfc_status {
     const tfc_model *model = context->model;
     int32_t count = input ? int32_t(model->inputArgs.size())
                           : context->manifest->num_results;
@@ -276,12 +274,7 @@ tfc_status tfc_context_bind_output(tfc_context *context, int32_t index,
 }
 
 tfc_status tfc_context_invoke(tfc_context *context) {
-  if (!context)
-    return nullContext("tfc_context_invoke");
-  Held held(context);
-  if (tfc_status s = held.refusal("tfc_context_invoke"))
-    return s;
-  return guard([&]() -> tfc_status {
+  return onContext(context, "tfc_context_invoke", [&]() -> tfc_status {
     tfc_model *model = context->model;
     if (tfc_status s =
             prepareRun(model, context->buffers.data(), context->manifest))

@@ -2,7 +2,8 @@
 //
 // The runtime's side of a GPU model: the device buffer behind each argument
 // and result, and the copies, poisoning, synchronisation and error checks
-// around tfc_model_run. The C API (runtime/src/common/Run.cpp) keeps taking host buffers.
+// around tfc_model_run. The C API (runtime/src/common/Run.cpp) keeps taking
+// host buffers.
 //
 //===----------------------------------------------------------------------===//
 

@@ -101,8 +101,7 @@ typedef struct tfc_manifest {
  * refused instead (BAD_FORMAT). The hash is 64-bit FNV-1a over the counts
  * and each argument's and result's name, dtype, role, rank, shape and
  * bounds, each integer as 8 little-endian bytes. */
-static inline uint64_t tfc_hash_bytes_(uint64_t h, const void *data,
-                                       size_t n) {
+static inline uint64_t tfc_hash_bytes_(uint64_t h, const void *data, size_t n) {
   const unsigned char *p = (const unsigned char *)data;
   for (size_t i = 0; i < n; ++i)
     h = (h ^ p[i]) * 0x100000001b3ull;

@@ -351,13 +351,12 @@ TFC_API tfc_status tfc_context_check_input(const tfc_context *context,
                                            int32_t index, int32_t dtype,
                                            int32_t rank, const int64_t *shape);
 TFC_API tfc_status tfc_context_set_batch(tfc_context *context, int64_t batch);
-TFC_API tfc_status tfc_context_set_length(tfc_context *context,
-                                          int64_t length);
+TFC_API tfc_status tfc_context_set_length(tfc_context *context, int64_t length);
 /* As tfc_model_bind_input and tfc_model_bind_output, for this context. */
 TFC_API tfc_status tfc_context_bind_input(tfc_context *context, int32_t index,
                                           const void *data);
-TFC_API tfc_status tfc_context_bind_output(tfc_context *context,
-                                           int32_t index, void *data);
+TFC_API tfc_status tfc_context_bind_output(tfc_context *context, int32_t index,
+                                           void *data);
 /* Runs the model once on the context's bindings; errors as
  * tfc_model_invoke. */
 TFC_API tfc_status tfc_context_invoke(tfc_context *context);
