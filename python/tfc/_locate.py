@@ -42,29 +42,36 @@ def build_dir():
     return None, None
 
 
-def runtime_library():
-    """(path or bare name for the dynamic loader, how it was found)."""
-    env = os.environ.get(RUNTIME_ENV)
-    if env:
-        return env, "$" + RUNTIME_ENV
+def _env_or_build(env, subdir, name, usable):
+    """(path, how it was found) from $`env`, else <build>/`subdir`/`name`
+    where `usable`; (None, None) otherwise."""
+    value = os.environ.get(env)
+    if value:
+        return value, "$" + env
     build, how = build_dir()
     if build:
-        path = os.path.join(build, "lib", RUNTIME_NAME)
-        if os.path.exists(path):
+        path = os.path.join(build, subdir, name)
+        if usable(path):
             return path, how
+    return None, None
+
+
+def runtime_library():
+    """(path or bare name for the dynamic loader, how it was found)."""
+    path, how = _env_or_build(RUNTIME_ENV, "lib", RUNTIME_NAME,
+                              os.path.exists)
+    if path:
+        return path, how
     return RUNTIME_NAME, "the dynamic loader's search path"
 
 
 def compiler():
     """(path of tfc-compile, how it was found), or (None, why not)."""
-    env = os.environ.get(COMPILE_ENV)
-    if env:
-        return env, "$" + COMPILE_ENV
-    build, how = build_dir()
-    if build:
-        path = os.path.join(build, "bin", COMPILE_NAME)
-        if os.path.isfile(path) and os.access(path, os.X_OK):
-            return path, how
+    path, how = _env_or_build(
+        COMPILE_ENV, "bin", COMPILE_NAME,
+        lambda p: os.path.isfile(p) and os.access(p, os.X_OK))
+    if path:
+        return path, how
     found = shutil.which(COMPILE_NAME)
     if found:
         return found, "$PATH"
