@@ -4,6 +4,7 @@
 
 #include "tfc/Conversion/Passes.h"
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
+#include "tfc/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Affine/Transforms/Passes.h"

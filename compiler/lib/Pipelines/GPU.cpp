@@ -5,6 +5,7 @@
 #include "tfc/Conversion/Passes.h"
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
 #include "tfc/Pipelines/CPU.h"
+#include "tfc/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -12,6 +12,7 @@
 #include "tfc/Pipelines/CPU.h"
 #include "tfc/Pipelines/GPU.h"
 #include "tfc/Support/InputLimits.h"
+#include "tfc/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   tfc::transformer::registerTransformerPasses();
   tfc::registerTFCConversionPasses();
+  tfc::registerTFCTransformsPasses();
   tfc::registerCPUPipelines();
   tfc::registerNVPTXPipelines();
 
@@ -36,7 +38,7 @@ int main(int argc, char **argv) {
   // gpu-module-to-binary translates kernels to LLVM IR inside the pipeline.
   mlir::registerAllToLLVMIRTranslations(registry);
   registry.insert<tfc::transformer::TransformerDialect>();
-  tfc::registerCPUBufferizationModels(registry);
+  tfc::registerKernelCallBufferization(registry);
 
   auto [input, output] = mlir::registerAndParseCLIOptions(
       argc, argv, "tfc optimiser driver\n", registry);
