@@ -13,7 +13,7 @@
 #include "Status.h"
 #include "TestUtil.h"
 #include "fake_cuda.h"
-#include "fake_tensor_map.h"
+#include "ptxi/fake_tensor_map.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- PtxEmuTest.cpp - The PTX interpreter of the fake CUDA driver -------===//
 //
-// The interpreter (runtime/tests/fixtures/ptx_emu.h) checks tfc's GPU
+// The interpreter (ptx-interpreter/include/ptxi/ptxemu.h) checks tfc's GPU
 // kernels without a GPU, so its warp-wide instructions are checked here
 // against the fragment layouts of the PTX ISA, written out independently:
 // mma.sync m16n8k16 (section "Matrix Fragments for mma.m16n8k16"), ldmatrix,
@@ -24,8 +24,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fake_tensor_map.h"
-#include "ptx_emu.h"
+#include "ptxi/ptxemu.h"
+#include "ptxi/fake_tensor_map.h"
 
 #include <gtest/gtest.h>
 
