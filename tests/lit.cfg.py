@@ -16,7 +16,7 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%tfc_src_root", config.tfc_src_root))
 config.substitutions.append(("%tfc_bin", config.tfc_tools_dir))
 # The fake CUDA driver that runs PTX modules in an interpreter
-# (runtime/tests/fixtures/ptx_emu.h): GPU builds checked without a GPU.
+# (ptx-interpreter/): GPU builds checked without a GPU.
 config.substitutions.append(
     ("%ptx_cuda", os.path.join(config.tfc_obj_root, "runtime", "fixtures",
                                "ptx_cuda.so")))
@@ -32,6 +32,11 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 # ptxas and libdevice (GPU lowering tests): the CUDA toolkit of these machines.
 llvm_config.with_environment("PATH", "/usr/local/cuda/bin", append_path=True)
 llvm_config.with_environment("CUDA_HOME", "/usr/local/cuda")
+# The tests' Python helpers (tests/pylib/tfc_testing): RUN lines run its
+# modules with python3 -m.
+llvm_config.with_environment(
+    "PYTHONPATH", os.path.join(config.tfc_src_root, "tests", "pylib"),
+    append_path=True)
 
 
 def cuda_driver_available():

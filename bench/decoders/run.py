@@ -58,6 +58,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+from tfc_testing.arrays import bf16_to_f32, f32_to_bf16  # noqa: E402
 
 
 def model_class(family):
@@ -290,10 +292,8 @@ def main():
     # takes it: its bits ('<u2').
     past_bf16 = []
     for p in past if a.bf16 else []:
-        bits = np.load(p).astype(np.float32).view(np.uint32)
-        rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
         past_bf16.append(p[:-len(".npy")] + "_bf16.npy")
-        np.save(past_bf16[-1], rounded.astype(np.uint16))
+        np.save(past_bf16[-1], f32_to_bf16(np.load(p)))
     onnx = os.path.join(work, tag + ".onnx")
     if not os.path.exists(onnx):
         export(a.family, model, onnx, b, s, past)
@@ -384,9 +384,8 @@ def main():
             outs[x] = out
     def load(path):  # bf16 outputs ('<u2' bits) widened
         x = np.load(path)
-        if x.dtype == np.uint16:
-            x = (x.astype(np.uint32) << 16).view(np.float32)
-        return x.astype(np.float64)
+        return (bf16_to_f32(x) if x.dtype == np.uint16 else x).astype(
+            np.float64)
     ref = load(outs["PyTorch eager"])
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short",

@@ -25,27 +25,19 @@ import tempfile
 
 import numpy as np
 
-from instruction_mix import ROOT, counts, interpreter
-
+from instruction_mix import counts, interpreter
+from tfc_testing import attention  # (on the path instruction_mix set)
+from tfc_testing.gpu_builds import GPU_VARIANTS
 
 # The tiled kernel as the "mma" build of the device check makes it
 # (register-staged mma.sync), which these counts were first taken on.
 BUILDS = [("decode", []),
           ("decode mma", ["--gpu-decode-mma"]),
-          ("tiled", ["--gpu-decode-kernel=false", "--gpu-arch=sm_90",
-                     "--gpu-async-copy=false", "--gpu-warp-rows=16"])]
+          ("tiled", ["--gpu-decode-kernel=false"] + GPU_VARIANTS["mma"])]
 # (B, Hq, Hkv, Skv): grouped-query heads (Llama-3-8B's 32 on 8) and plain
 # multi-head attention.
 SHAPES = [(1, 32, 8, 4096), (1, 32, 32, 4096), (4, 32, 8, 2048)]
 D = 128
-
-
-def mlir(b, hq, hkv, skv):
-    q = "tensor<%dx%dx1x%dxf16>" % (b, hq, D)
-    kv = "tensor<%dx%dx%dx%dxf16>" % (b, hkv, skv, D)
-    return ("func.func @main(%%q: %s, %%k: %s, %%v: %s) -> %s {\n"
-            "  %%o = transformer.attention %%q, %%k, %%v : %s, %s, %s -> %s\n"
-            "  return %%o : %s\n}\n" % (q, kv, kv, q, q, kv, kv, q, q))
 
 
 def stats(line):
@@ -96,7 +88,8 @@ def main():
         for b, hq, hkv, skv in SHAPES:
             src = os.path.join(work, "a.mlir")
             with open(src, "w") as f:
-                f.write(mlir(b, hq, hkv, skv))
+                f.write(attention.function(b, hq, hkv, 1, skv, D,
+                                           dtype="f16"))
             inputs = []
             for name, shape in (("q", (b, hq, 1, D)), ("k", (b, hkv, skv, D)),
                                 ("v", (b, hkv, skv, D))):

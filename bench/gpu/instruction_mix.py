@@ -31,38 +31,27 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-
+# (The other scripts of bench/gpu import this one, and with it tfc_testing.)
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+from tfc_testing import attention  # noqa: E402
+from tfc_testing import mlir as mlir_text  # noqa: E402
 # The device check's builds, every flag spelt out ("tma2" is tfc-compile's
 # default on sm_90a; "mma" the register-staged mma.sync kernel).
-sys.path.insert(0, os.path.join(ROOT, "scripts", "device"))
-from specs import GPU_VARIANTS  # noqa: E402
+from tfc_testing.gpu_builds import GPU_VARIANTS  # noqa: E402
 
 VARIANTS = list(GPU_VARIANTS.items())
 GEMM_VARIANTS = [("mma.sync", GPU_VARIANTS["mma"]),
                  ("wgmma", GPU_VARIANTS["wgmma"]),
                  ("tma", GPU_VARIANTS["tma"])]
-GEMM_MLIR = """func.func @main(%a: tensor<1x512x512xf16>, %b: tensor<1x512x512xf16>)
-    -> tensor<1x512x512xf32> {
-  %zp = "tosa.const"() {values = dense<0.0> : tensor<1xf16>}
-      : () -> tensor<1xf16>
-  %c = tosa.matmul %a, %b, %zp, %zp : (tensor<1x512x512xf16>,
-      tensor<1x512x512xf16>, tensor<1xf16>, tensor<1xf16>)
-      -> tensor<1x512x512xf32>
-  return %c : tensor<1x512x512xf32>
-}
-"""
+GEMM_MLIR = mlir_text.matmul(1, 512, 512, 512, "f16")
 # B=1, H=2: the mix per block does not depend on how many blocks there are.
 SHAPES = [(64, 1024, False), (64, 1024, True), (128, 1024, False),
           (128, 1024, True)]
 
 
 def mlir(d, s, causal):
-    t = "tensor<1x2x%dx%dxf16>" % (s, d)
-    return ("func.func @main(%%q: %s, %%k: %s, %%v: %s) -> %s {\n"
-            "  %%o = transformer.attention %%q, %%k, %%v %s: %s, %s, %s -> %s\n"
-            "  return %%o : %s\n}\n" % (t, t, t, t,
-                                        "{is_causal} " if causal else "",
-                                        t, t, t, t, t))
+    """f16 attention B=1, H=2, Sq = Skv = s, head dimension d."""
+    return attention.function(1, 2, 2, s, s, d, dtype="f16", causal=causal)
 
 
 def counts(line):

@@ -203,6 +203,8 @@ def tokenize(model_dir, sentences, seq):
 def main():
     reexec_in_venv()
     import numpy as np
+    sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
+    from tfc_testing.arrays import bf16_to_f32
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
@@ -370,7 +372,7 @@ def main():
                 rec[s]["cpu_percent"].append(timed_process.cpu_percent)
                 emb = np.load(emb_p)
                 if emb.dtype == np.uint16:  # bf16 bits: widen to f32
-                    emb = (emb.astype(np.uint32) << 16).view(np.float32)
+                    emb = bf16_to_f32(emb)
                 embs[s] = emb
             loads.append(os.getloadavg()[0])
             log(f"run.py: b{B} round {r + 1}/{a.rounds}: " +

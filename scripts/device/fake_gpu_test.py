@@ -29,8 +29,14 @@ import types
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import check  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "pylib"))
+import attention_timing  # noqa: E402
+import decode_timing  # noqa: E402
+from common import Checks, Clock, TfcRun, math_attention  # noqa: E402
+from numerics import run_sanitizer  # noqa: E402
+from report import card_header, report  # noqa: E402
 
 
 class FakeEvent:
@@ -55,15 +61,7 @@ def fake_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
         if not enable_gqa:  # as the real one
             raise RuntimeError("query and key heads differ: enable_gqa")
         gqa_calls.append(q.shape)
-        g = q.shape[1] // k.shape[1]
-        k = k.repeat_interleave(g, dim=1)
-        v = v.repeat_interleave(g, dim=1)
-    s = q.float() @ k.float().transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if is_causal:
-        n = s.shape[-1]
-        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1),
-                          -math.inf)
-    return (torch.softmax(s, -1) @ v.float()).to(q.dtype)
+    return math_attention(q, k, v, is_causal).to(q.dtype)
 
 
 backends_entered = []
@@ -135,40 +133,41 @@ def main():
     torch.cuda._sleep = sleeps.append
     torch.cuda.get_device_name = lambda device=None: "Fake H200"
     F.scaled_dot_product_attention = fake_sdpa
-    check.F = F
-    check.sdpa_kernel = fake_sdpa_kernel
-    check.SDPBackend = types.SimpleNamespace(FLASH_ATTENTION="FLASH")
+    attention_timing.sdpa_kernel = fake_sdpa_kernel
+    attention_timing.SDPBackend = types.SimpleNamespace(
+        FLASH_ATTENTION="FLASH")
 
     with open(a.manifest) as f:
         manifest = json.load(f)
     cpu = torch.device("cpu")
-    header = check.card_header(types.SimpleNamespace(type="cuda"), manifest,
-                               1)
+    header = card_header(types.SimpleNamespace(type="cuda"), manifest, 1)
     assert "Fake H200" in header, header
 
-    peer = check.Peer(cpu)
+    peer = attention_timing.Peer(cpu)
     peer.gpu, peer.name = True, "SDPA flash"
-    checks = check.Checks()
+    checks = Checks()
     work = tempfile.mkdtemp(prefix="tfc-fake-gpu-")
-    timing = check.Timing(os.path.dirname(os.path.abspath(a.manifest)),
-                          check.TfcRun(a.tfc_run, ["--threads", "1"]), cpu,
-                          1, work, checks, check.Clock(120), peer)
+    timing = attention_timing.Timing(
+        os.path.dirname(os.path.abspath(a.manifest)),
+        TfcRun(a.tfc_run, ["--threads", "1"]), cpu, 1, work, checks,
+        Clock(120), peer)
     timing.gpu, timing.l2, timing.target_s = True, 4 << 20, 0.05
     models = [m for m in manifest["models"] if m["group"] == "timing"][:2]
     rows = []
-    check.run_timing({"models": models}, timing, rows)
+    attention_timing.run_timing({"models": models}, timing, rows)
     # Triton's attention on the same models, after the other timings.
     saved = {n: sys.modules.get(n) for n in fake_triton_modules()}
     sys.modules.update(fake_triton_modules())
-    timing.triton = check.TritonPeer(types.SimpleNamespace(type="cuda"))
+    timing.triton = attention_timing.TritonPeer(
+        types.SimpleNamespace(type="cuda"))
     for name, module in saved.items():
         if module is None:
             del sys.modules[name]
         else:
             sys.modules[name] = module
     assert timing.triton.error is None, timing.triton.error
-    check.run_triton_timing({"models": models}, timing, rows)
-    lines, _ = check.timing_table(rows, peer.name)
+    attention_timing.run_triton_timing({"models": models}, timing, rows)
+    lines, _ = attention_timing.timing_table(rows, peer.name)
     print("\n".join(lines))
     triton_ok = (all(r.get("triton_ms") and r.get("triton_err") is not None
                      and r["triton_err"] < 1e-6 and
@@ -180,10 +179,10 @@ def main():
 
     # Decode timing: SDPA with enable_gqa, queued behind a sleep (the
     # stand-in only counts them), K and V within the stand-in L2.
-    decode = check.DecodeTiming(
+    decode = decode_timing.DecodeTiming(
         os.path.dirname(os.path.abspath(a.manifest)),
-        check.TfcRun(a.tfc_run, ["--threads", "1"]), cpu, 1, work, checks,
-        check.Clock(120))
+        TfcRun(a.tfc_run, ["--threads", "1"]), cpu, 1, work, checks,
+        Clock(120))
     decode.gpu, decode.l2, decode.target_s = True, 4 << 20, 0.05
     decode.QUEUED = 4  # several queues of calls, each behind a sleep
     # The CPU models have no "tiled" build: the fused one stands in for it,
@@ -193,11 +192,12 @@ def main():
                      for m in manifest["models"]
                      if m["group"] == "decode_timing"]
     decode_rows = []
-    check.run_decode_timing({"models": decode_models}, decode, decode_rows)
-    lines, _ = check.decode_table(decode_rows)
+    decode_timing.run_decode_timing({"models": decode_models}, decode,
+                                    decode_rows)
+    lines, _ = decode_timing.decode_table(decode_rows)
     print("\n".join(lines))
-    report = check.report(header, checks, rows, peer.name, True, work,
-                          check.Clock(1), True, decode_rows=decode_rows)
+    text = report(header, checks, rows, peer.name, True, work, Clock(1),
+                  True, decode_rows=decode_rows)
     with open(os.path.join(work, "device-check.json")) as f:
         decode_json = json.load(f)["decode_timing"]
 
@@ -216,10 +216,9 @@ def main():
                     "shift 2; done\n%s\n" % status)
         os.chmod(tool, 0o755)
         os.environ["PATH"] = fake_bin + os.pathsep + path_before
-        sanitized[name] = check.Checks()
-        check.run_sanitizer(manifest, os.path.dirname(os.path.abspath(
-            a.manifest)), a.tfc_run, cpu, 1, work, sanitized[name],
-            check.Clock(600))
+        sanitized[name] = Checks()
+        run_sanitizer(manifest, os.path.dirname(os.path.abspath(a.manifest)),
+                      a.tfc_run, 1, work, sanitized[name], Clock(600))
     os.environ["PATH"] = path_before
     sanitizer_ok = (not sanitized["clean"].failed and
                     sanitized["error"].failed)
@@ -233,7 +232,7 @@ def main():
                      for r in decode_rows) and
                  any("fit in the L2" in n for r in decode_rows
                      for n in r["notes"]) and
-                 "queued behind a sleeping kernel" in report and
+                 "queued behind a sleeping kernel" in text and
                  len(decode_json) == len(decode_rows))
     print("decode timing stand-ins: %s (%d SDPA calls with grouped heads, "
           "%d sleeps)" % ("ok" if decode_ok else "FAIL", len(gqa_calls),
@@ -241,7 +240,7 @@ def main():
     ok = (sanitizer_ok and decode_ok and triton_ok and not checks.failed and
           backends_entered and
           all(r.get("fused_ms") and r.get("peer_ms") for r in rows) and
-          rows[0]["sets"] > 1 and "CUDA events" in report)
+          rows[0]["sets"] > 1 and "CUDA events" in text)
     print("%d passed, %d failed" % (int(bool(ok)), int(not ok)))
     return 0 if ok else 1
 

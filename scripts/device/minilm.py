@@ -17,7 +17,6 @@ on a GPU, PyTorch's BertModel in f16 (.half(), the same weights, pooling
 and normalisation in f32) is timed on the same batch with CUDA events.
 """
 
-import json
 import os
 import re
 import shutil
@@ -25,48 +24,9 @@ import subprocess
 
 import numpy as np
 
+from tfc_testing import safetensors_file
+
 BATCH, SEQ = 8, 128
-DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64,
-          "BF16": None}
-
-
-def read_safetensors(path):
-    """{name: array} of a safetensors file (numpy only: the machines' python3
-    need not have the safetensors package)."""
-    with open(path, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        dtype = DTYPES.get(t["dtype"])
-        if dtype is None:
-            raise ValueError("%s: tensor %s has dtype %s" %
-                             (path, name, t["dtype"]))
-        begin, end = t["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype=dtype).reshape(
-            t["shape"])
-    return out
-
-
-def write_safetensors(path, tensors):
-    names = {np.dtype(v): k for k, v in DTYPES.items() if v is not None}
-    header, blobs, offset = {}, [], 0
-    for name, a in tensors.items():
-        raw = np.ascontiguousarray(a).tobytes()
-        header[name] = {"dtype": names[a.dtype], "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(raw)]}
-        blobs.append(raw)
-        offset += len(raw)
-    head = json.dumps(header).encode()
-    head += b" " * (-len(head) % 8)
-    with open(path, "wb") as f:
-        f.write(len(head).to_bytes(8, "little"))
-        f.write(head)
-        for raw in blobs:
-            f.write(raw)
 DIR = "minilm"
 LIB = os.path.join("models", "minilm.fused.so")
 LIB16 = os.path.join("models", "minilm.f16.so")
@@ -99,8 +59,9 @@ def prepare(model_dir, fixtures, tfc_compile, out, target, gpu_flags):
     dst = os.path.join(out, DIR)
     shutil.rmtree(dst, ignore_errors=True)
     os.makedirs(dst)
-    weights = read_safetensors(os.path.join(model_dir, "model.safetensors"))
-    write_safetensors(os.path.join(dst, "model.f16.safetensors"),
+    weights = safetensors_file.read(os.path.join(model_dir,
+                                                 "model.safetensors"))
+    safetensors_file.write_arrays(os.path.join(dst, "model.f16.safetensors"),
                       {k: v.astype(np.float16) if v.dtype == np.float32 else v
                        for k, v in weights.items()})
     shutil.copy(os.path.join(model_dir, "config.json"), dst)
@@ -137,10 +98,10 @@ def check(base, run, device, work, checks, clock):
         return
     label = "minilm batch %d seq %d fused" % (BATCH, SEQ)
     weights = {k: v.astype(np.float32) if v.dtype == np.float16 else v
-               for k, v in read_safetensors(
+               for k, v in safetensors_file.read(
                    os.path.join(src, "model.f16.safetensors")).items()}
     f32 = os.path.join(work, "minilm.f32.safetensors")
-    write_safetensors(f32, weights)
+    safetensors_file.write_arrays(f32, weights)
     ids = np.load(os.path.join(src, "input_ids.npy"))
     mask = np.load(os.path.join(src, "attention_mask.npy"))
     out = os.path.join(work, "minilm_out.npy")
@@ -222,9 +183,12 @@ def torch_f16_ms(src, device, runs=30):
     and L2 normalisation, on the fixture batch, by CUDA events."""
     import torch
     from transformers import BertConfig, BertModel
+
+    from common import once_ms
     model = BertModel(BertConfig.from_json_file(
         os.path.join(src, "config.json")), add_pooling_layer=False)
-    weights = read_safetensors(os.path.join(src, "model.f16.safetensors"))
+    weights = safetensors_file.read(os.path.join(src,
+                                                 "model.f16.safetensors"))
     model.load_state_dict({k: torch.from_numpy(np.array(v))
                            for k, v in weights.items()}, strict=False)
     model = model.half().to(device).eval()
@@ -238,17 +202,8 @@ def torch_f16_ms(src, device, runs=30):
         m = mask.unsqueeze(-1).float()
         pooled = (tokens * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, dim=1)
-    times = []
     with torch.no_grad():
         for _ in range(3):
             once()
-        for _ in range(runs):
-            a = torch.cuda.Event(enable_timing=True)
-            b = torch.cuda.Event(enable_timing=True)
-            a.record()
-            once()
-            b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b))
-    times.sort()
+        times = sorted(once_ms(once, True) for _ in range(runs))
     return times[len(times) // 2]

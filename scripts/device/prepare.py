@@ -20,7 +20,9 @@ import shutil
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "pylib"))
 import decoders  # noqa: E402
 import minilm  # noqa: E402
 import specs  # noqa: E402

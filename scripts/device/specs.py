@@ -12,14 +12,15 @@ as it is (prepare.py adds the paths of the compiled builds):
   entry       function to compile (None: the only public one)
   builds      which builds to compile: "fused" (default pipeline),
               "unfused" (--no-fusion), the GPU_VARIANTS and DECODE_BUILDS
-              below
+              (tests/pylib/tfc_testing/gpu_builds.py)
   inputs      [{name, shape, dtype, gen}], in call order; gen says how
               check.py draws it: {"kind": "normal", "scale": s, "shift": m}
               (m + s * N(0, 1)), "padding_mask" (additive [B,1,1,Skv], the
               last 3*b+1 keys of batch b at -inf) or "keep_mask" (BERT's
               0/1 attention mask, the last 3*b+2 positions of batch b 0)
   output      {shape, dtype}
-  ref         {"op": ..., parameters}: the float64 reference (refs.py)
+  ref         {"op": ..., parameters}: the float64 reference
+              (numerics.REFERENCES)
   tol         {build: bound on ||out - ref|| / ||ref||} (TOL below)
 
 Timing models also carry B, H, S, D and causal: check.py times them against
@@ -30,7 +31,10 @@ PyTorch's SDPA with grouped-query heads (enable_gqa).
 """
 
 import math
-import re
+
+from tfc_testing import attention as attention_mlir
+from tfc_testing import mlir
+from tfc_testing.gpu_builds import DECODE_BUILDS, GPU_VARIANTS
 
 # Bounds on ||out - ref|| / ||ref|| against a float64 reference, by element
 # type: 1e-5 for f32 and 2e-3 for f16 (the issue's bounds). Both builds are
@@ -51,68 +55,9 @@ def tol(dtype):
                    list(DECODE_BUILDS)})
 
 
-# The default build ("fused") takes tfc-compile's kernels for the chip: on
-# sm_90a, its default, wgmma on TMA tiles with two warpgroups per attention
-# block (what "tma2" names again, flag by flag: its second time is the
-# spread of two timings of one kernel). f16/bf16 attention is also built in
-# each of the other kernels, every flag spelt out: "mma" (mma.sync, K and V
-# staged through registers, 4-byte fragment loads; sm_90 and 16 rows per
-# warp, as tfc built before the device check chose), "ldmatrix" (the same,
-# fragments by ldmatrix), "async" (K and V tiles by cp.async into two
-# stages, fragments by ldmatrix), "async32" (that with 32 query rows per
-# warp, blocks of 128 rows: sm_80's and sm_90's default), "wgmma" and
-# "wgmma2" (Hopper's warpgroup MMA on cp.async tiles, one or two warpgroups
-# per block), "tma" and "tma2" (the same on tiles copied by TMA: one thread
-# per block issues the copies, mbarriers, 128-byte swizzle; the runtime
-# makes the tensor maps) and "tma2p" (tma2 with a producer warpgroup that
-# issues the copies and hands its registers to the others, setmaxnreg):
-# checked like the fused build and timed beside it (the GPU target only;
-# prepare drops them for the CPU). Each names its architecture, which
-# replaces TFC_GPU_ARCH's. Build name: tfc-compile flags.
-MMA_SYNC = ["--gpu-arch=sm_90", "--gpu-async-copy=false", "--gpu-warp-rows=16"]
-GPU_VARIANTS = {
-    "mma": MMA_SYNC,
-    "ldmatrix": MMA_SYNC + ["--gpu-ldmatrix"],
-    "async": ["--gpu-arch=sm_90", "--gpu-async-copy", "--gpu-warp-rows=16"],
-    "async32": ["--gpu-arch=sm_90", "--gpu-async-copy", "--gpu-warp-rows=32"],
-    "wgmma": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma=false",
-              "--gpu-wgmma-warpgroups=1"],
-    "wgmma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma=false",
-               "--gpu-wgmma-warpgroups=2"],
-    "tma": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
-            "--gpu-wgmma-warpgroups=1"],
-    "tma2": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
-             "--gpu-wgmma-warpgroups=2"],
-    "tma2p": ["--gpu-arch=sm_90a", "--gpu-wgmma", "--gpu-tma",
-              "--gpu-wgmma-warpgroups=2", "--gpu-tma-producer"],
-}
-
-# Attention with at most 8 query rows per KV head (decode; grouped-query
-# heads) runs the split-KV decode kernel in the default build ("fused");
-# "tiled" keeps the tiled flash-attention kernels for it. "dmma" computes
-# the decode kernel's products on tensor cores (--gpu-decode-mma), "dmma2"
-# and "dmma3" with its keys split for 2 or 3 blocks per SM instead of 4
-# (longer chunks; 3 blocks of it fit on an SM). (More cp.async stages or
-# blocks per SM for the CUDA-core decode kernel did not pay on the H200:
-# docs/performance/reports/2026-12-04-h200.md.) The GPU_VARIANTS
-# change the tiled kernels only, so decode models are built with these
-# instead (the GPU target only; prepare drops them for the CPU). Build name:
-# tfc-compile flags.
-DECODE_BUILDS = {
-    "tiled": ["--gpu-decode-kernel=false"],
-    "dmma": ["--gpu-decode-mma"],
-    "dmma2": ["--gpu-decode-mma", "--gpu-decode-blocks-per-sm=2"],
-    "dmma3": ["--gpu-decode-mma", "--gpu-decode-blocks-per-sm=3"],
-}
-
-
 def bound(tol, dtype, floor):
     """The error bound of one check: bf16 is measured from its floor."""
     return floor + BF16_MARGIN if dtype == "bf16" else tol
-
-
-def ttype(shape, dtype):
-    return "tensor<%sx%s>" % ("x".join(str(d) for d in shape), dtype)
 
 
 def normal(scale=1.0, shift=0.0):
@@ -140,21 +85,10 @@ def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
     if mask:
         inputs.append(tensor("mask", (b, 1, 1, skv), dtype,
                              {"kind": "padding_mask"}))
-    types = [ttype(x["shape"], dtype) for x in inputs]
-    rt = ttype((b, hq, sq, d), dtype)
-    attrs = []
-    if causal:
-        attrs.append("is_causal")
-    if scale is not None:
-        attrs.append("scale = %r : f32" % scale)
-    args = ", ".join("%%%s: %s" % (x["name"], t) for x, t in zip(inputs, types))
-    operands = "%q, %k, %v" + (" mask %mask" if mask else "")
-    mlir = ("func.func @main(%s) -> %s {\n"
-            "  %%o = transformer.attention %s %s: %s -> %s\n"
-            "  return %%o : %s\n}\n") % (
-        args, rt, operands, "{%s} " % ", ".join(attrs) if attrs else "",
-        ", ".join(types), rt, rt)
-    return {"name": name, "group": group, "mlir": mlir, "entry": None,
+    source = attention_mlir.function(
+        b, hq, hkv, sq, skv, d, dtype=dtype,
+        mask=(b, 1, 1, skv) if mask else None, causal=causal, scale=scale)
+    return {"name": name, "group": group, "mlir": source, "entry": None,
             "builds": list(builds), "dtype": dtype, "inputs": inputs,
             "output": {"shape": [b, hq, sq, d], "dtype": dtype},
             "ref": {"op": "attention", "causal": causal,
@@ -167,48 +101,37 @@ def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
             "decode_shape": hq // hkv * sq <= 8}
 
 
+def one_op(name, source, dtype, inputs, shape, ref):
+    """A model of one op, built fused and unfused, its output `shape` in
+    `dtype`."""
+    return {"name": name, "group": "numerics", "mlir": source, "entry": None,
+            "builds": ["fused", "unfused"], "dtype": dtype, "inputs": inputs,
+            "output": {"shape": list(shape), "dtype": dtype}, "ref": ref,
+            "tol": tol(dtype)}
+
+
 def softmax(name, shape, dim, dtype="f32"):
-    t = ttype(shape, dtype)
-    mlir = ("func.func @main(%%x: %s) -> %s {\n"
-            "  %%y = transformer.softmax %%x {dimension = %d : i64} : %s -> %s\n"
-            "  return %%y : %s\n}\n") % (t, t, dim, t, t, t)
-    return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
-            "builds": ["fused", "unfused"], "dtype": dtype,
-            "inputs": [tensor("x", shape, dtype, normal(4.0))],
-            "output": {"shape": list(shape), "dtype": dtype},
-            "ref": {"op": "softmax", "dim": dim}, "tol": tol(dtype)}
+    return one_op(name, mlir.softmax(shape, dim, dtype), dtype,
+                  [tensor("x", shape, dtype, normal(4.0))], shape,
+                  {"op": "softmax", "dim": dim})
 
 
 def layer_norm(name, shape, eps, dtype="f32"):
     n = shape[-1]
-    t, tn = ttype(shape, dtype), ttype((n,), dtype)
-    mlir = ("func.func @main(%%x: %s, %%g: %s, %%b: %s) -> %s {\n"
-            "  %%y = transformer.layer_norm %%x, %%g, %%b {epsilon = %.9e : f32}"
-            " : %s, %s, %s -> %s\n"
-            "  return %%y : %s\n}\n") % (t, tn, tn, t, eps, t, tn, tn, t, t)
-    return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
-            "builds": ["fused", "unfused"], "dtype": dtype,
-            "inputs": [tensor("x", shape, dtype, normal(3.0, 1.5)),
-                       tensor("gamma", (n,), dtype, normal(0.5, 1.0)),
-                       tensor("beta", (n,), dtype, normal(0.5))],
-            "output": {"shape": list(shape), "dtype": dtype},
-            # eps as the f32 attribute holds it
-            "ref": {"op": "layer_norm", "eps": eps}, "tol": tol(dtype)}
+    # eps as the f32 attribute holds it
+    return one_op(name, mlir.layer_norm(shape, eps, dtype), dtype,
+                  [tensor("x", shape, dtype, normal(3.0, 1.5)),
+                   tensor("gamma", (n,), dtype, normal(0.5, 1.0)),
+                   tensor("beta", (n,), dtype, normal(0.5))], shape,
+                  {"op": "layer_norm", "eps": eps})
 
 
 def rms_norm(name, shape, eps, dtype="f32"):
     n = shape[-1]
-    t, tn = ttype(shape, dtype), ttype((n,), dtype)
-    mlir = ("func.func @main(%%x: %s, %%g: %s) -> %s {\n"
-            "  %%y = transformer.rms_norm %%x, %%g {epsilon = %.9e : f32}"
-            " : %s, %s -> %s\n"
-            "  return %%y : %s\n}\n") % (t, tn, t, eps, t, tn, t, t)
-    return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
-            "builds": ["fused", "unfused"], "dtype": dtype,
-            "inputs": [tensor("x", shape, dtype, normal(3.0, 1.5)),
-                       tensor("gamma", (n,), dtype, normal(0.5, 1.0))],
-            "output": {"shape": list(shape), "dtype": dtype},
-            "ref": {"op": "rms_norm", "eps": eps}, "tol": tol(dtype)}
+    return one_op(name, mlir.rms_norm(shape, eps, dtype), dtype,
+                  [tensor("x", shape, dtype, normal(3.0, 1.5)),
+                   tensor("gamma", (n,), dtype, normal(0.5, 1.0))], shape,
+                  {"op": "rms_norm", "eps": eps})
 
 
 def matmul(name, batch, m, k, n, dtype="f32", weight=False):
@@ -219,19 +142,6 @@ def matmul(name, batch, m, k, n, dtype="f32", weight=False):
     [batch, n, k] and transposed for the matmul, as imported models
     multiply by their weights (the kernels read it as given)."""
     bshape = (batch, n, k) if weight else (batch, k, n)
-    ta, tb = ttype((batch, m, k), dtype), ttype(bshape, dtype)
-    tbt = ttype((batch, k, n), dtype)
-    tc, tz = ttype((batch, m, n), "f32"), ttype((1,), dtype)
-    transpose = ("  %%bt = tosa.transpose %%b {perms = array<i32: 0, 2, 1>}"
-                 " : (%s) -> %s\n" % (tb, tbt)) if weight else ""
-    mlir = ("func.func @main(%%a: %s, %%b: %s) -> %s {\n%s"
-            "  %%zp = \"tosa.const\"() {values = dense<0.0> : %s}"
-            " : () -> %s\n"
-            "  %%c = tosa.matmul %%a, %%%s, %%zp, %%zp : (%s, %s, %s,"
-            " %s) -> %s\n"
-            "  return %%c : %s\n}\n") % (ta, tb, tc, transpose, tz, tz,
-                                        "bt" if weight else "b", ta, tbt,
-                                        tz, tz, tc, tc)
     # No transformer op in it: the fused and unfused builds are the same.
     # f16/bf16 also on the mma.sync GEMM and the wgmma one on cp.async
     # tiles, except at few rows of A, where every build runs the GEMV kernel
@@ -239,21 +149,13 @@ def matmul(name, batch, m, k, n, dtype="f32", weight=False):
     gemv = m <= (32 if weight and dtype != "f32" and k % 8 == 0 else 8)
     builds = ["fused"] + (["mma", "wgmma"] if dtype != "f32" and not gemv
                           else [])
-    return {"name": name, "group": "numerics", "mlir": mlir, "entry": None,
-            "builds": builds, "dtype": "f32", "weight": weight,
+    return {"name": name, "group": "numerics",
+            "mlir": mlir.matmul(batch, m, k, n, dtype, weight),
+            "entry": None, "builds": builds, "dtype": "f32", "weight": weight,
             "inputs": [tensor("a", (batch, m, k), dtype),
                        tensor("b", bshape, dtype)],
             "output": {"shape": [batch, m, n], "dtype": "f32"},
             "ref": {"op": "matmul", "weight": weight}, "tol": tol("f32")}
-
-
-FUNC = re.compile(r"func\.func @(\w+)\((.*?)\)\s*->\s*tensor<([^>]*)>", re.S)
-ARG = re.compile(r"%(\w+)\s*:\s*tensor<([^>]*)>")
-
-
-def parse_tensor(spec):
-    parts = spec.split("x")
-    return [int(d) for d in parts[:-1]], parts[-1]
 
 
 def example_gen(name, shape):
@@ -272,15 +174,11 @@ def example_gen(name, shape):
 def example(name, path, op):
     """An exported layer (examples/*/): every argument is an input."""
     with open(path) as f:
-        mlir = f.read()
-    m = FUNC.search(mlir)
-    inputs = []
-    for arg, spec in ARG.findall(m.group(2)):
-        shape, dtype = parse_tensor(spec)
-        inputs.append(tensor(arg, shape, dtype, example_gen(arg, shape)))
-    shape, dtype = parse_tensor(m.group(3))
-    return {"name": name, "group": "numerics", "mlir": mlir,
-            "entry": m.group(1), "builds": ["fused", "unfused"],
+        source = f.read()
+    entry, args, (shape, dtype) = mlir.signatures(source)[0]
+    inputs = [tensor(arg, s, t, example_gen(arg, s)) for arg, s, t in args]
+    return {"name": name, "group": "numerics", "mlir": source,
+            "entry": entry, "builds": ["fused", "unfused"],
             "dtype": dtype, "inputs": inputs,
             "output": {"shape": shape, "dtype": dtype},
             "ref": {"op": op}, "tol": tol(dtype)}

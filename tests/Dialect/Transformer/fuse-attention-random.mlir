@@ -1,9 +1,10 @@
-// Randomised shapes and forms: Inputs/gen_attention_cases.py (seeded, stdlib
-// only) writes 60 attention graphs, each with the FileCheck lines its fused
-// form must satisfy (one transformer.attention with the expected operand
-// types, mask and is_causal; no tosa.matmul left).
+// Randomised shapes and forms: tfc_testing.attention (tests/pylib; seeded,
+// standard library only) writes 60 attention graphs, each with the
+// FileCheck lines its fused form must satisfy (one transformer.attention
+// with the expected operand types, mask and is_causal; no tosa.matmul
+// left).
 //
-// RUN: python3 %S/Inputs/gen_attention_cases.py --seed 2026 --count 60 --check > %t.mlir
+// RUN: python3 -m tfc_testing.attention --seed 2026 --count 60 --check > %t.mlir
 // RUN: tfc-opt %t.mlir --transformer-fuse | FileCheck %t.mlir
 // RUN: tfc-opt %t.mlir --transformer-fuse | grep "= transformer.attention" | count 60
 // RUN: tfc-opt %t.mlir --transformer-fuse | not grep tosa.matmul

@@ -4,7 +4,7 @@
 // RUN: tfc-opt %tfc_src_root/examples/bert-layer/bert_layer.mlir --transformer-fuse="explain-missed=1" | FileCheck %s
 // RUN: tfc-opt %tfc_src_root/examples/bert-layer/bert_layer.mlir --mlir-print-op-generic > %t.ref
 // RUN: tfc-opt %tfc_src_root/examples/bert-layer/bert_layer.mlir --transformer-fuse --mlir-print-op-generic > %t.fused
-// RUN: python3 %S/Inputs/tosa_eval.py %t.ref %t.fused --binary-args 1 --tol 1e-6 | FileCheck %s --check-prefix=NUMERIC
+// RUN: python3 -m tfc_testing.tosa_eval compare %t.ref %t.fused --binary-args 1 --tol 1e-6 | FileCheck %s --check-prefix=NUMERIC
 
 // CHECK-LABEL: func.func @bert_layer
 // CHECK-NOT: tosa.exp

@@ -1,7 +1,7 @@
 // RUN: tfc-opt %s --split-input-file --transformer-fuse-layer-norm="explain-missed=1" -verify-diagnostics | FileCheck %s
 // RUN: tfc-opt %s --mlir-print-op-generic 2>/dev/null > %t.ref
 // RUN: tfc-opt %s --transformer-fuse --mlir-print-op-generic 2>/dev/null > %t.fused
-// RUN: python3 %S/Inputs/tosa_eval.py %t.ref %t.fused --tol 1e-5 | FileCheck %s --check-prefix=NUMERIC
+// RUN: python3 -m tfc_testing.tosa_eval compare %t.ref %t.fused --tol 1e-5 | FileCheck %s --check-prefix=NUMERIC
 // NUMERIC: mismatches=0
 
 // The usual export (epsilon 1e-5 is the default, so not printed): mean as sum * (1/N), variance of c * c, gamma and beta

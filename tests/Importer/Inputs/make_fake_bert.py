@@ -17,6 +17,11 @@ import json
 import os
 import random
 import struct
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing import safetensors_file  # noqa: E402
 
 
 def tensors(a):
@@ -47,19 +52,6 @@ def tensors(a):
     t["pooler.dense.weight"] = [h, h]
     t["pooler.dense.bias"] = [h]
     return t
-
-
-def write_safetensors(path, entries):
-    """entries: list of (name, dtype, shape, bytes)."""
-    header, data = {"__metadata__": {"format": "pt"}}, b""
-    for name, dtype, shape, raw in entries:
-        header[name] = {"dtype": dtype, "shape": shape,
-                        "data_offsets": [len(data), len(data) + len(raw)]}
-        data += raw
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + data)
 
 
 def main():
@@ -133,13 +125,15 @@ def main():
         entries.append((a.prefix + name, a.dtype, shape,
                         struct.pack("<%d%s" % (n, fmt), *vals)))
     if a.shards == 1:
-        write_safetensors(os.path.join(a.dir, "model.safetensors"), entries)
+        safetensors_file.write(os.path.join(a.dir, "model.safetensors"),
+                               entries, {"format": "pt"})
     else:
         weight_map = {}
         for k in range(a.shards):
             fn = "model-%05d-of-%05d.safetensors" % (k + 1, a.shards)
             part = entries[k::a.shards]
-            write_safetensors(os.path.join(a.dir, fn), part)
+            safetensors_file.write(os.path.join(a.dir, fn), part,
+                                   {"format": "pt"})
             weight_map.update({e[0]: fn for e in part})
         with open(os.path.join(a.dir, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=1)

@@ -18,5 +18,5 @@ weights=$(grep -o 'tfc.role = "weight"' "$tmp/b1.mlir" | wc -l)
 echo "weights: $weights"
 [[ $weights == 101 ]]
 tfc-import --hf "$dir" --batch 8 --seq-len 128 --mlir-print-op-generic -o "$tmp/b8.mlir"
-python3 "$src/tests/Importer/Inputs/tosa_eval.py" fixture "$tmp/b8.mlir" "$dir" "$src/tests/fixtures/minilm"
+python3 -m tfc_testing.tosa_eval fixture "$tmp/b8.mlir" "$dir" "$src/tests/fixtures/minilm"
 echo "minilm: OK"

@@ -19,21 +19,17 @@ error moves outputs by 1e-3 and more on any draw.
 usage: fusion_differential.py BINDIR WORKDIR FILE... [--expect-fused]
 """
 
+import os
 import re
 import subprocess
 import sys
 
 import numpy as np
 
-from harness import Harness
-
-FUNC = re.compile(r"func\.func @(\w+)\((.*?)\)\s*->", re.S)
-ARG = re.compile(r"%\w+\s*:\s*tensor<([^>]*)>")
-
-
-def parse_tensor(spec):
-    parts = spec.split("x")
-    return tuple(int(d) for d in parts[:-1]), parts[-1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing.harness import Harness  # noqa: E402
+from tfc_testing.mlir import signatures  # noqa: E402
 
 
 def random_input(rng, shape, dtype):
@@ -65,10 +61,9 @@ def main():
         for index, chunk in enumerate(chunks):
             if "expected-" in chunk:
                 continue  # diagnostics cases
-            for m in FUNC.finditer(chunk):
-                name = m.group(1)
-                inputs = [random_input(rng, *parse_tensor(t))
-                          for t in ARG.findall(m.group(2))]
+            for name, args, _ in signatures(chunk):
+                inputs = [random_input(rng, shape, dtype)
+                          for _, shape, dtype in args]
                 label = "%s:%d @%s" % (path.split("/")[-1], index, name)
                 src = "%s_%d" % (name, index)
                 fused = h.build(src, chunk, fused=True, entry=name)

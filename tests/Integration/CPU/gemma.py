@@ -14,13 +14,19 @@ usage: gemma.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
 """
 
 import math
+import os
 import sys
 
 import numpy as np
 
 import gpt2
 import llama
-from harness import random_tokens, random_weights, start
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing.arrays import random_tokens, random_weights  # noqa: E402
+from tfc_testing.harness import start  # noqa: E402
+from tfc_testing.reference import (decoder_masks, gelu_tanh,  # noqa: E402
+                                   rms_norm, softmax)
 
 GEMMA = {"architectures": ["GemmaForCausalLM"], "model_type": "gemma",
          "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -96,12 +102,8 @@ def weights(rng, cfg, prefix):
 
 
 def norm(x, g, eps):
-    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * (1 + g)
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) *
-                                  (x + 0.044715 * x ** 3)))
+    """GemmaRMSNorm: the gain is 1 + gamma."""
+    return rms_norm(x, 1 + g, eps)
 
 
 def reference(cfg, w, ids, mask, kv=None):
@@ -130,15 +132,9 @@ def reference(cfg, w, ids, mask, kv=None):
         rotated = np.concatenate([-t[..., d // 2:], t[..., :d // 2]], -1)
         return t * cos + rotated * sin
 
-    fmin = np.finfo(np.float32).min
-    hidden = np.triu(np.ones((s, s), dtype=bool), 1)[None, None] | \
-        (mask == 0)[:, None, None, :]
-    causal_mask = np.where(hidden, fmin, 0.0)
     # The sliding layers: key j also hidden from query i when i - j >= W.
-    i, j = np.arange(s)[:, None], np.arange(s)[None, :]
-    window = cfg.get("sliding_window", 4096)
-    window_mask = causal_mask if window is None else \
-        np.where(hidden | (i - j >= window), fmin, 0.0)
+    causal_mask, window_mask = decoder_masks(
+        mask, s, cfg.get("sliding_window", 4096))
     scale = cfg["query_pre_attn_scalar"] ** -0.5 if gen >= 2 else \
         d ** -0.5
     cap = cfg.get("attn_logit_softcapping", 50.0 if gen == 2 else None) \
@@ -166,9 +162,7 @@ def reference(cfg, w, ids, mask, kv=None):
         sc = q @ k.transpose(0, 1, 3, 2) * scale
         if cap:
             sc = np.tanh(sc / cap) * cap
-        sc = sc + (window_mask if slide else causal_mask)
-        sc = np.exp(sc - sc.max(-1, keepdims=True))
-        ctx = (sc / sc.sum(-1, keepdims=True)) @ v
+        ctx = softmax(sc + (window_mask if slide else causal_mask)) @ v
         o = lin(ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d),
                 p + "self_attn.o_proj")
         if gen >= 2:

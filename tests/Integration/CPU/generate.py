@@ -21,7 +21,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import llama  # noqa: E402
-from harness import random_tokens, start  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing.arrays import random_tokens  # noqa: E402
+from tfc_testing.harness import start  # noqa: E402
 
 BATCH, PROMPT, NEW, CAPACITY = 2, 5, 8, 16
 

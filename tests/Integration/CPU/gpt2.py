@@ -12,12 +12,17 @@ usage: gpt2.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 
-from harness import bf16_to_f32, quantized_weight, random_tokens, start
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing import safetensors_file  # noqa: E402
+from tfc_testing.arrays import bf16_to_f32, random_tokens  # noqa: E402
+from tfc_testing.harness import start  # noqa: E402
+from tfc_testing.reference import (activation, layer_norm,  # noqa: E402
+                                   quantized_weight, softmax)
 
 CFG = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2",
        "n_embd": 48, "n_layer": 2, "n_head": 3, "n_positions": 40,
@@ -53,50 +58,11 @@ def weights(rng, cfg, prefix="transformer."):
     return out
 
 
-def write_safetensors(path, tensors):
-    header, offset, blobs = {"__metadata__": {"format": "pt"}}, 0, []
-    for name, x in tensors.items():
-        data = np.ascontiguousarray(x).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(x.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
-    text = json.dumps(header).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
-
-
 def read_weights(directory):
     """{name: float32 array} of DIR/model.safetensors as write_model wrote
     it."""
-    with open(os.path.join(directory, "model.safetensors"), "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    return {name: np.frombuffer(data[t["data_offsets"][0]:
-                                     t["data_offsets"][1]],
-                                dtype=np.float32).reshape(t["shape"])
-            for name, t in header.items() if name != "__metadata__"}
-
-
-def layer_norm(x, g, b, eps):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * g + b
-
-
-def activation(name, x):
-    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
-        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) *
-                                      (x + 0.044715 * x ** 3)))
-    if name == "gelu":
-        return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
-    assert name == "relu", name
-    return np.maximum(x, 0)
+    return safetensors_file.read(os.path.join(directory,
+                                              "model.safetensors"))
 
 
 def reference(cfg, w, ids, mask, kv=None, act=None):
@@ -124,9 +90,7 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         if kv is not None:
             kv.append((k, v))
         sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
-        sc = np.where(causal, sc, fmin) + pad
-        sc = np.exp(sc - sc.max(-1, keepdims=True))
-        ctx = (sc / sc.sum(-1, keepdims=True)) @ v
+        ctx = softmax(np.where(causal, sc, fmin) + pad) @ v
         ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, h)
         x = x + act(ctx) @ w[p + "attn.c_proj.weight"] + \
             w[p + "attn.c_proj.bias"]
@@ -157,7 +121,9 @@ def write_directory(directory, rng, cfg, w, shapes=None):
         json.dump(cfg, f)
     for name, shape in (shapes or {}).items():
         w[name] = rng.standard_normal(shape).astype(np.float32)
-    write_safetensors(os.path.join(directory, "model.safetensors"), w)
+    safetensors_file.write_arrays(os.path.join(directory,
+                                               "model.safetensors"), w,
+                                  {"format": "pt"})
     return w
 
 

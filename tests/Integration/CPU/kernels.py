@@ -12,38 +12,15 @@ import sys
 
 import numpy as np
 
-from harness import (Harness, bf16_to_f32, f32_to_bf16, parse_args,
-                     tensor_type)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing import attention, mlir, reference  # noqa: E402
+from tfc_testing.arrays import bf16_to_f32, f32_to_bf16  # noqa: E402
 # The GPU kernels' builds, as the device check makes them (tfc-compile
 # flags by name; the default build is wgmma on TMA tiles, "tma2").
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "..", "scripts", "device"))
-from specs import GPU_VARIANTS  # noqa: E402
-
-
-def attention_ref(q, k, v, mask, scale, causal, softcap=None, window=None):
-    q, k, v = (x.astype(np.float64) for x in (q, k, v))
-    g = q.shape[1] // k.shape[1]
-    k, v = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
-    s = q @ k.transpose(0, 1, 3, 2) * scale
-    if softcap is not None:
-        s = softcap * np.tanh(s / softcap)
-    if mask is not None:
-        s = s + mask.astype(np.float64)
-    sq, skv = q.shape[2], k.shape[2]
-    i = np.arange(sq)[:, None]
-    j = np.arange(skv)[None, :]
-    if causal:
-        s = np.where(j <= i + skv - sq, s, -np.inf)
-    if window is not None:
-        s = np.where(i + skv - sq - j < window, s, -np.inf)
-    mx = s.max(-1, keepdims=True)
-    empty = ~np.isfinite(mx)
-    p = np.exp(s - np.where(empty, 0, mx))
-    total = p.sum(-1, keepdims=True)
-    p = np.where(total > 0, p / np.where(total > 0, total, 1), 0)
-    return p @ v
+from tfc_testing.gpu_builds import GPU_VARIANTS  # noqa: E402
+from tfc_testing.harness import start  # noqa: E402
+from tfc_testing.mlir import tensor_type  # noqa: E402
 
 
 def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
@@ -65,32 +42,14 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
     k = k.astype(np_dtype)
     v = rng.standard_normal((b, hkv, skv, dv)).astype(np_dtype)
     inputs = [q, k, v]
-    types = [tensor_type(x.shape, dtype) for x in inputs]
     m = None
     if mask is not None:
         m = mask(rng, b, hq, sq, skv).astype(np_dtype)
         inputs.append(m)
-        types.append(tensor_type(m.shape, dtype))
-    rt = tensor_type((b, hq, sq, dv), dtype)
-    attrs = []
-    if causal:
-        attrs.append("is_causal")
-    if scale is not None:
-        attrs.append("scale = %r : f32" % scale)
-    if softcap is not None:
-        attrs.append("softcap = %r : f32" % softcap)
-    if window is not None:
-        attrs.append("window = %d : i64" % window)
-    args = ", ".join("%%a%d: %s" % (i, t) for i, t in enumerate(types))
-    operands = "%a0, %a1, %a2" + (" mask %a3" if m is not None else "")
-    mlir = """func.func @main(%s) -> %s {
-  %%o = transformer.attention %s %s : %s -> %s
-  return %%o : %s
-}
-""" % (args, rt, operands, "{%s}" % ", ".join(attrs) if attrs else "",
-       ", ".join(types), rt, rt)
-    eff_scale = scale if scale is not None else 1.0 / np.sqrt(d)
-    ref = attention_ref(q, k, v, m, eff_scale, causal, softcap, window)
+    source = attention.function(b, hq, hkv, sq, skv, d, dv, dtype,
+                                None if m is None else m.shape, causal, scale,
+                                softcap, window)
+    ref = reference.attention(q, k, v, m, scale, causal, softcap, window)
     # f16 inputs and outputs carry 11 significant bits (the unfused build
     # also computes in f16): a few units of 2^-11 in a norm-wise error.
     tol = 5e-3 if dtype == "f16" else 1e-4
@@ -121,7 +80,7 @@ def attention_case(h, rng, name, b, hq, hkv, sq, skv, d, dv=None, mask=None,
         if fused and flags and flags != tiled:
             flags = flags + tiled
         lib = h.build(name + "_".join([""] + flags).replace("--", "")
-                      .replace("=", "_"), mlir, fused, flags=flags)
+                      .replace("=", "_"), source, fused, flags=flags)
         (out,) = h.run(lib, inputs)
         label = "attention %s %s" % (name, build)
         h.expect_close(label, out, ref, tol)
@@ -209,17 +168,9 @@ def row_mask(rng, b, hq, sq, skv):
 
 def softmax_case(h, rng, name, shape, dim):
     x = (rng.standard_normal(shape) * 4).astype(np.float32)
-    t = tensor_type(shape)
-    mlir = """func.func @main(%%x: %s) -> %s {
-  %%y = transformer.softmax %%x {dimension = %d : i64} : %s -> %s
-  return %%y : %s
-}
-""" % (t, t, dim, t, t, t)
-    x64 = x.astype(np.float64)
-    e = np.exp(x64 - x64.max(dim, keepdims=True))
-    ref = e / e.sum(dim, keepdims=True)
+    ref = reference.softmax(x.astype(np.float64), dim)
     for fused in (True, False):
-        (out,) = h.run(h.build(name, mlir, fused), [x])
+        (out,) = h.run(h.build(name, mlir.softmax(shape, dim), fused), [x])
         h.expect_close("softmax %s %s" % (name, "fused" if fused else
                                           "unfused"), out, ref, 1e-4)
 
@@ -229,18 +180,11 @@ def layer_norm_case(h, rng, name, shape, eps):
     x = (rng.standard_normal(shape) * 3 + 1.5).astype(np.float32)
     g = rng.standard_normal(n).astype(np.float32)
     bt = rng.standard_normal(n).astype(np.float32)
-    t, tn = tensor_type(shape), tensor_type((n,))
-    mlir = """func.func @main(%%x: %s, %%g: %s, %%b: %s) -> %s {
-  %%y = transformer.layer_norm %%x, %%g, %%b {epsilon = %.9e : f32} : %s, %s, %s -> %s
-  return %%y : %s
-}
-""" % (t, tn, tn, t, eps, t, tn, tn, t, t)
-    x64 = x.astype(np.float64)
-    mean = x64.mean(-1, keepdims=True)
-    var = ((x64 - mean) ** 2).mean(-1, keepdims=True)
-    ref = (x64 - mean) / np.sqrt(var + np.float64(np.float32(eps))) * g + bt
+    ref = reference.layer_norm(x.astype(np.float64), g, bt,
+                               reference.f32(eps))
     for fused in (True, False):
-        (out,) = h.run(h.build(name, mlir, fused), [x, g, bt])
+        (out,) = h.run(h.build(name, mlir.layer_norm(shape, eps), fused),
+                       [x, g, bt])
         h.expect_close("layer_norm %s %s" % (name, "fused" if fused else
                                              "unfused"), out, ref, 1e-4)
 
@@ -273,14 +217,7 @@ def rms_norm_case(h, rng, name, shape, eps, dtype="f32"):
         roundoff = None
     xin, gin = to(x), to(g)
     x64, g64 = back(xin), back(gin)
-    t, tn = tensor_type(shape, dtype), tensor_type((n,), dtype)
-    mlir = """func.func @main(%%x: %s, %%g: %s) -> %s {
-  %%y = transformer.rms_norm %%x, %%g {epsilon = %.9e : f32} : %s, %s -> %s
-  return %%y : %s
-}
-""" % (t, tn, t, eps, t, tn, t, t)
-    y = x64 / np.sqrt((x64 * x64).mean(-1, keepdims=True) +
-                      np.float64(np.float32(eps)))
+    y = reference.rms_norm(x64, 1.0, reference.f32(eps))
     if roundoff:
         ref_bits = to(back(to(y)) * g64)
         ref = back(ref_bits)
@@ -288,7 +225,8 @@ def rms_norm_case(h, rng, name, shape, eps, dtype="f32"):
         ref = y * g64
     for fused in (True, False):
         label = "rms_norm %s %s" % (name, "fused" if fused else "unfused")
-        (out,) = h.run(h.build(name, mlir, fused), [xin, gin])
+        (out,) = h.run(h.build(name, mlir.rms_norm(shape, eps, dtype),
+                               fused), [xin, gin])
         h.expect_close(label, back(out), ref, roundoff or 1e-5)
         if roundoff:
             same = np.mean(out.view(np.uint16) == ref_bits.view(np.uint16))
@@ -302,24 +240,12 @@ def matmul_case(h, rng, name, batch, m, k, n, weight=False):
     a = rng.standard_normal((batch, m, k)).astype(np.float32)
     b = rng.standard_normal((batch, n, k) if weight else
                             (batch, k, n)).astype(np.float32)
-    ta, tb = tensor_type(a.shape), tensor_type(b.shape)
-    tbt = tensor_type((batch, k, n))
-    tc = tensor_type((batch, m, n))
-    transpose = ""
-    if weight:
-        transpose = """  %%b = tosa.transpose %%w {perms = array<i32: 0, 2, 1>} : (%s) -> %s
-""" % (tb, tbt)
-    mlir = """func.func @main(%%a: %s, %%%s: %s) -> %s {
-%s  %%zp = "tosa.const"() {values = dense<0.0> : tensor<1xf32>} : () -> tensor<1xf32>
-  %%c = tosa.matmul %%a, %%b, %%zp, %%zp : (%s, %s, tensor<1xf32>, tensor<1xf32>) -> %s
-  return %%c : %s
-}
-""" % (ta, "w" if weight else "b", tb, tc, transpose, ta, tbt, tc, tc)
     inputs = [a, b]
     if weight:
         b = b.transpose(0, 2, 1)
     ref = a.astype(np.float64) @ b.astype(np.float64)
-    (out,) = h.run(h.build(name, mlir, True), inputs)
+    (out,) = h.run(h.build(name, mlir.matmul(batch, m, k, n, "f32", weight),
+                           True), inputs)
     # Element by element against the error bound of an f32 dot product of
     # length k in any summation order, |C - ref| <= k u |A| |B| (u = 2^-24):
     # a norm-wise relative error is ill-posed for a C of one element, whose
@@ -348,7 +274,7 @@ def matmul_f16_case(h, rng, name, batch, m, k, n, weight=False):
         transpose = """  %%et = tensor.empty() : %s
   %%b = linalg.transpose ins(%%w : %s) outs(%%et : %s) permutation = [0, 2, 1]
 """ % (tbt, tb, tbt)
-    mlir = """func.func @main(%%a: %s, %%%s: %s) -> %s {
+    source = """func.func @main(%%a: %s, %%%s: %s) -> %s {
 %s  %%e = tensor.empty() : %s
   %%z = arith.constant 0.0 : f32
   %%f = linalg.fill ins(%%z : f32) outs(%%e : %s) -> %s
@@ -365,8 +291,8 @@ def matmul_f16_case(h, rng, name, batch, m, k, n, weight=False):
         # and wgmma on cp.async tiles.
         builds += [(" " + v, GPU_VARIANTS[v]) for v in ("mma", "wgmma")]
     for build, flags in builds:
-        lib = h.build(name + "_".join([""] + flags).replace("--", ""), mlir,
-                      True, flags=flags)
+        lib = h.build(name + "_".join([""] + flags).replace("--", ""),
+                      source, True, flags=flags)
         (out,) = h.run(lib, [a, b])
         h.expect_close("matmul %s%s" % (name, build), out, ref, 1e-5)
 
@@ -383,7 +309,7 @@ def matmul_accumulate_case(h, rng, name, batch, m, k, n):
     c = rng.standard_normal((batch, m, n)).astype(np.float16)
     ta, tw = tensor_type(a.shape, "f16"), tensor_type(w.shape, "f16")
     tbt, tc = tensor_type((batch, k, n), "f16"), tensor_type(c.shape, "f16")
-    mlir = """func.func @main(%%a: %s, %%w: %s, %%c: %s) -> %s {
+    source = """func.func @main(%%a: %s, %%w: %s, %%c: %s) -> %s {
   %%et = tensor.empty() : %s
   %%b = linalg.transpose ins(%%w : %s) outs(%%et : %s) permutation = [0, 2, 1]
   %%r = linalg.batch_matmul ins(%%a, %%b : %s, %s) outs(%%c : %s) -> %s
@@ -392,20 +318,14 @@ def matmul_accumulate_case(h, rng, name, batch, m, k, n):
 """ % (ta, tw, tc, tc, tbt, tw, tbt, ta, tbt, tc, tc, tc)
     ref = c.astype(np.float64) + a.astype(np.float64) @ \
         w.transpose(0, 2, 1).astype(np.float64)
-    (out,) = h.run(h.build(name, mlir, True), [a, w, c])
+    (out,) = h.run(h.build(name, source, True), [a, w, c])
     # The f16 result's own rounding: 2^-11 relative, with room for the
     # f32 sums' order.
     h.expect_close("matmul %s" % name, out, ref, 2e-3)
 
 
 def main():
-    args, target, flags = parse_args(sys.argv[1:])
-    h = Harness(args[0], args[1], target, flags)
-    seed = int(args[2]) if len(args) > 2 else np.random.SeedSequence(
-    ).entropy % (2**32)
-    print("seed", seed)
-    h.seed = seed
-    rng = np.random.default_rng(seed)
+    h, rng, _ = start(sys.argv[1:])
     A = attention_case
     A(h, rng, "odd_sizes", 1, 12, 12, 77, 200, 80)
     A(h, rng, "decode_split_kv", 1, 12, 12, 1, 1000, 64)

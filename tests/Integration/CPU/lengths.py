@@ -21,12 +21,14 @@ import sys
 import numpy as np
 
 import llama
-from harness import random_tokens, start
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing import reference, safetensors_file  # noqa: E402
+from tfc_testing.arrays import random_tokens  # noqa: E402
+from tfc_testing.harness import start  # noqa: E402
 
 INPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                       "Importer", "Inputs")
-sys.path.insert(0, INPUTS)
-import tosa_eval  # noqa: E402
 
 BATCH = 2
 BUILT = (4, 8, 13)
@@ -116,14 +118,14 @@ def check_roberta(h, rng):
                     str(int(rng.integers(1 << 30)))], check=True)
     with open(os.path.join(model, "config.json")) as f:
         cfg = json.load(f)
-    w = tosa_eval.read_safetensors(model)
+    w = safetensors_file.read(model)
     for fused in (True, False):
         tag = "fused" if fused else "unfused"
         lib = build(h, "roberta", model, fused)
         for n in LENGTHS:
             ids, mask = tokens(rng, vocab, n)
             out = h.run_hf(lib, model, [ids, mask])
-            ref = tosa_eval.reference_bert(cfg, w, "", ids, mask)
+            ref = reference.bert(cfg, w, "", ids, mask)
             h.expect("roberta %s length %d: embeddings [%d, 32]" %
                      (tag, n, BATCH), out.shape == (BATCH, 32))
             h.expect_close("roberta %s length %d sentence embeddings" %
@@ -162,14 +164,14 @@ def check_batches(h, rng, w):
     model = h.path("roberta")
     with open(os.path.join(model, "config.json")) as f:
         cfg = json.load(f)
-    w = tosa_eval.read_safetensors(model)
+    w = safetensors_file.read(model)
     lib = build(h, "roberta_batches", model, True, batches=(1, 2),
                 lengths=(8,))
     for b in (1, 2, 3):
         ids, mask = random_tokens(rng, cfg["vocab_size"], b, 8,
                                   4 if b > 1 else 0)
         out = h.run_hf(lib, model, [ids, mask])
-        ref = tosa_eval.reference_bert(cfg, w, "", ids, mask)
+        ref = reference.bert(cfg, w, "", ids, mask)
         h.expect("roberta batch %d: embeddings [%d, 32]" % (b, b),
                  out.shape == (b, 32))
         h.expect_close("roberta batch %d sentence embeddings" % b, out, ref,

@@ -20,7 +20,13 @@ import sys
 import numpy as np
 
 import gpt2
-from harness import random_tokens, random_weights, rounded_weights, start
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing.arrays import (random_tokens, random_weights,  # noqa: E402
+                                rounded_weights)
+from tfc_testing.harness import start  # noqa: E402
+from tfc_testing.reference import (decoder_masks, rms_norm,  # noqa: E402
+                                   silu, softmax)
 
 CFG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
        "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -204,14 +210,6 @@ def rotary(cfg, s):
     return rope
 
 
-def rms_norm(x, g, eps):
-    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * g
-
-
-def silu(x):
-    return x / (1 + np.exp(-x))
-
-
 def reference(cfg, w, ids, mask, kv=None, act=None):
     """transformers' LlamaModel.forward, eager attention, in float64; each
     layer's keys (after the rotary embedding) and values [B, kv heads, S, D]
@@ -239,19 +237,13 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
     rope = rotary(cfg, s)
 
     # _update_causal_mask: finfo.min where the key is in the future or
-    # padding, added to the scores.
-    fmin = np.finfo(np.float32).min
-    hidden = np.triu(np.ones((s, s), dtype=bool), 1)[None, None] | \
-        (mask == 0)[:, None, None, :]
-    causal_mask = np.where(hidden, fmin, 0.0)
-    # The sliding layers' window: key j hidden from query i when i - j >= W.
+    # padding, added to the scores; the sliding layers' window also hides
+    # key j from query i when i - j >= W.
     window = cfg.get("sliding_window")
     if cfg.get("model_type", "").startswith("qwen") and \
             not cfg.get("use_sliding_window"):
         window = None
-    i, j = np.arange(s)[:, None], np.arange(s)[None, :]
-    window_mask = causal_mask if window is None else \
-        np.where(hidden | (i - j >= window), fmin, 0.0)
+    causal_mask, window_mask = decoder_masks(mask, s, window)
 
     def sliding(l):
         if window is None:
@@ -287,10 +279,8 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         if kv is not None:
             kv.append((k, v))
         k, v = (np.repeat(t, hq // hkv, axis=1) for t in (k, v))
-        sc = q @ k.transpose(0, 1, 3, 2) * scale + \
-            (window_mask if sliding(l) else causal_mask)
-        sc = np.exp(sc - sc.max(-1, keepdims=True))
-        ctx = (sc / sc.sum(-1, keepdims=True)) @ v
+        ctx = softmax(q @ k.transpose(0, 1, 3, 2) * scale +
+                      (window_mask if sliding(l) else causal_mask)) @ v
         ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d)
         x = x + post_norm(lin(ctx, p + "self_attn.o_proj"),
                           p + "post_attention_layernorm.weight") * residual

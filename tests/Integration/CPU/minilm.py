@@ -13,7 +13,9 @@ import sys
 
 import numpy as np
 
-from harness import Harness
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing.harness import Harness  # noqa: E402
 
 
 def main():

@@ -18,11 +18,15 @@ usage: narrow_erf.py BINDIR WORKDIR [SEED]
 """
 
 import math
+import os
 import sys
 
 import numpy as np
 
-from harness import bf16_to_f32, start
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing.arrays import bf16_to_f32  # noqa: E402
+from tfc_testing.harness import start  # noqa: E402
 
 N = 100003
 erf = np.vectorize(math.erf, otypes=[np.float64])

@@ -15,13 +15,19 @@ usage: neox.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
 """
 
 import math
+import os
 import sys
 
 import numpy as np
 
 import gpt2
 import llama
-from harness import random_weights, start
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing.arrays import random_weights  # noqa: E402
+from tfc_testing.harness import start  # noqa: E402
+from tfc_testing.reference import (activation, decoder_masks,  # noqa: E402
+                                   layer_norm, silu, softmax)
 
 # GPTNeoXForCausalLM: 3 heads of 16, a quarter of each turned (4 features),
 # parallel residuals, biases, the untied head embed_out.
@@ -166,17 +172,14 @@ def reference(cfg, w, ids, mask, kv=None):
     b, s = ids.shape
     rope = llama.rotary(rope_config(cfg), s)
 
-    fmin = np.finfo(np.float32).min
-    hidden = np.triu(np.ones((s, s), dtype=bool), 1)[None, None] | \
-        (mask == 0)[:, None, None, :]
-    causal_mask = np.where(hidden, fmin, 0.0)
+    causal_mask, _ = decoder_masks(mask, s)
 
     def lin(a, name):
         y = a @ w[name + ".weight"].T
         return y + w[name + ".bias"] if name + ".bias" in w else y
 
     def norm(x, name):
-        return gpt2.layer_norm(x, w[name + ".weight"], w[name + ".bias"], eps)
+        return layer_norm(x, w[name + ".weight"], w[name + ".bias"], eps)
 
     def heads(t, n):
         return t.reshape(b, s, n, d).transpose(0, 2, 1, 3)
@@ -197,17 +200,16 @@ def reference(cfg, w, ids, mask, kv=None):
         if kv is not None:
             kv.append((k, v))
         k, v = (np.repeat(t, hq // hkv, axis=1) for t in (k, v))
-        sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) + causal_mask
-        sc = np.exp(sc - sc.max(-1, keepdims=True))
-        ctx = (sc / sc.sum(-1, keepdims=True)) @ v
+        ctx = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(d) +
+                      causal_mask) @ v
         attended = lin(ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d),
                        p + attn + "." + out)
 
         def mlp(m):
             if family(cfg) == "stablelm":
-                return lin(llama.silu(lin(m, p + "mlp.gate_proj")) *
+                return lin(silu(lin(m, p + "mlp.gate_proj")) *
                            lin(m, p + "mlp." + up), p + "mlp." + down)
-            return lin(gpt2.activation(cfg["hidden_act"],
+            return lin(activation(cfg["hidden_act"],
                                        lin(m, p + "mlp." + up)),
                        p + "mlp." + down)
         if parallel(cfg):

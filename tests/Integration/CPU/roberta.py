@@ -1,7 +1,7 @@
 """RoBERTa and XLM-RoBERTa encoders imported from config.json +
 model.safetensors (tfc-compile --hf; random weights written by
 tests/Importer/Inputs/make_fake_bert.py), fused and unfused, in f32 and f16,
-against the float64 model of tests/Importer/Inputs/tosa_eval.py (BertModel
+against the float64 model of tests/pylib/tfc_testing/reference.py (BertModel
 with RoBERTa's position ids, mean pooling, normalisation): a padded batch
 row, a padding id inside a row (its position is pad_token_id and the next
 tokens' count on without it) and the longest sequence the position table
@@ -16,12 +16,14 @@ import os
 import subprocess
 import sys
 
-from harness import random_tokens, rounded_weights, start
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing import reference, safetensors_file  # noqa: E402
+from tfc_testing.arrays import random_tokens, rounded_weights  # noqa: E402
+from tfc_testing.harness import start  # noqa: E402
 
 INPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                       "Importer", "Inputs")
-sys.path.insert(0, INPUTS)
-import tosa_eval  # noqa: E402
 
 BATCH, SEQ, VOCAB = 3, 11, 50
 
@@ -40,12 +42,12 @@ def main():
                         str(int(rng.integers(1 << 30)))], check=True)
         with open(os.path.join(model, "config.json")) as f:
             cfg = json.load(f)
-        w = tosa_eval.read_safetensors(model)
+        w = safetensors_file.read(model)
         ids, mask = random_tokens(rng, VOCAB, BATCH, SEQ, 4)
         ids[0, 3] = cfg["pad_token_id"]
         h.check_hidden_states(
             family, model, ids, mask,
-            lambda dtype: tosa_eval.reference_bert(
+            lambda dtype: reference.bert(
                 cfg, rounded_weights(w, dtype), "", ids, mask),
             (("f32", 1e-5), ("f16", 10 * 2.0**-11)), "sentence embeddings")
     h.finish()

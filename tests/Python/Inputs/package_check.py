@@ -24,31 +24,24 @@ y = x . w, x [1, 96, 384], w [1, 384, 384] a weight. Checked:
     a tfc.Error whose message is tfc-compile's one line and whose
     exit_code is 1.
 """
-import json
 import os
-import struct
 import sys
 import threading
 
 import numpy as np
 
-failures = passes = 0
+# The tests' helpers only (the tfc package is the installed one).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing.checks import Checks  # noqa: E402
+from tfc_testing.safetensors_file import write_arrays  # noqa: E402
 
-
-def expect(label, ok):
-    global failures, passes
-    print(("PASS: " if ok else "FAIL: ") + label)
-    failures += not ok
-    passes += bool(ok)
+checks = Checks()
+expect = checks.expect
 
 
 def write_weights(path, w):
-    header = json.dumps({"w": {"dtype": "F32", "shape": list(w.shape),
-                               "data_offsets": [0, w.nbytes]}}).encode()
-    header += b" " * (-len(header) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header)) + header)
-        f.write(w.astype("<f4").tobytes())
+    write_arrays(path, {"w": w.astype("<f4")})
 
 
 class Exported:
@@ -105,12 +98,10 @@ def main():
 
     # $TFC_COMPILE first.
     os.environ["TFC_COMPILE"] = os.path.join(work, "no-such-tfc-compile")
-    try:
-        tfc.compile(proj)
-        expect("$TFC_COMPILE names tfc-compile", False)
-    except tfc.Error as e:
-        expect("$TFC_COMPILE names tfc-compile: %s" % e,
-               e.code == "NOT_FOUND" and "no-such-tfc-compile" in str(e))
+    checks.refused("$TFC_COMPILE names tfc-compile",
+                   lambda: tfc.compile(proj), tfc.Error,
+                   lambda e: e.code == "NOT_FOUND" and
+                   "no-such-tfc-compile" in str(e))
     del os.environ["TFC_COMPILE"]
 
     model = tfc.compile(proj, weights=weights)
@@ -166,12 +157,10 @@ def main():
     view = np.from_dlpack(yd)
     expect("np.from_dlpack(output) shares the output's memory",
            view.ctypes.data == yd.ctypes.data and np.array_equal(view, y))
-    try:
-        model.run(Exported(xa.astype(np.float64)))
-        expect("a DLPack f64 tensor for an f32 input is refused", False)
-    except tfc.Error as e:
-        expect("a DLPack f64 tensor for an f32 input is refused: %s" % e,
-               e.code == "MISMATCH" and "\n" not in str(e))
+    checks.refused("a DLPack f64 tensor for an f32 input is refused",
+                   lambda: model.run(Exported(xa.astype(np.float64))),
+                   tfc.Error,
+                   lambda e: e.code == "MISMATCH" and "\n" not in str(e))
     try:
         import torch
     except ImportError:
@@ -249,8 +238,8 @@ def main():
                 "\n" not in str(e) and "\n" not in e.message and
                 wants in e.message and e.code == "COMPILE_FAILED")
 
-    print("%d passed, %d failed" % (passes, failures))
-    return 1 if failures else 0
+    print("%d passed, %d failed" % (checks.passed, checks.failed))
+    return 1 if checks.failed else 0
 
 
 if __name__ == "__main__":

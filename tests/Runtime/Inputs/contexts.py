@@ -21,15 +21,12 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "runtime", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "pylib"))
 import tfc_runtime as tfc  # noqa: E402
+from tfc_testing.checks import Checks  # noqa: E402
 
-failures = 0
-
-
-def expect(label, ok):
-    global failures
-    print(("PASS: " if ok else "FAIL: ") + label)
-    failures += not ok
+checks = Checks()
+expect = checks.expect
 
 
 def main():
@@ -70,20 +67,16 @@ def main():
         t.join()
     expect("3 contexts x 20 runs at shapes 1x3, 2x8, 2x5: %s wrong" % wrong,
            wrong == [0, 0, 0])
-    try:
-        model.bind_weights(weights)
-        expect("binding weights under contexts is refused", False)
-    except tfc.Error as e:
-        expect("binding weights under contexts is refused: %s" % e,
-               e.code == "FAILED_PRECONDITION" and "3 contexts" in str(e))
+    checks.refused("binding weights under contexts is refused",
+                   lambda: model.bind_weights(weights), tfc.Error,
+                   lambda e: e.code == "FAILED_PRECONDITION" and
+                   "3 contexts" in str(e))
     for c in contexts[1:]:
         c.close()
-    try:
-        contexts[1].run(**feed(*requests[1]))
-        expect("a closed context refuses to run", False)
-    except tfc.Error as e:
-        expect("a closed context refuses to run: %s" % e,
-               e.code == "FAILED_PRECONDITION" and "closed" in str(e))
+    checks.refused("a closed context refuses to run",
+                   lambda: contexts[1].run(**feed(*requests[1])), tfc.Error,
+                   lambda e: e.code == "FAILED_PRECONDITION" and
+                   "closed" in str(e))
     model.close()
     got = contexts[0].run(**feed(*requests[0]))
     expect("a context outlives its model's close",
@@ -94,8 +87,8 @@ def main():
         c.run(**feed(*requests[0]))
     again.bind_weights(weights)
     expect("weights bound again once the contexts are closed", True)
-    print("%d failed" % failures)
-    return 1 if failures else 0
+    print("%d failed" % checks.failed)
+    return 1 if checks.failed else 0
 
 
 if __name__ == "__main__":

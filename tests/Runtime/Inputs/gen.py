@@ -7,11 +7,14 @@
   gen.py fortran PATH                  a Fortran-order f32 2x3 array
   gen.py print PATH                    "dtype [shape]: v0 v1 ..." of a .npy
 """
-import json
-import struct
+import os
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing import safetensors_file  # noqa: E402
 
 ST_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "i64": "I64",
              "i32": "I32", "bool": "BOOL", "f64": "F64"}
@@ -45,19 +48,14 @@ def main(argv):
         fill = argv[5] if len(argv) > 5 else "arange"
         np.save(argv[2], make(argv[3], shape_of(argv[4]), fill))
     elif cmd == "st":
-        header, data = {}, b""
+        entries = []
         for spec in argv[3:]:
             parts = spec.split(":")
             name, dtype, shape = parts[0], parts[1], shape_of(parts[2])
             fill = parts[3] if len(parts) > 3 else "arange"
-            raw = make(dtype, shape, fill).tobytes()
-            header[name] = {"dtype": ST_DTYPES[dtype], "shape": list(shape),
-                            "data_offsets": [len(data), len(data) + len(raw)]}
-            data += raw
-        text = json.dumps(header).encode()
-        text += b" " * (-len(text) % 8)
-        with open(argv[2], "wb") as f:
-            f.write(struct.pack("<Q", len(text)) + text + data)
+            entries.append((name, ST_DTYPES[dtype], shape,
+                            make(dtype, shape, fill).tobytes()))
+        safetensors_file.write(argv[2], entries)
     elif cmd == "head":
         with open(argv[2], "rb") as f:
             data = f.read()

@@ -22,10 +22,8 @@ same signature). Checked:
     FAILED_PRECONDITION naming the file, and so does a truncated one; bound
     again, the model runs on the new bytes.
 """
-import json
 import os
 import shutil
-import struct
 import sys
 import threading
 
@@ -33,24 +31,17 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "runtime", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "pylib"))
 import tfc_runtime as tfc  # noqa: E402
+from tfc_testing.checks import Checks  # noqa: E402
+from tfc_testing.safetensors_file import write_arrays  # noqa: E402
 
-failures = 0
-
-
-def expect(label, ok):
-    global failures
-    print(("PASS: " if ok else "FAIL: ") + label)
-    failures += not ok
+checks = Checks()
+expect = checks.expect
 
 
 def write_weights(path, w):
-    header = json.dumps({"w": {"dtype": "F32", "shape": list(w.shape),
-                               "data_offsets": [0, w.nbytes]}}).encode()
-    header += b" " * (-len(header) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header)) + header)
-        f.write(w.astype("<f4").tobytes())
+    write_arrays(path, {"w": w.astype("<f4")})
 
 
 def main():
@@ -73,12 +64,11 @@ def main():
     a = tfc.Model(proj, weights=pa, runtime=rt)
     ya = a.run(x)[0]
     b = tfc.Model(proj, weights=pb, runtime=rt)
-    try:
-        b.save_packed_weights(os.path.join(work, "b.packed"))
-        expect("second model of the library has packed nothing yet", False)
-    except tfc.Error as e:
-        expect("second model of the library has packed nothing yet: %s" % e,
-               e.code == "FAILED_PRECONDITION" and "packed no weights" in str(e))
+    checks.refused("second model of the library has packed nothing yet",
+                   lambda: b.save_packed_weights(os.path.join(work,
+                                                              "b.packed")),
+                   tfc.Error, lambda e: e.code == "FAILED_PRECONDITION" and
+                   "packed no weights" in str(e))
     yb = b.run(x)[0]
     expect("model a gives x . wa", close_to(ya, ref_a))
     expect("model b gives x . wb", close_to(yb, ref_b))
@@ -161,28 +151,24 @@ def main():
     c = tfc.Model(proj, weights=pc, runtime=rt)
     yc = c.run(x)[0]
     write_weights(pc, wb)  # same size, other bytes
-    try:
-        c.run(x)
-        expect("run after the weights file was rewritten", False)
-    except tfc.Error as e:
-        expect("rewritten weights file: %s" % e,
-               e.code == "FAILED_PRECONDITION" and pc in str(e) and
-               "changed after it was bound" in str(e) and "\n" not in str(e))
+    checks.refused("rewritten weights file", lambda: c.run(x), tfc.Error,
+                   lambda e: e.code == "FAILED_PRECONDITION" and
+                   pc in str(e) and "changed after it was bound" in str(e)
+                   and "\n" not in str(e),
+                   "run after the weights file was rewritten")
     c.bind_weights(pc)
     expect("bound again: x . wb", close_to(c.run(x)[0], ref_b))
     with open(pc, "r+b") as f:
         f.truncate(1000)
-    try:
-        c.run(x)
-        expect("run after the weights file was truncated", False)
-    except tfc.Error as e:
-        expect("truncated weights file: %s" % e,
-               e.code == "FAILED_PRECONDITION" and "now 1000 bytes" in str(e))
+    checks.refused("truncated weights file", lambda: c.run(x), tfc.Error,
+                   lambda e: e.code == "FAILED_PRECONDITION" and
+                   "now 1000 bytes" in str(e),
+                   "run after the weights file was truncated")
     c.close()
     expect("a third model of wa gives model a's output", np.array_equal(yc, ya))
 
-    print("%d failed" % failures)
-    return 1 if failures else 0
+    print("%d failed" % checks.failed)
+    return 1 if checks.failed else 0
 
 
 if __name__ == "__main__":

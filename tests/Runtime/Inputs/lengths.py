@@ -11,12 +11,14 @@
                                 by the variant of length BUILT; exits 1 on a
                                 difference
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "pylib"))
+from tfc_testing import safetensors_file  # noqa: E402
 
 
 def make(d, length, seed):
@@ -32,20 +34,12 @@ def make(d, length, seed):
 
 def write_weight(path, rng):
     """A safetensors file of the weight w, f32 [4], small integers."""
-    w = rng.integers(-4, 5, size=4).astype("<f4").tobytes()
-    header = json.dumps({"w": {"dtype": "F32", "shape": [4],
-                               "data_offsets": [0, len(w)]}}).encode()
-    header += b" " * (-len(header) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(header)) + header + w)
+    safetensors_file.write_arrays(
+        path, {"w": rng.integers(-4, 5, size=4).astype("<f4")})
 
 
 def read_weight(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    begin, end = json.loads(data[8:8 + n])["w"]["data_offsets"]
-    return np.frombuffer(data[8 + n + begin:8 + n + end], "<f4")
+    return safetensors_file.read(path)["w"]
 
 
 def check(d, length, built):

@@ -39,19 +39,17 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "runtime", "python"))
 sys.path.append(os.path.join(HERE, "..", "..", "Integration", "CPU"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "pylib"))
 import tfc_runtime as tfc  # noqa: E402
 import llama  # noqa: E402
-from harness import quantized_weight, random_tokens  # noqa: E402
-from harness import quantized_activations, relative_error  # noqa: E402
-from harness import bf16_to_f32, rounded_weights  # noqa: E402
+from tfc_testing.arrays import (bf16_to_f32, random_tokens,  # noqa: E402
+                                relative_error, rounded_weights)
+from tfc_testing.checks import Checks  # noqa: E402
+from tfc_testing.reference import (quantized_activations,  # noqa: E402
+                                   quantized_weight)
 
-failures = 0
-
-
-def expect(label, ok):
-    global failures
-    print(("PASS: " if ok else "FAIL: ") + label)
-    failures += not ok
+checks = Checks()
+expect = checks.expect
 
 
 def expect_error(label, fn, code, text):
@@ -265,8 +263,8 @@ def main():
         expect_error("... and read next time",
                      lambda: m.load_packed_weights(cache),
                      "FAILED_PRECONDITION", "already")
-    print("%d failed" % failures)
-    sys.exit(1 if failures else 0)
+    print("%d failed" % checks.failed)
+    sys.exit(1 if checks.failed else 0)
 
 
 main()

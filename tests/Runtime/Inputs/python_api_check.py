@@ -20,10 +20,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "runtime", "python"))
 # After this directory: Integration/CPU has a lengths.py of its own.
 sys.path.append(os.path.join(HERE, "..", "..", "Integration", "CPU"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "pylib"))
 import tfc_runtime as tfc  # noqa: E402
 import lengths  # noqa: E402  (Inputs/lengths.py, lengths_model's reference)
 import batches  # noqa: E402  (Inputs/batches.py, batches_model's reference)
-from gpt2 import write_safetensors  # noqa: E402  ({name: f32 array})
+from tfc_testing.safetensors_file import write_arrays  # noqa: E402
 
 
 class Checks:
@@ -59,7 +60,7 @@ def check_add(c, rng, rt, fixtures, work):
     path = os.path.join(fixtures, "add_model.so")
     w = rng.standard_normal((2, 3)).astype(np.float32)
     wfile = os.path.join(work, "w.safetensors")
-    write_safetensors(wfile, {"w": w})
+    write_arrays(wfile, {"w": w}, {"format": "pt"})
     with tfc.Model(path, weights=wfile, runtime=rt) as m:
         c.expect("add: signature", [(t.name, t.dtype, t.shape, t.length_axis)
                                     for t in m.inputs + m.weights + m.outputs]
@@ -91,7 +92,7 @@ def check_add(c, rng, rt, fixtures, work):
         c.expect("add: Fortran-order, big-endian and list inputs",
                  np.array_equal(t, y) and np.array_equal(lst, y))
         # Weights bound again: the model sees the new ones.
-        write_safetensors(wfile, {"w": 2 * w})
+        write_arrays(wfile, {"w": 2 * w}, {"format": "pt"})
         m.bind_weights(wfile)
         (y3,) = m.run(a, b)
         c.expect("add: weights bound again", np.allclose(
@@ -136,7 +137,7 @@ def check_gpu_add(c, rng, rt, fixtures, work):
     $TFC_CUDA_DRIVER names (the tests' fake one): the same host arrays."""
     w = rng.standard_normal((2, 3)).astype(np.float32)
     wfile = os.path.join(work, "gpu_w.safetensors")
-    write_safetensors(wfile, {"w": w})
+    write_arrays(wfile, {"w": w}, {"format": "pt"})
     with tfc.Model(os.path.join(fixtures, "gpu_add_model.so"), wfile,
                    runtime=rt) as m:
         a, b = (rng.standard_normal((2, 3)).astype(np.float32)
@@ -364,7 +365,7 @@ def check_llama(c, rng, rt, bindir, work):
     """A tiny LLaMA compiled for lengths 4 and 8, run at 3, 4 and 6 (a batch
     row padded) against the float64 reference of tests/Integration/CPU."""
     import llama
-    from harness import random_tokens
+    from tfc_testing.arrays import random_tokens
     model = os.path.join(work, "llama")
     w = llama.write_model(model, rng, llama.CFG)
     lib = os.path.join(work, "llama.so")

@@ -25,10 +25,12 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "runtime", "python"))
 sys.path.append(os.path.join(HERE, "..", "..", "Integration", "CPU"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "pylib"))
 import tfc_runtime as tfc  # noqa: E402
 import llama  # noqa: E402
-from harness import quantized_weight, random_tokens  # noqa: E402
-from harness import relative_error  # noqa: E402
+from tfc_testing.arrays import random_tokens, relative_error  # noqa: E402
+from tfc_testing.checks import Checks  # noqa: E402
+from tfc_testing.reference import quantized_weight  # noqa: E402
 
 
 def rss_file_bytes():
@@ -58,12 +60,8 @@ def main():
                    stdout=subprocess.DEVNULL)
     ids, mask = random_tokens(rng, cfg["vocab_size"], 1, 8)
     rt = tfc.load_runtime(runtime)
-    failures = 0
-
-    def expect(label, ok):
-        nonlocal failures
-        print(("PASS: " if ok else "FAIL: ") + label)
-        failures += not ok
+    checks = Checks()
+    expect = checks.expect
 
     with tfc.Model(lib, weights=weights, runtime=rt) as m:
         bound = rss_file_bytes()
@@ -91,8 +89,8 @@ def main():
     expect("control: reading the file through a map grew the count by %d "
            "bytes (at least three quarters of it)" % read,
            read >= size * 3 // 4)
-    print("%d failed" % failures)
-    sys.exit(1 if failures else 0)
+    print("%d failed" % checks.failed)
+    sys.exit(1 if checks.failed else 0)
 
 
 main()

@@ -1,6 +1,6 @@
 """Writes the Triton kernels that triton-ptx.test runs on the PTX interpreter.
 
-The PTX interpreter (runtime/tests/fixtures/ptx_emu.cpp) checks tfc's GPU
+The PTX interpreter (ptx-interpreter/) checks tfc's GPU
 kernels on machines without a GPU, and it reads the PTX ISA the way tfc's
 kernel builders do. Kernels that another compiler wrote, for the same
 instructions, check that reading independently: Triton's PTX runs on GPUs

@@ -29,6 +29,10 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "pylib"))
+from tfc_testing import reference  # noqa: E402
+from tfc_testing.arrays import bf16_to_f32, f32_to_bf16  # noqa: E402
+
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
@@ -117,18 +121,12 @@ class Driver:
 
 def to_type(x, dtype):
     """(the device array, its values in float64) of x rounded to dtype."""
-    if dtype == "f16":
-        h = x.astype(np.float16)
-        return h, h.astype(np.float64)
-    u = x.astype(np.float32).view(np.uint32)
-    u = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    return u, from_type(u, dtype)
+    a = x.astype(np.float16) if dtype == "f16" else f32_to_bf16(x)
+    return a, from_type(a, dtype)
 
 
 def from_type(a, dtype):
-    if dtype == "f16":
-        return a.astype(np.float64)
-    return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return (a if dtype == "f16" else bf16_to_f32(a)).astype(np.float64)
 
 
 def nan_like(a):
@@ -189,11 +187,8 @@ def run_attention(drv, case, rng, bh, s):
     drv.launch(case, ((s + bm - 1) // bm, bh, 1),
                args + [C.c_int32(s), C.c_float(scale)])
     out = from_type(drv.read(ptrs[3], o), dt)
-    scores = q[1] @ k[1].transpose(0, 2, 1) * scale
-    if case["causal"]:
-        scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
-    p = np.exp(scores - scores.max(-1, keepdims=True))
-    ref = (p / p.sum(-1, keepdims=True)) @ v[1]
+    ref = reference.attention(q[1][None], k[1][None], v[1][None],
+                              scale=scale, causal=case["causal"])[0]
     floor = 0.0
     if dt == "bf16":
         floor = np.linalg.norm(to_type(ref, dt)[1] - ref) / np.linalg.norm(ref)

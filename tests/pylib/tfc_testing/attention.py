@@ -1,28 +1,59 @@
-#!/usr/bin/env python3
-"""Writes attention graphs in MLIR 22 TOSA 1.0, the way exporters write them.
+"""Attention in MLIR text: one transformer.attention (the numerics tests,
+the device check, the instruction counts of bench/gpu), and the attention
+graphs exporters write in TOSA 1.0 that the fusion must recognise.
+
+Standard library only; the generated cases depend only on --seed and
+--count:
+
+  python3 -m tfc_testing.attention --seed 1 --count 40 --check > cases.mlir
+  tfc-opt cases.mlir --transformer-fuse | FileCheck cases.mlir
 
 Each case is one function with random shapes and a random choice of every
 form the attention fusion must recognise (scale placement, K transpose or
 pre-transposed K, 4-D through reshapes or 3-D, additive / causal / boolean
 mask, GQA by tile or by reshape-tile-reshape, raw or fused softmax). With
---check the script also writes FileCheck lines that the fused function must
-satisfy: one transformer.attention with the expected operand types, mask and
+--check the FileCheck lines the fused function must satisfy come with it:
+one transformer.attention with the expected operand types, mask and
 is_causal, and no tosa.matmul left.
-
-Standard library only; the output depends only on --seed and --count.
-
-  python3 gen_attention_cases.py --seed 1 --count 40 --check > cases.mlir
-  tfc-opt cases.mlir --transformer-fuse | FileCheck cases.mlir
 """
 
 import argparse
 import math
 import random
 
+from tfc_testing.mlir import function as mlir_function
+from tfc_testing.mlir import tensor_type
 
-def ttype(shape, et="f32"):
-    return "tensor<" + "x".join(str(d) for d in shape) + "x" + et + ">"
 
+def function(b, hq, hkv, sq, skv, d, dv=None, dtype="f32", mask=None,
+             causal=False, scale=None, softcap=None, window=None):
+    """func.func @main(%q [b,hq,sq,d], %k [b,hkv,skv,d], %v [b,hkv,skv,dv]
+    [, %mask of the shape `mask`]) -> [b,hq,sq,dv]: one
+    transformer.attention with the attributes given (None: left out)."""
+    dv = dv or d
+    shapes = [("q", (b, hq, sq, d)), ("k", (b, hkv, skv, d)),
+              ("v", (b, hkv, skv, dv))]
+    if mask is not None:
+        shapes.append(("mask", mask))
+    args = [(n, tensor_type(s, dtype)) for n, s in shapes]
+    rt = tensor_type((b, hq, sq, dv), dtype)
+    attrs = []
+    if causal:
+        attrs.append("is_causal")
+    if scale is not None:
+        attrs.append("scale = %r : f32" % scale)
+    if softcap is not None:
+        attrs.append("softcap = %r : f32" % softcap)
+    if window is not None:
+        attrs.append("window = %d : i64" % window)
+    operands = "%q, %k, %v" + (" mask %mask" if mask is not None else "")
+    return mlir_function(args, rt, [
+        "%%o = transformer.attention %s %s: %s -> %s" % (
+            operands, "{%s} " % ", ".join(attrs) if attrs else "",
+            ", ".join(t for _, t in args), rt)])
+
+
+# ------------------------------------------------------ the TOSA forms
 
 def nested(values, shape):
     """Formats a flat list as a nested dense literal of `shape`."""
@@ -52,7 +83,7 @@ class Func:
 
     def ty(self, v):
         shape, et = self.types[v]
-        return ttype(shape, et)
+        return tensor_type(shape, et)
 
     def shape(self, v):
         return self.types[v][0]
@@ -64,7 +95,8 @@ class Func:
         et = et or self.et
         r = self.fresh(shape, et)
         self.emit('%s = "tosa.const"() <{values = dense<%s> : %s}> : () -> %s'
-                  % (r, value, ttype(shape, et), ttype(shape, et)))
+                  % (r, value, tensor_type(shape, et),
+                     tensor_type(shape, et)))
         return r
 
     def splat(self, value, rank):
@@ -185,7 +217,8 @@ def bool_const(f, shape, pred, invert=False):
     return f.const(shape, nested(values, shape), "i1"), causal
 
 
-# Sizes for --small: cases a pure-Python evaluator runs in milliseconds.
+# Sizes for --small: cases the evaluator (tosa_eval.py) runs in
+# milliseconds.
 SMALL = {"b": [1, 2], "hkv": [1, 2], "groups": [1, 2], "sq": [1, 2, 3, 5],
          "d": [4, 8], "dv": [4, 8]}
 
@@ -337,7 +370,7 @@ def make_case(rng, index, name=None, small=False, **fixed):
     text.append("}")
 
     def t4(shape):
-        return ttype(shape, et)
+        return tensor_type(shape, et)
     checks = ["// CHECK-LABEL: func.func @%s(" % name,
               "// CHECK-NOT: tosa.matmul",
               "// CHECK: transformer.attention"]

@@ -6,15 +6,15 @@ poisons outputs with NaN before every run, so unwritten elements fail) and
 compares each with a float64 reference.
 """
 
-import math
 import os
 import subprocess
 import sys
 
 import numpy as np
 
-MLIR_DTYPES = {"f32": np.float32, "f16": np.float16, "i64": np.int64,
-               "i32": np.int32, "i1": np.bool_}
+from tfc_testing.arrays import (bf16_to_f32, one_ulp_moves, random_tokens,
+                                relative_error, rounded_weights)
+from tfc_testing.reference import quantized_activations, quantized_weight
 
 
 def parse_args(argv):
@@ -437,109 +437,3 @@ class Harness:
         print("%d passed, %d failed" % (self.checks - self.failures,
                                        self.failures))
         sys.exit(1 if self.failures else 0)
-
-
-def relative_error(got, ref):
-    """|got - ref| / |ref| in the Frobenius norm, in float64."""
-    ref = np.asarray(ref, dtype=np.float64)
-    return np.linalg.norm(np.asarray(got, dtype=np.float64) - ref) / max(
-        np.linalg.norm(ref), 1e-30)
-
-
-def one_ulp_moves(rng, inputs):
-    """`inputs` with every float element moved one ulp up or down at
-    random; other inputs unchanged."""
-    moved = []
-    for x in inputs:
-        if x.dtype.kind == "f":
-            up = rng.integers(0, 2, x.shape).astype(bool)
-            x = np.nextafter(x, np.where(up, np.inf, -np.inf).astype(x.dtype))
-        moved.append(x)
-    return moved
-
-
-def rounded_weights(w, dtype):
-    """The weights `w` (name -> f32 array) rounded to `dtype` (f16 or
-    bf16, to nearest even) and back to f32; f32 leaves them."""
-    if dtype == "f16":
-        return {k: v.astype(np.float16).astype(np.float32)
-                for k, v in w.items()}
-    if dtype == "bf16":
-        return {k: bf16_to_f32(f32_to_bf16(v)) for k, v in w.items()}
-    return w
-
-
-def random_weights(rng, shapes, tables, gain=1.0):
-    """{name: f32 array} for {name: shape}: norm gains (names ending in
-    norm.weight) `gain` + 0.1 N(0, 1), token tables and LM heads (names
-    containing one of `tables`) N(0, 1), other matrices 1.5 / sqrt(fan-in)
-    N(0, 1), vectors (biases) 0.1 N(0, 1)."""
-    out = {}
-    for name, shape in shapes.items():
-        if name.endswith("norm.weight"):
-            x = gain + 0.1 * rng.standard_normal(shape)
-        elif len(shape) == 2 and any(t in name for t in tables):
-            x = rng.standard_normal(shape)
-        elif len(shape) == 2:
-            x = rng.standard_normal(shape) / math.sqrt(shape[1]) * 1.5
-        else:
-            x = 0.1 * rng.standard_normal(shape)
-        out[name] = x.astype(np.float32)
-    return out
-
-
-def random_tokens(rng, vocab, batch, seq, padding=0):
-    """ids [batch, seq] (int64, below `vocab`) and an attention mask whose
-    second row has its last `padding` tokens padded."""
-    ids = rng.integers(0, vocab, (batch, seq)).astype(np.int64)
-    mask = np.ones((batch, seq), dtype=np.int64)
-    if padding:
-        mask[1, seq - padding:] = 0
-    return ids, mask
-
-
-def quantized_weight(x, axis, bits, group=None):
-    """A weight as --quantize-weights=int8 / int4 quantizes it (ukernels.h's
-    TFC_UK_QUANTIZE_I8 / _I4), in float64: per output feature and group of
-    input features along `axis` (all of them for int8, 128 for int4, or
-    `group`), the scale max|x| / qmax (127, 7) and the values rint(x /
-    scale) in [-qmax, qmax], in f32 arithmetic; returns values times
-    scales."""
-    x = np.asarray(x, dtype=np.float32)
-    qmax = np.float32(127 if bits == 8 else 7)
-    group = group or (x.shape[axis] if bits == 8 else 128)
-    out = np.empty(x.shape, dtype=np.float64)
-    for g0 in range(0, x.shape[axis], group):
-        part = np.take(x, range(g0, min(g0 + group, x.shape[axis])), axis)
-        scale = np.abs(part).max(axis=axis, keepdims=True) / qmax
-        safe = np.where(scale == 0, np.float32(1), scale)
-        q = np.where(scale == 0, np.float32(0),
-                     np.clip(np.rint(part / safe), -qmax, qmax))
-        index = [slice(None)] * x.ndim
-        index[axis] = slice(g0, g0 + part.shape[axis])
-        out[tuple(index)] = q.astype(np.float64) * scale.astype(np.float64)
-    return out
-
-
-def quantized_activations(x):
-    """The input of a quantized weight's product as
-    --quantize-activations=int8 quantizes it (TFC_UK_QUANTIZE_A8): each row
-    (the last axis) in blocks of 128, int8."""
-    return quantized_weight(x, np.ndim(x) - 1, 8, 128)
-
-
-def f32_to_bf16(x):
-    """bf16 bits ('<u2', as tfc-run reads and writes bf16) of x's f32 values,
-    rounded to nearest even."""
-    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def bf16_to_f32(bits):
-    """The f32 values of bf16 bits ('<u2')."""
-    return (np.asarray(bits).view(np.uint16).astype(np.uint32) << 16).view(
-        np.float32)
-
-
-def tensor_type(shape, dtype="f32"):
-    return "tensor<%sx%s>" % ("x".join(str(d) for d in shape), dtype)

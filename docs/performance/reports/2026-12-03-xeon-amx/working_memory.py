@@ -17,8 +17,9 @@ heads, SwiGLU 1024; tests/Integration/CPU/llama.py's SMALL) and a random
 GPT-2 of the same width (4 heads, 4 blocks; tests/Integration/CPU/gpt2.py),
 batch 1, a prefill of --seq-len tokens (default 128).
 
-  python3 bench/working_memory.py [--bin build/bin] [--compare OLD_BIN]
-                                  [--driver PATH] [--targets cpu,nvptx]
+  python3 docs/performance/reports/2026-12-03-xeon-amx/working_memory.py
+      [--bin build/bin] [--compare OLD_BIN] [--driver PATH]
+      [--targets cpu,nvptx]
 
 --compare builds each model with a second tfc-compile (an older tree's
 build/bin) as well and prints both.
@@ -33,8 +34,9 @@ import tempfile
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "Integration", "CPU"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
 sys.path.insert(0, os.path.join(ROOT, "runtime", "python"))
 
 MIB = 1024.0 * 1024.0
@@ -62,7 +64,7 @@ def models(work, rng, seq):
     """(name, model directory, inputs .npz) of each model."""
     import gpt2
     import llama
-    from harness import random_tokens
+    from tfc_testing.arrays import random_tokens
     gpt2_cfg = dict(gpt2.CFG, n_embd=256, n_head=4, n_layer=4,
                     n_positions=seq, vocab_size=512)
     out = []
