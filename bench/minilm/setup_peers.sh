@@ -12,7 +12,8 @@
 #     gitignored) with: transformers 4.40.2, tokenizers <0.20, pillow,
 #     sentence-transformers 2.7.0 (--no-deps), onnx (for torch.onnx.export),
 #     onnxruntime (CPU, PyPI), onnx_ir (for onnxruntime's weight-only
-#     quantizer, bench/decoders/run.py --quantize). numpy is pinned <2: Debian's torch is built
+#     quantizer, bench/decoders/run.py --quantize), matplotlib (the plots of
+#     bench/plots/plot.py). numpy is pinned <2: Debian's torch is built
 #     against numpy 1.x.
 #   - OpenBLAS for PyTorch: Debian's python3-torch does its GEMMs through
 #     libblas.so.3, which is netlib's reference BLAS unless an optimised one
@@ -54,15 +55,15 @@ echo "numpy<2" > "$CONSTRAINTS"
 
 if ! "$PY" - <<'PY' 2>/dev/null
 import transformers, tokenizers, sentence_transformers, onnx, onnxruntime, PIL
-import onnx_ir
+import onnx_ir, matplotlib
 assert transformers.__version__ == "4.40.2"
 assert sentence_transformers.__version__ == "2.7.0"
 PY
 then
-  log "pip install transformers, tokenizers, sentence-transformers, onnx, onnxruntime, onnx_ir"
+  log "pip install transformers, tokenizers, sentence-transformers, onnx, onnxruntime, onnx_ir, matplotlib"
   "${PIP[@]}" -c "$CONSTRAINTS" "transformers==4.40.2" "tokenizers<0.20" pillow >&2
   "${PIP[@]}" --no-deps "sentence-transformers==2.7.0" >&2
-  "${PIP[@]}" -c "$CONSTRAINTS" onnx onnxruntime onnx_ir >&2
+  "${PIP[@]}" -c "$CONSTRAINTS" onnx onnxruntime onnx_ir matplotlib >&2
 fi
 
 OB="$VENV/openblas/openblas-openmp"

@@ -9,14 +9,9 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 namespace tfc::bench {
-
-int maxThreads() {
-  return 8 * int(std::max(1u, std::thread::hardware_concurrency()));
-}
 
 [[noreturn]] void die(const std::string &message) {
   std::fprintf(stderr, "tfc-bench: error: %s\n", message.c_str());
