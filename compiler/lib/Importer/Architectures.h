@@ -45,30 +45,14 @@ mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildRoberta(ImportRequest &request);
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildGpt2(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildLlama(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildQwen2(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildQwen3(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildPhi3(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildGranite(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildOlmo2(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildGemma(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildGemma2(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildGemma3(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildGptNeoX(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildPhi(ImportRequest &request);
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-buildStableLm(ImportRequest &request);
+// The rotary decoders, one build function per member of a family
+// (buildMember, RotaryDecoder.h): Llama.cpp,
+extern const BuildFn buildLlama, buildQwen2, buildQwen3, buildPhi3,
+    buildGranite, buildOlmo2;
+// Gemma.cpp,
+extern const BuildFn buildGemma, buildGemma2, buildGemma3;
+// NeoX.cpp.
+extern const BuildFn buildGptNeoX, buildPhi, buildStableLm;
 
 /// The safetensors name prefix ("", "bert.", ...) under which the model's
 /// tensor `anchor` is stored; when it is missing, an error naming it and a

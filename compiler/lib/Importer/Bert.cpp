@@ -26,8 +26,8 @@ namespace tfc::importer {
 namespace {
 enum class Family { Bert, Roberta };
 
-struct BertConfig {
-  int64_t hidden, layers, heads, intermediate, vocab, maxPositions, typeVocab;
+struct BertConfig : ModelSizes {
+  int64_t typeVocab;
   int64_t padToken; // RoBERTa: the padding id, and the first position - 1
   double eps;
   Activation act;
@@ -50,14 +50,7 @@ static FailureOr<BertConfig> readConfig(const JsonConfig &c, Family family,
     }
     cfg.padToken = static_cast<int64_t>(*pad);
   }
-  if (failed(readPositiveInts(c,
-                              {{"hidden_size", &cfg.hidden},
-                               {"num_hidden_layers", &cfg.layers},
-                               {"num_attention_heads", &cfg.heads},
-                               {"intermediate_size", &cfg.intermediate},
-                               {"vocab_size", &cfg.vocab},
-                               {"max_position_embeddings", &cfg.maxPositions}},
-                              error)))
+  if (failed(readModelSizes(c, cfg, error)))
     return failure();
   if (c.has("type_vocab_size")) {
     if (failed(
@@ -153,10 +146,10 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
   // RoBERTa's positions run from pad + 1 to pad + S.
   int64_t lastPosition =
       family == Family::Roberta ? cfg.padToken + o.seqLen : o.seqLen - 1;
-  if (lastPosition >= cfg.maxPositions) {
+  if (lastPosition >= cfg.positions) {
     r.error =
         ("--seq-len " + Twine(o.seqLen) + " exceeds max_position_embeddings (" +
-         Twine(cfg.maxPositions) + ") in " + r.config.path() +
+         Twine(cfg.positions) + ") in " + r.config.path() +
          (family == Family::Roberta
               ? " (RoBERTa's positions start after pad_token_id, " +
                     Twine(cfg.padToken) + ")"
@@ -171,8 +164,7 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
   if (failed(prefix))
     return failure();
 
-  ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
-                  r.error);
+  ModelBuilder mb(r, *prefix);
   TokenInputs tokens = addTokenInputs(mb, o);
   Value ids = tokens.ids, mask = tokens.mask;
   Value typeIds =
@@ -188,9 +180,8 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
         mb.weight("embeddings.word_embeddings.weight", {cfg.vocab, cfg.hidden});
     if (failed(word))
       return failure();
-    FailureOr<Value> position =
-        mb.weight("embeddings.position_embeddings.weight",
-                  {cfg.maxPositions, cfg.hidden});
+    FailureOr<Value> position = mb.weight(
+        "embeddings.position_embeddings.weight", {cfg.positions, cfg.hidden});
     if (failed(position))
       return failure();
     FailureOr<Value> tokenType = mb.weight(
@@ -210,10 +201,7 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
     h = *ln;
   }
 
-  Value extMask = [&] {
-    TosaBuilder tb = mb.at("extended_attention_mask");
-    return extendedAttentionMask(tb, mask, mb.getComputeType());
-  }();
+  Value extMask = extendedAttentionMask(mb, "extended_attention_mask", mask);
   double scale = 1.0 / std::sqrt(static_cast<double>(cfg.hidden / cfg.heads));
 
   for (int64_t l = 0; l < cfg.layers; ++l) {

@@ -168,16 +168,8 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, int generation,
   return cfg;
 }
 
-FailureOr<OwningOpRef<ModuleOp>> buildGemma(ImportRequest &r) {
-  return buildRotaryDecoder(r, readConfig(r.config, 1, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildGemma2(ImportRequest &r) {
-  return buildRotaryDecoder(r, readConfig(r.config, 2, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildGemma3(ImportRequest &r) {
-  return buildRotaryDecoder(r, readConfig(r.config, 3, r.options, r.error));
-}
+const BuildFn buildGemma = buildMember<readConfig, 1>;
+const BuildFn buildGemma2 = buildMember<readConfig, 2>;
+const BuildFn buildGemma3 = buildMember<readConfig, 3>;
 
 } // namespace tfc::importer

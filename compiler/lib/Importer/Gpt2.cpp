@@ -97,10 +97,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   if (failed(prefix))
     return failure();
 
-  ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
-                  r.error);
+  ModelBuilder mb(r, *prefix);
   TokenInputs tokens = addTokenInputs(mb, o);
-  Value ids = tokens.ids, mask = tokens.mask;
   KVCache cache(mb, o, cfg.layers, cfg.heads, cfg.hidden / cfg.heads);
 
   Value h, wteValue;
@@ -113,15 +111,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
     FailureOr<Value> wpe = mb.weight("wpe.weight", {cfg.positions, cfg.hidden});
     if (failed(wpe))
       return failure();
-    Value tokenEmbeddings = embeddingLookup(tb, *wte, ids);
+    Value tokenEmbeddings = embeddingLookup(tb, *wte, tokens.ids);
     h = tb.add(tokenEmbeddings,
                tokens.positions ? embeddingLookup(tb, *wpe, tokens.positions)
                                 : tableRows(tb, *wpe, o.pastLen, o.seqLen));
   }
-  Value extMask = [&] {
-    TosaBuilder tb = mb.at("attention_mask");
-    return extendedAttentionMask(tb, mask, mb.getComputeType());
-  }();
+  Value extMask = extendedAttentionMask(mb, "attention_mask", tokens.mask);
   double scale = 1.0 / std::sqrt(static_cast<double>(cfg.hidden / cfg.heads));
 
   for (int64_t l = 0; l < cfg.layers; ++l) {

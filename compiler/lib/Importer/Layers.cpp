@@ -79,6 +79,18 @@ LogicalResult readPositiveInts(const JsonConfig &config,
   return success();
 }
 
+LogicalResult readModelSizes(const JsonConfig &config, ModelSizes &sizes,
+                             std::string &error) {
+  return readPositiveInts(config,
+                          {{"hidden_size", &sizes.hidden},
+                           {"num_hidden_layers", &sizes.layers},
+                           {"num_attention_heads", &sizes.heads},
+                           {"intermediate_size", &sizes.intermediate},
+                           {"vocab_size", &sizes.vocab},
+                           {"max_position_embeddings", &sizes.positions}},
+                          error);
+}
+
 /// x [..., in] as [1, rows, in] times `w` [1, in, out], reshaped back to
 /// [..., out], plus `bias` [out]. f16/bf16 products accumulate in f32 and
 /// are rounded once, as cuBLAS does for PyTorch. The product is reshaped
@@ -133,14 +145,21 @@ FailureOr<Value> conv1d(ModelBuilder &mb, TosaBuilder &tb, Value x,
   return project(tb, x, tb.reshape(*w, {1, in, out}), *b, out);
 }
 
+/// The parameter `name`.`part` of a norm over the last axis of x [..., N]:
+/// [N].
+static FailureOr<Value> normWeight(ModelBuilder &mb, Value x, StringRef name,
+                                   StringRef part = "weight") {
+  return mb.weight((name + "." + part).str(), {typeOf(x).getShape().back()});
+}
+
 FailureOr<Value> layerNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
                            StringRef name, double eps) {
   RankedTensorType t = typeOf(x);
   int64_t rank = t.getRank(), n = t.getShape().back();
-  FailureOr<Value> gamma = mb.weight((name + ".weight").str(), {n});
+  FailureOr<Value> gamma = normWeight(mb, x, name);
   if (failed(gamma))
     return failure();
-  FailureOr<Value> beta = mb.weight((name + ".bias").str(), {n});
+  FailureOr<Value> beta = normWeight(mb, x, name, "bias");
   if (failed(beta))
     return failure();
   int32_t axis = rank - 1;
@@ -166,29 +185,31 @@ static Value rmsNormalised(TosaBuilder &tb, Value x, double eps) {
   return tb.mul(x32, tb.rsqrt(tb.add(var, scalarLike(tb, eps, x32))));
 }
 
-FailureOr<Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
-                         StringRef name, double eps) {
-  RankedTensorType t = typeOf(x);
-  int64_t n = t.getShape().back();
-  FailureOr<Value> gamma = mb.weight((name + ".weight").str(), {n});
+/// LlamaRMSNorm, or with `gemma` GemmaRMSNorm (rmsNorm, gemmaRmsNorm).
+static FailureOr<Value> rmsNormOf(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                                  StringRef name, double eps, bool gemma) {
+  FailureOr<Value> gamma = normWeight(mb, x, name);
   if (failed(gamma))
     return failure();
+  RankedTensorType t = typeOf(x);
   Value y = rmsNormalised(tb, x, eps);
-  Value g = tb.expandToRank(*gamma, t.getRank());
-  return tb.mul(g, tb.cast(y, t.getElementType()));
+  if (!gemma) {
+    Value g = tb.expandToRank(*gamma, t.getRank());
+    return tb.mul(g, tb.cast(y, t.getElementType()));
+  }
+  Value g32 = tb.cast(*gamma, tb.builder().getF32Type());
+  Value g = tb.expandToRank(tb.add(g32, scalarLike(tb, 1.0, g32)), t.getRank());
+  return tb.cast(tb.mul(y, g), t.getElementType());
+}
+
+FailureOr<Value> rmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                         StringRef name, double eps) {
+  return rmsNormOf(mb, tb, x, name, eps, /*gemma=*/false);
 }
 
 FailureOr<Value> gemmaRmsNorm(ModelBuilder &mb, TosaBuilder &tb, Value x,
                               StringRef name, double eps) {
-  RankedTensorType t = typeOf(x);
-  int64_t n = t.getShape().back();
-  FailureOr<Value> w = mb.weight((name + ".weight").str(), {n});
-  if (failed(w))
-    return failure();
-  Value y = rmsNormalised(tb, x, eps);
-  Value w32 = tb.cast(*w, tb.builder().getF32Type());
-  Value g = tb.expandToRank(tb.add(w32, scalarLike(tb, 1.0, w32)), t.getRank());
-  return tb.cast(tb.mul(y, g), t.getElementType());
+  return rmsNormOf(mb, tb, x, name, eps, /*gemma=*/true);
 }
 
 /// rope_scaling: absent/null or rope_type "default" (none), "linear"
@@ -486,6 +507,11 @@ Value extendedAttentionMask(TosaBuilder &tb, Value mask, Type type) {
   Value m = tb.reshape(tb.cast(mask, type), {s[0], 1, 1, s[1]});
   Value inverted = tb.sub(scalarLike(tb, 1.0, m), m);
   return tb.mul(inverted, scalarLike(tb, lowestOf(type), m));
+}
+
+Value extendedAttentionMask(ModelBuilder &mb, StringRef scope, Value mask) {
+  TosaBuilder tb = mb.at(scope);
+  return extendedAttentionMask(tb, mask, mb.getComputeType());
 }
 
 Value slidingWindowMask(TosaBuilder &tb, Value mask, int64_t pastLen,

@@ -35,6 +35,19 @@ readPositiveInts(const JsonConfig &config,
                  llvm::ArrayRef<std::pair<llvm::StringRef, int64_t *>> fields,
                  std::string &error);
 
+/// The sizes the encoder and decoder families' config.json give under the
+/// same names: hidden_size, num_hidden_layers, num_attention_heads,
+/// intermediate_size, vocab_size, max_position_embeddings.
+struct ModelSizes {
+  int64_t hidden = 0, layers = 0, heads = 0, intermediate = 0, vocab = 0,
+          positions = 0;
+};
+
+/// Reads the fields of ModelSizes in that order, each a positive integer;
+/// stops at the first error.
+mlir::LogicalResult readModelSizes(const JsonConfig &config, ModelSizes &sizes,
+                                   std::string &error);
+
 /// nn.Linear: x [B, S, in] -> x @ W^T + b, W = `name`.weight [out, in],
 /// b = `name`.bias [out] (when `bias`). Emitted as a [1, B*S, in] x
 /// [1, in, out] tosa.matmul with the weight transposed in the graph.
@@ -144,6 +157,9 @@ mlir::Value mergeHeads(TosaBuilder &tb, mlir::Value x);
 /// (1 - mask) * finfo(type).min as [B, 1, 1, S] of `type`.
 mlir::Value extendedAttentionMask(TosaBuilder &tb, mlir::Value mask,
                                   mlir::Type type);
+/// The same of the model's compute type, its ops located at `scope`.
+mlir::Value extendedAttentionMask(ModelBuilder &mb, llvm::StringRef scope,
+                                  mlir::Value mask);
 
 /// `mask` ([B, 1, 1, pastLen + seqLen], additive) with the keys outside a
 /// sliding window of `window` positions hidden as well, [B, 1, seqLen,

@@ -133,34 +133,11 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
   return cfg;
 }
 
-FailureOr<OwningOpRef<ModuleOp>> buildLlama(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::Llama, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildQwen2(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::Qwen2, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildQwen3(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::Qwen3, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildPhi3(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::Phi3, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildGranite(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::Granite, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildOlmo2(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::Olmo2, r.options, r.error));
-}
+const BuildFn buildLlama = buildMember<readConfig, Family::Llama>;
+const BuildFn buildQwen2 = buildMember<readConfig, Family::Qwen2>;
+const BuildFn buildQwen3 = buildMember<readConfig, Family::Qwen3>;
+const BuildFn buildPhi3 = buildMember<readConfig, Family::Phi3>;
+const BuildFn buildGranite = buildMember<readConfig, Family::Granite>;
+const BuildFn buildOlmo2 = buildMember<readConfig, Family::Olmo2>;
 
 } // namespace tfc::importer

@@ -2,6 +2,8 @@
 
 #include "ModelBuilder.h"
 
+#include "Architectures.h"
+
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -44,6 +46,10 @@ ModelBuilder::ModelBuilder(MLIRContext &context, const WeightIndex &weights,
   body = func.addEntryBlock();
   builder.setInsertionPointToStart(body);
 }
+
+ModelBuilder::ModelBuilder(ImportRequest &r, std::string prefix)
+    : ModelBuilder(r.context, r.weights, std::move(prefix),
+                   r.options.computeType, r.error) {}
 
 TosaBuilder ModelBuilder::at(StringRef scope) {
   return TosaBuilder(builder, NameLoc::get(builder.getStringAttr(scope)));

@@ -25,10 +25,15 @@
 
 namespace tfc::importer {
 
+struct ImportRequest;
+
 class ModelBuilder {
 public:
   ModelBuilder(mlir::MLIRContext &context, const WeightIndex &weights,
                std::string prefix, ComputeType computeType, std::string &error);
+  /// The model of `request` (its context, weights, compute type and error),
+  /// its tensors' names under `prefix`.
+  ModelBuilder(ImportRequest &request, std::string prefix);
 
   mlir::MLIRContext *getContext() { return builder.getContext(); }
   mlir::OpBuilder &getBuilder() { return builder; }

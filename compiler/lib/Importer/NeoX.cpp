@@ -137,19 +137,8 @@ static FailureOr<RotaryDecoder> readConfig(const JsonConfig &c, Family family,
   return cfg;
 }
 
-FailureOr<OwningOpRef<ModuleOp>> buildGptNeoX(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::NeoX, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildPhi(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::Phi, r.options, r.error));
-}
-
-FailureOr<OwningOpRef<ModuleOp>> buildStableLm(ImportRequest &r) {
-  return buildRotaryDecoder(
-      r, readConfig(r.config, Family::StableLm, r.options, r.error));
-}
+const BuildFn buildGptNeoX = buildMember<readConfig, Family::NeoX>;
+const BuildFn buildPhi = buildMember<readConfig, Family::Phi>;
+const BuildFn buildStableLm = buildMember<readConfig, Family::StableLm>;
 
 } // namespace tfc::importer

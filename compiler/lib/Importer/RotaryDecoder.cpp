@@ -46,14 +46,7 @@ constexpr int64_t kMaxHeadDim = 1 << 16;
 
 LogicalResult readDecoderShape(const JsonConfig &c, int64_t headDimDefault,
                                RotaryDecoder &d, std::string &error) {
-  if (failed(readPositiveInts(c,
-                              {{"hidden_size", &d.hidden},
-                               {"num_hidden_layers", &d.layers},
-                               {"num_attention_heads", &d.heads},
-                               {"intermediate_size", &d.intermediate},
-                               {"vocab_size", &d.vocab},
-                               {"max_position_embeddings", &d.positions}},
-                              error)))
+  if (failed(readModelSizes(c, d, error)))
     return failure();
   // num_key_value_heads and head_dim: absent or null take their defaults.
   auto optionalInt = [&](StringRef field, int64_t fallback,
@@ -154,8 +147,7 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
       weightPrefix(r, names.embed + ".weight", names.prefixExample);
   if (failed(prefix))
     return failure();
-  ModelBuilder mb(r.context, r.weights, *prefix, r.options.computeType,
-                  r.error);
+  ModelBuilder mb(r, *prefix);
   TokenInputs tokens = addTokenInputs(mb, o);
   KVCache cache(mb, o, d.layers, d.kvHeads, d.headDim);
   Type computeType = mb.getComputeType();
@@ -184,10 +176,7 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
     // a factor of the compute type.
     return tb.mul(e, tb.splat(d.embeddingScale, computeType, 3));
   }();
-  Value extMask = [&] {
-    TosaBuilder tb = mb.at("attention_mask");
-    return extendedAttentionMask(tb, tokens.mask, computeType);
-  }();
+  Value extMask = extendedAttentionMask(mb, "attention_mask", tokens.mask);
   Value windowMask;
   if (windowed) {
     TosaBuilder tb = mb.at("sliding_window_mask");
@@ -219,11 +208,23 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
                             {s[0], s[1], s[2], d.headDim - rotaryDim});
     return tb.concat({turned, passed}, 3);
   };
-  // A block's output as the residual stream adds it (Granite scales it).
-  auto residual = [&](TosaBuilder &tb, Value x) {
-    return d.residualScale == 1
-               ? x
-               : tb.mul(x, tb.splat(d.residualScale, computeType, 3));
+  // A block's output as the residual stream adds it: `x` projected to the
+  // hidden size by `proj` (with its bias when `bias`), with postNorms
+  // normalised by `normName`, then scaled where Granite scales it.
+  auto blockOutput = [&](TosaBuilder &tb, Value x, const std::string &proj,
+                         bool bias,
+                         const std::string &normName) -> FailureOr<Value> {
+    FailureOr<Value> y = linear(mb, tb, x, proj, d.hidden, bias);
+    if (failed(y))
+      return failure();
+    if (d.postNorms) {
+      y = norm(tb, *y, normName);
+      if (failed(y))
+        return failure();
+    }
+    if (d.residualScale == 1)
+      return *y;
+    return tb.mul(*y, tb.splat(d.residualScale, computeType, 3));
   };
   double scale = d.attnScale > 0
                      ? d.attnScale
@@ -280,28 +281,28 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
         if (failed(v))
           return failure();
       }
-      if (d.qkNormAcrossHeads) {
-        q = norm(tb, *q, name + ".q_norm");
-        if (failed(q))
-          return failure();
-        k = norm(tb, *k, name + ".k_norm");
-        if (failed(k))
-          return failure();
-      }
-      // Named temporaries keep the op order independent of the compiler's
-      // argument evaluation order.
-      Value qSplit = splitHeads(tb, *q, d.heads);
-      Value kSplit = splitHeads(tb, *k, d.kvHeads);
-      if (d.qkNorm) {
-        FailureOr<Value> qn = norm(tb, qSplit, name + ".q_norm");
+      // Q and K normalised (q_norm, k_norm) in place: over all their heads'
+      // features before the heads are split, or per head after.
+      auto normQK = [&](Value &qv, Value &kv) -> LogicalResult {
+        FailureOr<Value> qn = norm(tb, qv, name + ".q_norm");
         if (failed(qn))
           return failure();
-        FailureOr<Value> kn = norm(tb, kSplit, name + ".k_norm");
+        FailureOr<Value> kn = norm(tb, kv, name + ".k_norm");
         if (failed(kn))
           return failure();
-        qSplit = *qn;
-        kSplit = *kn;
-      }
+        qv = *qn;
+        kv = *kn;
+        return success();
+      };
+      Value qAll = *q, kAll = *k;
+      if (d.qkNormAcrossHeads && failed(normQK(qAll, kAll)))
+        return failure();
+      // Named temporaries keep the op order independent of the compiler's
+      // argument evaluation order.
+      Value qSplit = splitHeads(tb, qAll, d.heads);
+      Value kSplit = splitHeads(tb, kAll, d.kvHeads);
+      if (d.qkNorm && failed(normQK(qSplit, kSplit)))
+        return failure();
       const RotaryTables &tables = localRope && sliding ? *localRope : rope;
       Value qh = rotate(tb, qSplit, tables);
       Value kNew = rotate(tb, kSplit, tables);
@@ -313,16 +314,12 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
       Value ctx = scaledDotProductAttention(
           tb, qh, kr, vr, sliding && windowMask ? windowMask : extMask, scale,
           /*causal=*/true, d.attnSoftcap);
-      FailureOr<Value> proj = linear(mb, tb, mergeHeads(tb, ctx),
-                                     name + "." + names.o, d.hidden, d.oBias);
-      if (failed(proj))
+      FailureOr<Value> out =
+          blockOutput(tb, mergeHeads(tb, ctx), name + "." + names.o, d.oBias,
+                      layer + ".post_attention_layernorm");
+      if (failed(out))
         return failure();
-      if (d.postNorms) {
-        proj = norm(tb, *proj, layer + ".post_attention_layernorm");
-        if (failed(proj))
-          return failure();
-      }
-      attended = residual(tb, *proj);
+      attended = *out;
       if (!d.parallelResidual)
         h = tb.add(h, attended);
     }
@@ -365,19 +362,14 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
       }
       Value act = d.gatedMlp ? tb.mul(activation(tb, *gate, d.act), *up)
                              : activation(tb, *up, d.act);
-      FailureOr<Value> down =
-          linear(mb, tb, act, name + "." + names.down, d.hidden, d.mlpBias);
-      if (failed(down))
+      FailureOr<Value> out =
+          blockOutput(tb, act, name + "." + names.down, d.mlpBias,
+                      layer + ".post_feedforward_layernorm");
+      if (failed(out))
         return failure();
-      if (d.postNorms) {
-        down = norm(tb, *down, layer + ".post_feedforward_layernorm");
-        if (failed(down))
-          return failure();
-      }
       // Parallel: (attn + mlp) + h, as GPT-NeoX and Phi add them.
-      h = d.parallelResidual
-              ? tb.add(tb.add(attended, residual(tb, *down)), input)
-              : tb.add(h, residual(tb, *down));
+      h = d.parallelResidual ? tb.add(tb.add(attended, *out), input)
+                             : tb.add(h, *out);
     }
   }
   TosaBuilder tb = mb.at(names.finalNorm);

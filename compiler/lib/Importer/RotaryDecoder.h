@@ -22,7 +22,7 @@
 
 namespace tfc::importer {
 
-struct RotaryDecoder {
+struct RotaryDecoder : ModelSizes {
   std::string family; ///< In errors: "LLaMA", "Gemma 2", ...
   /// The tensors' names where a family's differ from LLaMA's (the layer
   /// tensors' after "layers.N.", the others' after the model's prefix).
@@ -34,8 +34,7 @@ struct RotaryDecoder {
     std::string finalNorm = "norm";
     std::string head = "lm_head"; ///< Unprefixed
   } names;
-  int64_t hidden = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0,
-          intermediate = 0, vocab = 0, positions = 0;
+  int64_t kvHeads = 0, headDim = 0;
   double eps = 0;
   Activation act;
   bool qkvBias = false, oBias = false, mlpBias = false;
@@ -94,12 +93,10 @@ struct RotaryDecoder {
 /// The positions a model of `options` is compiled for.
 RotaryPositions rotaryPositions(const ImportOptions &options);
 
-/// Reads the sizes every family shares: hidden_size, num_hidden_layers,
-/// num_attention_heads, intermediate_size, vocab_size,
-/// max_position_embeddings; num_key_value_heads (absent or null: the heads)
-/// dividing the heads; head_dim (absent or null: `headDimDefault`, or
-/// hidden_size / heads when that is 0; not read at all, hidden_size / heads,
-/// when it is negative), even; rms_norm_eps (1e-6).
+/// Reads the sizes every family shares: ModelSizes; num_key_value_heads (absent
+/// or null: the heads) dividing the heads; head_dim (absent or null:
+/// `headDimDefault`, or hidden_size / heads when that is 0; not read at all,
+/// hidden_size / heads, when it is negative), even; rms_norm_eps (1e-6).
 mlir::LogicalResult readDecoderShape(const JsonConfig &config,
                                      int64_t headDimDefault, RotaryDecoder &d,
                                      std::string &error);
@@ -118,6 +115,15 @@ mlir::LogicalResult readPartialRotary(const JsonConfig &config,
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 buildRotaryDecoder(ImportRequest &request,
                    const mlir::FailureOr<RotaryDecoder> &d);
+
+/// The build function of the member `member` of a family whose config.json
+/// `read(config, member, options, error)` reads into a RotaryDecoder.
+template <auto read, auto member>
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildMember(ImportRequest &request) {
+  return buildRotaryDecoder(
+      request, read(request.config, member, request.options, request.error));
+}
 
 } // namespace tfc::importer
 

@@ -11,6 +11,7 @@
 #include "tfc/runtime/api.h"
 
 #include "ModelImpl.h"
+#include "SizeClasses.h"
 
 #include <cstdlib>
 #include <mutex>
@@ -48,22 +49,9 @@ State &state() {
   return *instance;
 }
 
-size_t roundUp(size_t value, size_t multiple) {
-  size_t rounded = (value + multiple - 1) / multiple * multiple;
-  return rounded < value ? 0 : rounded;
-}
-
 /// Small blocks round to cache lines, medium ones to pages, large ones to
-/// huge pages; 0 on overflow.
-size_t sizeClass(size_t size) {
-  if (size == 0)
-    return kMinAlignment;
-  if (size <= 64 * 1024)
-    return roundUp(size, kMinAlignment);
-  if (size <= kHugePage)
-    return roundUp(size, kPage);
-  return roundUp(size, kHugePage);
-}
+/// huge pages.
+constexpr tfc::SizeClasses kClasses{kMinAlignment, 64 * 1024, kPage, kHugePage};
 
 size_t normalizeAlignment(size_t alignment) {
   size_t result = kMinAlignment;
@@ -78,7 +66,7 @@ size_t normalizeAlignment(size_t alignment) {
 thread_local size_t failedAllocation = 0;
 
 void *allocateBlock(size_t alignment, size_t size) {
-  size_t cls = sizeClass(size);
+  size_t cls = kClasses.of(size);
   alignment = normalizeAlignment(alignment);
   if (cls == 0 || alignment == 0)
     return nullptr;

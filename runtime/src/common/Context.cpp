@@ -34,41 +34,15 @@ struct tfc_context {
 
 namespace {
 
-/// Holds a context for one call, as Exclusive holds a model.
-class Held {
-public:
-  explicit Held(tfc_context *context)
-      : context(context), held(!context->busy.exchange(true)) {}
-  ~Held() {
-    if (held)
-      context->busy.store(false);
-  }
-  Held(const Held &) = delete;
-  Held &operator=(const Held &) = delete;
-  tfc_status refusal(const char *call) const {
-    if (held)
-      return nullptr;
-    return makeStatus(TFC_FAILED_PRECONDITION,
-                      std::string(call) + ": a context of model " +
-                          context->model->path +
-                          " is in use by another call on another thread (a "
-                          "context serves one call at a time: create one "
-                          "per thread)");
-  }
-
-private:
-  tfc_context *context;
-  bool held;
-};
-
-/// Runs `body` for `call` with `context` held (Held), its exceptions turned
-/// into statuses; INVALID_ARGUMENT for a null context.
+/// Runs `body` for `call` with `context` held (Exclusive), its exceptions
+/// turned into statuses; INVALID_ARGUMENT for a null context.
 template <typename Fn>
 tfc_status onContext(tfc_context *context, const char *call, Fn &&body) {
   if (!context)
     return makeStatus(TFC_INVALID_ARGUMENT,
                       std::string(call) + ": context must not be NULL");
-  Held held(context);
+  Exclusive held(context->busy, context->model->path, "a context of model ",
+                 "a context serves one call at a time: create one per thread");
   if (tfc_status s = held.refusal(call))
     return s;
   return guard(body);
@@ -115,10 +89,7 @@ tfc_status tfc_context_create(tfc_model *model, tfc_context **out) {
   if (!model || !out)
     return makeStatus(TFC_INVALID_ARGUMENT,
                       "tfc_context_create: model and out must not be NULL");
-  Exclusive exclusive(model);
-  if (tfc_status s = exclusive.refusal("tfc_context_create"))
-    return s;
-  return guard([&]() -> tfc_status {
+  return onModel(model, "tfc_context_create", false, [&]() -> tfc_status {
     if (model->gpu)
       return makeStatus(TFC_UNIMPLEMENTED,
                         "tfc_context_create: model " + model->path +
@@ -227,14 +198,9 @@ int64_t tfc_context_length(const tfc_context *context) {
 tfc_status tfc_context_check_input(const tfc_context *context, int32_t index,
                                    int32_t dtype, int32_t rank,
                                    const int64_t *shape) {
-  if (!context || rank < 0 || (rank > 0 && !shape))
-    return makeStatus(TFC_INVALID_ARGUMENT,
-                      "tfc_context_check_input: invalid arguments");
-  return guard([&]() -> tfc_status {
-    return checkInput("tfc_context_check_input", context->model,
-                      descriptor(context, true, index), index, dtype, rank,
-                      shape);
-  });
+  return checkInput(
+      "tfc_context_check_input", context ? context->model : nullptr,
+      descriptor(context, true, index), index, dtype, rank, shape);
 }
 
 tfc_status tfc_context_set_batch(tfc_context *context, int64_t batch) {

@@ -62,10 +62,8 @@ tfc_status tfc_model_save_packed_weights(tfc_model *model, const char *path) {
     return makeStatus(
         TFC_INVALID_ARGUMENT,
         "tfc_model_save_packed_weights: model and path must not be NULL");
-  Exclusive exclusive(model);
-  if (tfc_status s = exclusive.refusal("tfc_model_save_packed_weights"))
-    return s;
-  return guard([&]() -> tfc_status {
+  const char *fn = "tfc_model_save_packed_weights";
+  return onModel(model, fn, false, [&]() -> tfc_status {
     if (tfc_status s = checkPackable(model))
       return s;
     std::vector<tfc_packed_weight> copies(
@@ -140,13 +138,8 @@ tfc_status tfc_model_load_packed_weights(tfc_model *model, const char *path) {
     return makeStatus(
         TFC_INVALID_ARGUMENT,
         "tfc_model_load_packed_weights: model and path must not be NULL");
-  Exclusive exclusive(model);
-  if (tfc_status s = exclusive.refusal("tfc_model_load_packed_weights"))
-    return s;
-  if (tfc_status s =
-          refuseWhileContexts(model, "tfc_model_load_packed_weights"))
-    return s;
-  return guard([&]() -> tfc_status {
+  const char *fn = "tfc_model_load_packed_weights";
+  return onModel(model, fn, true, [&]() -> tfc_status {
     if (tfc_status s = checkPackable(model))
       return s;
     std::string where = std::string("packed weights file ") + path;

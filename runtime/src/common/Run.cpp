@@ -20,6 +20,24 @@ using namespace tfc::rt;
 
 namespace {
 
+/// FAILED_PRECONDITION when `file` (a SafetensorsFile or PackedWeightsFile;
+/// none when null) changed since it was mapped: "model M: `what` PATH
+/// changed after it was `done` (WHAT CHANGED): `advice`".
+template <typename File>
+tfc_status checkUnchanged(const tfc_model *model, const File *file,
+                          const char *what, const char *done,
+                          const char *advice) {
+  if (!file)
+    return nullptr;
+  std::string change = file->changeSinceOpen();
+  if (change.empty())
+    return nullptr;
+  return makeStatus(TFC_FAILED_PRECONDITION,
+                    "model " + model->path + ": " + what + " " + file->path() +
+                        " changed after it was " + done + " (" + change +
+                        "): " + advice);
+}
+
 /// FAILED_PRECONDITION when a file the model reads its weights from in
 /// place changed since it was mapped: its pages would show the new bytes
 /// (or raise SIGBUS past a new end). A GPU model's weights are on the
@@ -27,47 +45,31 @@ namespace {
 tfc_status checkWeightFiles(const tfc_model *model) {
   if (model->gpu)
     return nullptr;
-  if (model->weightsFile)
-    if (std::string change = model->weightsFile->changeSinceOpen();
-        !change.empty())
-      return makeStatus(TFC_FAILED_PRECONDITION,
-                        "model " + model->path + ": weights file " +
-                            model->weightsFile->path() +
-                            " changed after it was bound (" + change +
-                            "): bind it again");
-  if (model->packedFile)
-    if (std::string change = model->packedFile->changeSinceOpen();
-        !change.empty())
-      return makeStatus(TFC_FAILED_PRECONDITION,
-                        "model " + model->path + ": packed weights file " +
-                            model->packedFile->path() +
-                            " changed after it was loaded (" + change +
-                            "): bind the weights and load it again");
-  return nullptr;
+  if (tfc_status s = checkUnchanged(model, model->weightsFile.get(),
+                                    "weights file", "bound", "bind it again"))
+    return s;
+  return checkUnchanged(model, model->packedFile.get(), "packed weights file",
+                        "loaded", "bind the weights and load it again");
 }
 
 /// FAILED_PRECONDITION naming the first unbound argument or result of
 /// `buffers` (a model's or a context's, of `manifest`'s shapes).
 tfc_status checkBound(const tfc_model *model, void *const *buffers,
                       const tfc_manifest *manifest) {
+  auto unbound = [&](tfc_tensor_role role, size_t i, const char *advice) {
+    return makeStatus(TFC_FAILED_PRECONDITION,
+                      model->path + ": " + roleName(model, role, int32_t(i)) +
+                          " is not bound" + advice);
+  };
   for (size_t i = 0; i < model->inputArgs.size(); ++i)
     if (!buffers[model->inputArgs[i]])
-      return makeStatus(TFC_FAILED_PRECONDITION,
-                        model->path + ": " +
-                            roleName(model, TFC_ROLE_INPUT, int32_t(i)) +
-                            " is not bound");
+      return unbound(TFC_ROLE_INPUT, i, "");
   for (size_t i = 0; i < model->weightArgs.size(); ++i)
     if (!buffers[model->weightArgs[i]])
-      return makeStatus(TFC_FAILED_PRECONDITION,
-                        model->path + ": " +
-                            roleName(model, TFC_ROLE_WEIGHT, int32_t(i)) +
-                            " is not bound (bind a weights file)");
+      return unbound(TFC_ROLE_WEIGHT, i, " (bind a weights file)");
   for (int32_t i = 0; i < manifest->num_results; ++i)
     if (!buffers[size_t(manifest->num_args) + size_t(i)])
-      return makeStatus(TFC_FAILED_PRECONDITION,
-                        model->path + ": " +
-                            roleName(model, TFC_ROLE_OUTPUT, i) +
-                            " is not bound");
+      return unbound(TFC_ROLE_OUTPUT, size_t(i), "");
   return nullptr;
 }
 
@@ -132,10 +134,7 @@ void poisonHostOutputs(void *const *buffers, const tfc_manifest *manifest) {
 /// inputs checked; an error of any of these is returned instead.
 template <typename Fn>
 tfc_status runPrepared(tfc_model *model, const char *call, Fn &&body) {
-  Exclusive exclusive(model);
-  if (tfc_status s = exclusive.refusal(call))
-    return s;
-  return guard([&]() -> tfc_status {
+  return onModel(model, call, false, [&]() -> tfc_status {
     if (tfc_status s =
             prepareRun(model, model->buffers.data(), model->manifest))
       return s;
@@ -187,12 +186,18 @@ tfc_status checkBuffer(const char *fn, const tfc_model *model,
 tfc_status checkInput(const char *fn, const tfc_model *model,
                       const tfc_tensor_desc *desc, int32_t index, int32_t dtype,
                       int32_t rank, const int64_t *shape) {
-  if (!desc)
+  if (!model || rank < 0 || (rank > 0 && !shape))
     return makeStatus(TFC_INVALID_ARGUMENT,
-                      std::string(fn) + ": index " + std::to_string(index) +
-                          " out of range: model " + model->path + " has " +
-                          std::to_string(model->inputArgs.size()) + " inputs");
-  return checkArray(model, index, *desc, dtype, rank, shape);
+                      std::string(fn) + ": invalid arguments");
+  return guard([&]() -> tfc_status {
+    if (!desc)
+      return makeStatus(TFC_INVALID_ARGUMENT,
+                        std::string(fn) + ": index " + std::to_string(index) +
+                            " out of range: model " + model->path + " has " +
+                            std::to_string(model->inputArgs.size()) +
+                            " inputs");
+    return checkArray(model, index, *desc, dtype, rank, shape);
+  });
 }
 
 tfc_status prepareRun(tfc_model *model, void *const *buffers,
@@ -230,13 +235,7 @@ tfc_status bindArgument(tfc_model *model, tfc_tensor_role role, int32_t index,
   if (!model)
     return makeStatus(TFC_INVALID_ARGUMENT,
                       std::string(fn) + ": model must not be NULL");
-  Exclusive exclusive(model);
-  if (tfc_status s = exclusive.refusal(fn))
-    return s;
-  if (role == TFC_ROLE_WEIGHT)
-    if (tfc_status s = refuseWhileContexts(model, fn))
-      return s;
-  return guard([&]() -> tfc_status {
+  return onModel(model, fn, role == TFC_ROLE_WEIGHT, [&]() -> tfc_status {
     int32_t count = role == TFC_ROLE_INPUT    ? tfc_model_num_inputs(model)
                     : role == TFC_ROLE_WEIGHT ? tfc_model_num_weights(model)
                                               : tfc_model_num_outputs(model);
@@ -275,13 +274,8 @@ tfc_status tfc_model_bind_output(tfc_model *model, int32_t index, void *data) {
 tfc_status tfc_model_check_input(const tfc_model *model, int32_t index,
                                  int32_t dtype, int32_t rank,
                                  const int64_t *shape) {
-  if (!model || rank < 0 || (rank > 0 && !shape))
-    return makeStatus(TFC_INVALID_ARGUMENT,
-                      "tfc_model_check_input: invalid arguments");
-  return guard([&]() -> tfc_status {
-    return checkInput("tfc_model_check_input", model,
-                      tfc_model_input(model, index), index, dtype, rank, shape);
-  });
+  return checkInput("tfc_model_check_input", model,
+                    tfc_model_input(model, index), index, dtype, rank, shape);
 }
 
 tfc_status tfc_model_invoke(tfc_model *model) {

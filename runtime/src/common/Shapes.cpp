@@ -57,10 +57,7 @@ tfc_status setShape(tfc_model *model, bool batch, int64_t size) {
   if (!model)
     return makeStatus(TFC_INVALID_ARGUMENT,
                       std::string(fn) + ": model must not be NULL");
-  Exclusive exclusive(model);
-  if (tfc_status s = exclusive.refusal(fn))
-    return s;
-  return guard([&]() -> tfc_status {
+  return onModel(model, fn, false, [&]() -> tfc_status {
     tfc::ModelVariants *variants = model->variants.get();
     if (!severalOf(model, batch))
       return makeStatus(

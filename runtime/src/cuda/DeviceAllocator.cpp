@@ -2,29 +2,15 @@
 
 #include "DeviceAllocator.h"
 
+#include "common/SizeClasses.h"
+
 namespace tfc::cuda {
 namespace {
 
-constexpr size_t kSmallGranule = 256; // cuMemAlloc's alignment
-constexpr size_t kSmallLimit = size_t(64) << 10;
-constexpr size_t kMediumGranule = size_t(64) << 10;
-constexpr size_t kLargeGranule = size_t(2) << 20;
-
-size_t roundUp(size_t value, size_t multiple) {
-  size_t rounded = (value + multiple - 1) / multiple * multiple;
-  return rounded < value ? 0 : rounded;
-}
-
-/// 0 on overflow.
-size_t sizeClass(size_t size) {
-  if (size == 0)
-    return kSmallGranule;
-  if (size <= kSmallLimit)
-    return roundUp(size, kSmallGranule);
-  if (size <= kLargeGranule)
-    return roundUp(size, kMediumGranule);
-  return roundUp(size, kLargeGranule);
-}
+/// Multiples of 256 B (cuMemAlloc's alignment) up to 64 KiB, of 64 KiB up to
+/// 2 MiB, of 2 MiB above.
+constexpr SizeClasses kClasses{256, size_t(64) << 10, size_t(64) << 10,
+                               size_t(2) << 20};
 
 } // namespace
 
@@ -36,7 +22,7 @@ DeviceAllocator &DeviceAllocator::get() {
 CUdeviceptr DeviceAllocator::allocate(const Driver &driver, size_t size,
                                       CUresult *result) {
   *result = kSuccess;
-  size_t cls = sizeClass(size);
+  size_t cls = kClasses.of(size);
   if (cls == 0) {
     *result = kErrorOutOfMemory;
     return 0;

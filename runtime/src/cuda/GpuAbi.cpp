@@ -33,11 +33,8 @@ bool fitsUnsigned(intptr_t value) {
   return value >= 0 && uintmax_t(value) <= UINT_MAX;
 }
 
-/// Calls a driver entry point for an mgpu* function that touches memory:
-/// skipped once the run has failed, recorded when it fails.
-template <typename Fn> void memoryCall(const char *call, Fn &&invoke) {
-  if (scopeFailed())
-    return;
+/// Calls a driver entry point: recorded when it fails.
+template <typename Fn> void driverCall(const char *call, Fn &&invoke) {
   const Driver *driver = activeDriver();
   if (!driver)
     return;
@@ -45,13 +42,21 @@ template <typename Fn> void memoryCall(const char *call, Fn &&invoke) {
     recordFailure(driver, r, std::string(call) + " failed");
 }
 
-/// The same for calls that only order or wait (never skipped).
-template <typename Fn> void syncCall(const char *call, Fn &&invoke) {
-  const Driver *driver = activeDriver();
-  if (!driver)
-    return;
-  if (CUresult r = invoke(driver->api()))
-    recordFailure(driver, r, std::string(call) + " failed");
+/// The mgpu* function `fn` (shielded) that only orders or waits: its
+/// driverCall, never skipped.
+template <typename Fn>
+void syncCall(const char *fn, const char *call, Fn &&invoke) {
+  shielded(fn, [&] { driverCall(call, invoke); });
+}
+
+/// The mgpu* function `fn` (shielded) that touches `count` elements of
+/// memory: its driverCall, skipped for none and once the run has failed.
+template <typename Fn>
+void memoryCall(const char *fn, const char *call, size_t count, Fn &&invoke) {
+  shielded(fn, [&] {
+    if (count != 0 && !scopeFailed())
+      driverCall(call, invoke);
+  });
 }
 
 } // namespace
@@ -150,54 +155,46 @@ TFC_API void mgpuStreamDestroy(void * /*stream*/) {
 }
 
 TFC_API void mgpuStreamSynchronize(void *stream) {
-  shielded("mgpuStreamSynchronize", [&] {
-    syncCall("cuStreamSynchronize", [&](const DriverApi &api) {
-      return api.cuStreamSynchronize(asStream(stream));
-    });
-  });
+  syncCall("mgpuStreamSynchronize", "cuStreamSynchronize",
+           [&](const DriverApi &api) {
+             return api.cuStreamSynchronize(asStream(stream));
+           });
 }
 
 TFC_API void mgpuStreamWaitEvent(void *stream, void *event) {
-  shielded("mgpuStreamWaitEvent", [&] {
-    syncCall("cuStreamWaitEvent", [&](const DriverApi &api) {
-      return api.cuStreamWaitEvent(asStream(stream), asEvent(event), 0);
-    });
-  });
+  syncCall("mgpuStreamWaitEvent", "cuStreamWaitEvent",
+           [&](const DriverApi &api) {
+             return api.cuStreamWaitEvent(asStream(stream), asEvent(event), 0);
+           });
 }
 
 TFC_API void *mgpuEventCreate(void) {
-  return shielded("mgpuEventCreate", []() -> void * {
-    CUevent event = nullptr;
-    // Generated code uses events for ordering only: no timestamps.
-    syncCall("cuEventCreate", [&](const DriverApi &api) {
-      return api.cuEventCreate(&event, kEventDisableTiming);
-    });
-    return event;
+  CUevent event = nullptr;
+  // Generated code uses events for ordering only: no timestamps.
+  syncCall("mgpuEventCreate", "cuEventCreate", [&](const DriverApi &api) {
+    return api.cuEventCreate(&event, kEventDisableTiming);
   });
+  return event;
 }
 
 TFC_API void mgpuEventDestroy(void *event) {
-  shielded("mgpuEventDestroy", [&] {
-    if (event)
-      syncCall("cuEventDestroy_v2", [&](const DriverApi &api) {
-        return api.cuEventDestroy(asEvent(event));
-      });
-  });
+  if (event)
+    syncCall("mgpuEventDestroy", "cuEventDestroy_v2",
+             [&](const DriverApi &api) {
+               return api.cuEventDestroy(asEvent(event));
+             });
 }
 
 TFC_API void mgpuEventSynchronize(void *event) {
-  shielded("mgpuEventSynchronize", [&] {
-    syncCall("cuEventSynchronize", [&](const DriverApi &api) {
-      return api.cuEventSynchronize(asEvent(event));
-    });
-  });
+  syncCall("mgpuEventSynchronize", "cuEventSynchronize",
+           [&](const DriverApi &api) {
+             return api.cuEventSynchronize(asEvent(event));
+           });
 }
 
 TFC_API void mgpuEventRecord(void *event, void *stream) {
-  shielded("mgpuEventRecord", [&] {
-    syncCall("cuEventRecord", [&](const DriverApi &api) {
-      return api.cuEventRecord(asEvent(event), asStream(stream));
-    });
+  syncCall("mgpuEventRecord", "cuEventRecord", [&](const DriverApi &api) {
+    return api.cuEventRecord(asEvent(event), asStream(stream));
   });
 }
 
@@ -242,38 +239,29 @@ TFC_API void mgpuMemFree(void *ptr, void * /*stream*/) {
 }
 
 TFC_API void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
-  shielded("mgpuMemcpy", [&] {
-    if (sizeBytes == 0)
-      return;
-    memoryCall("cuMemcpyAsync", [&](const DriverApi &api) {
-      return api.cuMemcpyAsync(asDevice(dst), asDevice(src), sizeBytes,
-                               asStream(stream));
-    });
-  });
+  memoryCall("mgpuMemcpy", "cuMemcpyAsync", sizeBytes,
+             [&](const DriverApi &api) {
+               return api.cuMemcpyAsync(asDevice(dst), asDevice(src), sizeBytes,
+                                        asStream(stream));
+             });
 }
 
 TFC_API void mgpuMemset32(void *dst, unsigned int value, size_t count,
                           void *stream) {
-  shielded("mgpuMemset32", [&] {
-    if (count == 0)
-      return;
-    memoryCall("cuMemsetD32Async", [&](const DriverApi &api) {
-      return api.cuMemsetD32Async(asDevice(dst), value, count,
-                                  asStream(stream));
-    });
-  });
+  memoryCall("mgpuMemset32", "cuMemsetD32Async", count,
+             [&](const DriverApi &api) {
+               return api.cuMemsetD32Async(asDevice(dst), value, count,
+                                           asStream(stream));
+             });
 }
 
 TFC_API void mgpuMemset16(void *dst, unsigned short value, size_t count,
                           void *stream) {
-  shielded("mgpuMemset16", [&] {
-    if (count == 0)
-      return;
-    memoryCall("cuMemsetD16Async", [&](const DriverApi &api) {
-      return api.cuMemsetD16Async(asDevice(dst), value, count,
-                                  asStream(stream));
-    });
-  });
+  memoryCall("mgpuMemset16", "cuMemsetD16Async", count,
+             [&](const DriverApi &api) {
+               return api.cuMemsetD16Async(asDevice(dst), value, count,
+                                           asStream(stream));
+             });
 }
 
 } // extern "C"

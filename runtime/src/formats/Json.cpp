@@ -61,16 +61,11 @@ private:
       value.kind = Value::Kind::String;
       return parseString(value.text);
     case 't':
-      if (!literal("true"))
-        return fail("invalid literal");
-      value.kind = Value::Kind::Bool;
-      value.boolean = true;
-      return true;
     case 'f':
-      if (!literal("false"))
+      value.boolean = *cur == 't';
+      if (!literal(value.boolean ? "true" : "false"))
         return fail("invalid literal");
       value.kind = Value::Kind::Bool;
-      value.boolean = false;
       return true;
     case 'n':
       if (!literal("null"))
@@ -86,33 +81,34 @@ private:
 
   static bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
+  /// Skips the digits at `cur`; false when there is none.
+  bool skipDigits() {
+    const char *start = cur;
+    while (cur != end && isDigit(*cur))
+      ++cur;
+    return cur != start;
+  }
+
   bool parseNumber(Value &value) {
     const char *start = cur;
     if (cur != end && *cur == '-')
       ++cur;
-    if (cur == end || !isDigit(*cur))
-      return fail("invalid number");
-    if (*cur == '0') {
+    // No leading zero: "0" or a digit 1-9 and any more.
+    if (cur != end && *cur == '0')
       ++cur;
-    } else {
-      while (cur != end && isDigit(*cur))
-        ++cur;
-    }
+    else if (!skipDigits())
+      return fail("invalid number");
     if (cur != end && *cur == '.') {
       ++cur;
-      if (cur == end || !isDigit(*cur))
+      if (!skipDigits())
         return fail("invalid number");
-      while (cur != end && isDigit(*cur))
-        ++cur;
     }
     if (cur != end && (*cur == 'e' || *cur == 'E')) {
       ++cur;
       if (cur != end && (*cur == '+' || *cur == '-'))
         ++cur;
-      if (cur == end || !isDigit(*cur))
+      if (!skipDigits())
         return fail("invalid number");
-      while (cur != end && isDigit(*cur))
-        ++cur;
     }
     value.kind = Value::Kind::Number;
     value.text.assign(start, cur);
@@ -231,74 +227,64 @@ private:
     }
   }
 
-  bool parseArray(Value &value, int depth) {
+  /// An array or an object at `cur` ('[' or '{') into `value`, of `kind`:
+  /// each element parsed by `element` where it starts (spaces skipped), up
+  /// to `close`; `what` names the container in errors.
+  template <typename Element>
+  bool parseContainer(Value &value, Value::Kind kind, int depth, char close,
+                      const char *what, Element element) {
     if (depth > kMaxDepth)
       return fail("nesting deeper than " + std::to_string(kMaxDepth));
-    ++cur; // '['
-    value.kind = Value::Kind::Array;
+    ++cur;
+    value.kind = kind;
     skipSpace();
-    if (cur != end && *cur == ']') {
+    if (cur != end && *cur == close) {
       ++cur;
       return true;
     }
     while (true) {
       skipSpace();
-      value.items.emplace_back();
-      if (!parseValue(value.items.back(), depth))
+      if (!element())
         return false;
       skipSpace();
       if (cur == end)
-        return fail("unterminated array");
+        return fail(std::string("unterminated ") + what);
       if (*cur == ',') {
         ++cur;
         continue;
       }
-      if (*cur == ']') {
+      if (*cur == close) {
         ++cur;
         return true;
       }
-      return fail("expected ',' or ']'");
+      return fail(std::string("expected ',' or '") + close + "'");
     }
   }
 
+  bool parseArray(Value &value, int depth) {
+    return parseContainer(value, Value::Kind::Array, depth, ']', "array", [&] {
+      value.items.emplace_back();
+      return parseValue(value.items.back(), depth);
+    });
+  }
+
   bool parseObject(Value &value, int depth) {
-    if (depth > kMaxDepth)
-      return fail("nesting deeper than " + std::to_string(kMaxDepth));
-    ++cur; // '{'
-    value.kind = Value::Kind::Object;
-    skipSpace();
-    if (cur != end && *cur == '}') {
-      ++cur;
-      return true;
-    }
-    while (true) {
-      skipSpace();
+    auto member = [&] {
       if (cur == end || *cur != '"')
         return fail("expected a string key");
       value.members.emplace_back();
-      auto &member = value.members.back();
-      if (!parseString(member.first))
+      auto &[key, item] = value.members.back();
+      if (!parseString(key))
         return false;
       skipSpace();
       if (cur == end || *cur != ':')
         return fail("expected ':'");
       ++cur;
       skipSpace();
-      if (!parseValue(member.second, depth))
-        return false;
-      skipSpace();
-      if (cur == end)
-        return fail("unterminated object");
-      if (*cur == ',') {
-        ++cur;
-        continue;
-      }
-      if (*cur == '}') {
-        ++cur;
-        return true;
-      }
-      return fail("expected ',' or '}'");
-    }
+      return parseValue(item, depth);
+    };
+    return parseContainer(value, Value::Kind::Object, depth, '}', "object",
+                          member);
   }
 };
 

@@ -122,6 +122,20 @@ void unmapFile(const uint8_t *data, size_t size) {
     munmap(const_cast<uint8_t *>(data), size);
 }
 
+std::unique_ptr<MappedFile> MappedFile::open(const std::string &path,
+                                             std::string &error) {
+  std::unique_ptr<MappedFile> map(new MappedFile());
+  if (!mapFile(path, map->data_, map->size_, error, &map->watch_))
+    return nullptr;
+  return map;
+}
+
+MappedFile::~MappedFile() { unmapFile(data_, size_); }
+
+void MappedFile::releasePages() const { releaseMappedPages(data_, size_); }
+
+std::string MappedFile::change() const { return watch_->change(); }
+
 bool writeFile(const std::string &path,
                const std::vector<std::pair<const void *, size_t>> &chunks,
                std::string &error) {

@@ -45,6 +45,48 @@ void unmapFile(const uint8_t *data, size_t size);
 /// the bytes stay the same, read back from the file where touched again.
 void releaseMappedPages(const uint8_t *data, size_t size);
 
+/// A whole file mapped read-only by mapFile, with its FileWatch; unmapped
+/// when destroyed.
+class MappedFile {
+public:
+  /// Maps `path`; null, with `error` set as mapFile sets it, on failure.
+  static std::unique_ptr<MappedFile> open(const std::string &path,
+                                          std::string &error);
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+  ~MappedFile();
+
+  const uint8_t *data() const { return data_; }
+  size_t size() const { return size_; }
+  /// releaseMappedPages of the map.
+  void releasePages() const;
+  /// Empty while the file is as it was mapped; else what changed
+  /// (FileWatch::change).
+  std::string change() const;
+
+private:
+  MappedFile() = default;
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+  std::unique_ptr<FileWatch> watch_;
+};
+
+/// Maps `path` and parses the map with `parse(data, size)`, which returns
+/// the file object that reads it (or null, then the map is undone): that
+/// object keeps the map, in its member `keep`, as long as it lives.
+template <typename File, typename Parse>
+std::unique_ptr<File> openMapped(const std::string &path, std::string &error,
+                                 std::unique_ptr<MappedFile> File::*keep,
+                                 Parse parse) {
+  std::unique_ptr<MappedFile> map = MappedFile::open(path, error);
+  if (!map)
+    return nullptr;
+  std::unique_ptr<File> file = parse(map->data(), map->size());
+  if (file)
+    (*file).*keep = std::move(map);
+  return file;
+}
+
 /// Writes the byte ranges `chunks` one after another to `path` (created or
 /// truncated). On failure returns false and sets `error` to
 /// "<path>: <reason>".

@@ -176,23 +176,14 @@ bool writePackedWeights(const std::string &path, const std::string &format,
 
 std::unique_ptr<PackedWeightsFile>
 PackedWeightsFile::open(const std::string &path, std::string &error) {
-  const uint8_t *data;
-  size_t size;
-  std::unique_ptr<FileWatch> watch;
-  if (!mapFile(path, data, size, error, &watch))
-    return nullptr;
-  std::unique_ptr<PackedWeightsFile> file = fromMemory(data, size, path, error);
-  if (!file) {
-    unmapFile(data, size);
-    return nullptr;
-  }
-  file->mapped_ = true;
-  file->watch_ = std::move(watch);
-  return file;
+  return openMapped(path, error, &PackedWeightsFile::map_,
+                    [&](const uint8_t *data, size_t size) {
+                      return fromMemory(data, size, path, error);
+                    });
 }
 
 std::string PackedWeightsFile::changeSinceOpen() const {
-  return watch_ ? watch_->change() : std::string();
+  return map_ ? map_->change() : std::string();
 }
 
 std::unique_ptr<PackedWeightsFile>
@@ -268,9 +259,6 @@ PackedWeightsFile::fromMemory(const uint8_t *data, size_t size,
   return file;
 }
 
-PackedWeightsFile::~PackedWeightsFile() {
-  if (mapped_)
-    unmapFile(image_, size_);
-}
+PackedWeightsFile::~PackedWeightsFile() = default;
 
 } // namespace tfc

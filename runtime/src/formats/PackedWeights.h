@@ -91,8 +91,7 @@ private:
   std::vector<PackedEntry> entries_;
   const uint8_t *image_ = nullptr;
   size_t size_ = 0;
-  bool mapped_ = false; // image_ is a map of the file's, unmapped here
-  std::unique_ptr<FileWatch> watch_; // a mapped file, kept open
+  std::unique_ptr<MappedFile> map_; // an opened file's map, image_ in it
 };
 
 } // namespace tfc

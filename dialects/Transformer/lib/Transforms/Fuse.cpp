@@ -54,17 +54,22 @@ void explainMissedFusions(Operation *root, unsigned kinds) {
   });
 }
 
+void runFusion(Operation *root, void (*populate)(RewritePatternSet &),
+               FusionKind kind, bool explainMissed) {
+  RewritePatternSet patterns(root->getContext());
+  populate(patterns);
+  (void)applyPatternsGreedily(root, std::move(patterns));
+  if (explainMissed)
+    explainMissedFusions(root, static_cast<unsigned>(kind));
+}
+
 namespace {
 
 struct FusePass : impl::TransformerFuseBase<FusePass> {
   using Base::Base;
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFusePatterns(patterns);
-    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
-    if (explainMissed)
-      explainMissedFusions(getOperation(),
-                           static_cast<unsigned>(FusionKind::All));
+    runFusion(getOperation(), populateFusePatterns, FusionKind::All,
+              explainMissed);
   }
 };
 

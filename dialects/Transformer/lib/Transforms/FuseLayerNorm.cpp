@@ -14,7 +14,8 @@
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <type_traits>
 
 using namespace mlir;
 
@@ -41,13 +42,16 @@ static Value asVector(TosaBuilder &t, Value param, int64_t n, Type et,
   return t.reshape(param, {n});
 }
 
-/// Rooted at the `rsqrt`; see `fusion::matchLayerNorm`.
-struct FuseLayerNormPattern : OpRewritePattern<tosa::RsqrtOp> {
+/// Rooted at the `rsqrt`: `match` is fusion::matchLayerNorm (OpTy
+/// LayerNormOp) or fusion::matchRmsNorm (RmsNormOp). The op replaces the
+/// match's root, its gamma (1 when absent) and beta (0) as [N] operands.
+template <typename OpTy, auto match>
+struct FuseNormPattern : OpRewritePattern<tosa::RsqrtOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(tosa::RsqrtOp op,
                                 PatternRewriter &rewriter) const override {
-    fusion::MatchOr<fusion::LayerNormMatch> m = fusion::matchLayerNorm(op);
+    auto m = match(op);
     if (!m)
       return rewriter.notifyMatchFailure(op, m.getReason());
     auto xt = cast<RankedTensorType>(m->input.getType());
@@ -56,34 +60,20 @@ struct FuseLayerNormPattern : OpRewritePattern<tosa::RsqrtOp> {
     rewriter.setInsertionPoint(m->root);
     TosaBuilder t(rewriter, m->root->getLoc());
     Value gamma = asVector(t, m->gamma, n, et, 1.0);
-    Value beta = asVector(t, m->beta, n, et, 0.0);
-    rewriter.replaceOpWithNewOp<LayerNormOp>(
-        m->root, m->input, gamma, beta,
-        rewriter.getF32FloatAttr(static_cast<float>(m->epsilon)));
+    FloatAttr eps = rewriter.getF32FloatAttr(static_cast<float>(m->epsilon));
+    if constexpr (std::is_same_v<OpTy, LayerNormOp>) {
+      Value beta = asVector(t, m->beta, n, et, 0.0);
+      rewriter.replaceOpWithNewOp<OpTy>(m->root, m->input, gamma, beta, eps);
+    } else {
+      rewriter.replaceOpWithNewOp<OpTy>(m->root, m->input, gamma, eps);
+    }
     return success();
   }
 };
 
-/// Rooted at the `rsqrt`; see `fusion::matchRmsNorm`.
-struct FuseRmsNormPattern : OpRewritePattern<tosa::RsqrtOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(tosa::RsqrtOp op,
-                                PatternRewriter &rewriter) const override {
-    fusion::MatchOr<fusion::RmsNormMatch> m = fusion::matchRmsNorm(op);
-    if (!m)
-      return rewriter.notifyMatchFailure(op, m.getReason());
-    auto xt = cast<RankedTensorType>(m->input.getType());
-    int64_t n = xt.getDimSize(xt.getRank() - 1);
-    rewriter.setInsertionPoint(m->root);
-    TosaBuilder t(rewriter, m->root->getLoc());
-    Value gamma = asVector(t, m->gamma, n, xt.getElementType(), 1.0);
-    rewriter.replaceOpWithNewOp<RmsNormOp>(
-        m->root, m->input, gamma,
-        rewriter.getF32FloatAttr(static_cast<float>(m->epsilon)));
-    return success();
-  }
-};
+using FuseLayerNormPattern =
+    FuseNormPattern<LayerNormOp, fusion::matchLayerNorm>;
+using FuseRmsNormPattern = FuseNormPattern<RmsNormOp, fusion::matchRmsNorm>;
 
 /// The f32 input (gamma, beta) of a layer_norm as the f16/bf16 value `t`
 /// it was cast from, or null.
@@ -130,24 +120,16 @@ struct FuseLayerNormPass
     : impl::TransformerFuseLayerNormBase<FuseLayerNormPass> {
   using Base::Base;
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseLayerNormPatterns(patterns);
-    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
-    if (explainMissed)
-      explainMissedFusions(getOperation(),
-                           static_cast<unsigned>(FusionKind::LayerNorm));
+    runFusion(getOperation(), populateFuseLayerNormPatterns,
+              FusionKind::LayerNorm, explainMissed);
   }
 };
 
 struct FuseRmsNormPass : impl::TransformerFuseRmsNormBase<FuseRmsNormPass> {
   using Base::Base;
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseRmsNormPatterns(patterns);
-    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
-    if (explainMissed)
-      explainMissedFusions(getOperation(),
-                           static_cast<unsigned>(FusionKind::RmsNorm));
+    runFusion(getOperation(), populateFuseRmsNormPatterns, FusionKind::RmsNorm,
+              explainMissed);
   }
 };
 

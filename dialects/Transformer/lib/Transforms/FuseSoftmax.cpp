@@ -7,7 +7,6 @@
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -38,12 +37,8 @@ struct FuseSoftmaxPattern : OpRewritePattern<tosa::MulOp> {
 struct FuseSoftmaxPass : impl::TransformerFuseSoftmaxBase<FuseSoftmaxPass> {
   using Base::Base;
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseSoftmaxPatterns(patterns);
-    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
-    if (explainMissed)
-      explainMissedFusions(getOperation(),
-                           static_cast<unsigned>(FusionKind::Softmax));
+    runFusion(getOperation(), populateFuseSoftmaxPatterns, FusionKind::Softmax,
+              explainMissed);
   }
 };
 

@@ -47,6 +47,13 @@ enum class FusionKind : unsigned {
 /// condition.
 void explainMissedFusions(mlir::Operation *root, unsigned kinds);
 
+/// What each fusion pass runs: the patterns `populate` adds, applied
+/// greedily under `root` to a fixpoint, then with `explainMissed` the
+/// remarks of `explainMissedFusions` on the candidates of `kind` left.
+void runFusion(mlir::Operation *root,
+               void (*populate)(mlir::RewritePatternSet &), FusionKind kind,
+               bool explainMissed);
+
 #define GEN_PASS_REGISTRATION
 #include "tfc/Dialect/Transformer/Transforms/Passes.h.inc"
 
