@@ -28,9 +28,12 @@ if ((${#missing[@]})); then
     "${missing[@]}" >/dev/null
 fi
 
-# The test suite's reference computations and .npy fixtures use numpy, for
-# whichever python3 is first on PATH.
-python3 -c "import numpy" 2>/dev/null || python3 -m pip install -q numpy
+# The test suite's Python, for whichever python3 is first on PATH: numpy
+# (reference computations, .npy fixtures), onnx and onnxruntime (the ONNX
+# importer's tests: ONNX's node test cases, ONNX Runtime as the reference),
+# matplotlib (the plots of bench/plots).
+python3 -c "import numpy, onnx, onnxruntime, matplotlib" 2>/dev/null ||
+  python3 -m pip install -q numpy onnx onnxruntime matplotlib
 
 BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
 if [[ ! -f "$BUILD/build.ninja" ]]; then

@@ -27,7 +27,7 @@
 namespace {
 
 const char kUsage[] =
-    "usage: tfc-run MODEL.so [--weights FILE.safetensors] --input IN.npy ... "
+    "usage: tfc-run MODEL.so [--weights FILE] --input IN.npy ... "
     "--output OUT.npy ...\n"
     "               [--repeat N] [--warmup N] [--threads N] [--describe]\n"
     "               [--packed-weights FILE.packed] [--memory]\n"
@@ -43,6 +43,7 @@ const char kUsage[] =
     "both follow from the inputs' shapes.\n"
     "  --weights FILE   bind the model's weights by name from a safetensors "
     "file\n"
+    "                   (a model compiled from ONNX: from its .onnx file)\n"
     "  --repeat N       run N timed times and print the median and min time\n"
     "                   of the model's compute (CUDA events for GPU models)\n"
     "  --warmup N       untimed runs before those (default 1 with --repeat)\n"

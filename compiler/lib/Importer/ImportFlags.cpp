@@ -52,6 +52,10 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                        .str(),
                    (note + "Decoders with a KV cache: what "
                            "present.L.key/value hold")
+                       .str(),
+                   (note + "ONNX files: the shape of input NAME (its "
+                           "dynamic dimensions and, by their names, those "
+                           "of other inputs); repeatable")
                        .str()},
       batch("batch", cl::desc(descriptions[0]), cl::init("1"),
             cl::value_desc("n[,n...]"), cl::cat(category)),
@@ -88,7 +92,9 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                                     "seq-len, head dim], for the caller to "
                                     "write into its cache: a step does not "
                                     "copy the cache")),
-              cl::init(PresentKV::All), cl::cat(category)) {}
+              cl::init(PresentKV::All), cl::cat(category)),
+      inputShape("input-shape", cl::desc(descriptions[9]),
+                 cl::value_desc("NAME=DxD..."), cl::cat(category)) {}
 
 std::vector<std::string> ImportFlags::given() const {
   std::vector<std::string> out;
@@ -98,6 +104,8 @@ std::vector<std::string> ImportFlags::given() const {
   for (const cl::Option *o : flags)
     if (o->getNumOccurrences())
       out.push_back(("--" + o->ArgStr).str());
+  if (inputShape.getNumOccurrences())
+    out.push_back("--input-shape");
   return out;
 }
 
@@ -184,6 +192,52 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   o.pastLen = pastLen;
   o.positionIds = positionIds;
   o.present = present;
+  return o;
+}
+
+FailureOr<OnnxImportOptions>
+ImportFlags::onnxOptions(std::string &error) const {
+  const cl::Option *hfOnly[] = {&dtype,   &output,      &tokenTypeIds, &kvCache,
+                                &pastLen, &positionIds, &present};
+  for (const cl::Option *o : hfOnly)
+    if (o->getNumOccurrences()) {
+      error = ("--" + o->ArgStr +
+               " applies to Hugging Face imports (--hf), not to ONNX files")
+                  .str();
+      return failure();
+    }
+  FailureOr<std::vector<int64_t>> batchSizes = batches(error);
+  if (failed(batchSizes))
+    return failure();
+  OnnxImportOptions o;
+  o.batch = batchSizes->back();
+  if (seqLen.getNumOccurrences()) {
+    FailureOr<std::vector<int64_t>> lengths = seqLens(error);
+    if (failed(lengths))
+      return failure();
+    o.seqLen = lengths->back();
+  }
+  for (const std::string &text : inputShape) {
+    auto [name, dims] = StringRef(text).split('=');
+    std::vector<int64_t> shape;
+    bool ok = !name.empty() && StringRef(text).contains('=');
+    SmallVector<StringRef> parts;
+    if (!dims.empty())
+      dims.split(parts, 'x');
+    for (StringRef part : parts) {
+      int64_t d = 0;
+      ok = ok && !part.getAsInteger(10, d) && d >= 0 && d <= kMaxSize;
+      shape.push_back(d);
+    }
+    if (!ok) {
+      error = "--input-shape=" + text +
+              ": expected NAME=DIMxDIM... (e.g. input_ids=1x128), each "
+              "dimension at most " +
+              std::to_string(kMaxSize);
+      return failure();
+    }
+    o.inputShapes[name.str()] = std::move(shape);
+  }
   return o;
 }
 

@@ -114,6 +114,65 @@ gatherBounds(BlockArgument arg) {
   return std::make_pair(int64_t(0), *rows);
 }
 
+/// The weights' `tfc.weight_location`s and the module's
+/// `tfc.folded_initializers` as m.weightFile.
+static LogicalResult extractWeightFile(ModuleOp module, func::FuncOp fn,
+                                       Manifest &m) {
+  WeightFile file;
+  unsigned located = 0, weights = 0;
+  auto integer = [](DictionaryAttr d, StringRef key) -> std::optional<int64_t> {
+    auto a = d ? d.getAs<IntegerAttr>(key) : nullptr;
+    return a ? std::optional<int64_t>(a.getInt()) : std::nullopt;
+  };
+  auto string = [](DictionaryAttr d,
+                   StringRef key) -> std::optional<std::string> {
+    auto a = d ? d.getAs<StringAttr>(key) : nullptr;
+    return a ? std::optional<std::string>(a.getValue().str()) : std::nullopt;
+  };
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    if (m.args[i].role != TFC_ROLE_WEIGHT)
+      continue;
+    ++weights;
+    auto where = fn.getArgAttrOfType<DictionaryAttr>(i, "tfc.weight_location");
+    if (!where)
+      continue;
+    ++located;
+    auto f = string(where, "file"), c = string(where, "check");
+    auto offset = integer(where, "offset"), nbytes = integer(where, "nbytes");
+    if (!f || !c || !offset || !nbytes || *offset < 0 || *nbytes < 0) {
+      fn.emitError() << "argument " << i
+                     << ": tfc.weight_location must be {file, offset, "
+                        "nbytes, check}";
+      return failure();
+    }
+    file.weights.push_back({*f, *offset, *nbytes, *c});
+  }
+  auto folded = module->getAttrOfType<ArrayAttr>("tfc.folded_initializers");
+  if (located == 0 && !folded)
+    return success();
+  if (located != weights) {
+    fn.emitError() << located << " of " << weights
+                   << " weights carry tfc.weight_location; all or none must";
+    return failure();
+  }
+  if (folded) {
+    for (Attribute a : folded) {
+      auto d = dyn_cast<DictionaryAttr>(a);
+      auto name = string(d, "name"), f = string(d, "file");
+      auto offset = integer(d, "offset"), nbytes = integer(d, "nbytes"),
+           hash = integer(d, "hash");
+      if (!name || !f || !offset || !nbytes || !hash) {
+        module.emitError() << "tfc.folded_initializers entries must be "
+                              "{name, file, offset, nbytes, hash}";
+        return failure();
+      }
+      file.folded.push_back({*name, *f, *offset, *nbytes, uint64_t(*hash)});
+    }
+  }
+  m.weightFile = std::move(file);
+  return success();
+}
+
 FailureOr<Manifest> extractManifest(ModuleOp module, StringRef entry) {
   func::FuncOp fn;
   if (!entry.empty()) {
@@ -187,6 +246,8 @@ FailureOr<Manifest> extractManifest(ModuleOp module, StringRef entry) {
                    << " returns nothing; a model returns at least one tensor";
     return failure();
   }
+  if (failed(extractWeightFile(module, fn, m)))
+    return failure();
   return m;
 }
 

@@ -10,6 +10,7 @@
 #include "tfc/runtime/abi.h"
 
 #include "RunEntry.h"
+#include "WeightFile.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -155,7 +156,8 @@ uint64_t manifestHash(const Manifest &m) {
 
 /// Adds `tfc_model_manifest()`, returning `manifest`, and
 /// `tfc_model_manifest_hash`, the hash of `m` (its contents) that the
-/// runtime checks it against.
+/// runtime checks it against; and where the weights lie in the model's own
+/// file, `tfc_model_weight_file()`.
 void addManifestEntry(llvm::Module &mod, llvm::GlobalVariable *manifest,
                       const Manifest &m) {
   llvm::LLVMContext &ctx = mod.getContext();
@@ -169,6 +171,8 @@ void addManifestEntry(llvm::Module &mod, llvm::GlobalVariable *manifest,
       llvm::Function::ExternalLinkage, "tfc_model_manifest", mod);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
   b.CreateRet(manifest);
+  if (m.weightFile)
+    addWeightFile(mod, *m.weightFile);
 }
 
 /// The run function of a variant other than the last ("tfc.run_b1_s16").

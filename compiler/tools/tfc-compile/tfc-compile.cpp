@@ -18,12 +18,14 @@
 #include "tfc/Dialect/Transformer/Transforms/Passes.h"
 #include "tfc/Importer/HuggingFace.h"
 #include "tfc/Importer/ImportFlags.h"
+#include "tfc/Importer/Onnx.h"
 #include "tfc/Pipelines/CPU.h"
 #include "tfc/Pipelines/GPU.h"
 #include "tfc/Support/InputLimits.h"
 #include "tfc/Target/Manifest.h"
 #include "tfc/Target/ModelLibrary.h"
 #include "tfc/Target/PTX.h"
+#include "tfc/Transforms/Passes.h"
 #include "tfc/runtime/files.h"
 
 #include "InputChecks.h"
@@ -550,6 +552,7 @@ int main(int argc, char **argv) {
   registerAllPasses();
   tfc::transformer::registerTransformerPasses();
   tfc::registerTFCConversionPasses();
+  tfc::registerTFCTransformsPasses();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
@@ -673,17 +676,18 @@ int main(int argc, char **argv) {
   registry.insert<tfc::transformer::TransformerDialect>();
   // gpu-module-to-binary translates each gpu.module to LLVM IR.
   registerAllToLLVMIRTranslations(registry);
-  tfc::registerCPUBufferizationModels(registry);
+  tfc::registerKernelCallBufferization(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
   std::string error;
   if (hfDir.empty() == inputFile.empty())
-    return fail("give exactly one of <model.mlir> and --hf DIR");
+    return fail("give exactly one of <model.mlir>, <model.onnx> and --hf DIR");
   if (std::string why = tfc::checkOutputPath(outputFile, inputFile, hfDir);
       !why.empty())
     return fail(why);
-  if (hfDir.empty())
+  bool onnx = StringRef(inputFile).ends_with(".onnx");
+  if (hfDir.empty() && !onnx)
     if (std::vector<std::string> flags = importFlags.given(); !flags.empty())
       return fail(flags.front() + " needs --hf (it sets up the Hugging Face "
                                   "import; an MLIR graph has its own shapes, "
@@ -726,6 +730,18 @@ int main(int argc, char **argv) {
       if (!module)
         return fail(error);
     }
+  } else if (onnx) {
+    FailureOr<tfc::OnnxImportOptions> options = importFlags.onnxOptions(error);
+    if (failed(options))
+      return fail(error);
+    if (importFlags.batches(error)->size() > 1 ||
+        importFlags.seqLens(error)->size() > 1)
+      return fail("--batch, --seq-len: an ONNX model builds for one batch "
+                  "size and one length");
+    auto imported = tfc::importOnnx(context, inputFile, *options, error);
+    if (failed(imported))
+      return fail(error);
+    module = std::move(*imported);
   } else {
     std::unique_ptr<llvm::MemoryBuffer> input =
         openInputFile(inputFile, &error);

@@ -1,15 +1,20 @@
-//===- tfc-import.cpp - Hugging Face model directory -> TOSA MLIR ---------===//
+//===- tfc-import.cpp - Model description -> TOSA MLIR --------------------===//
 //
 //   tfc-import --hf DIR --batch B --seq-len S [--kv-cache] [--past-len P]
 //              [--dtype=f16] [-o out.mlir]
+//   tfc-import model.onnx [--batch B] [--seq-len S]
+//              [--input-shape NAME=DxD...] [-o out.mlir]
 //
-// Prints the unfused graph of the model in DIR as MLIR text. Every bad input
-// is reported as one line `tfc-import: error: ...` and exit status 1.
+// Prints the unfused graph of the model (a Hugging Face directory or an ONNX
+// file; an ONNX model's weights as arguments that say where their bytes lie
+// in the file) as MLIR text. Every bad input is reported as one line
+// `tfc-import: error: ...` and exit status 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tfc/Importer/HuggingFace.h"
 #include "tfc/Importer/ImportFlags.h"
+#include "tfc/Importer/Onnx.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -28,12 +33,15 @@ static cl::OptionCategory category("tfc-import options");
 static cl::opt<std::string> hfDir("hf",
                                   cl::desc("Hugging Face model directory "
                                            "(config.json, model.safetensors)"),
-                                  cl::value_desc("dir"), cl::Required,
-                                  cl::cat(category));
+                                  cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string> onnxFile(cl::Positional, cl::desc("[<model.onnx>]"),
+                                     cl::cat(category));
 static tfc::ImportFlags importFlags(category);
 static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::cat(category));
+
+static int print(mlir::ModuleOp module);
 
 static int fail(const Twine &message) {
   errs() << "tfc-import: error: " << message << "\n";
@@ -53,6 +61,22 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
 
   std::string error;
+  if (hfDir.empty() == onnxFile.empty())
+    return fail("give exactly one of <model.onnx> and --hf DIR");
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (!onnxFile.empty()) {
+    FailureOr<tfc::OnnxImportOptions> options = importFlags.onnxOptions(error);
+    if (failed(options))
+      return fail(error);
+    if (importFlags.batches(error)->size() > 1)
+      return fail("--batch: tfc-import writes the graph of one batch size; "
+                  "several are for tfc-compile");
+    auto imported = tfc::importOnnx(context, onnxFile, *options, error);
+    if (failed(imported))
+      return fail(error);
+    module = std::move(*imported);
+    return print(*module);
+  }
   FailureOr<tfc::ImportOptions> options = importFlags.options(error);
   if (failed(options))
     return fail(error);
@@ -62,16 +86,19 @@ int main(int argc, char **argv) {
   if (importFlags.batches(error)->size() > 1)
     return fail("--batch: tfc-import writes the graph of one batch size; "
                 "several are for tfc-compile");
-  auto module = tfc::importHuggingFace(context, hfDir, *options, error);
-  if (failed(module))
+  auto imported = tfc::importHuggingFace(context, hfDir, *options, error);
+  if (failed(imported))
     return fail(error);
+  return print(**imported);
+}
 
+static int print(mlir::ModuleOp module) {
   std::string openError;
   std::unique_ptr<ToolOutputFile> out =
       mlir::openOutputFile(outputFile, &openError);
   if (!out)
     return fail(openError);
-  (*module)->print(out->os());
+  module->print(out->os());
   out->os() << "\n";
   out->keep();
   return 0;

@@ -66,6 +66,9 @@ struct tfc_model {
   int32_t contexts = 0;
   bool destroyRequested = false;
   tfc_model_weights_changed_fn weightsChanged = nullptr; // optional
+  /// Where the weights lie in the model's own file (a model compiled from
+  /// ONNX), else null: tfc_model_bind_weights then reads that file.
+  const tfc_weight_file *weightFile = nullptr;
   /// The packed weights' entry points (abi.h): null for a model that packs
   /// none.
   tfc_model_packed_format_fn packedFormat = nullptr;
@@ -145,16 +148,25 @@ tfc_status checkPath(const char *path, const std::string &what);
 /// Null for no error, else a status of its code and message.
 tfc_status fromGpu(tfc::cuda::GpuError error);
 
-/// Holds `model` for one call that runs it or changes its bindings; a
-/// second such call while one is under way (from another thread: a model
-/// serves one call at a time) is refused rather than let to race.
+/// Holds a model or a context for one call that runs it or changes its
+/// bindings; a second such call while one is under way (from another
+/// thread: each serves one call at a time) is refused rather than let to
+/// race.
 class Exclusive {
 public:
   explicit Exclusive(tfc_model *model)
-      : model(model), held(!model->busy.exchange(true)) {}
+      : Exclusive(model->busy, model->path, "model ",
+                  "a model serves one call at a time: load one model per "
+                  "thread") {}
+  /// Holds what `busy` flags: `what` and `path` name it in the refusal
+  /// ("a context of model " PATH), which ends with `serves`, the advice.
+  Exclusive(std::atomic<bool> &busy, const std::string &path, const char *what,
+            const char *serves)
+      : busy(busy), path(path), what(what), serves(serves),
+        held(!busy.exchange(true)) {}
   ~Exclusive() {
     if (held)
-      model->busy.store(false);
+      busy.store(false);
   }
   Exclusive(const Exclusive &) = delete;
   Exclusive &operator=(const Exclusive &) = delete;
@@ -163,14 +175,15 @@ public:
     if (held)
       return nullptr;
     return makeStatus(TFC_FAILED_PRECONDITION,
-                      std::string(call) + ": model " + model->path +
-                          " is in use by another call on another thread (a "
-                          "model serves one call at a time: load one model "
-                          "per thread)");
+                      std::string(call) + ": " + what + path +
+                          " is in use by another call on another thread (" +
+                          serves + ")");
   }
 
 private:
-  tfc_model *model;
+  std::atomic<bool> &busy;
+  const std::string &path;
+  const char *what, *serves;
   bool held;
 };
 
@@ -186,7 +199,8 @@ tfc_status checkBuffer(const char *fn, const tfc_model *model,
                        tfc_tensor_role role, int32_t index, int32_t count,
                        const void *data);
 /// tfc_model_check_input and tfc_context_check_input: `desc` is input
-/// `index`'s descriptor (null when out of range).
+/// `index`'s descriptor (null when out of range); INVALID_ARGUMENT for a
+/// null model, a negative rank or a null shape of a positive rank.
 tfc_status checkInput(const char *fn, const tfc_model *model,
                       const tfc_tensor_desc *desc, int32_t index, int32_t dtype,
                       int32_t rank, const int64_t *shape);
@@ -206,6 +220,20 @@ size_t takeFailedAllocation();
 /// FAILED_PRECONDITION naming `call` while `model` has contexts, whose runs
 /// read its weights: they are not rebound under them.
 tfc_status refuseWhileContexts(tfc_model *model, const char *call);
+/// Runs `body` for `call` with `model` held (Exclusive), its exceptions
+/// turned into statuses (guard); with `bindsWeights`, refused while the
+/// model has contexts (refuseWhileContexts).
+template <typename Fn>
+tfc_status onModel(tfc_model *model, const char *call, bool bindsWeights,
+                   Fn &&body) {
+  Exclusive exclusive(model);
+  if (tfc_status s = exclusive.refusal(call))
+    return s;
+  if (bindsWeights)
+    if (tfc_status s = refuseWhileContexts(model, call))
+      return s;
+  return guard(body);
+}
 /// Unloads `model` now (tfc_model_destroy, or the destroy of the last
 /// context of a model destroyed before it).
 void destroyModel(tfc_model *model);

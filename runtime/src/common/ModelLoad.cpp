@@ -293,6 +293,9 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     model->run = runFn;
     model->weightsChanged = reinterpret_cast<tfc_model_weights_changed_fn>(
         ownSymbol(handle, "tfc_model_weights_changed"));
+    if (auto weightFile = reinterpret_cast<tfc_model_weight_file_fn>(
+            ownSymbol(handle, "tfc_model_weight_file")))
+      model->weightFile = weightFile();
     model->packedFormat = reinterpret_cast<tfc_model_packed_format_fn>(
         ownSymbol(handle, "tfc_model_packed_format"));
     model->packedWeights = reinterpret_cast<tfc_model_packed_weights_fn>(

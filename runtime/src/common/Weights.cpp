@@ -1,12 +1,14 @@
 //===- Weights.cpp - Binding a model's weights ----------------------------===//
 //
-// tfc_model_bind_weights (a safetensors file's tensors, in place or copied,
-// those of another float type converted), tfc_model_bind_weight and
+// tfc_model_bind_weights (a safetensors file's tensors, or those a model
+// compiled from ONNX finds in its own file; in place or copied, those of
+// another float type converted), tfc_model_bind_weight and
 // tfc_model_weight_data; the deferred conversions and the release of the
 // weights file's pages after the first run.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ModelFileWeights.h"
 #include "ModelImpl.h"
 
 #include "tfc/runtime/dtype.h"
@@ -134,18 +136,21 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
     return makeStatus(
         TFC_INVALID_ARGUMENT,
         "tfc_model_bind_weights: model and path must not be NULL");
-  Exclusive exclusive(model);
-  if (tfc_status s = exclusive.refusal("tfc_model_bind_weights"))
-    return s;
-  if (tfc_status s = refuseWhileContexts(model, "tfc_model_bind_weights"))
-    return s;
-  return guard([&]() -> tfc_status {
+  return onModel(model, "tfc_model_bind_weights", true, [&]() -> tfc_status {
     std::string path = safetensors_path;
     if (tfc_status s = checkPath(safetensors_path, "weights file " + path))
       return s;
     std::string error;
-    std::unique_ptr<tfc::SafetensorsFile> file =
-        tfc::SafetensorsFile::open(path, error);
+    std::unique_ptr<tfc::SafetensorsFile> file;
+    if (model->weightFile) {
+      std::vector<const tfc_tensor_desc *> weights;
+      for (int32_t arg : model->weightArgs)
+        weights.push_back(&model->manifest->args[arg]);
+      file = tfc::openModelFileWeights(path, *model->weightFile, weights,
+                                       model->path, error);
+    } else {
+      file = tfc::SafetensorsFile::open(path, error);
+    }
     if (!file)
       return makeStatus(TFC_BAD_FORMAT, "weights file " + error);
     std::vector<tfc::AlignedBuffer> copies;

@@ -59,17 +59,22 @@ std::string quote(const std::string &name) {
   return out + "'";
 }
 
-const json::Value *findMember(const json::Value &object, const char *key,
-                              bool &duplicate) {
+/// The member `key` of `object` (the tensor `where`'s entry); null, with
+/// `error` set, when it has none or more than one.
+const json::Value *uniqueMember(const json::Value &object, const char *key,
+                                const std::string &where, std::string &error) {
   const json::Value *found = nullptr;
-  duplicate = false;
+  bool duplicate = false;
   for (const auto &member : object.members)
     if (member.first == key) {
       if (found)
         duplicate = true;
       found = &member.second;
     }
-  return found;
+  if (found && !duplicate)
+    return found;
+  error = where + (found ? ": duplicate \"" : ": missing \"") + key + "\"";
+  return nullptr;
 }
 
 bool readUInt(const json::Value &value, const std::string &what,
@@ -102,12 +107,9 @@ bool parseTensor(const std::string &name, const json::Value &entry,
     error = where + ": expected an object, got " + json::kindName(entry.kind);
     return false;
   }
-  bool duplicate;
-  const json::Value *dtype = findMember(entry, "dtype", duplicate);
-  if (!dtype || duplicate) {
-    error = where + (dtype ? ": duplicate \"dtype\"" : ": missing \"dtype\"");
+  const json::Value *dtype = uniqueMember(entry, "dtype", where, error);
+  if (!dtype)
     return false;
-  }
   if (!dtype->isString()) {
     error = where + ": \"dtype\" must be a string";
     return false;
@@ -116,11 +118,9 @@ bool parseTensor(const std::string &name, const json::Value &entry,
     error = where + ": unknown dtype " + quote(dtype->text);
     return false;
   }
-  const json::Value *shape = findMember(entry, "shape", duplicate);
-  if (!shape || duplicate) {
-    error = where + (shape ? ": duplicate \"shape\"" : ": missing \"shape\"");
+  const json::Value *shape = uniqueMember(entry, "shape", where, error);
+  if (!shape)
     return false;
-  }
   if (!shape->isArray()) {
     error = where + ": \"shape\" must be an array";
     return false;
@@ -137,12 +137,10 @@ bool parseTensor(const std::string &name, const json::Value &entry,
     }
     tensor.shape.push_back(static_cast<int64_t>(dim));
   }
-  const json::Value *offsets = findMember(entry, "data_offsets", duplicate);
-  if (!offsets || duplicate) {
-    error = where + (offsets ? ": duplicate \"data_offsets\""
-                             : ": missing \"data_offsets\"");
+  const json::Value *offsets =
+      uniqueMember(entry, "data_offsets", where, error);
+  if (!offsets)
     return false;
-  }
   if (!offsets->isArray() || offsets->items.size() != 2) {
     error = where + ": \"data_offsets\" must be an array of two integers";
     return false;
@@ -288,6 +286,26 @@ bool parseSafetensors(const uint8_t *data, size_t size,
   return true;
 }
 
+void SafetensorsFile::sortNames() {
+  sortedByName_.resize(tensors_.size());
+  for (size_t i = 0; i < sortedByName_.size(); ++i)
+    sortedByName_[i] = i;
+  std::sort(
+      sortedByName_.begin(), sortedByName_.end(),
+      [&](size_t a, size_t b) { return tensors_[a].name < tensors_[b].name; });
+}
+
+std::unique_ptr<SafetensorsFile> SafetensorsFile::fromMappedTensors(
+    std::string path, std::vector<std::unique_ptr<MappedFile>> maps,
+    std::vector<SafetensorsTensor> tensors) {
+  std::unique_ptr<SafetensorsFile> file(new SafetensorsFile());
+  file->path_ = std::move(path);
+  file->otherMaps_ = std::move(maps);
+  file->tensors_ = std::move(tensors);
+  file->sortNames();
+  return file;
+}
+
 std::unique_ptr<SafetensorsFile>
 SafetensorsFile::fromMemory(const uint8_t *data, size_t size,
                             std::string &error, const std::string &name) {
@@ -300,48 +318,37 @@ SafetensorsFile::fromMemory(const uint8_t *data, size_t size,
     error = name + ": " + message;
     return nullptr;
   }
-  file->sortedByName_.resize(file->tensors_.size());
-  for (size_t i = 0; i < file->sortedByName_.size(); ++i)
-    file->sortedByName_[i] = i;
-  std::sort(file->sortedByName_.begin(), file->sortedByName_.end(),
-            [&](size_t a, size_t b) {
-              return file->tensors_[a].name < file->tensors_[b].name;
-            });
+  file->sortNames();
   return file;
 }
 
 std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::string &path,
                                                        std::string &error) {
-  const uint8_t *data;
-  size_t size;
-  std::unique_ptr<FileWatch> watch;
-  if (!mapFile(path, data, size, error, &watch))
-    return nullptr;
-  std::unique_ptr<SafetensorsFile> file = fromMemory(data, size, error, path);
-  if (!file) {
-    unmapFile(data, size);
-    return nullptr;
-  }
-  file->mapped_ = true;
-  file->watch_ = std::move(watch);
-  return file;
+  return openMapped(path, error, &SafetensorsFile::map_,
+                    [&](const uint8_t *data, size_t size) {
+                      return fromMemory(data, size, error, path);
+                    });
 }
 
 void SafetensorsFile::releasePages() {
-  if (mapped_)
-    releaseMappedPages(image_, imageSize_);
+  if (map_)
+    map_->releasePages();
+  for (const auto &map : otherMaps_)
+    map->releasePages();
 }
 
 std::string SafetensorsFile::changeSinceOpen() const {
-  return watch_ ? watch_->change() : std::string();
+  if (map_)
+    return map_->change();
+  for (const auto &map : otherMaps_)
+    if (std::string change = map->change(); !change.empty())
+      return change;
+  return "";
 }
 
 SafetensorsFile::SafetensorsFile() = default;
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapped_)
-    unmapFile(image_, imageSize_);
-}
+SafetensorsFile::~SafetensorsFile() = default;
 
 const SafetensorsTensor *SafetensorsFile::find(const std::string &name) const {
   auto it = std::lower_bound(sortedByName_.begin(), sortedByName_.end(), name,

@@ -23,29 +23,6 @@ func.func @negative_reshape_not_transpose(%q: tensor<2x4x8xf32>, %k: tensor<2x4x
 
 // -----
 
-// A permutation [0, 2, 3, 1] of [B, S, H, D] gives [B, H, D, S] but is not
-// a transpose of the last two dims (pytorch/pytorch#195320).
-// CHECK-LABEL: func.func @negative_wrong_permutation
-// CHECK-COUNT-2: tosa.matmul
-func.func @negative_wrong_permutation(%q: tensor<1x2x4x8xf32>, %k: tensor<1x4x2x8xf32>, %v: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
-  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
-  %s3 = tosa.const_shape {values = dense<[2, 4, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
-  %kts = tosa.const_shape {values = dense<[2, 8, 4]> : tensor<3xindex>} : () -> !tosa.shape<3>
-  %s4 = tosa.const_shape {values = dense<[1, 2, 4, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
-  %q3 = tosa.reshape %q, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
-  %kt4 = tosa.transpose %k {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x4x2x8xf32>) -> tensor<1x2x8x4xf32>
-  %kt = tosa.reshape %kt4, %kts : (tensor<1x2x8x4xf32>, !tosa.shape<3>) -> tensor<2x8x4xf32>
-  %v3 = tosa.reshape %v, %s3 : (tensor<1x2x4x8xf32>, !tosa.shape<3>) -> tensor<2x4x8xf32>
-  %s = tosa.matmul %q3, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
-  %p = transformer.softmax %s {dimension = 2 : i64} : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
-  // expected-remark @+1 {{attention not fused: K transpose permutation [0, 2, 3, 1] does not swap the last two dims}}
-  %o = tosa.matmul %p, %v3, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
-  %o4 = tosa.reshape %o, %s4 : (tensor<2x4x8xf32>, !tosa.shape<4>) -> tensor<1x2x4x8xf32>
-  return %o4 : tensor<1x2x4x8xf32>
-}
-
-// -----
-
 // Softmax over the query axis, not the key axis.
 // CHECK-LABEL: func.func @negative_softmax_wrong_axis
 // CHECK-COUNT-2: tosa.matmul
@@ -126,23 +103,6 @@ func.func @negative_scale_not_constant(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf
   %ss = tosa.mul %s, %c, %shift : (tensor<2x4x4xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x4xf32>
   %p = transformer.softmax %ss {dimension = 2 : i64} : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
   // expected-remark @+1 {{attention not fused: scale is not a constant}}
-  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
-  return %o : tensor<2x4x8xf32>
-}
-
-// -----
-
-// A select whose condition is computed at run time.
-// CHECK-LABEL: func.func @negative_select_condition_not_constant
-// CHECK-COUNT-2: tosa.matmul
-func.func @negative_select_condition_not_constant(%q: tensor<2x4x8xf32>, %k: tensor<2x4x8xf32>, %v: tensor<2x4x8xf32>, %keep: tensor<1x4x4xi1>) -> tensor<2x4x8xf32> {
-  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
-  %neg = "tosa.const"() <{values = dense<0xFF800000> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<2x4x8xf32>) -> tensor<2x8x4xf32>
-  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x4xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x4xf32>
-  %sm = tosa.select %keep, %s, %neg : (tensor<1x4x4xi1>, tensor<2x4x4xf32>, tensor<1x1x1xf32>) -> tensor<2x4x4xf32>
-  %p = transformer.softmax %sm {dimension = 2 : i64} : tensor<2x4x4xf32> -> tensor<2x4x4xf32>
-  // expected-remark @+1 {{attention not fused: select condition is not a constant}}
   %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x4xf32>, tensor<2x4x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
 }

@@ -1,9 +1,10 @@
 //===- ImportFlags.h - The command-line flags of a model import -*- C++ -*-===//
 //
-// The flags tfc-import and tfc-compile take for a Hugging Face import
-// (--batch, --seq-len, --dtype, --output, --token-type-ids, --kv-cache,
-// --past-len, --position-ids, --present), defined once: each tool holds one
-// static ImportFlags.
+// The flags tfc-import and tfc-compile take for a model import: for Hugging
+// Face directories --batch, --seq-len, --dtype, --output, --token-type-ids,
+// --kv-cache, --past-len, --position-ids, --present; for ONNX files --batch,
+// --seq-len and --input-shape. Defined once: each tool holds one static
+// ImportFlags.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 #define TFC_IMPORTER_IMPORTFLAGS_H
 
 #include "tfc/Importer/HuggingFace.h"
+#include "tfc/Importer/Onnx.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -33,6 +35,11 @@ public:
   /// with `error` set to one line naming the flag.
   mlir::FailureOr<ImportOptions> options(std::string &error) const;
 
+  /// The options of an ONNX import (at the largest --batch; --seq-len only
+  /// where given); failure naming a flag that applies to Hugging Face
+  /// imports only, or a malformed --input-shape.
+  mlir::FailureOr<OnnxImportOptions> onnxOptions(std::string &error) const;
+
   /// The sequence lengths of --seq-len (comma-separated; the last
   /// occurrence of the flag counts), increasing, each once; failure with
   /// `error` set unless they are positive integers.
@@ -42,7 +49,7 @@ public:
 
 private:
   /// The descriptions, before the options: cl::desc keeps a reference.
-  std::string descriptions[9];
+  std::string descriptions[10];
   llvm::cl::opt<std::string> batch, seqLen;
   llvm::cl::opt<std::string> dtype;
   llvm::cl::opt<ImportOutput> output;
@@ -50,6 +57,7 @@ private:
   llvm::cl::opt<int64_t> pastLen;
   llvm::cl::opt<bool> positionIds;
   llvm::cl::opt<PresentKV> present;
+  llvm::cl::list<std::string> inputShape;
 };
 
 } // namespace tfc

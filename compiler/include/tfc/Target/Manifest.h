@@ -28,11 +28,35 @@ struct TensorSpec {
   std::optional<std::pair<int64_t, int64_t>> bounds;
 };
 
+/// Where a weight's bytes lie in the model file (ONNX imports,
+/// `tfc.weight_location`): tfc_weight_location of abi.h.
+struct WeightLocation {
+  std::string file;
+  int64_t offset = 0, nbytes = 0;
+  std::string check;
+};
+
+/// An initializer compiled in as a constant, and the hash of its bytes
+/// (`tfc.folded_initializers`): tfc_folded_tensor of abi.h.
+struct FoldedTensor {
+  std::string name, file;
+  int64_t offset = 0, nbytes = 0;
+  uint64_t hash = 0;
+};
+
+/// tfc_weight_file of abi.h: one location per weight, in order.
+struct WeightFile {
+  std::vector<WeightLocation> weights;
+  std::vector<FoldedTensor> folded;
+};
+
 struct Manifest {
   std::string entry;
   std::string target;
   std::vector<TensorSpec> args;
   std::vector<TensorSpec> results;
+  /// For a model whose weights lie in its own file (ONNX).
+  std::optional<WeightFile> weightFile;
 };
 
 /// One of the builds of a model for several batch sizes or sequence lengths
@@ -49,7 +73,8 @@ struct ModelVariant {
 /// of a supported dtype; names come from `tfc.name` attributes (else
 /// `input<i>` / `output<i>`), roles from `tfc.role` ("input" or "weight").
 /// An integer input that indexes a tosa.gather gets the bounds [0, rows of
-/// the table), which the runtime checks on every run.
+/// the table), which the runtime checks on every run. Weights that carry
+/// `tfc.weight_location` (all or none) give the manifest's weightFile.
 /// Emits an error naming the function and argument otherwise.
 mlir::FailureOr<Manifest> extractManifest(mlir::ModuleOp module,
                                           llvm::StringRef entry);

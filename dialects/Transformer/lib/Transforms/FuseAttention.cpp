@@ -16,7 +16,6 @@
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 using namespace mlir;
 
@@ -48,7 +47,14 @@ static Value swapHeadFactors(TosaBuilder &t, Value x, int64_t a, int64_t c) {
 static Value buildMask(TosaBuilder &t, const fusion::AttentionMatch &m,
                        Type et) {
   Value mask = m.mask;
-  if (m.booleanMask) {
+  if (m.booleanMask && m.booleanMask->condValue) {
+    const fusion::BooleanMask &bm = *m.booleanMask;
+    auto condType = cast<RankedTensorType>(bm.condValue.getType());
+    Value zero = t.splat(0.0, et, condType.getRank());
+    Value fill = t.splat(bm.fill, et, condType.getRank());
+    mask = bm.visibleWhenTrue ? t.select(bm.condValue, zero, fill)
+                              : t.select(bm.condValue, fill, zero);
+  } else if (m.booleanMask) {
     const fusion::BooleanMask &bm = *m.booleanMask;
     auto condType = cast<ShapedType>(bm.cond.getType());
     auto type = RankedTensorType::get(condType.getShape(), et);
@@ -97,6 +103,8 @@ struct FuseAttentionPattern : OpRewritePattern<tosa::MatMulOp> {
 
     Value q = t.reshape(m.query.source, {b, hq, sq, d});
     Value k = m.key.source;
+    if (m.key.sequenceMajor)
+      k = t.transpose(k, {0, 2, 1, 3});
     if (!m.key.swapped)
       k = shapeOf(k).size() == 3 ? t.transpose(k, {0, 2, 1})
                                  : t.transpose(k, {0, 1, 3, 2});
@@ -156,12 +164,8 @@ struct FuseAttentionPass
     : impl::TransformerFuseAttentionBase<FuseAttentionPass> {
   using Base::Base;
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateFuseAttentionPatterns(patterns);
-    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
-    if (explainMissed)
-      explainMissedFusions(getOperation(),
-                           static_cast<unsigned>(FusionKind::Attention));
+    runFusion(getOperation(), populateFuseAttentionPatterns,
+              FusionKind::Attention, explainMissed);
   }
 };
 

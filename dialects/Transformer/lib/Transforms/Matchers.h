@@ -51,6 +51,11 @@ private:
 // Small building blocks
 //===----------------------------------------------------------------------===//
 
+/// `v`'s type when it is a ranked tensor, else null.
+inline mlir::RankedTensorType rankedType(mlir::Value v) {
+  return llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+}
+
 /// The value of a splat floating-point constant (any shape).
 std::optional<double> getSplatFloat(mlir::Value v);
 
@@ -85,7 +90,8 @@ struct RepeatedKV {
 };
 
 /// Recognises `tile(x, [1, G, 1, 1])` and
-/// `reshape(tile(reshape(x, [B,Hkv,1,S,X]), [1,1,G,1,1]), [B,Hq,S,X])`.
+/// `reshape(tile(reshape(x, [B,Hkv,1,S,X]), [1,1,G,1,1]), [B,Hq,S,X])`
+/// (or [B*Hq, S, X]).
 MatchOr<RepeatedKV> matchRepeatedKV(mlir::Value v);
 
 //===----------------------------------------------------------------------===//
@@ -148,21 +154,30 @@ bool isRmsNormCandidate(mlir::tosa::RsqrtOp rsqrt);
 struct AttentionOperand {
   mlir::Value source;   ///< Rank 3 [N, S, X] or rank 4 [b, h, S, X].
   bool swapped = false; ///< K: a last-two-dims transpose was peeled.
-  double scale = 1.0;   ///< Constant factors peeled from this operand.
+  /// K: `source` is [B, S, H, D] and one transpose [0, 2, 3, 1] made Kᵀ of
+  /// it (the head split's and the last-two swap in one, as TorchScript
+  /// exports `k.transpose(1, 2).transpose(-2, -1)`).
+  bool sequenceMajor = false;
+  double scale = 1.0; ///< Constant factors peeled from this operand.
   std::optional<RepeatedKV> repeat;
   std::optional<HeadView> view; ///< Set when `source` is rank 4.
 };
 
 /// A boolean `select` mask that is not the causal pattern: becomes the
-/// additive mask `cond ? 0 : fill` (`fill` is the select's own constant).
+/// additive mask `cond ? 0 : fill` (`fill` is the select's own constant),
+/// a constant where `cond` is one, else a select of the run-time condition
+/// (masked_fill(mask == 0, -1e9) of a padding mask). Scores replaced by a
+/// large negative fill and scores plus that fill give the same softmax
+/// wherever a row keeps a visible key.
 struct BooleanMask {
-  mlir::DenseElementsAttr cond;
+  mlir::DenseElementsAttr cond; ///< Null when the condition is computed.
+  mlir::Value condValue;        ///< The computed condition, else null.
   bool visibleWhenTrue = true;
   double fill = 0;
 };
 
 /// `select(cond, scores, fill)` or `select(cond, fill, scores)` with a
-/// constant boolean `cond` and a large negative splat `fill`.
+/// boolean `cond` and a large negative splat `fill`.
 struct MaskSelect {
   mlir::Value scores;
   bool isCausal = false; ///< `cond` is exactly `j <= i + (Skv - Sq)`.

@@ -175,6 +175,45 @@ typedef struct tfc_model_variant {
 } tfc_model_variant;
 typedef int32_t (*tfc_model_variants_fn)(const tfc_model_variant **variants);
 
+/* Weights in the model's own file. A library compiled from an ONNX file
+ * reads its weights where they lie in that file (or in its external data
+ * files) and exports
+ *
+ *   const tfc_weight_file *tfc_model_weight_file(void);
+ *
+ * tfc_model_bind_weights(model, "model.onnx") then maps the file(s) and
+ * binds weight i (the manifest's weights, in order) to `weights[i].data`.
+ * Before it binds anything it checks that each weight's `check_size`
+ * `check` bytes stand right before its data (the TensorProto's name and
+ * raw_data field headers) and that the bytes of each `folded` range (what
+ * the code was compiled from: an initializer folded into a constant, the
+ * graph's nodes; `name` says which) still hash to `hash` (tfc_hash_bytes_
+ * from 0xcbf29ce484222325): a file of another layout, graph or constants is
+ * refused, not read. Paths are relative to the folder of the file bound;
+ * "" is that file. */
+typedef struct tfc_file_range {
+  const char *file;
+  int64_t offset;
+  int64_t nbytes;
+} tfc_file_range;
+typedef struct tfc_weight_location {
+  tfc_file_range data;
+  const char *check;
+  int32_t check_size;
+} tfc_weight_location;
+typedef struct tfc_folded_tensor {
+  const char *name;
+  tfc_file_range bytes;
+  uint64_t hash;
+} tfc_folded_tensor;
+typedef struct tfc_weight_file {
+  int32_t num_weights;
+  const tfc_weight_location *weights;
+  int32_t num_folded;
+  const tfc_folded_tensor *folded;
+} tfc_weight_file;
+typedef const tfc_weight_file *(*tfc_model_weight_file_fn)(void);
+
 /* Packed weights. A CPU model whose matmuls pack their constant weights
  * (into panels laid out for its kernels, quantized with --quantize-weights)
  * on first use also exports

@@ -28,7 +28,7 @@
 
 namespace tfc {
 
-class FileWatch;
+class MappedFile;
 
 struct SafetensorsTensor {
   std::string name;
@@ -48,6 +48,14 @@ public:
   /// (8 bytes)".
   static std::unique_ptr<SafetensorsFile> open(const std::string &path,
                                                std::string &error);
+  /// Tensors that other files hold at known places (a model's own ONNX file
+  /// and its external data files: tfc_model_weight_file of abi.h), named
+  /// `path` in messages. `maps` keep those files mapped and watched; every
+  /// tensor's data points into one of them.
+  static std::unique_ptr<SafetensorsFile>
+  fromMappedTensors(std::string path,
+                    std::vector<std::unique_ptr<MappedFile>> maps,
+                    std::vector<SafetensorsTensor> tensors);
   /// Parses an image in memory; `data` must outlive the result. `name` is used
   /// in messages.
   static std::unique_ptr<SafetensorsFile>
@@ -58,7 +66,7 @@ public:
   SafetensorsFile &operator=(const SafetensorsFile &) = delete;
   ~SafetensorsFile();
 
-  /// In header order.
+  /// In header order (fromMappedTensors: in the given order).
   const std::vector<SafetensorsTensor> &tensors() const { return tensors_; }
   /// nullptr when absent.
   const SafetensorsTensor *find(const std::string &name) const;
@@ -76,11 +84,13 @@ public:
 
 private:
   SafetensorsFile();
+  void sortNames();
   std::string path_;
   const uint8_t *image_ = nullptr;
   size_t imageSize_ = 0;
-  bool mapped_ = false;
-  std::unique_ptr<FileWatch> watch_; // a mapped file, kept open
+  std::unique_ptr<MappedFile> map_; // an opened file's map, image_ in it
+  /// fromMappedTensors' files.
+  std::vector<std::unique_ptr<MappedFile>> otherMaps_;
   std::vector<SafetensorsTensor> tensors_;
   std::vector<size_t> sortedByName_;
 };

@@ -75,10 +75,12 @@ public:
   /// Reshapes `v` to rank `rank` by prepending ones.
   mlir::Value expandToRank(mlir::Value v, int64_t rank);
 
-private:
+  /// The result type of an elementwise op on `lhs` and `rhs` (of equal
+  /// rank, size-1 dims broadcast), of `elementType` or lhs's.
   mlir::RankedTensorType broadcastType(mlir::Value lhs, mlir::Value rhs,
                                        mlir::Type elementType = {});
 
+private:
   mlir::OpBuilder &b;
   mlir::Location loc;
 };

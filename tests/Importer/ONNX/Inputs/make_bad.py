@@ -1,0 +1,108 @@
+"""Writes the malformed ONNX files of errors.test into a folder."""
+
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17, ir=8):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = ir
+    return m
+
+
+def add_model(**kw):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    w = numpy_helper.from_array(np.arange(4, dtype=np.float32), "w")
+    return model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                 [x], [y], [w], **kw)
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    save = lambda m, name: onnx.save(m, os.path.join(out, name))
+    with open(os.path.join(out, "not-protobuf.onnx"), "w") as f:
+        f.write("this is not a model\n")
+    good = add_model().SerializeToString()
+    with open(os.path.join(out, "truncated.onnx"), "wb") as f:
+        f.write(good[: len(good) - 7])
+    save(add_model(ir=99), "ir-version.onnx")
+    save(add_model(opset=99), "opset.onnx")
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])
+    save(model([helper.make_node("Frobnicate", ["x"], ["y"], name="frob")],
+               [x], [y]), "unsupported-op.onnx")
+    custom = model([helper.make_node("FusedGelu", ["x"], ["y"], name="fg",
+                                     domain="com.microsoft")], [x], [y])
+    custom.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    save(custom, "custom-domain.onnx")
+    save(model([helper.make_node("Add", ["x", "bias"], ["y"], name="add")],
+               [x], [y]), "missing-initializer.onnx")
+
+    # External data: a weight of 32 floats in w.bin.
+    w = numpy_helper.from_array(np.ones((8, 4), np.float32), "w")
+    w.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "w.bin"), ("offset", "0"),
+                       ("length", "128")):
+        w.external_data.add(key=key, value=value)
+    w.ClearField("raw_data")
+    xs = helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 4])
+    ys = helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 4])
+    ext = model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                [xs], [ys], [w])
+    os.makedirs(os.path.join(out, "ext-missing"), exist_ok=True)
+    onnx.save(ext, os.path.join(out, "ext-missing", "m.onnx"))
+    os.makedirs(os.path.join(out, "ext-short"), exist_ok=True)
+    onnx.save(ext, os.path.join(out, "ext-short", "m.onnx"))
+    with open(os.path.join(out, "ext-short", "w.bin"), "wb") as f:
+        f.write(b"\0" * 64)
+
+    shapeless = helper.make_tensor_value_info("x", TensorProto.FLOAT, None)
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [shapeless], [y]), "no-shape.onnx")
+    seq = helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                        ["batch", "sequence"])
+    save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+               [seq], [y]), "dynamic.onnx")
+    save(add_model(), "good.onnx")
+
+    # A weight of 32 floats inline, and two patched copies: the folded
+    # constant w's values changed in place; the weight's name changed
+    # in place (another layout as far as the runtime can tell).
+    big = numpy_helper.from_array(
+        np.arange(32, dtype=np.float32).reshape(8, 4), "v")
+    m = model([helper.make_node("Add", ["x", "w"], ["t"], name="add"),
+               helper.make_node("Mul", ["t", "v"], ["y"], name="mul")],
+              [xs], [ys], [numpy_helper.from_array(
+                  np.arange(4, dtype=np.float32) + 0.5, "w"), big])
+    data = m.SerializeToString()
+    with open(os.path.join(out, "weights.onnx"), "wb") as f:
+        f.write(data)
+    w_bytes = (np.arange(4, dtype=np.float32) + 0.5).tobytes()
+    assert data.count(w_bytes) == 1
+    changed = data.replace(w_bytes, np.full(4, 7, np.float32).tobytes())
+    with open(os.path.join(out, "weights-constant-changed.onnx"), "wb") as f:
+        f.write(changed)
+    renamed = data.replace(b"\x42\x01v\x4a", b"\x42\x01u\x4a")
+    assert renamed != data
+    with open(os.path.join(out, "weights-renamed.onnx"), "wb") as f:
+        f.write(renamed)
+    regraphed = data.replace(b"Mul", b"Sub")
+    assert regraphed != data
+    with open(os.path.join(out, "weights-node-changed.onnx"), "wb") as f:
+        f.write(regraphed)
+    x84 = np.full((8, 4), 2, np.float32)
+    np.save(os.path.join(out, "x84.npy"), x84)
+    np.save(os.path.join(out, "expected84.npy"),
+            (x84 + np.arange(4, dtype=np.float32) + 0.5) *
+            np.arange(32, dtype=np.float32).reshape(8, 4))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,288 @@
+"""Every operator the ONNX importer translates, checked against ONNX Runtime.
+
+  op_cases.py --bin DIR --work DIR [--seed N]
+
+Builds one model per operator set version (most cases at opset 23; the
+pre-13 Softmax at 11) whose outputs are the cases below, each on its own
+inputs, odd sizes included, so that one compile covers them all. Inputs are
+fresh random values; ONNX Runtime runs the same file. Each output must match
+to 1e-5 relative to its largest magnitude (1e-4 for the normalisations and
+products), integer and bool outputs exactly.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+
+F, I64, B = T.FLOAT, T.INT64, T.BOOL
+
+
+class Builder:
+    def __init__(self, rng):
+        self.rng, self.nodes, self.inputs, self.outputs = rng, [], [], []
+        self.inits, self.feeds, self.tolerance = [], {}, {}
+
+    def input(self, case, shape, kind="normal", dtype=F):
+        name = f"{case}_in{len([i for i in self.inputs if i.name.startswith(case + '_in')])}"
+        self.inputs.append(helper.make_tensor_value_info(name, dtype, shape))
+        r = self.rng
+        if kind == "normal":
+            v = r.standard_normal(shape).astype(np.float32)
+        elif kind == "positive":
+            v = (r.random(shape) + 0.1).astype(np.float32)
+        elif kind.startswith("idx"):
+            v = r.integers(0, int(kind[3:]), shape).astype(np.int64)
+        elif kind == "bool":
+            v = r.random(shape) < 0.5
+        self.feeds[name] = v
+        return name
+
+    def const(self, case, value, dtype=None):
+        name = f"{case}_c{len(self.inits)}"
+        arr = np.array(value, dtype=dtype)
+        self.inits.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def node(self, case, op, ins, n_out=1, out_types=(F,), tol=1e-5, **attrs):
+        outs = [f"{case}_out{k}" for k in range(n_out)]
+        self.nodes.append(helper.make_node(op, ins, outs, name=case, **attrs))
+        for k, o in enumerate(outs):
+            t = out_types[k] if k < len(out_types) else out_types[-1]
+            self.outputs.append(helper.make_tensor_value_info(o, t, None))
+            self.tolerance[o] = tol
+        return outs
+
+    def model(self, opset):
+        g = helper.make_graph(self.nodes, "ops", self.inputs, self.outputs,
+                              self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+        m.ir_version = 10
+        return m
+
+
+def cases_23(b):
+    def unary(op, kind="normal", **kw):
+        b.node(op, op, [b.input(op, [3, 5], kind)], **kw)
+    for op in ["Exp", "Erf", "Tanh", "Sigmoid", "Relu", "Neg", "Abs",
+               "Floor", "Ceil", "Sin", "Cos", "Identity"]:
+        unary(op)
+    for op in ["Sqrt", "Reciprocal", "Log"]:
+        unary(op, "positive")
+    b.node("GeluNone", "Gelu", [b.input("GeluNone", [2, 7])])
+    b.node("GeluTanh", "Gelu", [b.input("GeluTanh", [2, 7])],
+           approximate="tanh")
+    for op in ["Add", "Sub", "Mul", "Max", "Min"]:
+        b.node(op, op, [b.input(op, [2, 3, 5]), b.input(op, [3, 1])])
+    b.node("Div", "Div", [b.input("Div", [2, 3, 5]),
+                          b.input("Div", [5], "positive")])
+    b.node("DivConst", "Div", [b.input("DivConst", [4, 6]),
+                               b.const("DivConst", 8.0, np.float32)])
+    b.node("DivSqrt", "Div", [b.input("DivSqrt", [4, 6]),
+                              b.node("DivSqrtS", "Sqrt",
+                                     [b.input("DivSqrtS", [4, 1],
+                                              "positive")])[0]])
+    b.node("Pow", "Pow", [b.input("Pow", [3, 4], "positive"),
+                          b.const("Pow", 3.0, np.float32)])
+    b.node("Max3", "Max", [b.input("Max3", [4]), b.input("Max3", [2, 4]),
+                           b.input("Max3", [3, 1, 1])])
+    for op in ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"]:
+        x = b.input(op, [3, 4], "idx3", I64)
+        y = b.input(op, [4], "idx3", I64)
+        b.node(op, op, [x, y], out_types=(B,))
+    for op in ["And", "Or", "Xor"]:
+        b.node(op, op, [b.input(op, [3, 4], "bool", B),
+                        b.input(op, [4], "bool", B)], out_types=(B,))
+    b.node("Not", "Not", [b.input("Not", [5], "bool", B)], out_types=(B,))
+    b.node("Where", "Where", [b.input("Where", [3, 1], "bool", B),
+                              b.input("Where", [3, 4]),
+                              b.input("Where", [4])])
+    b.node("IsNaN", "IsNaN", [b.node("IsNaNLog", "Log",
+                                     [b.input("IsNaNLog", [6])])[0]],
+           out_types=(B,))
+    b.node("CastToInt", "Cast", [b.input("CastToInt", [4, 3])], to=I64,
+           out_types=(I64,))
+    b.node("CastToBool", "Cast", [b.input("CastToBool", [4], "idx3", I64)],
+           to=B, out_types=(B,))
+    b.node("CastLike", "CastLike", [b.input("CastLike", [4], "idx5", I64),
+                                    b.input("CastLike", [1])])
+    b.node("Clip", "Clip", [b.input("Clip", [3, 4]),
+                            b.const("Clip", -0.5, np.float32),
+                            b.const("Clip", 0.7, np.float32)])
+    b.node("Dropout", "Dropout", [b.input("Dropout", [3, 4])])
+    b.node("MatMulBatched", "MatMul", [b.input("MatMulBatched", [2, 1, 3, 5]),
+                                       b.input("MatMulBatched", [3, 5, 4])],
+           tol=1e-4)
+    b.node("MatMulWeight", "MatMul", [b.input("MatMulWeight", [2, 3, 5]),
+                                      b.const("MatMulWeight",
+                                              b.rng.standard_normal((5, 6)),
+                                              np.float32)], tol=1e-4)
+    b.node("MatMulVector", "MatMul", [b.input("MatMulVector", [5]),
+                                      b.input("MatMulVector", [2, 5, 3])],
+           tol=1e-4)
+    b.node("Gemm", "Gemm", [b.input("Gemm", [5, 3]), b.input("Gemm", [4, 5]),
+                            b.input("Gemm", [4])],
+           transA=1, transB=1, alpha=0.5, beta=2.0, tol=1e-4)
+    b.node("Softmax", "Softmax", [b.input("Softmax", [2, 3, 5])], axis=1)
+    b.node("LogSoftmax", "LogSoftmax", [b.input("LogSoftmax", [3, 7])])
+    b.node("LayerNorm", "LayerNormalization",
+           [b.input("LayerNorm", [2, 3, 6]), b.input("LayerNorm", [6]),
+            b.input("LayerNorm", [6])], tol=1e-4)
+    b.node("LayerNorm2", "LayerNormalization",
+           [b.input("LayerNorm2", [2, 3, 4]), b.input("LayerNorm2", [3, 4])],
+           axis=-2, epsilon=1e-3, tol=1e-4)
+    b.node("RMSNorm", "RMSNormalization", [b.input("RMSNorm", [2, 5, 6]),
+                                           b.input("RMSNorm", [6])], tol=1e-4)
+    for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"]:
+        b.node(op, op, [b.input(op, [2, 3, 5]), b.const(op, [0, -1], np.int64)],
+               keepdims=0, tol=1e-4)
+        b.node(op + "All", op, [b.input(op + "All", [3, 4])], tol=1e-4)
+    b.node("Reshape", "Reshape", [b.input("Reshape", [2, 3, 4]),
+                                  b.const("Reshape", [0, -1, 2], np.int64)])
+    b.node("Transpose", "Transpose", [b.input("Transpose", [2, 3, 4])],
+           perm=[2, 0, 1])
+    b.node("Squeeze", "Squeeze", [b.input("Squeeze", [3, 1, 4, 1]),
+                                  b.const("Squeeze", [1], np.int64)])
+    b.node("Unsqueeze", "Unsqueeze", [b.input("Unsqueeze", [3, 4]),
+                                      b.const("Unsqueeze", [0, -1], np.int64)])
+    b.node("Flatten", "Flatten", [b.input("Flatten", [2, 3, 4])], axis=2)
+    b.node("Concat", "Concat", [b.input("Concat", [2, 3]),
+                                b.input("Concat", [2, 1]),
+                                b.input("Concat", [2, 4])], axis=-1)
+    b.node("Split", "Split", [b.input("Split", [2, 7]),
+                              b.const("Split", [2, 5], np.int64)],
+           n_out=2, axis=1)
+    b.node("SplitEven", "Split", [b.input("SplitEven", [7, 3])], n_out=3,
+           num_outputs=3)
+    b.node("Slice", "Slice", [b.input("Slice", [5, 7]),
+                              b.const("Slice", [1, -6], np.int64),
+                              b.const("Slice", [-1, 1000], np.int64)])
+    b.node("SliceReverse", "Slice",
+           [b.input("SliceReverse", [5, 7]),
+            b.const("SliceReverse", [-2], np.int64),
+            b.const("SliceReverse", [-1000], np.int64),
+            b.const("SliceReverse", [1], np.int64),
+            b.const("SliceReverse", [-1], np.int64)])
+    b.node("Gather", "Gather", [b.input("Gather", [9, 4]),
+                                b.input("Gather", [2, 3], "idx9", I64)])
+    b.node("GatherAxis1", "Gather", [b.input("GatherAxis1", [2, 5, 3]),
+                                     b.input("GatherAxis1", [4], "idx5", I64)],
+           axis=1)
+    b.node("GatherScalar", "Gather", [b.input("GatherScalar", [2, 5, 3]),
+                                      b.const("GatherScalar", -1, np.int64)],
+           axis=1)
+    b.node("GatherConstIdx", "Gather",
+           [b.input("GatherConstIdx", [6, 2]),
+            b.const("GatherConstIdx", [4, 0, 4], np.int64)])
+    b.node("GatherElements", "GatherElements",
+           [b.input("GatherElements", [3, 4]),
+            b.const("GatherElements", [[1, 0], [3, 3], [2, 1]], np.int64)],
+           axis=1)
+    b.node("GatherND", "GatherND",
+           [b.input("GatherND", [2, 3, 4]),
+            b.const("GatherND", [[[1]], [[2]]], np.int64)], batch_dims=1)
+    b.node("Expand", "Expand", [b.input("Expand", [3, 1]),
+                                b.const("Expand", [2, 3, 4], np.int64)])
+    b.node("Tile", "Tile", [b.input("Tile", [2, 3]),
+                            b.const("Tile", [2, 2], np.int64)])
+    b.node("Trilu", "Trilu", [b.input("Trilu", [2, 4, 5]),
+                              b.const("Trilu", 1, np.int64)], upper=0)
+    b.node("CumSum", "CumSum", [b.input("CumSum", [3, 6]),
+                                b.const("CumSum", 1, np.int64)],
+           exclusive=1, reverse=1)
+    b.node("CumSumIds", "CumSum", [b.input("CumSumIds", [2, 5], "idx2", I64),
+                                   b.const("CumSumIds", 1, np.int64)],
+           out_types=(I64,))
+    # Folded on the host: shapes and constants through the shape ops.
+    shape = b.node("Shape", "Shape", [b.input("Shape", [3, 5, 2])],
+                   out_types=(I64,), start=1)[0]
+    b.node("ConstantOfShape", "ConstantOfShape", [shape],
+           value=numpy_helper.from_array(np.array([1.5], np.float32)))
+    b.node("Range", "Range", [b.const("Range", 2, np.int64),
+                              b.const("Range", 11, np.int64),
+                              b.const("Range", 3, np.int64)],
+           out_types=(I64,))
+    b.node("Size", "Size", [b.input("Size", [3, 5])], out_types=(I64,))
+    b.node("Constant", "Constant", [], value_floats=[1.0, -2.5])
+
+
+def cases_11(b):
+    b.node("Softmax11", "Softmax", [b.input("Softmax11", [2, 3, 4])], axis=1)
+    b.node("LogSoftmax11", "LogSoftmax", [b.input("LogSoftmax11", [2, 3, 4])],
+           axis=1)
+
+
+def check(model, b, args, tag):
+    import onnxruntime as ort
+    path = os.path.join(args.work, f"ops{tag}.onnx")
+    onnx.save(model, path)
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]
+                                    ).run(None, b.feeds)
+    lib = os.path.join(args.work, f"ops{tag}.so")
+    r = subprocess.run([os.path.join(args.bin, "tfc-compile"), path, "-o",
+                        lib], capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(r.stderr)
+    run = [os.path.join(args.bin, "tfc-run"), lib]
+    if model.graph.initializer:
+        run += ["--weights", path]
+    # tfc orders its inputs as the file does.
+    for name in [i.name for i in model.graph.input]:
+        p = os.path.join(args.work, name + ".npy")
+        np.save(p, b.feeds[name])
+        run += ["--input", p]
+    names = [o.name for o in model.graph.output]
+    for name in names:
+        run += ["--output", os.path.join(args.work, name + ".npy")]
+    r = subprocess.run(run, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(r.stderr)
+    bad = []
+    for name, ref in zip(names, expected):
+        got = np.load(os.path.join(args.work, name + ".npy"))
+        if got.shape != ref.shape:
+            bad.append(f"{name}: shape {got.shape}, ONNX Runtime {ref.shape}")
+        elif ref.dtype.kind in "biu":
+            if not np.array_equal(got, ref):
+                bad.append(f"{name}: differs: {got} vs {ref}")
+        elif not np.array_equal(np.isnan(got), np.isnan(ref)):
+            bad.append(f"{name}: NaN in other places")
+        else:
+            keep = ~np.isnan(ref)
+            got, ref = got[keep], ref[keep]
+            err = float(np.abs(got.astype(np.float64) - ref).max(initial=0))
+            scale = max(float(np.abs(ref).max(initial=0)), 1.0)
+            if not err <= b.tolerance[name] * scale:
+                bad.append(f"{name}: max error {err:.3g} (scale {scale:.3g})")
+    print(f"opset {tag}: {len(names)} outputs, {len(bad)} wrong")
+    for line in bad:
+        print("  " + line)
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--seed", type=int)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    seed = args.seed if args.seed is not None else int.from_bytes(
+        os.urandom(4), "little")
+    rng = np.random.default_rng(seed)
+    bad = []
+    for opset, cases in ((23, cases_23), (11, cases_11)):
+        b = Builder(rng)
+        cases(b)
+        bad += check(b.model(opset), b, args, str(opset))
+    if bad:
+        sys.exit("\n".join(bad) + f"\n(seed {seed})")
+
+
+if __name__ == "__main__":
+    main()
