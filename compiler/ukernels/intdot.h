@@ -19,7 +19,7 @@
 //    operand and gives b a's sign (vpsignb), since a pair of unsigned
 //    bytes of up to 255 times 127 would not fit int16.
 // With AVX-512 VNNI the matmul runs the VNNI form 512 bits wide instead
-// (matmul.cpp's dotRowsVnni512): one vpdpbusd per row covers a quad's 16
+// (matmul/intdot.cpp's dotRowsVnni512): one vpdpbusd per row covers a quad's 16
 // columns (an int4 quad's high nibbles shifted into the upper half by one
 // variable shift), six rows against two panels.
 // TFC_UK_INTDOT_EMULATE_VNNI selects the VNNI form on a machine without it,

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 namespace tfc::uk {
 /// The element type of B and of its packed panels: f32, or the bits of bf16
@@ -164,6 +165,30 @@ enum class ARows {
 template <int MR, int NV>
 constexpr int kPhases = (MR * NV >= 8) ? 1 : (8 + MR * NV - 1) / (MR * NV);
 
+/// The k loop of microKernel: step(acc[s], k) for k in [0, n), its groups
+/// of NV * Unroll steps taking turns over the Phases sets of accumulators,
+/// side(v) after every Unroll steps (v cycling through 0..NV-1); the steps
+/// past the last whole round of groups go to acc[0]. Always inlined: the
+/// accumulators must stay in registers (a call of its own kept them in
+/// memory, and a GEMV on int8 or f16 panels ran 3-4x slower).
+template <int Phases, int NV, int Unroll, typename Acc, typename Side,
+          typename Step>
+__attribute__((always_inline)) inline void kLoop(int64_t n, Acc (&acc)[Phases],
+                                                 Side &side, Step &&step) {
+  int64_t k = 0;
+  for (; k + Phases * NV * Unroll <= n;)
+#pragma clang loop unroll(full)
+    for (int s = 0; s < Phases; ++s)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < NV; ++v) {
+        for (int u = 0; u < Unroll; ++u, ++k)
+          step(acc[s], k);
+        side(v);
+      }
+  for (; k < n; ++k)
+    step(acc[0], k);
+}
+
 /// One MR x NV*kLanes block; `epilogue(acc, t, side)` consumes the
 /// accumulators. `side = epilogue.sideWork()` is called as side(v) after every
 /// `Unroll` steps of the k loop, v cycling through 0..NV-1: work the
@@ -210,7 +235,8 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
   if constexpr (onePointer) {
     constexpr bool packed = A == ARows::Packed;
     const int64_t lda = packed ? 1 : t.lda, astep = packed ? MR : t.astep;
-    auto step = [&](VecF(&acc)[MR][NV], const float *a, int64_t k) {
+    const float *a = t.a;
+    auto step = [&](VecF(&acc)[MR][NV], int64_t k) {
       VecF bv[NV];
       loadPanelRow<P>(t, k, bv);
       for (int r = 0; r < MR; ++r) {
@@ -233,20 +259,9 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
             acc[r][v] = vfmadd(av, bv[v], acc[r][v]);
         }
       }
+      a += astep;
     };
-    const float *a = t.a;
-    int64_t k = 0;
-    for (; k + Phases * NV * Unroll <= t.n;)
-#pragma clang loop unroll(full)
-      for (int s = 0; s < Phases; ++s)
-#pragma clang loop unroll(full)
-        for (int v = 0; v < NV; ++v) {
-          for (int u = 0; u < Unroll; ++u, ++k, a += astep)
-            step(acc[s], a, k);
-          side(v);
-        }
-    for (; k < t.n; ++k, a += astep)
-      step(acc[0], a, k);
+    kLoop<Phases, NV, Unroll>(t.n, acc, side, step);
   } else {
     static_assert(P != BPanel::BF16Dot, "bf16 dot products need AVX-512");
     // With AVX2, one pointer per row of A, each advanced on its own; the
@@ -268,18 +283,7 @@ inline void microKernel(const Tile<NV> &t, Epilogue &epilogue) {
         asm("" : "+r"(a[r]));
       }
     };
-    int64_t k = 0;
-    for (; k + Phases * NV * Unroll <= t.n;)
-#pragma clang loop unroll(full)
-      for (int s = 0; s < Phases; ++s)
-#pragma clang loop unroll(full)
-        for (int v = 0; v < NV; ++v) {
-          for (int u = 0; u < Unroll; ++u, ++k)
-            step(acc[s], k);
-          side(v);
-        }
-    for (; k < t.n; ++k)
-      step(acc[0], k);
+    kLoop<Phases, NV, Unroll>(t.n, acc, side, step);
   }
   for (int s = 1; s < Phases; ++s)
     for (int r = 0; r < MR; ++r)
@@ -363,6 +367,14 @@ inline void blockProduct(Tile<NV> t, int64_t rows, Epilogue &&epilogue = {}) {
   forEachRowBlock(rows, [&](int64_t, int64_t h) {
     rowBlock<NV, Unroll, A, P>(t, h, epilogue);
   });
+}
+
+/// A 64-byte aligned buffer of at least `floats` floats in `storage`.
+inline float *alignedFloats(std::vector<float> &storage, size_t floats) {
+  if (storage.size() < floats + 16)
+    storage.resize(floats + 16);
+  return reinterpret_cast<float *>(
+      (reinterpret_cast<uintptr_t>(storage.data()) + 63) & ~uintptr_t(63));
 }
 
 /// A dense tile (C row stride NV*kLanes, all lanes) as attention uses it.

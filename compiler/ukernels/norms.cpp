@@ -57,6 +57,9 @@ inline float total(const VecF *acc) {
 }
 #endif
 
+/// The softmax of row x of n values into y: `stream` streams y's whole
+/// aligned vectors; `next` (the following row, or null) is prefetched into
+/// L2 meanwhile.
 void softmaxRow(const float *x, float *y, int64_t n, bool stream,
                 const float *next) {
 #ifdef TFC_UK_VECTOR
@@ -123,9 +126,11 @@ void softmaxRow(const float *x, float *y, int64_t n, bool stream,
 #endif
 }
 
-void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
-                  int64_t bs, float *y, int64_t n, float eps, bool stream,
-                  const float *next) {
+/// Row x of n values normalised into y (gamma g and beta b, gs and bs
+/// apart); `stream` and `next` as softmaxRow's.
+void layerNormRow(const float *x, float *y, int64_t n, bool stream,
+                  const float *next, float eps, const float *g, int64_t gs,
+                  const float *b, int64_t bs) {
 #ifdef TFC_UK_VECTOR
   if (gs == 1 && bs == 1) {
     // One pass for the statistics: sums of (x - x[0]) and of its square,
@@ -183,8 +188,10 @@ void layerNormRow(const float *x, const float *g, int64_t gs, const float *b,
     y[j] = (x[j] - mean) * rstd * g[j * gs] + b[j * bs];
 }
 
-void rmsNormRow(const float *x, const float *g, int64_t gs, float *y, int64_t n,
-                float eps, bool stream, const float *next) {
+/// Row x of n values normalised into y (gamma g, gs apart); `stream` and
+/// `next` as softmaxRow's.
+void rmsNormRow(const float *x, float *y, int64_t n, bool stream,
+                const float *next, float eps, const float *g, int64_t gs) {
 #ifdef TFC_UK_VECTOR
   if (gs == 1) {
     // Sum of squares in four independent vector accumulators, then
@@ -221,11 +228,11 @@ void rmsNormRow(const float *x, const float *g, int64_t gs, float *y, int64_t n,
     y[j] = x[j] * r * g[j * gs];
 }
 
-/// Runs `row(x, y, stream, next)` on every row of `in`, writing `out`, rows
-/// in parallel: strided rows go through a packed copy; large outputs are
-/// streamed (`next` is the following row, to prefetch).
-template <typename RowFn>
-void forEachRow(MemRef<2> *in, MemRef<2> *out, RowFn row) {
+/// Runs `row(x, y, n, stream, next, params...)` on every row of `in`,
+/// writing `out`, rows in parallel: strided rows go through a packed copy;
+/// large outputs are streamed (`next` is the following row, to prefetch).
+template <typename RowFn, typename... Params>
+void forEachRow(MemRef<2> *in, MemRef<2> *out, RowFn row, Params... params) {
   int64_t rows = in->sizes[0], n = in->sizes[1];
   if (n == 0)
     return;
@@ -235,7 +242,8 @@ void forEachRow(MemRef<2> *in, MemRef<2> *out, RowFn row) {
       std::vector<float> tmp(2 * n);
       for (int64_t j = 0; j < n; ++j)
         tmp[j] = in->data()[r * in->strides[0] + j * in->strides[1]];
-      row(tmp.data(), tmp.data() + n, /*stream=*/false, /*next=*/nullptr);
+      row(tmp.data(), tmp.data() + n, n, /*stream=*/false, /*next=*/nullptr,
+          params...);
       for (int64_t j = 0; j < n; ++j)
         out->data()[r * out->strides[0] + j * out->strides[1]] = tmp[n + j];
     }
@@ -244,8 +252,9 @@ void forEachRow(MemRef<2> *in, MemRef<2> *out, RowFn row) {
   bool stream = rows * n * 4 >= kStreamBytes;
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r)
-    row(in->data() + r * in->strides[0], out->data() + r * out->strides[0],
-        stream, r + 1 < rows ? in->data() + (r + 1) * in->strides[0] : nullptr);
+    row(in->data() + r * in->strides[0], out->data() + r * out->strides[0], n,
+        stream, r + 1 < rows ? in->data() + (r + 1) * in->strides[0] : nullptr,
+        params...);
 #ifdef TFC_UK_VECTOR
   if (stream)
     _mm_sfence(); // order the streamed stores before the next kernel's reads
@@ -288,12 +297,8 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_f32(MemRef<2> *in,
                                                    MemRef<1> *beta,
                                                    MemRef<2> *out,
                                                    float epsilon) {
-  int64_t n = in->sizes[1];
-  forEachRow(in, out,
-             [&](const float *x, float *y, bool stream, const float *next) {
-               layerNormRow(x, gamma->data(), gamma->strides[0], beta->data(),
-                            beta->strides[0], y, n, epsilon, stream, next);
-             });
+  forEachRow(in, out, layerNormRow, epsilon, gamma->data(), gamma->strides[0],
+             beta->data(), beta->strides[0]);
 }
 
 extern "C" void _mlir_ciface_tfc_uk_layer_norm_bf16(MemRef<2, uint16_t> *in,
@@ -320,8 +325,8 @@ extern "C" void _mlir_ciface_tfc_uk_layer_norm_bf16(MemRef<2, uint16_t> *in,
     const uint16_t *from = in->data() + r * in->strides[0];
     for (int64_t j = 0; j < n; ++j)
       x[j] = tfc::uk::bf16Value(from[j * in->strides[1]]);
-    layerNormRow(x, gb.data(), 1, gb.data() + n, 1, y, n, epsilon,
-                 /*stream=*/false, /*next=*/nullptr);
+    layerNormRow(x, y, n, /*stream=*/false, /*next=*/nullptr, epsilon,
+                 gb.data(), 1, gb.data() + n, 1);
     uint16_t *to = out->data() + r * out->strides[0];
     for (int64_t j = 0; j < n; ++j)
       to[j * out->strides[1]] = tfc::uk::bf16Bits(y[j]);
@@ -332,10 +337,5 @@ extern "C" void _mlir_ciface_tfc_uk_rms_norm_f32(MemRef<2> *in,
                                                  MemRef<1> *gamma,
                                                  MemRef<2> *out,
                                                  float epsilon) {
-  int64_t n = in->sizes[1];
-  forEachRow(in, out,
-             [&](const float *x, float *y, bool stream, const float *next) {
-               rmsNormRow(x, gamma->data(), gamma->strides[0], y, n, epsilon,
-                          stream, next);
-             });
+  forEachRow(in, out, rmsNormRow, epsilon, gamma->data(), gamma->strides[0]);
 }

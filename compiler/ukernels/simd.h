@@ -50,9 +50,14 @@ inline float bf16Value(uint16_t bits) {
 // one float vector type and the few operations they need, for AVX-512 (16
 // lanes, mask registers) or AVX2 with FMA (8 lanes, lane masks in a vector
 // register). TFC_UK_VECTOR is defined when either is there; without it the
-// kernels fall back to scalar reference loops.
-#if defined(__AVX512F__)
+// kernels fall back to scalar reference loops. TFC_UK_MM(op) is the
+// intrinsic of `op` on a whole vector (_mm512_op or _mm256_op), for the
+// operations whose intrinsics differ in their width only (below the ISAs).
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #define TFC_UK_VECTOR 1
+#endif
+#if defined(__AVX512F__)
+#define TFC_UK_MM(op) _mm512_##op
 constexpr int kLanes = 16;
 using VecF = __m512;
 using LaneMask = __mmask16;
@@ -63,9 +68,6 @@ inline LaneMask firstLanes(int64_t n) {
     return 0;
   return n >= 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
 }
-inline VecF vzero() { return _mm512_setzero_ps(); }
-/// 64-byte aligned.
-inline VecF vload(const float *p) { return _mm512_load_ps(p); }
 /// Zero in the lanes outside `m`, which are not read.
 inline VecF vloadLanes(const float *p, LaneMask m) {
   return _mm512_maskz_loadu_ps(m, p);
@@ -73,9 +75,6 @@ inline VecF vloadLanes(const float *p, LaneMask m) {
 inline void vstoreLanes(float *p, LaneMask m, VecF v) {
   _mm512_mask_storeu_ps(p, m, v);
 }
-inline VecF vmul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
-inline VecF vset1(float x) { return _mm512_set1_ps(x); }
-inline VecF vloadu(const float *p) { return _mm512_loadu_ps(p); }
 /// kLanes bf16 / f16 values (their bits) widened to f32.
 inline VecF widenBF16(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
@@ -94,35 +93,21 @@ inline __mmask32 firstHalves(int64_t n) {
     return 0;
   return n >= 32 ? ~__mmask32(0) : (__mmask32(1) << n) - 1;
 }
-/// kLanes int8 values (16-byte aligned) converted to f32 (exact).
-inline VecF vloadI8(const int8_t *p) {
-  __m128i b = _mm_load_si128(reinterpret_cast<const __m128i *>(p));
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
-}
-/// 2 kLanes int4 values (two's complement nibbles) from kLanes bytes
-/// (16-byte aligned): the low nibbles into `lo`, the high ones into `hi`.
-/// A byte read as int8 is 16 hi + (lo & 15), so hi is its arithmetic
-/// shift by 4 and lo its low nibble sign-extended.
-inline void vloadI4(const uint8_t *p, VecF &lo, VecF &hi) {
-  __m512i x = _mm512_cvtepi8_epi32(
+/// kLanes int8 values (kLanes-byte aligned) as int32 lanes.
+inline __m512i loadI8Lanes(const int8_t *p) {
+  return _mm512_cvtepi8_epi32(
       _mm_load_si128(reinterpret_cast<const __m128i *>(p)));
-  lo = _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(x, 28), 28));
-  hi = _mm512_cvtepi32_ps(_mm512_srai_epi32(x, 4));
 }
-inline void vstoreu(float *p, VecF v) { _mm512_storeu_ps(p, v); }
-/// A non-temporal store of a whole, 64-byte aligned vector.
-inline void vstream(float *p, VecF v) { _mm512_stream_ps(p, v); }
-inline VecF vadd(VecF a, VecF b) { return _mm512_add_ps(a, b); }
-inline VecF vsub(VecF a, VecF b) { return _mm512_sub_ps(a, b); }
-inline VecF vmax(VecF a, VecF b) { return _mm512_max_ps(a, b); }
-inline VecF vmin(VecF a, VecF b) { return _mm512_min_ps(a, b); }
-inline VecF vdiv(VecF a, VecF b) { return _mm512_div_ps(a, b); }
-inline VecF vfmadd(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
 inline float vreduceAdd(VecF v) { return _mm512_reduce_add_ps(v); }
 inline float vreduceMax(VecF v) { return _mm512_reduce_max_ps(v); }
 /// a in the lanes of m, else b.
 inline VecF vselect(LaneMask m, VecF a, VecF b) {
   return _mm512_mask_mov_ps(b, m, a);
+}
+/// The lanes of x that are +-inf.
+inline LaneMask infinities(VecF x) {
+  return _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(-kNegInf),
+                            _CMP_EQ_OQ);
 }
 
 /// acc + broadcast(*a) * b with the broadcast folded into the FMA's memory
@@ -137,24 +122,6 @@ inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
       : [acc] "+v"(acc)
       : [a] "m"(*a), [b] "v"(b));
   return acc;
-}
-
-/// bf16 dot products (vdpbf16ps) where the kernels were built for them, or
-/// (TFC_UK_EMULATE_BF16DOT, for the tests of a host without them) emulated
-/// with AVX-512F: in each f32 lane, acc plus the products of the lane's two
-/// bf16 halves in a and in b (the odd one first, then the even one).
-#if defined(__AVX512BF16__) || defined(TFC_UK_EMULATE_BF16DOT)
-#define TFC_UK_BF16DOT 1
-inline __m512 dpbf16(__m512 acc, __m512i a, __m512i b) {
-#if defined(__AVX512BF16__)
-  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
-#else
-  const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
-  acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(a, high)),
-                        _mm512_castsi512_ps(_mm512_and_si512(b, high)), acc);
-  return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(a, 16)),
-                         _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)), acc);
-#endif
 }
 
 #ifndef __AVX512BF16__
@@ -178,17 +145,32 @@ inline __m256i narrowBF16(__m512 x) {
 #endif
 }
 
+/// bf16 dot products (vdpbf16ps) where the kernels were built for them, or
+/// (TFC_UK_EMULATE_BF16DOT, for the tests of a host without them) emulated
+/// with AVX-512F: in each f32 lane, acc plus the products of the lane's two
+/// bf16 halves in a and in b (the odd one first, then the even one).
+#if defined(__AVX512BF16__) || defined(TFC_UK_EMULATE_BF16DOT)
+#define TFC_UK_BF16DOT 1
+inline __m512 dpbf16(__m512 acc, __m512i a, __m512i b) {
+#if defined(__AVX512BF16__)
+  return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+#else
+  const __m512i high = _mm512_set1_epi32(int(0xffff0000u));
+  acc = _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_and_si512(a, high)),
+                        _mm512_castsi512_ps(_mm512_and_si512(b, high)), acc);
+  return _mm512_fmadd_ps(_mm512_castsi512_ps(_mm512_slli_epi32(a, 16)),
+                         _mm512_castsi512_ps(_mm512_slli_epi32(b, 16)), acc);
+#endif
+}
+
 /// x0 then x1 rounded to bf16 as 32 values in order: lane l holds values
 /// 2l and 2l + 1 of the 32 (a row's pairs for dpbf16).
 inline __m512i bf16PairsInOrder(__m512 x0, __m512 x1) {
 #ifdef __AVX512BF16__
   return (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
 #else
-  __m256i low =
-      _mm512_cvtepi32_epi16(_mm512_srli_epi32(roundedBf16High(x0), 16));
-  __m256i high =
-      _mm512_cvtepi32_epi16(_mm512_srli_epi32(roundedBf16High(x1), 16));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+  return _mm512_inserti64x4(_mm512_castsi256_si512(narrowBF16(x0)),
+                            narrowBF16(x1), 1);
 #endif
 }
 
@@ -209,7 +191,7 @@ inline __m512i bf16PairsOfRows(__m512 lo, __m512 hi) {
 }
 #endif
 #elif defined(__AVX2__) && defined(__FMA__)
-#define TFC_UK_VECTOR 1
+#define TFC_UK_MM(op) _mm256_##op
 constexpr int kLanes = 8;
 using VecF = __m256;
 /// All-ones 32-bit lanes are selected (vmaskmovps reads their sign bits).
@@ -220,9 +202,6 @@ inline LaneMask firstLanes(int64_t n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(k),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
-inline VecF vzero() { return _mm256_setzero_ps(); }
-/// 32-byte aligned.
-inline VecF vload(const float *p) { return _mm256_load_ps(p); }
 /// Zero in the lanes outside `m`, which are not read (no fault past an
 /// array's end).
 inline VecF vloadLanes(const float *p, LaneMask m) {
@@ -231,9 +210,6 @@ inline VecF vloadLanes(const float *p, LaneMask m) {
 inline void vstoreLanes(float *p, LaneMask m, VecF v) {
   _mm256_maskstore_ps(p, m, v);
 }
-inline VecF vmul(VecF a, VecF b) { return _mm256_mul_ps(a, b); }
-inline VecF vset1(float x) { return _mm256_set1_ps(x); }
-inline VecF vloadu(const float *p) { return _mm256_loadu_ps(p); }
 /// kLanes bf16 / f16 values (their bits, 16-byte aligned) widened to f32.
 inline VecF vloadBF16(const uint16_t *p) {
   __m128i h = _mm_load_si128(reinterpret_cast<const __m128i *>(p));
@@ -242,28 +218,11 @@ inline VecF vloadBF16(const uint16_t *p) {
 inline VecF vloadF16(const uint16_t *p) {
   return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i *>(p)));
 }
-/// kLanes int8 values (8-byte aligned) converted to f32 (exact).
-inline VecF vloadI8(const int8_t *p) {
-  __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p));
-  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-}
-/// 2 kLanes int4 values (two's complement nibbles) from kLanes bytes: the
-/// low nibbles into `lo`, the high ones into `hi` (as the AVX-512 one).
-inline void vloadI4(const uint8_t *p, VecF &lo, VecF &hi) {
-  __m256i x = _mm256_cvtepi8_epi32(
+/// kLanes int8 values (kLanes-byte aligned) as int32 lanes.
+inline __m256i loadI8Lanes(const int8_t *p) {
+  return _mm256_cvtepi8_epi32(
       _mm_loadl_epi64(reinterpret_cast<const __m128i *>(p)));
-  lo = _mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 28), 28));
-  hi = _mm256_cvtepi32_ps(_mm256_srai_epi32(x, 4));
 }
-inline void vstoreu(float *p, VecF v) { _mm256_storeu_ps(p, v); }
-/// A non-temporal store of a whole, 32-byte aligned vector.
-inline void vstream(float *p, VecF v) { _mm256_stream_ps(p, v); }
-inline VecF vadd(VecF a, VecF b) { return _mm256_add_ps(a, b); }
-inline VecF vsub(VecF a, VecF b) { return _mm256_sub_ps(a, b); }
-inline VecF vmax(VecF a, VecF b) { return _mm256_max_ps(a, b); }
-inline VecF vmin(VecF a, VecF b) { return _mm256_min_ps(a, b); }
-inline VecF vdiv(VecF a, VecF b) { return _mm256_div_ps(a, b); }
-inline VecF vfmadd(VecF a, VecF b, VecF c) { return _mm256_fmadd_ps(a, b, c); }
 inline float vreduceAdd(VecF v) {
   __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   x = _mm_add_ps(x, _mm_movehl_ps(x, x));
@@ -278,20 +237,58 @@ inline float vreduceMax(VecF v) {
 inline VecF vselect(LaneMask m, VecF a, VecF b) {
   return _mm256_blendv_ps(b, a, _mm256_castsi256_ps(m));
 }
-/// x * log2(e), kept finite where x is (as the AVX-512 toLog2Domain).
-inline VecF toLog2Domain(VecF x, VecF log2e) {
-  const VecF big = _mm256_set1_ps(std::numeric_limits<float>::max());
-  VecF y = _mm256_mul_ps(x, log2e);
+/// The lanes of x that are +-inf.
+inline LaneMask infinities(VecF x) {
   VecF absX = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
-  VecF inf = _mm256_cmp_ps(absX, _mm256_set1_ps(-kNegInf), _CMP_EQ_OQ);
-  VecF clamped = _mm256_max_ps(_mm256_min_ps(y, big),
-                               _mm256_sub_ps(_mm256_setzero_ps(), big));
-  return _mm256_blendv_ps(clamped, y, inf);
+  return _mm256_castps_si256(
+      _mm256_cmp_ps(absX, _mm256_set1_ps(-kNegInf), _CMP_EQ_OQ));
 }
 /// acc + broadcast(*a) * b: vbroadcastss from memory is a load-port uop,
 /// not a shuffle, so it does not compete with the FMAs.
 inline VecF fmaddBroadcast(const float *a, VecF b, VecF acc) {
   return _mm256_fmadd_ps(_mm256_broadcast_ss(a), b, acc);
+}
+#endif
+
+#ifdef TFC_UK_VECTOR
+inline VecF vzero() { return TFC_UK_MM(setzero_ps)(); }
+/// kLanes * 4-byte aligned.
+inline VecF vload(const float *p) { return TFC_UK_MM(load_ps)(p); }
+inline VecF vloadu(const float *p) { return TFC_UK_MM(loadu_ps)(p); }
+inline void vstoreu(float *p, VecF v) { TFC_UK_MM(storeu_ps)(p, v); }
+/// A non-temporal store of a whole, kLanes * 4-byte aligned vector.
+inline void vstream(float *p, VecF v) { TFC_UK_MM(stream_ps)(p, v); }
+inline VecF vset1(float x) { return TFC_UK_MM(set1_ps)(x); }
+inline VecF vadd(VecF a, VecF b) { return TFC_UK_MM(add_ps)(a, b); }
+inline VecF vsub(VecF a, VecF b) { return TFC_UK_MM(sub_ps)(a, b); }
+inline VecF vmul(VecF a, VecF b) { return TFC_UK_MM(mul_ps)(a, b); }
+inline VecF vdiv(VecF a, VecF b) { return TFC_UK_MM(div_ps)(a, b); }
+inline VecF vmax(VecF a, VecF b) { return TFC_UK_MM(max_ps)(a, b); }
+inline VecF vmin(VecF a, VecF b) { return TFC_UK_MM(min_ps)(a, b); }
+inline VecF vfmadd(VecF a, VecF b, VecF c) {
+  return TFC_UK_MM(fmadd_ps)(a, b, c);
+}
+/// kLanes int8 values (kLanes-byte aligned) converted to f32 (exact).
+inline VecF vloadI8(const int8_t *p) {
+  return TFC_UK_MM(cvtepi32_ps)(loadI8Lanes(p));
+}
+/// 2 kLanes int4 values (two's complement nibbles) from kLanes bytes
+/// (kLanes-byte aligned): the low nibbles into `lo`, the high ones into
+/// `hi`. A byte read as int8 is 16 hi + (lo & 15), so hi is its arithmetic
+/// shift by 4 and lo its low nibble sign-extended.
+inline void vloadI4(const uint8_t *p, VecF &lo, VecF &hi) {
+  auto x = loadI8Lanes(reinterpret_cast<const int8_t *>(p));
+  lo = TFC_UK_MM(cvtepi32_ps)(
+      TFC_UK_MM(srai_epi32)(TFC_UK_MM(slli_epi32)(x, 28), 28));
+  hi = TFC_UK_MM(cvtepi32_ps)(TFC_UK_MM(srai_epi32)(x, 4));
+}
+/// x * log2(e), kept finite where x is: a large finite mask value (a
+/// framework's finfo.min) must not overflow to -inf, which alone hides a key.
+inline VecF toLog2Domain(VecF x, VecF log2e) {
+  const VecF big = vset1(std::numeric_limits<float>::max());
+  VecF y = vmul(x, log2e);
+  VecF clamped = vmax(vmin(y, big), vsub(vzero(), big));
+  return vselect(infinities(x), y, clamped);
 }
 #endif
 
@@ -435,18 +432,6 @@ inline __m512 exp2Lookup(__m512 x) {
   // Times 2^n, n = floor(k / 16).
   return _mm512_maskz_scalef_ps(kept, r,
                                 _mm512_cvtepi32_ps(_mm512_srai_epi32(k, 4)));
-}
-
-/// x * log2(e), kept finite where x is: a large finite mask value (a
-/// framework's finfo.min) must not overflow to -inf, which alone hides a key.
-inline __m512 toLog2Domain(__m512 x, __m512 log2e) {
-  const __m512 big = _mm512_set1_ps(std::numeric_limits<float>::max());
-  __m512 y = _mm512_mul_ps(x, log2e);
-  __mmask16 inf = _mm512_cmp_ps_mask(_mm512_abs_ps(x), _mm512_set1_ps(-kNegInf),
-                                     _CMP_EQ_OQ);
-  __m512 clamped = _mm512_max_ps(_mm512_min_ps(y, big),
-                                 _mm512_sub_ps(_mm512_setzero_ps(), big));
-  return _mm512_mask_mov_ps(clamped, inf, y);
 }
 
 /// Transposes the 16 x 16 block held in r[0..15] (row i in r[i]) in place.

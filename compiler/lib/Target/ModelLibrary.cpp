@@ -8,6 +8,7 @@
 
 #include "tfc/Target/ModelLibrary.h"
 #include "tfc/runtime/abi.h"
+#include "tfc/ukernels/symbols.h"
 
 #include "RunEntry.h"
 #include "WeightFile.h"
@@ -245,10 +246,10 @@ struct Forwarder {
   const char *exported, *target;
 };
 constexpr Forwarder kForwarders[] = {
-    {"tfc_model_weights_changed", "tfc_uk_forget_packed_weights"},
-    {"tfc_model_packed_format", "tfc_uk_packed_format"},
-    {"tfc_model_packed_weights", "tfc_uk_packed_weights"},
-    {"tfc_model_adopt_packed_weight", "tfc_uk_adopt_packed_weight"},
+    {"tfc_model_weights_changed", TFC_UK_FORGET_PACKED_WEIGHTS_NAME},
+    {"tfc_model_packed_format", TFC_UK_PACKED_FORMAT_NAME},
+    {"tfc_model_packed_weights", TFC_UK_PACKED_WEIGHTS_NAME},
+    {"tfc_model_adopt_packed_weight", TFC_UK_ADOPT_PACKED_WEIGHT_NAME},
 };
 
 void addMicroKernelEntryPoints(llvm::Module &mod) {

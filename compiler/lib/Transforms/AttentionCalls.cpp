@@ -2,6 +2,8 @@
 
 #include "AttentionCalls.h"
 
+#include "tfc/ukernels/symbols.h"
+
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -14,10 +16,10 @@ namespace {
 /// The attention kernels (K and V f32, bf16 or f16 under an f32 query, or
 /// all bf16) and their kv2 forms.
 constexpr std::pair<StringLiteral, StringLiteral> kAttentionKV2[] = {
-    {"tfc_uk_attention_f32", "tfc_uk_attention_kv2_f32"},
-    {"tfc_uk_attention_f32_bf16", "tfc_uk_attention_kv2_f32_bf16"},
-    {"tfc_uk_attention_f32_f16", "tfc_uk_attention_kv2_f32_f16"},
-    {"tfc_uk_attention_bf16", "tfc_uk_attention_kv2_bf16"}};
+    {TFC_UK_ATTENTION_F32_NAME, TFC_UK_ATTENTION_KV2_F32_NAME},
+    {TFC_UK_ATTENTION_F32_BF16_NAME, TFC_UK_ATTENTION_KV2_F32_BF16_NAME},
+    {TFC_UK_ATTENTION_F32_F16_NAME, TFC_UK_ATTENTION_KV2_F32_F16_NAME},
+    {TFC_UK_ATTENTION_BF16_NAME, TFC_UK_ATTENTION_KV2_BF16_NAME}};
 
 } // namespace
 

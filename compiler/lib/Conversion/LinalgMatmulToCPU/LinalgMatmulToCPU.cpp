@@ -126,9 +126,8 @@ Value widenToF32(PatternRewriter &rewriter, Location loc, Value src) {
 /// A weight B is quantized as the kernel packs it when `quantizeFlag`
 /// (TFC_UK_QUANTIZE_I8 or _I4, perhaps with _A8) is not 0.
 template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
-  MatmulToKernel(MLIRContext *ctx, StringRef kernel, int32_t quantizeFlag)
-      : OpRewritePattern<OpTy>(ctx), kernel(kernel.str()),
-        quantizeFlag(quantizeFlag) {}
+  MatmulToKernel(MLIRContext *ctx, int32_t quantizeFlag)
+      : OpRewritePattern<OpTy>(ctx), quantizeFlag(quantizeFlag) {}
 
   LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
@@ -166,10 +165,16 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
     bool constantB = isWeight(operands[1]);
     Type bType = elementType(operands[1]);
     bool bf16Products = elementType(operands[0]).isBF16() && bType.isBF16();
-    std::string name = kernel + (bf16Products     ? "_bf16_bf16"
-                                 : bType.isF16()  ? "_f32_f16"
-                                 : bType.isBF16() ? "_f32_bf16"
-                                                  : "_f32");
+    bool batched = std::is_same_v<OpTy, linalg::BatchMatmulOp>;
+    StringRef name =
+        bf16Products    ? (batched ? TFC_UK_BATCH_MATMUL_BF16_BF16_NAME
+                                   : TFC_UK_MATMUL_BF16_BF16_NAME)
+        : bType.isF16() ? (batched ? TFC_UK_BATCH_MATMUL_F32_F16_NAME
+                                   : TFC_UK_MATMUL_F32_F16_NAME)
+        : bType.isBF16()
+            ? (batched ? TFC_UK_BATCH_MATMUL_F32_BF16_NAME
+                       : TFC_UK_MATMUL_F32_BF16_NAME)
+            : (batched ? TFC_UK_BATCH_MATMUL_F32_NAME : TFC_UK_MATMUL_F32_NAME);
     SmallVector<Value> temporaries;
     if (!elementType(operands[0]).isF32() && !bf16Products) {
       operands[0] = widenToF32(rewriter, loc, operands[0]);
@@ -187,9 +192,8 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
                                             : i == 1 ? dynB
                                                      : dyn,
                                             v));
-    // Flags of compiler/ukernels/ukernels.h: 1 accumulate, 2 constant B,
-    // 4 (8) B quantized to int8 (int4), 16 A quantized to int8 too.
-    int32_t flags = (accumulate ? 1 : 0) | (constantB ? 2 | quantizeFlag : 0);
+    int32_t flags = (accumulate ? TFC_UK_ACCUMULATE : 0) |
+                    (constantB ? TFC_UK_CONSTANT_B | quantizeFlag : 0);
     args.push_back(arith::ConstantOp::create(
         rewriter, loc, rewriter.getI32IntegerAttr(flags)));
     declareKernel(rewriter, op->template getParentOfType<ModuleOp>(), name,
@@ -202,7 +206,6 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
     return success();
   }
 
-  std::string kernel;
   int32_t quantizeFlag;
 };
 
@@ -211,8 +214,8 @@ struct LinalgMatmulToCPUPass
   using Base::Base;
 
   void runOnOperation() override {
-    int32_t quantize = quantizeWeights == "int8"   ? 4
-                       : quantizeWeights == "int4" ? 8
+    int32_t quantize = quantizeWeights == "int8"   ? TFC_UK_QUANTIZE_I8
+                       : quantizeWeights == "int4" ? TFC_UK_QUANTIZE_I4
                                                    : 0;
     if (!quantize && quantizeWeights != "none") {
       getOperation().emitError()
@@ -233,13 +236,12 @@ struct LinalgMatmulToCPUPass
                "needs quantize-weights=int8 or int4";
         return signalPassFailure();
       }
-      quantize |= 16;
+      quantize |= TFC_UK_QUANTIZE_A8;
     }
     RewritePatternSet patterns(&getContext());
-    patterns.add<MatmulToKernel<linalg::MatmulOp>>(&getContext(),
-                                                   "tfc_uk_matmul", quantize);
-    patterns.add<MatmulToKernel<linalg::BatchMatmulOp>>(
-        &getContext(), "tfc_uk_batch_matmul", quantize);
+    patterns.add<MatmulToKernel<linalg::MatmulOp>>(&getContext(), quantize);
+    patterns.add<MatmulToKernel<linalg::BatchMatmulOp>>(&getContext(),
+                                                        quantize);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
   }
 };

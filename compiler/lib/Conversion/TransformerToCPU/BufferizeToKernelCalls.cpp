@@ -81,11 +81,11 @@ struct KernelCallBufferization
                                        rewriter.getI32IntegerAttr(v));
     };
     if (auto a = dyn_cast<transformer::AttentionOp>(op)) {
-      // ukernels.h's TFC_UK_ATTENTION_MASK and TFC_UK_ATTENTION_BF16 (which
-      // a bf16 query implies).
+      // TFC_UK_ATTENTION_BF16 is implied by a bf16 query.
       bool bf16Values = a->hasAttr(kBf16ValuesAttr) ||
                         a.getQuery().getType().getElementType().isBF16();
-      int32_t flags = (a.getMask() ? 1 : 0) | (bf16Values ? 2 : 0);
+      int32_t flags = (a.getMask() ? TFC_UK_ATTENTION_MASK : 0) |
+                      (bf16Values ? TFC_UK_ATTENTION_BF16 : 0);
       // Without a mask, the kernel reads none: an f32 operand stands in.
       Value mask = a.getMask() ? buffers[3] : buffers[0];
       if (!a.getMask() && !a.getQuery().getType().getElementType().isF32())

@@ -30,24 +30,24 @@ KernelSignature kernelFor(Operation *op) {
     MemRefType m = dynamicF32MemRef(ctx, 4), mkv = dynamicMemRef(ctx, 4, kv),
                mqo = dynamicMemRef(ctx, 4, qo);
     Type i64 = IntegerType::get(ctx, 64);
-    StringRef name = qo.isBF16()   ? "tfc_uk_attention_bf16"
-                     : kv.isBF16() ? "tfc_uk_attention_f32_bf16"
-                     : kv.isF16()  ? "tfc_uk_attention_f32_f16"
-                                   : "tfc_uk_attention_f32";
+    StringRef name = qo.isBF16()   ? TFC_UK_ATTENTION_BF16_NAME
+                     : kv.isBF16() ? TFC_UK_ATTENTION_F32_BF16_NAME
+                     : kv.isF16()  ? TFC_UK_ATTENTION_F32_F16_NAME
+                                   : TFC_UK_ATTENTION_F32_NAME;
     return {name, {mqo, mkv, mkv, m, mqo, f32, i32, i32, f32, i64}};
   }
   MemRefType m1 = dynamicF32MemRef(ctx, 1), m2 = dynamicF32MemRef(ctx, 2);
   if (isa<transformer::SoftmaxOp>(op))
-    return {"tfc_uk_softmax_f32", {m2, m2}};
+    return {TFC_UK_SOFTMAX_F32_NAME, {m2, m2}};
   if (isa<transformer::RmsNormOp>(op))
-    return {"tfc_uk_rms_norm_f32", {m2, m1, m2, f32}};
+    return {TFC_UK_RMS_NORM_F32_NAME, {m2, m1, m2, f32}};
   if (isAllBf16LayerNorm(op)) {
     Type bf16 = BFloat16Type::get(ctx);
     MemRefType h1 = dynamicMemRef(ctx, 1, bf16),
                h2 = dynamicMemRef(ctx, 2, bf16);
-    return {"tfc_uk_layer_norm_bf16", {h2, h1, h1, h2, f32}};
+    return {TFC_UK_LAYER_NORM_BF16_NAME, {h2, h1, h1, h2, f32}};
   }
-  return {"tfc_uk_layer_norm_f32", {m2, m1, m1, m2, f32}};
+  return {TFC_UK_LAYER_NORM_F32_NAME, {m2, m1, m1, m2, f32}};
 }
 
 bool isKernelForm(Operation *op) {

@@ -3,6 +3,8 @@
 #ifndef TFC_CODEGEN_CPU_KERNELCALLS_H
 #define TFC_CODEGEN_CPU_KERNELCALLS_H
 
+#include "tfc/ukernels/symbols.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
