@@ -99,9 +99,12 @@ FailureOr<Value> param(NodeContext &ctx, size_t i, ArrayRef<int64_t> flat) {
   return ctx.tb.cast(ctx.tb.reshape(p, shape), ctx.b().getF32Type());
 }
 
-LogicalResult layerNormalization(NodeContext &ctx) {
+/// LayerNormalization (`centred`: (x - mean) over the mean square of that)
+/// and RMSNormalization (x over its root mean square): then times the scale,
+/// plus LayerNormalization's bias.
+LogicalResult normalization(NodeContext &ctx, bool centred) {
   double eps = ctx.attrFloat("epsilon", 1e-5);
-  if (ctx.numResults() > 1 &&
+  if (centred && ctx.numResults() > 1 &&
       llvm::any_of(llvm::seq<int>(1, int(ctx.numResults())),
                    [&](int i) { return !ctx.node.output(i).empty(); }))
     return ctx.fail("the Mean and InvStdDev outputs are not supported");
@@ -109,37 +112,19 @@ LogicalResult layerNormalization(NodeContext &ctx) {
                       [&](Value x, ArrayRef<int64_t> flat) -> Value {
                         TosaBuilder &tb = ctx.tb;
                         int32_t last = int32_t(flat.size() - 1);
-                        Value d = tb.sub(x, mean(tb, x, last));
+                        Value d = centred ? tb.sub(x, mean(tb, x, last)) : x;
                         Value var = mean(tb, tb.mul(d, d), last);
                         Value r = tb.mul(
                             d, tb.rsqrt(tb.add(var, scalarLike(tb, var, eps))));
-                        FailureOr<Value> gamma = param(ctx, 1, flat);
-                        if (failed(gamma))
-                          return nullptr;
-                        r = tb.mul(r, *gamma);
-                        if (ctx.has(2)) {
-                          FailureOr<Value> beta = param(ctx, 2, flat);
-                          if (failed(beta))
+                        for (size_t i : {1, 2}) {
+                          if (i == 2 && (!centred || !ctx.has(2)))
+                            break;
+                          FailureOr<Value> p = param(ctx, i, flat);
+                          if (failed(p))
                             return nullptr;
-                          r = tb.add(r, *beta);
+                          r = i == 1 ? tb.mul(r, *p) : tb.add(r, *p);
                         }
                         return r;
-                      });
-}
-
-LogicalResult rmsNormalization(NodeContext &ctx) {
-  double eps = ctx.attrFloat("epsilon", 1e-5);
-  return overTrailing(ctx, ctx.attrInt("axis", -1),
-                      [&](Value x, ArrayRef<int64_t> flat) -> Value {
-                        TosaBuilder &tb = ctx.tb;
-                        int32_t last = int32_t(flat.size() - 1);
-                        Value ms = mean(tb, tb.mul(x, x), last);
-                        Value r = tb.mul(
-                            x, tb.rsqrt(tb.add(ms, scalarLike(tb, ms, eps))));
-                        FailureOr<Value> gamma = param(ctx, 1, flat);
-                        if (failed(gamma))
-                          return nullptr;
-                        return tb.mul(r, *gamma);
                       });
 }
 
@@ -214,8 +199,12 @@ template <Reduce Kind> LogicalResult reduce(NodeContext &ctx) {
 void registerNormalizationOps(ConverterMap &map) {
   map["Softmax"] = softmax<false>;
   map["LogSoftmax"] = softmax<true>;
-  map["LayerNormalization"] = layerNormalization;
-  map["RMSNormalization"] = rmsNormalization;
+  map["LayerNormalization"] = [](NodeContext &ctx) {
+    return normalization(ctx, /*centred=*/true);
+  };
+  map["RMSNormalization"] = [](NodeContext &ctx) {
+    return normalization(ctx, /*centred=*/false);
+  };
   map["ReduceSum"] = reduce<Reduce::Sum>;
   map["ReduceMean"] = reduce<Reduce::Mean>;
   map["ReduceMax"] = reduce<Reduce::Max>;
