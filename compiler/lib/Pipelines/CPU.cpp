@@ -75,8 +75,8 @@ void buildCPULoweringPipeline(OpPassManager &pm,
   pm.addPass(createAttentionSplitKV());
   pm.addPass(createAttentionOperandViews());
   LinalgMatmulToCPUOptions matmul;
-  matmul.quantizeWeights = options.quantizeWeights.getValue();
-  matmul.quantizeActivations = options.quantizeActivations.getValue();
+  matmul.quantizeWeights = options.quantizeWeights;
+  matmul.quantizeActivations = options.quantizeActivations;
   pm.addPass(createLinalgMatmulToCPU(matmul));
   pm.addPass(createStridedCopiesToLinalg());
   // Each temporary is freed after its last use, not at the function's end,
@@ -117,7 +117,7 @@ void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options) {
 }
 
 void registerCPUPipelines() {
-  PassPipelineRegistration<CPUPipelineOptions>(
+  registerVerifiedPipeline<CPUPipelineOptions>(
       "tfc-cpu-pipeline",
       "Lower a graph to the LLVM dialect for the CPU (by default fused)",
       buildCPUPipeline);

@@ -29,6 +29,49 @@ void applyKernelDefaults(NVPTXPipelineOptions &options,
   options.warpRows = options.wgmma ? 16 : 32;
 }
 
+LogicalResult
+NVPTXPipelineOptions::verify(std::string &error,
+                             function_ref<std::string(StringRef)> flag) const {
+  auto name = [&](StringRef option) {
+    return flag ? flag(option) : option.str();
+  };
+  auto fail = [&](const Twine &message) {
+    error = message.str();
+    return failure();
+  };
+  // sm_NN or sm_NNa, NN >= 80 (mma.sync m16n8k16 with bf16).
+  StringRef arch(chip);
+  unsigned version = 0;
+  bool prefixed = arch.consume_front("sm_");
+  arch.consume_back("a");
+  if (!prefixed || arch.getAsInteger(10, version) || version < 80)
+    return fail("unknown " + name("chip") + " '" + chip +
+                "' (expected sm_80 or newer, e.g. sm_80, sm_90, sm_90a)");
+  if (wgmma && chip != "sm_90a")
+    return fail(name("wgmma") + " needs " + name("chip") +
+                "=sm_90a (wgmma is not part of " + chip + ")");
+  if (tma && !wgmma)
+    return fail(name("tma") + " needs " + name("wgmma") +
+                " (TMA feeds the wgmma kernel)");
+  if (tmaProducer && (!tma || wgmmaWarpgroups != 2))
+    return fail(name("tma-producer") + " needs " + name("tma") + " and " +
+                name("wgmma-warpgroups") +
+                "=2 (the producer feeds two warpgroups)");
+  if (wgmmaWarpgroups != 1 && wgmmaWarpgroups != 2)
+    return fail("unknown " + name("wgmma-warpgroups") + " " +
+                Twine(wgmmaWarpgroups) + " (supported: 1, 2)");
+  if (warpRows != 16 && warpRows != 32)
+    return fail("unknown " + name("warp-rows") + " " + Twine(warpRows) +
+                " (supported: 16, 32)");
+  if (decodeBlocksPerSM < 1 || decodeBlocksPerSM > 16)
+    return fail("unknown " + name("decode-blocks-per-sm") + " " +
+                Twine(decodeBlocksPerSM) + " (supported: 1 to 16)");
+  if (decodeStages < 2 || decodeStages > 4)
+    return fail("unknown " + name("decode-stages") + " " + Twine(decodeStages) +
+                " (supported: 2 to 4)");
+  return success();
+}
+
 void buildNVPTXLoweringPipeline(OpPassManager &pm,
                                 const NVPTXPipelineOptions &options) {
   // Fused attention becomes one kernel launch each; whatever else remains
@@ -80,7 +123,7 @@ void buildNVPTXLoweringPipeline(OpPassManager &pm,
   gpu::GPUToNVVMPipelineOptions nvvm;
   nvvm.cubinChip = options.chip.getValue();
   nvvm.cubinFeatures = "+ptx80";
-  nvvm.cubinFormat = options.format.getValue();
+  nvvm.cubinFormat = options.format == GpuBinaryFormat::Isa ? "isa" : "bin";
   nvvm.optLevel = 3;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
 }
@@ -92,7 +135,7 @@ void buildNVPTXPipeline(OpPassManager &pm,
 }
 
 void registerNVPTXPipelines() {
-  PassPipelineRegistration<NVPTXPipelineOptions>(
+  registerVerifiedPipeline<NVPTXPipelineOptions>(
       "tfc-nvptx-pipeline",
       "Lower a graph to GPU kernels and LLVM host code (by default fused, "
       "the kernels as PTX)",

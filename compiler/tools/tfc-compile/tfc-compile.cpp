@@ -29,6 +29,7 @@
 #include "tfc/runtime/files.h"
 
 #include "InputChecks.h"
+#include "Variants.h"
 #include "VerifyFusion.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -100,7 +101,7 @@ static cl::opt<bool> noFusion("no-fusion",
                                        "every transformer op to primitives"),
                               cl::cat(category));
 
-static cl::opt<std::string> quantizeWeights(
+static cl::opt<tfc::QuantizeWeights> quantizeWeights(
     "quantize-weights",
     cl::desc("With --target=cpu: quantize the matmuls' weights as the "
              "kernels pack them: none (default), int8 (weight-only: a "
@@ -109,15 +110,17 @@ static cl::opt<std::string> quantizeWeights(
              "streams a quarter of the f32 weights' bytes) or int4 (a scale "
              "per output column and 128 input rows, max|group| / 7: an "
              "eighth)"),
-    cl::init("none"), cl::cat(category));
+    cl::init(tfc::QuantizeWeights::None), tfc::quantizeWeightsValues(),
+    cl::cat(category));
 
-static cl::opt<std::string> quantizeActivations(
+static cl::opt<tfc::QuantizeActivations> quantizeActivations(
     "quantize-activations",
     cl::desc("With --quantize-weights: quantize those matmuls' activations "
              "too: none (default) or int8 (each row in blocks of 128 values, "
              "a scale max|block| / 127 each; the kernels compute exact "
              "integer dot products and scale each block's sums)"),
-    cl::init("none"), cl::cat(category));
+    cl::init(tfc::QuantizeActivations::None), tfc::quantizeActivationsValues(),
+    cl::cat(category));
 
 static cl::opt<bool> gpuLdmatrix(
     "gpu-ldmatrix",
@@ -202,13 +205,25 @@ static cl::opt<bool> gpuDecodeMma(
              "multiples of 16; others keep the CUDA cores)"),
     cl::cat(category));
 
-static cl::opt<std::string> gpuBinary(
+static cl::opt<tfc::GpuBinaryFormat> gpuBinary(
     "gpu-binary",
     cl::desc("With --target=nvptx, what a model library embeds: cubin "
              "(default; made here by ptxas) or ptx (compiled by the CUDA "
              "driver when the model is loaded: runs on GPUs newer than "
              "--gpu-arch, and on the PTX interpreter of the tests)"),
-    cl::init("cubin"), cl::cat(category));
+    cl::init(tfc::GpuBinaryFormat::Bin),
+    cl::values(clEnumValN(tfc::GpuBinaryFormat::Bin, "cubin", "a cubin"),
+               clEnumValN(tfc::GpuBinaryFormat::Isa, "ptx", "PTX")),
+    cl::cat(category));
+
+/// The flag of tfc-compile that sets `option` of the NVPTX pipeline.
+static std::string gpuFlag(StringRef option) {
+  if (option == "chip")
+    return "--gpu-arch";
+  if (option == "format")
+    return "--gpu-binary";
+  return ("--gpu-" + option).str();
+}
 
 /// The GPU kernels of this build: --gpu-arch's defaults
 /// (tfc::applyKernelDefaults, the fastest in the H200 device check), then
@@ -326,95 +341,13 @@ static std::string ukernelArchive(const char *argv0) {
   return std::string(path);
 }
 
-/// A module holding a model's builds for several batch sizes or sequence
-/// lengths (abi.h "Variants"): one function per batch size and length.
-struct VariantBuilds {
-  /// Increasing; one entry where that size does not vary.
-  std::vector<int64_t> batches, lengths;
-  /// The last build's function (the largest batch, the longest length);
-  /// the others' are entryOf's.
-  std::string entry;
-
-  bool empty() const { return batches.size() * lengths.size() < 2; }
-
-  /// The function of the build for `batch` sequences of `length` tokens:
-  /// the last build keeps the importer's name `name`, the others take a
-  /// suffix for each size that varies (main_b1_s16, main_s16).
-  std::string entryOf(StringRef name, int64_t batch, int64_t length) const {
-    if (batch == batches.back() && length == lengths.back())
-      return name.str();
-    std::string suffix;
-    if (batches.size() > 1)
-      suffix += "_b" + std::to_string(batch);
-    if (lengths.size() > 1)
-      suffix += "_s" + std::to_string(length);
-    return name.str() + suffix;
-  }
-
-  /// " (in each of 3 sequence lengths: 4, 8, 13)", " (in each of 4 builds:
-  /// batch sizes 1, 8; sequence lengths 16, 128)".
-  std::string summary() const {
-    auto list = [](ArrayRef<int64_t> sizes) {
-      return llvm::join(
-          llvm::map_range(sizes, [](int64_t n) { return std::to_string(n); }),
-          ", ");
-    };
-    std::string what;
-    if (batches.size() == 1)
-      what = "sequence lengths: " + list(lengths);
-    else if (lengths.size() == 1)
-      what = "batch sizes: " + list(batches);
-    else
-      what = "builds: batch sizes " + list(batches) + "; sequence lengths " +
-             list(lengths);
-    return " (in each of " + std::to_string(batches.size() * lengths.size()) +
-           " " + what + ")";
-  }
-};
-
-/// Imports the Hugging Face model once for each batch size and length of
-/// `builds` into one module: the last build's function keeps its name
-/// (stored in `builds.entry`), the others are renamed by entryOf. Empty on
-/// failure, with `error` set.
-static OwningOpRef<ModuleOp> importVariants(MLIRContext &context,
-                                            tfc::ImportOptions options,
-                                            VariantBuilds &builds,
-                                            std::string &error) {
-  OwningOpRef<ModuleOp> merged;
-  for (int64_t batch : llvm::reverse(builds.batches)) {
-    for (int64_t length : llvm::reverse(builds.lengths)) {
-      options.batch = batch;
-      options.seqLen = length;
-      auto imported = tfc::importHuggingFace(context, hfDir, options, error);
-      if (failed(imported))
-        return nullptr;
-      // The importer makes one function.
-      auto fns = llvm::to_vector((*imported)->getOps<func::FuncOp>());
-      if (fns.size() != 1 ||
-          !llvm::hasSingleElement((*imported)->getBody()->getOperations())) {
-        error = "the import of " + hfDir + " made more than one function";
-        return nullptr;
-      }
-      func::FuncOp fn = fns.front();
-      if (!merged) {
-        builds.entry = fn.getSymName().str();
-        merged = std::move(*imported);
-        continue;
-      }
-      fn.setSymName(builds.entryOf(fn.getSymName(), batch, length));
-      fn->moveBefore(merged->getBody(), merged->getBody()->end());
-    }
-  }
-  return merged;
-}
-
 /// Fuses (or decomposes), lowers and emits `module`; returns the exit code.
 /// `builds`: a module of several batch-size or sequence-length builds
 /// (importVariants), emitted as one library with a variant per build.
 static int compileModule(ModuleOp module, const std::string &inputName,
                          bool fuse, Emit kind, const std::string &outputPath,
                          const char *argv0, bool quiet,
-                         const VariantBuilds *builds = nullptr) {
+                         const tfc::VariantBuilds *builds = nullptr) {
   MLIRContext *context = module.getContext();
   if (failed(tfc::checkNoRecursion(module)) ||
       failed(tfc::checkMatmulShapes(module)))
@@ -473,13 +406,14 @@ static int compileModule(ModuleOp module, const std::string &inputName,
       tfc::NVPTXPipelineOptions options;
       gpuKernels(options);
       options.fuse = fuse;
-      options.format = kind == Emit::PTX || gpuBinary == "ptx" ? "isa" : "bin";
+      options.format =
+          kind == Emit::PTX ? tfc::GpuBinaryFormat::Isa : gpuBinary;
       tfc::buildNVPTXLoweringPipeline(*pm, options);
     } else {
       tfc::CPUPipelineOptions options;
       options.fuse = fuse;
-      options.quantizeWeights = quantizeWeights.getValue();
-      options.quantizeActivations = quantizeActivations.getValue();
+      options.quantizeWeights = quantizeWeights;
+      options.quantizeActivations = quantizeActivations;
       tfc::buildCPULoweringPipeline(*pm, options);
     }
     return pm;
@@ -578,36 +512,22 @@ int main(int argc, char **argv) {
 
   if (target != "cpu" && target != "nvptx")
     return fail("unknown --target '" + target + "' (supported: cpu, nvptx)");
-  if (quantizeWeights != "none" && quantizeWeights != "int8" &&
-      quantizeWeights != "int4")
-    return fail("unknown --quantize-weights '" + quantizeWeights +
-                "' (supported: none, int8, int4)");
+  std::string error;
   if (quantizeWeights.getNumOccurrences() && target != "cpu")
     return fail("--quantize-weights needs --target=cpu");
-  if (quantizeActivations != "none" && quantizeActivations != "int8")
-    return fail("unknown --quantize-activations '" + quantizeActivations +
-                "' (supported: none, int8)");
-  if (quantizeActivations == "int8" && quantizeWeights == "none")
-    return fail("--quantize-activations=int8 needs --quantize-weights=int8 "
-                "or int4");
+  tfc::CPUPipelineOptions cpu;
+  cpu.quantizeWeights = quantizeWeights;
+  cpu.quantizeActivations = quantizeActivations;
+  if (failed(cpu.verify(error, "--")))
+    return fail(error);
   if (target == "nvptx") {
-    // sm_NN or sm_NNa, NN >= 80 (mma.sync m16n8k16 with bf16).
-    llvm::StringRef arch(gpuArch);
-    unsigned version = 0;
-    bool prefixed = arch.consume_front("sm_");
-    arch.consume_back("a");
-    if (!prefixed || arch.getAsInteger(10, version) || version < 80)
-      return fail("unknown --gpu-arch '" + gpuArch +
-                  "' (expected sm_80 or newer, e.g. sm_80, sm_90, sm_90a)");
+    tfc::NVPTXPipelineOptions k;
+    gpuKernels(k);
+    if (failed(k.verify(error, gpuFlag)))
+      return fail(error);
     if (verifyFusion)
       return fail("--verify-fusion runs both builds on this machine and "
                   "needs --target=cpu");
-    tfc::NVPTXPipelineOptions k;
-    gpuKernels(k);
-    if (k.wgmma && gpuArch != "sm_90a")
-      return fail("--gpu-wgmma needs --gpu-arch=sm_90a (wgmma is not part "
-                  "of " +
-                  gpuArch + ")");
     if (k.wgmma && ((gpuLdmatrix.getNumOccurrences() && gpuLdmatrix) ||
                     (gpuAsyncCopy.getNumOccurrences() && gpuAsyncCopy)))
       return fail(
@@ -622,28 +542,6 @@ int main(int argc, char **argv) {
                   "--gpu-wgmma=false or drop --gpu-warp-rows");
     if (gpuWgmmaWarpgroups.getNumOccurrences() && !k.wgmma)
       return fail("--gpu-wgmma-warpgroups needs --gpu-wgmma");
-    if (k.tma && !k.wgmma)
-      return fail("--gpu-tma needs --gpu-wgmma (TMA feeds the wgmma kernel)");
-    if (k.tmaProducer && (!k.tma || k.wgmmaWarpgroups != 2))
-      return fail("--gpu-tma-producer needs --gpu-tma and "
-                  "--gpu-wgmma-warpgroups=2 (the producer feeds two "
-                  "warpgroups)");
-    if (k.wgmmaWarpgroups != 1 && k.wgmmaWarpgroups != 2)
-      return fail("unknown --gpu-wgmma-warpgroups " +
-                  std::to_string(k.wgmmaWarpgroups) + " (supported: 1, 2)");
-    if (k.warpRows != 16 && k.warpRows != 32)
-      return fail("unknown --gpu-warp-rows " + std::to_string(k.warpRows) +
-                  " (supported: 16, 32)");
-    if (k.decodeBlocksPerSM < 1 || k.decodeBlocksPerSM > 16)
-      return fail("unknown --gpu-decode-blocks-per-sm " +
-                  std::to_string(k.decodeBlocksPerSM) +
-                  " (supported: 1 to 16)");
-    if (k.decodeStages < 2 || k.decodeStages > 4)
-      return fail("unknown --gpu-decode-stages " +
-                  std::to_string(k.decodeStages) + " (supported: 2 to 4)");
-    if (gpuBinary != "cubin" && gpuBinary != "ptx")
-      return fail("unknown --gpu-binary '" + gpuBinary +
-                  "' (supported: cubin, ptx)");
   } else if (emit == Emit::PTX) {
     return fail("--emit=ptx needs --target=nvptx");
   } else if (gpuBinary.getNumOccurrences()) {
@@ -680,7 +578,6 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
-  std::string error;
   if (hfDir.empty() == inputFile.empty())
     return fail("give exactly one of <model.mlir>, <model.onnx> and --hf DIR");
   if (std::string why = tfc::checkOutputPath(outputFile, inputFile, hfDir);
@@ -696,7 +593,7 @@ int main(int argc, char **argv) {
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module;
   std::string inputName = inputFile;
-  VariantBuilds builds;
+  tfc::VariantBuilds builds;
   if (!hfDir.empty()) {
     inputName = hfDir;
     FailureOr<tfc::ImportOptions> importOptions = importFlags.options(error);
@@ -726,7 +623,8 @@ int main(int argc, char **argv) {
         return fail(error);
       module = std::move(*imported);
     } else {
-      module = importVariants(context, *importOptions, builds, error);
+      module =
+          tfc::importVariants(context, hfDir, *importOptions, builds, error);
       if (!module)
         return fail(error);
     }

@@ -20,7 +20,7 @@
 // INT4: arith.constant 11 : i32
 // INT4-LABEL: func.func @bf16_activations
 // INT4: arith.constant 1 : i32
-// BADQ: error: convert-linalg-matmul-to-cpu: unknown quantize-weights 'int3' (supported: none, int8, int4)
+// BADQ: for the --quantize-weights option: Cannot find option named 'int3'!
 // With quantize-activations=int8 as well, flag 16 joins the weight's: the
 // products of a weight only (activations times activations stay f32).
 // INT8A8-LABEL: func.func @f32_weight
@@ -31,7 +31,7 @@
 // INT4A8: arith.constant 27 : i32
 // INT4A8-LABEL: func.func @bf16_activations
 // INT4A8: arith.constant 1 : i32
-// BADA: error: convert-linalg-matmul-to-cpu: unknown quantize-activations 'int4' (supported: none, int8)
+// BADA: for the --quantize-activations option: Cannot find option named 'int4'!
 // ANOW: error: convert-linalg-matmul-to-cpu: quantize-activations=int8 needs quantize-weights=int8 or int4
 //
 // Matmuls with an f32 result go to the packed f32 GEMM micro-kernel. An

@@ -4,6 +4,7 @@
 #define TFC_CONVERSION_PASSES_H
 
 #include "tfc/Conversion/TransformerToCPU/TransformerToCPU.h"
+#include "tfc/Pipelines/Options.h"
 
 #include "mlir/Pass/Pass.h"
 

@@ -95,14 +95,15 @@ def LinalgMatmulToCPU : Pass<"convert-linalg-matmul-to-cpu", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"quantizeWeights", "quantize-weights", "std::string",
-           /*default=*/"\"none\"",
+    Option<"quantizeWeights", "quantize-weights", "::tfc::QuantizeWeights",
+           /*default=*/"::tfc::QuantizeWeights::None",
            "Quantize weight operands as they are packed: none, int8 or "
-           "int4">,
-    Option<"quantizeActivations", "quantize-activations", "std::string",
-           /*default=*/"\"none\"",
+           "int4", [{::tfc::quantizeWeightsValues()}]>,
+    Option<"quantizeActivations", "quantize-activations",
+           "::tfc::QuantizeActivations",
+           /*default=*/"::tfc::QuantizeActivations::None",
            "With quantize-weights: quantize those products' activations "
-           "too: none or int8">
+           "too: none or int8", [{::tfc::quantizeActivationsValues()}]>
   ];
   let dependentDialects = [
     "::mlir::func::FuncDialect",

@@ -3,6 +3,8 @@
 #ifndef TFC_PIPELINES_CPU_H
 #define TFC_PIPELINES_CPU_H
 
+#include "tfc/Pipelines/Options.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 #include <string>
@@ -22,18 +24,27 @@ struct CPUPipelineOptions : mlir::PassPipelineOptions<CPUPipelineOptions> {
                      "fused kernels; false decomposes every transformer op "
                      "(the unfused build)"),
       llvm::cl::init(true)};
-  Option<std::string> quantizeWeights{
+  Option<QuantizeWeights> quantizeWeights{
       *this, "quantize-weights",
       llvm::cl::desc("Quantize the matmuls' weights as the kernels pack "
                      "them: none, int8 (a scale per output column) or int4 "
                      "(a scale per output column and 128 input rows)"),
-      llvm::cl::init("none")};
-  Option<std::string> quantizeActivations{
+      llvm::cl::init(QuantizeWeights::None), quantizeWeightsValues()};
+  Option<QuantizeActivations> quantizeActivations{
       *this, "quantize-activations",
       llvm::cl::desc("With quantize-weights: int8 quantizes those products' "
                      "activations too (per row and block of 128), for "
                      "integer dot products; or none"),
-      llvm::cl::init("none")};
+      llvm::cl::init(QuantizeActivations::None), quantizeActivationsValues()};
+
+  /// Fails, with `error` set, where the options contradict each other.
+  /// `prefix` comes before each option's name in the message ("--" for
+  /// tfc-compile's flags).
+  mlir::LogicalResult verify(std::string &error,
+                             llvm::StringRef prefix = "") const {
+    return verifyQuantization(quantizeWeights, quantizeActivations, error,
+                              prefix);
+  }
 };
 
 /// The graph step of every target: the transformer fusions, or for the
@@ -55,7 +66,7 @@ void buildCPUPipeline(mlir::OpPassManager &pm,
 void addTosaToLinalgPasses(mlir::OpPassManager &pm);
 void addBufferizePasses(mlir::OpPassManager &pm);
 
-/// Registers `tfc-cpu-pipeline` (options as above) and
+/// Registers `tfc-cpu-pipeline` (options as above, verified) and
 /// `tfc-cpu-pipeline-unfused` (fuse=false) with the pass registry, so that
 /// tfc-opt can run them.
 void registerCPUPipelines();

@@ -3,6 +3,8 @@
 #ifndef TFC_PIPELINES_GPU_H
 #define TFC_PIPELINES_GPU_H
 
+#include "tfc/Pipelines/Options.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 #include <optional>
@@ -75,11 +77,20 @@ struct NVPTXPipelineOptions : mlir::PassPipelineOptions<NVPTXPipelineOptions> {
       llvm::cl::desc("The decode kernel's products on tensor cores "
                      "(f16/bf16)"),
       llvm::cl::init(false)};
-  Option<std::string> format{
+  Option<GpuBinaryFormat> format{
       *this, "format",
       llvm::cl::desc("What the kernels become: isa (PTX) or bin (a cubin, "
                      "by ptxas)"),
-      llvm::cl::init("isa")};
+      llvm::cl::init(GpuBinaryFormat::Isa), gpuBinaryFormatValues()};
+
+  /// Fails, with `error` set, where an option is out of its range (`chip`
+  /// not sm_80 or newer, counts the kernels do not have) or the options
+  /// contradict each other (wgmma off sm_90a, TMA without wgmma, ...).
+  /// `flag` names each option in the message (tfc-compile's flags); by
+  /// default, its name here.
+  mlir::LogicalResult
+  verify(std::string &error,
+         llvm::function_ref<std::string(llvm::StringRef)> flag = {}) const;
 };
 
 /// Sets the kernels tfc-compile builds for `options.chip` where no flag
@@ -102,9 +113,9 @@ void buildNVPTXLoweringPipeline(mlir::OpPassManager &pm,
 void buildNVPTXPipeline(mlir::OpPassManager &pm,
                         const NVPTXPipelineOptions &options);
 
-/// Registers `tfc-nvptx-pipeline` (options as above; by default it stops at
-/// PTX) and `tfc-nvptx-pipeline-unfused` (fuse=false), so that tfc-opt can
-/// run them.
+/// Registers `tfc-nvptx-pipeline` (options as above, verified; by default
+/// it stops at PTX) and `tfc-nvptx-pipeline-unfused` (fuse=false), so that
+/// tfc-opt can run them.
 void registerNVPTXPipelines();
 
 } // namespace tfc

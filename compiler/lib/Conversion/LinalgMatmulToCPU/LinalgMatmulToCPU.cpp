@@ -214,30 +214,18 @@ struct LinalgMatmulToCPUPass
   using Base::Base;
 
   void runOnOperation() override {
-    int32_t quantize = quantizeWeights == "int8"   ? TFC_UK_QUANTIZE_I8
-                       : quantizeWeights == "int4" ? TFC_UK_QUANTIZE_I4
+    std::string error;
+    if (failed(
+            verifyQuantization(quantizeWeights, quantizeActivations, error))) {
+      getOperation().emitError() << "convert-linalg-matmul-to-cpu: " << error;
+      return signalPassFailure();
+    }
+    int32_t quantize =
+        quantizeWeights == QuantizeWeights::Int8   ? TFC_UK_QUANTIZE_I8
+        : quantizeWeights == QuantizeWeights::Int4 ? TFC_UK_QUANTIZE_I4
                                                    : 0;
-    if (!quantize && quantizeWeights != "none") {
-      getOperation().emitError()
-          << "convert-linalg-matmul-to-cpu: unknown quantize-weights '"
-          << quantizeWeights << "' (supported: none, int8, int4)";
-      return signalPassFailure();
-    }
-    if (quantizeActivations != "none" && quantizeActivations != "int8") {
-      getOperation().emitError()
-          << "convert-linalg-matmul-to-cpu: unknown quantize-activations '"
-          << quantizeActivations << "' (supported: none, int8)";
-      return signalPassFailure();
-    }
-    if (quantizeActivations == "int8") {
-      if (!quantize) {
-        getOperation().emitError()
-            << "convert-linalg-matmul-to-cpu: quantize-activations=int8 "
-               "needs quantize-weights=int8 or int4";
-        return signalPassFailure();
-      }
+    if (quantizeActivations == QuantizeActivations::Int8)
       quantize |= TFC_UK_QUANTIZE_A8;
-    }
     RewritePatternSet patterns(&getContext());
     patterns.add<MatmulToKernel<linalg::MatmulOp>>(&getContext(), quantize);
     patterns.add<MatmulToKernel<linalg::BatchMatmulOp>>(&getContext(),
