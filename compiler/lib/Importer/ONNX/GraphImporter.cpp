@@ -364,12 +364,18 @@ LogicalResult GraphImporter::addInitializers() {
       error_ = file_.path() + ": an initializer has no name";
       return failure();
     }
-    if (lookup(tensor.name()) && lookup(tensor.name())->value &&
-        !isa<BlockArgument>(lookup(tensor.name())->value))
-      continue;
+    if (lookup(tensor.name())) {
+      error_ = where + ": defined twice";
+      return failure();
+    }
     int64_t elements = 1;
-    for (int64_t d : tensor.dims())
-      elements *= std::max<int64_t>(d, 0);
+    for (int64_t d : tensor.dims()) {
+      if (d < 0 || (d > 0 && elements > (int64_t(1) << 40) / d)) {
+        error_ = where + ": dims that are negative or too large";
+        return failure();
+      }
+      elements *= d;
+    }
     const TensorLocation *location = file_.location(tensor.name());
     if (location && location->offset < 0)
       location = nullptr; // typed fields: read, folded
@@ -387,8 +393,7 @@ LogicalResult GraphImporter::addInitializers() {
                  std::to_string(elements * size);
         return failure();
       }
-      // A weight, added as an argument where first used (finish() drops
-      // those no node reads).
+      // A weight: an argument (finish() drops those no node reads).
       define(tensor.name(), OnnxValue{addWeight(tensor, *location), {}});
       continue;
     }

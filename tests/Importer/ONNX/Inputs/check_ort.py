@@ -2,6 +2,7 @@
 
   check_ort.py MODEL.onnx --bin DIR --work DIR --batch B --seq-len S
                [--expect 'fused 2 attention, 2 softmax, ...'] [--seed N]
+               [--no-fusion] [--compile-flag=--target=nvptx ...]
 
 Fresh random inputs each run (a different seed each time unless given):
 token ids in [0, vocab) (the rows of the embedding table the ids index),
@@ -52,6 +53,8 @@ def main():
     ap.add_argument("--expect")
     ap.add_argument("--seed", type=int)
     ap.add_argument("--no-fusion", action="store_true")
+    ap.add_argument("--compile-flag", action="append", default=[],
+                    help="another tfc-compile flag (--target=nvptx, ...)")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     seed = args.seed if args.seed is not None else int.from_bytes(
@@ -68,6 +71,7 @@ def main():
            "--batch", str(args.batch), "--seq-len", str(args.seq_len)]
     if args.no_fusion:
         cmd.append("--no-fusion")
+    cmd += args.compile_flag
     compiled = subprocess.run(cmd, capture_output=True, text=True)
     sys.stdout.write(compiled.stdout)
     if compiled.returncode != 0:

@@ -71,6 +71,13 @@ def main(out):
     save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                [seq], [y]), "dynamic.onnx")
     save(add_model(), "good.onnx")
+    twice = add_model()
+    twice.graph.initializer.append(twice.graph.initializer[0])
+    save(twice, "initializer-twice.onnx")
+    huge = add_model()
+    huge.graph.initializer[0].ClearField("dims")
+    huge.graph.initializer[0].dims.extend([1 << 31, 1 << 31])
+    save(huge, "initializer-huge.onnx")
 
     # A weight of 32 floats inline, and two patched copies: the folded
     # constant w's values changed in place; the weight's name changed
