@@ -67,20 +67,22 @@ def compile(model, output=None, *, batch=None, seq_len=None, dtype=None,
             threads=None, runtime=None):
     """Compiles `model` with tfc-compile and returns it loaded, a tfc.Model.
 
-    model: an MLIR file, or a Hugging Face model directory (one with
-      config.json: compiled with --hf DIR).
+    model: an MLIR file, an ONNX file (.onnx), or a Hugging Face model
+      directory (one with config.json: compiled with --hf DIR).
     output: the library to write; by default model.so in a temporary
       directory that the returned Model keeps and removes when it is closed
       (with its contexts) or collected.
     batch, seq_len: with a Hugging Face directory, the batch size(s) and
-      sequence length(s): an int or a sequence of them (--batch 1,8).
+      sequence length(s): an int or a sequence of them (--batch 1,8); with
+      an ONNX file, the values of its dynamic dimensions (one each).
     dtype: with a Hugging Face directory, "f32", "f16" or "bf16" (numpy
       and torch dtype names too: "float16", torch.bfloat16).
     target: "cpu" or "nvptx". fusion: False builds the unfused graph
       (--no-fusion). threads: the model's default number of threads
       (--model-threads). extra_args: more tfc-compile flags, as strings.
     weights: the safetensors file to bind; for a Hugging Face directory its
-      model.safetensors by default; False binds none.
+      model.safetensors by default, for an ONNX file the file itself (its
+      weights are read where they lie in it); False binds none.
     runtime: as Model's (a libtfcrt.so path or a load_runtime() library).
 
     tfc-compile is looked for as tfc.locate() says. A failure raises
@@ -134,6 +136,8 @@ def compile(model, output=None, *, batch=None, seq_len=None, dtype=None,
         if weights is None and hf:
             default = os.path.join(source, "model.safetensors")
             weights = default if os.path.exists(default) else None
+        elif weights is None and source.endswith(".onnx"):
+            weights = source
         m = Model(output, weights=weights or None, runtime=runtime)
     except BaseException:
         if owned is not None:

@@ -25,6 +25,7 @@ y = x . w, x [1, 96, 384], w [1, 384, 384] a weight. Checked:
     exit_code is 1.
 """
 import os
+import subprocess
 import sys
 import threading
 
@@ -237,6 +238,32 @@ def main():
                 isinstance(e, tfc.CompileError) and e.exit_code == 1 and
                 "\n" not in str(e) and "\n" not in e.message and
                 wants in e.message and e.code == "COMPILE_FAILED")
+
+    # An ONNX file: compiled, its weights bound from the file itself by
+    # default; the same output as tfc-run --weights model.onnx gives.
+    src = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.dirname(os.path.abspath(proj)))))
+    onnx_model = os.path.join(src, "tests", "Importer", "ONNX", "Inputs",
+                              "models", "seed-torchscript.onnx")
+    ids = rng.integers(0, 64, (2, 8)).astype(np.int64)
+    mask = np.ones((2, 8), np.int64)
+    mask[1, 5:] = 0
+    with tfc.compile(onnx_model, batch=2, seq_len=8) as m:
+        hidden, = m.run(ids, mask)
+    cli = os.path.join(work, "cli.so")
+    subprocess.run([os.path.join(build, "bin", "tfc-compile"), onnx_model,
+                    "--batch", "2", "--seq-len", "8", "-o", cli], check=True,
+                   capture_output=True)
+    for name, a in (("ids", ids), ("mask", mask)):
+        np.save(os.path.join(work, name + ".npy"), a)
+    subprocess.run([os.path.join(build, "bin", "tfc-run"), cli, "--weights",
+                    onnx_model, "--input", os.path.join(work, "ids.npy"),
+                    "--input", os.path.join(work, "mask.npy"), "--output",
+                    os.path.join(work, "hidden.npy")], check=True,
+                   capture_output=True)
+    expect("tfc.compile of an ONNX file binds its weights from the file: "
+           "as tfc-run's", np.array_equal(hidden, np.load(
+               os.path.join(work, "hidden.npy"))))
 
     print("%d passed, %d failed" % (checks.passed, checks.failed))
     return 1 if checks.failed else 0
