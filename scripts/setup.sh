@@ -30,10 +30,13 @@ fi
 
 # The test suite's Python, for whichever python3 is first on PATH: numpy
 # (reference computations, .npy fixtures), onnx and onnxruntime (the ONNX
-# importer's tests: ONNX's node test cases, ONNX Runtime as the reference),
+# importer's tests: ONNX Runtime as the reference; onnx pinned, since its
+# node test cases, which backend.test counts, change with each release),
 # matplotlib (the plots of bench/plots).
-python3 -c "import numpy, onnx, onnxruntime, matplotlib" 2>/dev/null ||
-  python3 -m pip install -q numpy onnx onnxruntime matplotlib
+ONNX_VERSION=1.23.2
+python3 -c "import numpy, onnxruntime, matplotlib, onnx, sys
+sys.exit(onnx.__version__ != '$ONNX_VERSION')" 2>/dev/null ||
+  python3 -m pip install -q numpy "onnx==$ONNX_VERSION" onnxruntime matplotlib
 
 BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
 if [[ ! -f "$BUILD/build.ninja" ]]; then

@@ -177,6 +177,11 @@ LogicalResult pow(NodeContext &ctx) {
         tosa::ConstOp::create(ctx.b(), ctx.tb.getLoc(), attr.getType(), attr);
     return ctx.setResult(0, emitBinary<tosa::PowOp>(ctx, base, ev));
   }
+  // TOSA's pow is float only: an integer one is folded on the host or
+  // refused.
+  if (!isFloat(ctx, 0) && !(ctx.constant(0) && ctx.constant(1)))
+    return ctx.fail("integer Pow of " + typeName(ctx.onnxTypeOf(0)) +
+                    " tensors computed at run time is not supported");
   return binaryOp(
       ctx, [](ArrayRef<double> v) { return std::pow(v[0], v[1]); }, nullptr,
       [&](Value a, Value b) { return emitBinary<tosa::PowOp>(ctx, a, b); });

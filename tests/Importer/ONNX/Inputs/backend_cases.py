@@ -1,0 +1,228 @@
+"""ONNX's own backend node tests, compiled and run by tfc.
+
+  backend_cases.py --bin DIR --work DIR [--skips FILE]
+
+The onnx package carries its node test cases as code: each a one-node
+model with its inputs and expected outputs and the tolerances to compare
+them with. Every case whose node is an operator tfc translates (domain
+ai.onnx) runs, except those the skip list names (`case_name: reason`, one a
+line, `#` comments): cases that need what tfc does not do. The cases of one
+operator set version go into one model, every name prefixed with the case's
+own, so that one tfc-compile and one tfc-run cover them all. A model that
+does not import or compile is built case by case to name the cases at
+fault.
+
+Each output must match its expected value as numpy.testing.assert_allclose
+would with the case's rtol and atol (NaN where NaN is expected), integer
+and bool outputs exactly. Prints
+
+  backend: N run, N passed, N skipped (backend-skips.txt)
+
+and exits non-zero if any case fails or the skip list names a case that is
+not selected.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import onnx
+from onnx import helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SKIPS = os.path.join(HERE, "backend-skips.txt")
+
+# The operators tfc's ONNX importer translates (docs/onnx.md).
+TRANSLATED = set("""
+Add Sub Mul Div Pow Sqrt Reciprocal Neg Abs Exp Log Erf Tanh Sigmoid Relu
+Gelu Sin Cos Floor Ceil Min Max Clip MatMul Gemm Softmax LogSoftmax
+LayerNormalization RMSNormalization ReduceMean ReduceSum ReduceMax ReduceMin
+Reshape Transpose Squeeze Unsqueeze Flatten Concat Split Slice Gather
+GatherElements GatherND Expand Tile Where Equal Less LessOrEqual Greater
+GreaterOrEqual And Or Xor Not IsNaN Cast CastLike Trilu Range Shape Size
+ConstantOfShape Constant Identity CumSum Dropout""".split())
+
+
+def opset_of(case):
+    return max(o.version for o in case.model.opset_import
+               if o.domain in ("", "ai.onnx"))
+
+
+def selected_cases():
+    from onnx.backend.test.case.node import collect_testcases
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases(None)
+    out = []
+    for c in cases:
+        nodes = c.model.graph.node
+        if (len(nodes) == 1 and nodes[0].op_type in TRANSLATED
+                and nodes[0].domain in ("", "ai.onnx")):
+            out.append(c)
+    return sorted(out, key=lambda c: c.name)
+
+
+def read_skips(path):
+    skips = {}
+    with open(path) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                name, _, reason = line.partition(":")
+                skips[name.strip()] = reason.strip()
+    return skips
+
+
+def renamed(case):
+    """The case's graph with every name prefixed by the case's name."""
+    g = onnx.GraphProto()
+    g.CopyFrom(case.model.graph)
+    p = case.name + "__"
+
+    def ren(name):
+        return p + name if name else name
+    for n in g.node:
+        n.name = p + (n.name or "node")
+        n.input[:] = [ren(x) for x in n.input]
+        n.output[:] = [ren(x) for x in n.output]
+    for coll in (g.input, g.output, g.value_info, g.initializer):
+        for v in coll:
+            v.name = ren(v.name)
+    return g
+
+
+def combine(cases, opset):
+    graphs = [renamed(c) for c in cases]
+    g = helper.make_graph(
+        [n for x in graphs for n in x.node], f"backend_opset{opset}",
+        [i for x in graphs for i in x.input],
+        [o for x in graphs for o in x.output],
+        [t for x in graphs for t in x.initializer],
+        value_info=[v for x in graphs for v in x.value_info])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = max(c.model.ir_version for c in cases)
+    return m
+
+
+def tool(args, name, *argv):
+    return subprocess.run([os.path.join(args.bin, name), *argv],
+                          capture_output=True, text=True)
+
+
+def first_error(stderr):
+    lines = stderr.strip().splitlines()
+    for line in lines:
+        if "error:" in line:
+            return line.split("error:", 1)[1].strip()
+    return lines[-1] if lines else "no message"
+
+
+def tfc_error(args, step, model, path, *argv):
+    """tfc-import's or tfc-compile's error on MODEL, None if it takes it."""
+    onnx.save(model, path)
+    r = tool(args, step, path, *argv)
+    return f"{step}: {first_error(r.stderr)}" if r.returncode else None
+
+
+def case_errors(args, cases, step, *argv):
+    """STEP's error for each case it refuses, given the case on its own."""
+    errors = {}
+    for c in cases:
+        base = os.path.join(args.work, c.name)
+        err = tfc_error(args, step, c.model, base + ".onnx", *argv,
+                        base + ".out")
+        if err:
+            errors[c.name] = err
+    return errors
+
+
+def mismatch(got, want, rtol, atol):
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    if want.dtype.kind in "biu":
+        if got.dtype.kind not in "biu" or not np.array_equal(got, want):
+            return f"differs: {got!r} vs {want!r}"
+        return None
+    try:
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol,
+                                   equal_nan=True)
+    except AssertionError as e:
+        return " ".join(str(e).split())[:300]
+    return None
+
+
+def run_group(args, cases, opset):
+    """Runs the cases of one operator set; returns the failures."""
+    model = combine(cases, opset)
+    path = os.path.join(args.work, f"opset{opset}.onnx")
+    lib = os.path.join(args.work, f"opset{opset}.so")
+    # A model that does not build is built case by case to name the cases
+    # at fault (importing takes ~50 ms a case, compiling ~1 s).
+    for step, argv in (("tfc-import", ["-o", os.devnull]),
+                       ("tfc-compile", ["-o", lib])):
+        err = tfc_error(args, step, model, path, *argv)
+        if err:
+            bad = case_errors(args, cases, step, "-o")
+            return bad or {f"opset {opset}": err}
+    argv = [lib]
+    if model.graph.initializer:
+        argv += ["--weights", path]
+    expected = {}
+    for c in cases:
+        (inputs, outputs), = c.data_sets
+        for k, value in enumerate(inputs):
+            f = os.path.join(args.work, f"{c.name}__in{k}.npy")
+            np.save(f, np.asarray(value))
+            argv += ["--input", f]
+        for k, value in enumerate(outputs):
+            f = os.path.join(args.work, f"{c.name}__out{k}.npy")
+            argv += ["--output", f]
+            expected[f] = (c, np.asarray(value))
+    r = tool(args, "tfc-run", *argv)
+    if r.returncode:
+        # tfc-run names the input it refuses: the case is its prefix.
+        err = "tfc-run: " + first_error(r.stderr)
+        at = [c.name for c in cases if f"'{c.name}__" in err]
+        return {(at[0] if at else f"opset {opset}"): err}
+    bad = {}
+    for f, (c, want) in expected.items():
+        why = mismatch(np.load(f), want, c.rtol, c.atol)
+        if why:
+            bad[c.name] = f"{os.path.basename(f)[len(c.name) + 2:-4]}: {why}"
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--skips", default=SKIPS)
+    args = ap.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    cases = selected_cases()
+    skips = read_skips(args.skips)
+    names = {c.name for c in cases}
+    stale = sorted(set(skips) - names)
+    run = [c for c in cases if c.name not in skips]
+    groups = {}
+    for c in run:
+        groups.setdefault(opset_of(c), []).append(c)
+    bad = {}
+    for opset in sorted(groups):
+        bad.update(run_group(args, groups[opset], opset))
+    passed = len([c for c in run if c.name not in bad])
+    print(f"backend: {len(run)} run, {passed} passed, "
+          f"{len(cases) - len(run)} skipped ({os.path.basename(args.skips)})")
+    for name in sorted(bad):
+        print(f"  FAIL {name}: {bad[name]}")
+    for name in stale:
+        print(f"  stale skip-list entry: {name} is not a selected case")
+    if bad or stale:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
