@@ -4,6 +4,7 @@
 //              [--dtype=f16] [-o out.mlir]
 //   tfc-import model.onnx [--batch B] [--seq-len S]
 //              [--input-shape NAME=DxD...] [-o out.mlir]
+//   tfc-import --onnx-operators
 //
 // Prints the unfused graph of the model (a Hugging Face directory or an ONNX
 // file; an ONNX model's weights as arguments that say where their bytes lie
@@ -34,6 +35,11 @@ static cl::opt<std::string> hfDir("hf",
                                   cl::desc("Hugging Face model directory "
                                            "(config.json, model.safetensors)"),
                                   cl::value_desc("dir"), cl::cat(category));
+static cl::opt<bool> listOperators(
+    "onnx-operators",
+    cl::desc("Print the ONNX operators the importer translates, one a line, "
+             "and exit"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string> onnxFile(cl::Positional, cl::desc("[<model.onnx>]"),
                                      cl::cat(category));
 static tfc::ImportFlags importFlags(category);
@@ -61,6 +67,11 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
 
   std::string error;
+  if (listOperators) {
+    for (const std::string &op : tfc::supportedOnnxOperators())
+      outs() << op << "\n";
+    return 0;
+  }
   if (hfDir.empty() == onnxFile.empty())
     return fail("give exactly one of <model.onnx> and --hf DIR");
   mlir::OwningOpRef<mlir::ModuleOp> module;

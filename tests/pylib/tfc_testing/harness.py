@@ -14,6 +14,7 @@ import numpy as np
 
 from tfc_testing.arrays import (bf16_to_f32, one_ulp_moves, random_tokens,
                                 relative_error, rounded_weights)
+from tfc_testing import tfc_run
 from tfc_testing.reference import quantized_activations, quantized_weight
 
 
@@ -120,17 +121,9 @@ class Harness:
         """The tfc-run command for `lib` on `inputs` (written as .npy),
         with the model's model.safetensors when `model` is given, and the
         paths of its outputs."""
-        args = [self.run_tool, lib]
-        if model:
-            args += ["--weights", os.path.join(model, "model.safetensors")]
-        for i, x in enumerate(inputs):
-            p = self.path("in%d.npy" % i)
-            np.save(p, x)
-            args += ["--input", p]
-        outs = [self.path("out%d.npy" % i) for i in range(num_outputs)]
-        for p in outs:
-            args += ["--output", p]
-        return args, outs
+        weights = os.path.join(model, "model.safetensors") if model else None
+        return tfc_run.command(self.run_tool, lib, inputs, num_outputs,
+                               self.path, weights)
 
     def run_hf(self, lib, model, inputs, num_outputs=1):
         """Runs a library built by build_hf on the model's

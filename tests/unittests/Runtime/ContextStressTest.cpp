@@ -15,6 +15,7 @@
 #include "tfc/runtime/api.h"
 #include "tfc/runtime/safetensors.h"
 
+#include "ContextRequest.h"
 #include "Status.h"
 #include "TestUtil.h"
 
@@ -28,29 +29,10 @@
 using tfc::testing::fixture;
 using tfc::testing::Outcome;
 using tfc::testing::outcome;
+using tfc::testing::Request;
 using tfc::testing::TempDir;
 
 namespace {
-
-/// Inputs and an output of one request, 64-byte aligned.
-struct Request {
-  alignas(64) float a[16];
-  alignas(64) float b[16];
-  alignas(64) float y[16];
-  void fill(int base) {
-    for (int i = 0; i < 6; ++i) {
-      a[i] = float(base % 1000 + i);
-      b[i] = float(i % 3 - base % 7);
-      y[i] = -12345.0f;
-    }
-  }
-  bool right(const float *w) const {
-    for (int i = 0; i < 6; ++i)
-      if (y[i] != a[i] + b[i] * w[i])
-        return false;
-    return true;
-  }
-};
 
 /// Counts of what the threads saw; checked once they are joined.
 struct Tally {
@@ -65,14 +47,7 @@ struct Tally {
 /// Binds `r` to `c` and runs it once: false (and counted) on failure or a
 /// wrong output.
 bool runOnce(tfc_context *c, Request &r, const float *w, Tally &tally) {
-  tfc_status s = tfc_context_bind_input(c, 0, r.a);
-  if (!s)
-    s = tfc_context_bind_input(c, 1, r.b);
-  if (!s)
-    s = tfc_context_bind_output(c, 0, r.y);
-  if (!s)
-    s = tfc_context_invoke(c);
-  if (s) {
+  if (tfc_status s = r.run(c)) {
     tally.fail(s);
     return false;
   }

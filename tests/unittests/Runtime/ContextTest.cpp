@@ -10,6 +10,7 @@
 #include "tfc/runtime/api.h"
 #include "tfc/runtime/safetensors.h"
 
+#include "ContextRequest.h"
 #include "Status.h"
 #include "TestUtil.h"
 
@@ -23,6 +24,7 @@
 using tfc::testing::fixture;
 using tfc::testing::Outcome;
 using tfc::testing::outcome;
+using tfc::testing::Request;
 using tfc::testing::TempDir;
 
 namespace {
@@ -44,25 +46,6 @@ protected:
   std::string weights;
   const float w[6] = {1, 2, 3, 4, 5, 6};
   tfc_model *model = nullptr;
-};
-
-/// Inputs and an output of one request, 64-byte aligned.
-struct Request {
-  alignas(64) float a[16];
-  alignas(64) float b[16];
-  alignas(64) float y[16];
-  void fill(float base) {
-    for (int i = 0; i < 6; ++i) {
-      a[i] = base + float(i);
-      b[i] = float(i % 3) - base;
-    }
-  }
-  bool right(const float *w) const {
-    for (int i = 0; i < 6; ++i)
-      if (y[i] != a[i] + b[i] * w[i])
-        return false;
-    return true;
-  }
 };
 
 TEST_F(Contexts, RunOnBindingsOfTheirOwn) {
@@ -175,15 +158,8 @@ TEST_F(Contexts, RunAtOnceOnThreads) {
       Request r;
       tfc_context *c = contexts[size_t(t)];
       for (int i = 0; i < kRuns; ++i) {
-        r.fill(float(t * kRuns + i));
-        tfc_status s = tfc_context_bind_input(c, 0, r.a);
-        if (!s)
-          s = tfc_context_bind_input(c, 1, r.b);
-        if (!s)
-          s = tfc_context_bind_output(c, 0, r.y);
-        if (!s)
-          s = tfc_context_invoke(c);
-        if (s) {
+        r.fill(t * kRuns + i);
+        if (tfc_status s = r.run(c)) {
           ++failed;
           tfc_status_free(s);
         } else if (!r.right(w)) {

@@ -69,6 +69,10 @@ bool NodeContext::allConstant() {
 
 Value NodeContext::value(size_t i) { return importer.materialize(input(i)); }
 
+Value NodeContext::constantOp(const HostTensor &t) {
+  return createConstant(b(), tb.getLoc(), t);
+}
+
 RankedTensorType NodeContext::type(size_t i) {
   OnnxValue &v = input(i);
   if (v.value)
@@ -167,12 +171,14 @@ OnnxValue *GraphImporter::lookup(const std::string &name) {
   return it == values_.end() ? nullptr : &it->second;
 }
 
+Value createConstant(OpBuilder &b, Location loc, const HostTensor &t) {
+  DenseElementsAttr attr = t.toAttr(b.getContext());
+  return tosa::ConstOp::create(b, loc, attr.getType(), attr);
+}
+
 Value GraphImporter::materialize(OnnxValue &v) {
-  if (!v.value) {
-    DenseElementsAttr attr = v.constant->toAttr(&context_);
-    v.value = tosa::ConstOp::create(builder_, builder_.getUnknownLoc(),
-                                    attr.getType(), attr);
-  }
+  if (!v.value)
+    v.value = createConstant(builder_, builder_.getUnknownLoc(), *v.constant);
   return v.value;
 }
 

@@ -57,6 +57,8 @@ public:
   bool allConstant();
   /// Input i as a graph value (a constant becomes a tosa.const).
   mlir::Value value(size_t i);
+  /// `t` as a tosa.const at the node's location.
+  mlir::Value constantOp(const HostTensor &t);
   mlir::RankedTensorType type(size_t i);
   llvm::ArrayRef<int64_t> shape(size_t i) { return type(i).getShape(); }
   int64_t rank(size_t i) { return type(i).getRank(); }
@@ -87,6 +89,10 @@ private:
   OnnxValue &input(size_t i);
   GraphImporter &importer;
 };
+
+/// `t` as a tosa.const.
+mlir::Value createConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           const HostTensor &t);
 
 using Converter = mlir::LogicalResult (*)(NodeContext &);
 using ConverterMap = llvm::StringMap<Converter>;

@@ -152,10 +152,7 @@ LogicalResult trilu(NodeContext &ctx) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j)
       mask.ints.push_back(kept(i, j, k, upper));
-  OnnxValue m{Value(), std::move(mask)};
-  auto attr = m.constant->toAttr(ctx.context());
-  Value keep =
-      tosa::ConstOp::create(ctx.b(), ctx.tb.getLoc(), attr.getType(), attr);
+  Value keep = ctx.constantOp(mask);
   Value x = ctx.value(0);
   auto t = cast<RankedTensorType>(x.getType());
   keep = ctx.tb.expandToRank(keep, t.getRank());
@@ -233,9 +230,7 @@ LogicalResult cumSum(NodeContext &ctx) {
   for (int64_t p = 0; p < n; ++p)
     for (int64_t q = 0; q < n; ++q)
       tri.floats.push_back(adds(p, q) ? 1.0 : 0.0);
-  auto attr = tri.toAttr(ctx.context());
-  Value triangle =
-      tosa::ConstOp::create(ctx.b(), ctx.tb.getLoc(), attr.getType(), attr);
+  Value triangle = ctx.constantOp(tri);
   Value sums = ctx.tb.matmul(rows, triangle);
   Value shaped = ctx.tb.reshape(sums, movedShape);
   return ctx.setResult(0, ctx.tb.cast(ctx.tb.transpose(shaped, back), et));

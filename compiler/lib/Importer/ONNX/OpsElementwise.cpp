@@ -145,13 +145,9 @@ LogicalResult div(NodeContext &ctx) {
   Value inverse;
   if (const HostTensor *divisor = ctx.constant(1)) {
     // A constant divisor (sqrt(d_k), a count): its reciprocal, folded.
-    HostTensor r =
+    inverse = ctx.constantOp(
         foldElementwise({divisor}, divisor->shape, divisor->type,
-                        [](ArrayRef<double> v) { return 1.0 / v[0]; });
-    OnnxValue folded{Value(), std::move(r)};
-    auto attr = folded.constant->toAttr(ctx.context());
-    inverse =
-        tosa::ConstOp::create(ctx.b(), ctx.tb.getLoc(), attr.getType(), attr);
+                        [](ArrayRef<double> v) { return 1.0 / v[0]; }));
   } else if (Value radicand = sqrtOperand(ctx.value(1))) {
     inverse = ctx.tb.rsqrt(radicand);
   } else {
@@ -172,10 +168,8 @@ LogicalResult pow(NodeContext &ctx) {
     HostTensor exponent = e->castTo(ctx.onnxTypeOf(0));
     if (exponent.size() == 1 && exponent.floats[0] == 0.5)
       return ctx.setResult(0, ctx.tb.reciprocal(ctx.tb.rsqrt(base)));
-    auto attr = exponent.toAttr(ctx.context());
-    Value ev =
-        tosa::ConstOp::create(ctx.b(), ctx.tb.getLoc(), attr.getType(), attr);
-    return ctx.setResult(0, emitBinary<tosa::PowOp>(ctx, base, ev));
+    return ctx.setResult(
+        0, emitBinary<tosa::PowOp>(ctx, base, ctx.constantOp(exponent)));
   }
   // TOSA's pow is float only: an integer one is folded on the host or
   // refused.

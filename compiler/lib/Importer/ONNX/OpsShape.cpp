@@ -428,9 +428,7 @@ LogicalResult pick(NodeContext &ctx, ArrayRef<int64_t> outShape,
     at.ints.push_back(source(index));
     nextIndex(index, outShape);
   }
-  auto attr = at.toAttr(ctx.context());
-  Value ids =
-      tosa::ConstOp::create(ctx.b(), ctx.tb.getLoc(), attr.getType(), attr);
+  Value ids = ctx.constantOp(at);
   Value table = ctx.tb.reshape(ctx.value(0), {1, n, 1});
   return ctx.setResult(0, ctx.tb.reshape(ctx.tb.gather(table, ids), outShape));
 }

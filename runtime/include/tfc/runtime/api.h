@@ -151,9 +151,10 @@ TFC_API int32_t tfc_model_find_weight(const tfc_model *model, const char *name);
  * lacks). A model compiled from an ONNX file binds from that file instead
  * (and its external data files, next to it): each weight where the compiler
  * found it (abi.h, "Weights in the model's own file"); another file is
- * refused (BAD_FORMAT naming the tensor or the initializer that differs). An f32, f16 or bf16 tensor binds to a weight of another of these
- * types through a converted copy (narrowing rounds to nearest even), made
- * once: here for an nvptx model; for a cpu model on first need (the first run,
+ * refused (BAD_FORMAT naming the tensor or the initializer that differs). An
+ * f32, f16 or bf16 tensor binds to a weight of another of these types through a
+ * converted copy (narrowing rounds to nearest even), made once: here for an
+ * nvptx model; for a cpu model on first need (the first run,
  * tfc_model_weight_data, saving packed weights), on the threads
  * tfc_set_num_threads asked for, or never where a packed weights file loaded
  * before holds it converted (below; an OUT_OF_MEMORY then comes from the run).

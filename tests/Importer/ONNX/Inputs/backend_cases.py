@@ -32,34 +32,30 @@ import numpy as np
 import onnx
 from onnx import helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "pylib"))
+from tfc_testing import tfc_run  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SKIPS = os.path.join(HERE, "backend-skips.txt")
-
-# The operators tfc's ONNX importer translates (docs/onnx.md).
-TRANSLATED = set("""
-Add Sub Mul Div Pow Sqrt Reciprocal Neg Abs Exp Log Erf Tanh Sigmoid Relu
-Gelu Sin Cos Floor Ceil Min Max Clip MatMul Gemm Softmax LogSoftmax
-LayerNormalization RMSNormalization ReduceMean ReduceSum ReduceMax ReduceMin
-Reshape Transpose Squeeze Unsqueeze Flatten Concat Split Slice Gather
-GatherElements GatherND Expand Tile Where Equal Less LessOrEqual Greater
-GreaterOrEqual And Or Xor Not IsNaN Cast CastLike Trilu Range Shape Size
-ConstantOfShape Constant Identity CumSum Dropout""".split())
-
 
 def opset_of(case):
     return max(o.version for o in case.model.opset_import
                if o.domain in ("", "ai.onnx"))
 
 
-def selected_cases():
+def selected_cases(args):
+    """The cases of one node of an operator tfc translates."""
     from onnx.backend.test.case.node import collect_testcases
+    translated = set(tool(args, "tfc-import", "--onnx-operators")
+                     .stdout.split())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cases = collect_testcases(None)
     out = []
     for c in cases:
         nodes = c.model.graph.node
-        if (len(nodes) == 1 and nodes[0].op_type in TRANSLATED
+        if (len(nodes) == 1 and nodes[0].op_type in translated
                 and nodes[0].domain in ("", "ai.onnx")):
             out.append(c)
     return sorted(out, key=lambda c: c.name)
@@ -167,31 +163,24 @@ def run_group(args, cases, opset):
         if err:
             bad = case_errors(args, cases, step, "-o")
             return bad or {f"opset {opset}": err}
-    argv = [lib]
-    if model.graph.initializer:
-        argv += ["--weights", path]
-    expected = {}
+    inputs, expected = [], []
     for c in cases:
-        (inputs, outputs), = c.data_sets
-        for k, value in enumerate(inputs):
-            f = os.path.join(args.work, f"{c.name}__in{k}.npy")
-            np.save(f, np.asarray(value))
-            argv += ["--input", f]
-        for k, value in enumerate(outputs):
-            f = os.path.join(args.work, f"{c.name}__out{k}.npy")
-            argv += ["--output", f]
-            expected[f] = (c, np.asarray(value))
-    r = tool(args, "tfc-run", *argv)
-    if r.returncode:
+        (case_inputs, case_outputs), = c.data_sets
+        inputs += case_inputs
+        expected += [(c, k, np.asarray(v)) for k, v in enumerate(case_outputs)]
+    results, error = tfc_run.run(
+        args.bin, lib, inputs, len(expected), args.work,
+        weights=path if model.graph.initializer else None, stem=f"opset{opset}")
+    if error:
         # tfc-run names the input it refuses: the case is its prefix.
-        err = "tfc-run: " + first_error(r.stderr)
+        err = "tfc-run: " + first_error(error)
         at = [c.name for c in cases if f"'{c.name}__" in err]
         return {(at[0] if at else f"opset {opset}"): err}
     bad = {}
-    for f, (c, want) in expected.items():
-        why = mismatch(np.load(f), want, c.rtol, c.atol)
+    for got, (c, k, want) in zip(results, expected):
+        why = mismatch(got, want, c.rtol, c.atol)
         if why:
-            bad[c.name] = f"{os.path.basename(f)[len(c.name) + 2:-4]}: {why}"
+            bad[c.name] = f"out{k}: {why}"
     return bad
 
 
@@ -202,7 +191,7 @@ def main():
     ap.add_argument("--skips", default=SKIPS)
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
-    cases = selected_cases()
+    cases = selected_cases(args)
     skips = read_skips(args.skips)
     names = {c.name for c in cases}
     stale = sorted(set(skips) - names)

@@ -21,6 +21,10 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "pylib"))
+from tfc_testing import tfc_run  # noqa: E402
+
 VOCAB = 64  # export_models.py's vocabulary
 
 
@@ -80,20 +84,11 @@ def main():
     if args.expect and args.expect not in summary:
         sys.exit(f"expected '{args.expect}' in the fusion summary: {summary}")
 
-    run = [os.path.join(args.bin, "tfc-run"), lib, "--weights", args.model]
-    for name, value in feeds.items():
-        path = os.path.join(args.work, name + ".npy")
-        np.save(path, value)
-        run += ["--input", path]
-    outs = []
-    for k in range(len(expected)):
-        outs.append(os.path.join(args.work, f"out{k}.npy"))
-        run += ["--output", outs[-1]]
-    ran = subprocess.run(run, capture_output=True, text=True)
-    if ran.returncode != 0:
-        sys.exit("tfc-run failed: " + ran.stderr)
-    for k, ref in enumerate(expected):
-        got = np.load(outs[k])
+    got_all, error = tfc_run.run(args.bin, lib, list(feeds.values()),
+                                 len(expected), args.work, weights=args.model)
+    if error:
+        sys.exit("tfc-run failed: " + error)
+    for k, (got, ref) in enumerate(zip(got_all, expected)):
         if got.shape != ref.shape:
             sys.exit(f"output {k}: shape {got.shape}, ONNX Runtime's "
                      f"{ref.shape}")

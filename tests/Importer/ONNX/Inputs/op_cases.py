@@ -20,6 +20,10 @@ import onnx
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "pylib"))
+from tfc_testing import tfc_run  # noqa: E402
+
 F, I64, B = T.FLOAT, T.INT64, T.BOOL
 
 
@@ -228,23 +232,16 @@ def check(model, b, args, tag):
                         lib], capture_output=True, text=True)
     if r.returncode:
         sys.exit(r.stderr)
-    run = [os.path.join(args.bin, "tfc-run"), lib]
-    if model.graph.initializer:
-        run += ["--weights", path]
     # tfc orders its inputs as the file does.
-    for name in [i.name for i in model.graph.input]:
-        p = os.path.join(args.work, name + ".npy")
-        np.save(p, b.feeds[name])
-        run += ["--input", p]
     names = [o.name for o in model.graph.output]
-    for name in names:
-        run += ["--output", os.path.join(args.work, name + ".npy")]
-    r = subprocess.run(run, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit(r.stderr)
+    results, error = tfc_run.run(
+        args.bin, lib, [b.feeds[i.name] for i in model.graph.input],
+        len(names), args.work, weights=path if model.graph.initializer else None,
+        stem=f"ops{tag}")
+    if error:
+        sys.exit(error)
     bad = []
-    for name, ref in zip(names, expected):
-        got = np.load(os.path.join(args.work, name + ".npy"))
+    for name, got, ref in zip(names, results, expected):
         if got.shape != ref.shape:
             bad.append(f"{name}: shape {got.shape}, ONNX Runtime {ref.shape}")
         elif ref.dtype.kind in "biu":
