@@ -39,8 +39,8 @@ namespace {
 struct ScoresWalk {
   double scale = 1.0;
   bool scaled = false;
-  double softcap = 0; ///< > 0 once a soft cap was peeled.
-  Value mask;
+  double softcap = 0;          ///< > 0 once a soft cap was peeled.
+  SmallVector<Value, 2> masks; ///< Additive, outermost first.
   bool isCausal = false;
   double causalFill = 0; ///< What the causal select writes for hidden keys.
   std::optional<BooleanMask> booleanMask;
@@ -55,12 +55,17 @@ enum class Role { Query, Key, Value };
 
 } // namespace
 
-/// Whether `cond` (shape [1, .., 1, Sq, Skv]) is exactly the causal pattern
+/// Whether `cond` (shape [1, .., 1, Sq, Skv], the last two dims those of
+/// `scores`, not broadcast) is exactly the causal pattern
 /// `j <= i + (Skv - Sq)` for the visible value.
-static bool isCausalPattern(DenseElementsAttr cond, bool visibleWhenTrue) {
+static bool isCausalPattern(DenseElementsAttr cond, Value scores,
+                            bool visibleWhenTrue) {
   auto type = cast<ShapedType>(cond.getType());
+  RankedTensorType scoresType = rankedType(scores);
   int64_t r = type.getRank();
-  if (r < 2 || !type.hasStaticShape())
+  if (r < 2 || !type.hasStaticShape() || !scoresType ||
+      scoresType.getRank() != r ||
+      scoresType.getShape().take_back(2) != type.getShape().take_back(2))
     return false;
   for (int64_t i = 0; i + 2 < r; ++i)
     if (type.getDimSize(i) != 1)
@@ -77,9 +82,23 @@ static bool isCausalPattern(DenseElementsAttr cond, bool visibleWhenTrue) {
   return true;
 }
 
+/// A constant, also reshaped (an exported tril reshaped to [1, 1, Sq, Skv]):
+/// sets `attr` to its values in `v`'s shape.
+static bool matchReshapedConstant(Value v, DenseElementsAttr &attr) {
+  auto reshape = v.getDefiningOp<tosa::ReshapeOp>();
+  if (!reshape)
+    return matchPattern(v, m_Constant(&attr));
+  RankedTensorType type = rankedType(reshape.getOutput());
+  if (!type || !type.hasStaticShape() ||
+      !matchReshapedConstant(reshape.getInput1(), attr))
+    return false;
+  attr = attr.reshape(type);
+  return true;
+}
+
 MatchOr<MaskSelect> matchMaskSelect(tosa::SelectOp sel) {
   DenseElementsAttr cond;
-  bool constant = matchPattern(sel.getPred(), m_Constant(&cond));
+  bool constant = matchReshapedConstant(sel.getPred(), cond);
   MaskSelect m;
   m.scores = sel.getOnTrue();
   bool visibleWhenTrue = true;
@@ -98,7 +117,7 @@ MatchOr<MaskSelect> matchMaskSelect(tosa::SelectOp sel) {
     return mismatch("select fill value " + std::to_string(*fill) +
                     " is not a large negative constant");
   m.fill = *fill;
-  m.isCausal = constant && isCausalPattern(cond, visibleWhenTrue);
+  m.isCausal = constant && isCausalPattern(cond, m.scores, visibleWhenTrue);
   if (!m.isCausal)
     m.booleanMask = BooleanMask{cond, constant ? Value() : sel.getPred(),
                                 visibleWhenTrue, *fill};
@@ -111,7 +130,7 @@ MatchOr<MaskSelect> matchMaskSelect(tosa::SelectOp sel) {
 /// (padding written as finfo.min), and then the filled keys count. Such a
 /// pair is left unfused; a fill of -inf has no such rows.
 static bool finiteCausalFillWithMask(const ScoresWalk &w, std::string &why) {
-  if (!w.isCausal || !w.mask || std::isinf(w.causalFill))
+  if (!w.isCausal || w.masks.empty() || std::isinf(w.causalFill))
     return false;
   char fill[32];
   std::snprintf(fill, sizeof(fill), "%g", w.causalFill);
@@ -224,7 +243,9 @@ static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
     return walkScores(scores, {}, w, why);
   }
   if (auto add = dyn_cast<tosa::AddOp>(op)) {
-    if (w.mask || w.booleanMask) {
+    // Several additive masks are one, their sum (T5 adds its position bias,
+    // then the padding mask); a boolean mask is not summed with them.
+    if (w.booleanMask) {
       why = "scores have two masks";
       return false;
     }
@@ -234,7 +255,7 @@ static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
     best.progress = -1;
     for (int i = 0; i < 2; ++i) {
       ScoresWalk trial = w;
-      trial.mask = add->getOperand(1 - i);
+      trial.masks.push_back(add->getOperand(1 - i));
       if (finiteCausalFillWithMask(trial, why))
         return false;
       std::string reason;
@@ -267,7 +288,7 @@ static bool walkScores(Value v, ArrayRef<Operation *> allowedUsers,
       if (finiteCausalFillWithMask(w, why))
         return false;
     } else {
-      if (w.mask) {
+      if (!w.masks.empty()) {
         why = "scores have two masks";
         return false;
       }
@@ -518,12 +539,12 @@ MatchOr<AttentionMatch> matchAttention(tosa::MatMulOp outputMatmul) {
                     " is not finite and non-zero in f32");
   m.isCausal = w.isCausal;
   m.softcap = w.softcap;
-  if (w.mask) {
-    RankedTensorType mt = rankedType(w.mask);
+  for (Value mask : w.masks) {
+    RankedTensorType mt = rankedType(mask);
     if (!mt || !mt.hasStaticShape())
       return mismatch("mask shape is not static");
   }
-  m.mask = w.mask;
+  m.masks = w.masks;
   m.booleanMask = w.booleanMask;
   return m;
 }

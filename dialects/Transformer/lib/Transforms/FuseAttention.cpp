@@ -43,10 +43,25 @@ static Value swapHeadFactors(TosaBuilder &t, Value x, int64_t a, int64_t c) {
   return t.reshape(swapped, shape);
 }
 
-/// The additive mask at rank 4, broadcastable to [B, Hq, Sq, Skv].
+/// A mask of the scores' rank (3 or 4) at rank 4.
+static Value toRank4(TosaBuilder &t, const fusion::AttentionMatch &m,
+                     Value mask) {
+  ArrayRef<int64_t> s = shapeOf(mask);
+  if (s.size() != 3)
+    return mask;
+  return s[0] == 1 ? t.reshape(mask, {1, 1, s[1], s[2]})
+                   : t.reshape(mask, {m.batch, m.heads, s[1], s[2]});
+}
+
+/// The additive mask at rank 4, broadcastable to [B, Hq, Sq, Skv]: the sum
+/// of the graph's additive masks, or its boolean mask made additive.
 static Value buildMask(TosaBuilder &t, const fusion::AttentionMatch &m,
                        Type et) {
-  Value mask = m.mask;
+  Value mask;
+  for (Value term : m.masks) {
+    term = toRank4(t, m, term);
+    mask = mask ? t.add(mask, term) : term;
+  }
   if (m.booleanMask && m.booleanMask->condValue) {
     const fusion::BooleanMask &bm = *m.booleanMask;
     auto condType = cast<RankedTensorType>(bm.condValue.getType());
@@ -67,13 +82,7 @@ static Value buildMask(TosaBuilder &t, const fusion::AttentionMatch &m,
     mask = tosa::ConstOp::create(t.builder(), t.getLoc(), type,
                                  DenseElementsAttr::get(type, values));
   }
-  if (!mask)
-    return {};
-  ArrayRef<int64_t> s = shapeOf(mask);
-  if (s.size() == 3)
-    mask = s[0] == 1 ? t.reshape(mask, {1, 1, s[1], s[2]})
-                     : t.reshape(mask, {m.batch, m.heads, s[1], s[2]});
-  return mask;
+  return mask ? toRank4(t, m, mask) : Value();
 }
 
 struct FuseAttentionPattern : OpRewritePattern<tosa::MatMulOp> {

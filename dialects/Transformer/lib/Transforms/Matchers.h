@@ -194,7 +194,9 @@ struct AttentionMatch {
   double scale = 1.0; ///< Product of every peeled scale.
   double softcap = 0; ///< c of a soft cap c * tanh(s / c), or 0.
   bool isCausal = false;
-  mlir::Value mask; ///< Additive mask at the scores' rank (3 or 4), or null.
+  /// Additive masks at the scores' rank (3 or 4), each broadcastable to the
+  /// scores; the op's mask is their sum. Empty when none.
+  llvm::SmallVector<mlir::Value, 2> masks;
   std::optional<BooleanMask> booleanMask;
   int64_t batch = 0, heads = 0, kvHeads = 0, groups = 1;
   /// Query head h reads kv head h % kvHeads (tile on the head dim).
