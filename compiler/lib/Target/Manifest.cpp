@@ -139,13 +139,18 @@ static LogicalResult extractWeightFile(ModuleOp module, func::FuncOp fn,
     ++located;
     auto f = string(where, "file"), c = string(where, "check");
     auto offset = integer(where, "offset"), nbytes = integer(where, "nbytes");
-    if (!f || !c || !offset || !nbytes || *offset < 0 || *nbytes < 0) {
+    // The file's element type, where it is not the weight's.
+    FailureOr<int32_t> dtype = m.args[i].dtype;
+    if (auto t = where.getAs<TypeAttr>("dtype"))
+      dtype = dtypeOf(t.getValue());
+    if (!f || !c || !offset || !nbytes || *offset < 0 || *nbytes < 0 ||
+        failed(dtype)) {
       fn.emitError() << "argument " << i
                      << ": tfc.weight_location must be {file, offset, "
-                        "nbytes, check}";
+                        "nbytes, check[, dtype]}";
       return failure();
     }
-    file.weights.push_back({*f, *offset, *nbytes, *c});
+    file.weights.push_back({*f, *offset, *nbytes, *c, *dtype});
   }
   auto folded = module->getAttrOfType<ArrayAttr>("tfc.folded_initializers");
   if (located == 0 && !folded)

@@ -33,7 +33,7 @@ void addWeightFile(llvm::Module &mod, const WeightFile &file) {
   llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
   auto *rangeType =
       llvm::StructType::create(ctx, {ptr, i64, i64}, "tfc_file_range");
-  auto *locationType = llvm::StructType::create(ctx, {rangeType, ptr, i32},
+  auto *locationType = llvm::StructType::create(ctx, {rangeType, ptr, i32, i32},
                                                 "tfc_weight_location");
   auto *foldedType =
       llvm::StructType::create(ctx, {ptr, rangeType, i64}, "tfc_folded_tensor");
@@ -56,7 +56,8 @@ void addWeightFile(llvm::Module &mod, const WeightFile &file) {
   for (const WeightLocation &w : file.weights)
     weights.push_back(llvm::ConstantStruct::get(
         locationType, {range(w.file, w.offset, w.nbytes), bytesOf(mod, w.check),
-                       llvm::ConstantInt::get(i32, int32_t(w.check.size()))}));
+                       llvm::ConstantInt::get(i32, int32_t(w.check.size())),
+                       llvm::ConstantInt::get(i32, w.dtype)}));
   for (const FoldedTensor &f : file.folded)
     folded.push_back(llvm::ConstantStruct::get(
         foldedType, {bytesOf(mod, f.name), range(f.file, f.offset, f.nbytes),

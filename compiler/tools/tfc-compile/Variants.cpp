@@ -41,23 +41,20 @@ std::string VariantBuilds::summary() const {
          " " + what + ")";
 }
 
-OwningOpRef<ModuleOp> importVariants(MLIRContext &context, StringRef dir,
-                                     ImportOptions options,
-                                     VariantBuilds &builds,
+OwningOpRef<ModuleOp> importVariants(StringRef name, VariantBuilds &builds,
+                                     ImportBuild importBuild,
                                      std::string &error) {
   OwningOpRef<ModuleOp> merged;
   for (int64_t batch : llvm::reverse(builds.batches)) {
     for (int64_t length : llvm::reverse(builds.lengths)) {
-      options.batch = batch;
-      options.seqLen = length;
-      auto imported = importHuggingFace(context, dir, options, error);
+      auto imported = importBuild(batch, length);
       if (failed(imported))
         return nullptr;
       // The importer makes one function.
       auto fns = llvm::to_vector((*imported)->getOps<func::FuncOp>());
       if (fns.size() != 1 ||
           !llvm::hasSingleElement((*imported)->getBody()->getOperations())) {
-        error = "the import of " + dir.str() + " made more than one function";
+        error = "the import of " + name.str() + " made more than one function";
         return nullptr;
       }
       func::FuncOp fn = fns.front();
@@ -65,6 +62,27 @@ OwningOpRef<ModuleOp> importVariants(MLIRContext &context, StringRef dir,
         builds.entry = fn.getSymName().str();
         merged = std::move(*imported);
         continue;
+      }
+      // What a build shares with the largest: the constants it compiles in
+      // (module attributes); what sets it apart: its shapes.
+      std::string differs = name.str() + ": the build of batch " +
+                            std::to_string(batch) + ", length " +
+                            std::to_string(length) + " ";
+      std::string largest = " batch " + std::to_string(builds.batches.back()) +
+                            ", length " + std::to_string(builds.lengths.back());
+      if ((*imported)->getOperation()->getAttrDictionary() !=
+          merged->getOperation()->getAttrDictionary()) {
+        error = differs + "compiles in other constants than" + largest +
+                ": give one size";
+        return nullptr;
+      }
+      if (fn.getFunctionType() ==
+          merged->lookupSymbol<func::FuncOp>(builds.entry).getFunctionType()) {
+        error = differs + "has the shapes of" + largest +
+                " (the model fixes the dimensions " +
+                (builds.lengths.size() > 1 ? "--seq-len" : "--batch") +
+                " would set): give one size";
+        return nullptr;
       }
       fn.setSymName(builds.entryOf(fn.getSymName(), batch, length));
       fn->moveBefore(merged->getBody(), merged->getBody()->end());

@@ -1,17 +1,17 @@
 //===- Variants.h - A model built for several sizes -------------*- C++ -*-===//
 //
-// tfc-compile's builds of a Hugging Face model for several batch sizes or
-// sequence lengths, imported into one module (abi.h "Variants").
+// tfc-compile's builds of a model (a Hugging Face directory, an ONNX file)
+// for several batch sizes or sequence lengths, imported into one module
+// (abi.h "Variants").
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TFC_TOOLS_TFC_COMPILE_VARIANTS_H
 #define TFC_TOOLS_TFC_COMPILE_VARIANTS_H
 
-#include "tfc/Importer/HuggingFace.h"
-
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <cstdint>
 #include <string>
@@ -41,14 +41,22 @@ struct VariantBuilds {
   std::string summary() const;
 };
 
-/// Imports the Hugging Face model of `dir` once for each batch size and
-/// length of `builds` into one module: the last build's function keeps its
-/// name (stored in `builds.entry`), the others are renamed by entryOf.
+/// One build of the model: its import for `batch` sequences of `length`
+/// tokens, a module of one function; failure with `error` set.
+using ImportBuild =
+    llvm::function_ref<mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>(
+        int64_t batch, int64_t length)>;
+
+/// Imports the model `name` (its directory or file, for messages) once for
+/// each batch size and length of `builds` into one module: the last build's
+/// function keeps its name (stored in `builds.entry`), the others are
+/// renamed by entryOf. Every build must carry the same module attributes
+/// (an ONNX import's record of what it compiled in) and differ from the
+/// largest in its shapes (a file may fix the dimensions the sizes set).
 /// Empty on failure, with `error` set.
-mlir::OwningOpRef<mlir::ModuleOp> importVariants(mlir::MLIRContext &context,
-                                                 llvm::StringRef dir,
-                                                 ImportOptions options,
+mlir::OwningOpRef<mlir::ModuleOp> importVariants(llvm::StringRef name,
                                                  VariantBuilds &builds,
+                                                 ImportBuild importBuild,
                                                  std::string &error);
 
 } // namespace tfc

@@ -481,6 +481,28 @@ static int compileModule(ModuleOp module, const std::string &inputName,
   return 0;
 }
 
+/// Why the builds of several batch sizes or lengths that `builds` asks for
+/// cannot be made with the other flags; empty where they can (or where it
+/// asks for one build).
+static std::string checkSeveralBuilds(const tfc::VariantBuilds &builds) {
+  if (builds.empty())
+    return "";
+  // The flag that asks for several builds, as the user wrote it.
+  bool lengths = builds.lengths.size() > 1;
+  std::string flag = lengths ? "--seq-len" : "--batch";
+  std::string sizes = lengths ? "lengths" : "batch sizes";
+  if (target != "cpu")
+    return flag + ": several " + sizes +
+           " build a CPU model; --target=nvptx takes one";
+  if (verifyFusion)
+    return flag + ": --verify-fusion checks one build; give one " +
+           (lengths ? "length" : "batch size");
+  if (!entry.empty())
+    return "--entry: a model of several " + flag + " " + sizes +
+           " has one function per build; drop --entry";
+  return "";
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   registerAllPasses();
@@ -594,52 +616,51 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module;
   std::string inputName = inputFile;
   tfc::VariantBuilds builds;
+  if (!hfDir.empty() || onnx) {
+    // Each import checks the sizes; the flags parse here.
+    FailureOr<std::vector<int64_t>> batches = importFlags.batches(error);
+    FailureOr<std::vector<int64_t>> lengths = importFlags.seqLens(error);
+    if (failed(batches) || failed(lengths))
+      return fail(error);
+    builds.batches = *batches;
+    builds.lengths = *lengths;
+    if (std::string why = checkSeveralBuilds(builds); !why.empty())
+      return fail(why);
+  }
   if (!hfDir.empty()) {
     inputName = hfDir;
     FailureOr<tfc::ImportOptions> importOptions = importFlags.options(error);
     if (failed(importOptions))
       return fail(error);
-    // (options() checked the sizes.)
-    builds.batches = *importFlags.batches(error);
-    builds.lengths = *importFlags.seqLens(error);
-    if (!builds.empty()) {
-      // The flag that asks for several builds, as the user wrote it.
-      std::string flag = builds.lengths.size() > 1 ? "--seq-len" : "--batch";
-      std::string sizes = builds.lengths.size() > 1 ? "lengths" : "batch sizes";
-      if (target != "cpu")
-        return fail(flag + ": several " + sizes +
-                    " build a CPU model; --target=nvptx takes one");
-      if (verifyFusion)
-        return fail(flag + ": --verify-fusion checks one build; give one " +
-                    (builds.lengths.size() > 1 ? "length" : "batch size"));
-      if (!entry.empty())
-        return fail("--entry: a model of several " + flag + " " + sizes +
-                    " has one function per build; drop --entry");
-    }
-    if (builds.empty()) {
-      auto imported =
-          tfc::importHuggingFace(context, hfDir, *importOptions, error);
-      if (failed(imported))
-        return fail(error);
-      module = std::move(*imported);
-    } else {
-      module =
-          tfc::importVariants(context, hfDir, *importOptions, builds, error);
-      if (!module)
-        return fail(error);
-    }
+    auto importBuild = [&](int64_t batch, int64_t length) {
+      tfc::ImportOptions options = *importOptions;
+      options.batch = batch;
+      options.seqLen = length;
+      return tfc::importHuggingFace(context, hfDir, options, error);
+    };
+    module = tfc::importVariants(hfDir, builds, importBuild, error);
+    if (!module)
+      return fail(error);
   } else if (onnx) {
     FailureOr<tfc::OnnxImportOptions> options = importFlags.onnxOptions(error);
     if (failed(options))
       return fail(error);
-    if (importFlags.batches(error)->size() > 1 ||
-        importFlags.seqLens(error)->size() > 1)
-      return fail("--batch, --seq-len: an ONNX model builds for one batch "
-                  "size and one length");
-    auto imported = tfc::importOnnx(context, inputFile, *options, error);
-    if (failed(imported))
+    if (!builds.empty() && !options->inputShapes.empty())
+      return fail(
+          std::string(builds.lengths.size() > 1 ? "--seq-len" : "--batch") +
+          ": several sizes build from --batch and --seq-len; "
+          "--input-shape fixes one shape (give one size, or drop "
+          "--input-shape)");
+    auto importBuild = [&](int64_t batch, int64_t length) {
+      tfc::OnnxImportOptions o = *options;
+      o.batch = batch;
+      if (o.seqLen)
+        o.seqLen = length;
+      return tfc::importOnnx(context, inputFile, o, error);
+    };
+    module = tfc::importVariants(inputFile, builds, importBuild, error);
+    if (!module)
       return fail(error);
-    module = std::move(*imported);
   } else {
     std::unique_ptr<llvm::MemoryBuffer> input =
         openInputFile(inputFile, &error);

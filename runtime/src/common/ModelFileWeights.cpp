@@ -4,6 +4,7 @@
 
 #include "formats/MappedFile.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -75,10 +76,24 @@ openModelFileWeights(const std::string &path, const tfc_weight_file &where,
     const tfc_tensor_desc &desc = *weights[i];
     const tfc_weight_location &w = where.weights[i];
     std::string tensor = "tensor '" + std::string(desc.name) + "'";
-    if (uint64_t(w.data.nbytes) != tfc_tensor_desc_nbytes(&desc))
+    // The file's elements: the weight's type, or a float type that binding
+    // converts to it (an f32 file for a model compiled with --dtype bf16).
+    DType stored = static_cast<DType>(w.dtype);
+    if (w.dtype != desc.dtype &&
+        (!isValidDType(w.dtype) ||
+         !isFloatConvertible(stored, static_cast<DType>(desc.dtype))))
+      return fail(tensor + ": model " + model + " records elements of dtype " +
+                  (isValidDType(w.dtype) ? std::string(dtypeName(stored))
+                                         : std::to_string(w.dtype)) +
+                  " in the file for a weight of " +
+                  dtypeName(static_cast<DType>(desc.dtype)));
+    uint64_t elements = tfc_tensor_desc_nbytes(&desc) /
+                        std::max<size_t>(tfc_dtype_size(desc.dtype), 1);
+    uint64_t want = elements * tfc_dtype_size(w.dtype);
+    if (uint64_t(w.data.nbytes) != want)
       return fail(tensor + ": model " + model + " records " +
                   std::to_string(w.data.nbytes) + " bytes for it, its shape " +
-                  std::to_string(tfc_tensor_desc_nbytes(&desc)));
+                  std::to_string(want));
     const uint8_t *data = files.bytes(w.data, why);
     if (!data)
       return fail(tensor + ": " + why);
@@ -94,7 +109,7 @@ openModelFileWeights(const std::string &path, const tfc_weight_file &where,
     }
     SafetensorsTensor t;
     t.name = desc.name;
-    t.dtype = static_cast<DType>(desc.dtype);
+    t.dtype = stored;
     t.shape.assign(desc.shape, desc.shape + desc.rank);
     t.data = data;
     t.nbytes = size_t(w.data.nbytes);

@@ -11,12 +11,17 @@
 // `tfc.weight_location` (where their bytes lie in the file), so that the
 // runtime binds them by mapping the `.onnx` file; smaller ones and
 // everything computed from shapes and constants are folded into constants.
-// Dynamic dimensions take their values from the options.
+// Dynamic dimensions take their values from the options. With a compute
+// type other than f32, the graph's f32 tensors (inputs, weights, constants,
+// what nodes compute and cast to, outputs) take that type; the runtime
+// converts the file's f32 weights when it binds them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TFC_IMPORTER_ONNX_H
 #define TFC_IMPORTER_ONNX_H
+
+#include "tfc/Importer/HuggingFace.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -42,6 +47,10 @@ struct OnnxImportOptions {
   /// batch and seqLen, and their dim_params give other inputs' dims of the
   /// same name.
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// What the graph's f32 tensors compute in (--dtype), f16 or bf16 as in
+  /// the Hugging Face import: float inputs, outputs and weights in that
+  /// type, LayerNormalization and RMSNormalization statistics in f32.
+  ComputeType computeType = ComputeType::F32;
 };
 
 /// Imports the model file `path`. On failure returns failure() and sets

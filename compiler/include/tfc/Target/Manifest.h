@@ -34,6 +34,9 @@ struct WeightLocation {
   std::string file;
   int64_t offset = 0, nbytes = 0;
   std::string check;
+  /// The tfc_dtype of the bytes in the file (the weight's own, or f32
+  /// converted when bound to an f16/bf16 weight).
+  int32_t dtype = 0;
 };
 
 /// An initializer compiled in as a constant, and the hash of its bytes

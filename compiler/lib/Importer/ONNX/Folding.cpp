@@ -2,6 +2,10 @@
 
 #include "Folding.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
+
+#include <limits>
+
 using namespace llvm;
 
 namespace tfc::onnx_import {
@@ -9,7 +13,7 @@ namespace tfc::onnx_import {
 int64_t numElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    n = checkedMul(n, d).value_or(std::numeric_limits<int64_t>::max());
   return n;
 }
 
@@ -71,7 +75,7 @@ HostTensor foldElementwise(ArrayRef<const HostTensor *> inputs,
     else if (isFloatType(type))
       out.floats.push_back(roundToType(f(args), type));
     else
-      out.ints.push_back(int64_t(f(args)));
+      out.ints.push_back(toInt64(f(args)));
     nextIndex(index, outShape);
   }
   return out;

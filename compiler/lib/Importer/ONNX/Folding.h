@@ -21,6 +21,10 @@ namespace tfc::onnx_import {
 /// computed by the graph.
 constexpr int64_t kMaxFoldElements = int64_t(1) << 20;
 
+/// The constant masks and triangles written for tensors computed at run
+/// time (Trilu, CumSum) have at most this many elements.
+constexpr int64_t kMaxMaskElements = int64_t(1) << 26;
+
 /// The numpy broadcast of two shapes; nullopt where they do not broadcast.
 std::optional<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
@@ -39,7 +43,7 @@ foldElementwise(llvm::ArrayRef<const HostTensor *> inputs,
                 llvm::function_ref<double(llvm::ArrayRef<double>)> f,
                 llvm::function_ref<int64_t(llvm::ArrayRef<int64_t>)> g = {});
 
-/// Product of `shape`'s dims.
+/// Product of `shape`'s dims; INT64_MAX where it would overflow.
 int64_t numElements(llvm::ArrayRef<int64_t> shape);
 
 } // namespace tfc::onnx_import

@@ -8,9 +8,12 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <set>
 
 using namespace mlir;
@@ -29,6 +32,27 @@ std::string nodeName(const onnx::NodeProto &node) {
              ? "(unnamed, output '" +
                    (node.output_size() ? node.output(0) : "") + "')"
              : "'" + node.name() + "'";
+}
+
+/// The inputs ONNX requires of `op` at `opset`: the translations read these
+/// without asking has(). Variadic and one-input operators require one.
+unsigned requiredInputs(StringRef op, int64_t opset) {
+  // clang-format off
+  static const llvm::StringSet<> two = {
+      "Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Less",
+      "LessOrEqual", "Greater", "GreaterOrEqual", "CastLike", "CumSum",
+      "Expand", "Gather", "GatherElements", "GatherND", "MatMul", "Gemm",
+      "LayerNormalization", "RMSNormalization", "Reshape", "Tile", "Conv"};
+  // clang-format on
+  if (op == "Constant")
+    return 0;
+  if (op == "Slice")
+    return opset < 10 ? 1 : 3;
+  if (op == "Unsqueeze")
+    return opset < 13 ? 1 : 2;
+  if (op == "Range" || op == "Where" || op == "ScatterND" || op == "Attention")
+    return 3;
+  return two.contains(op) ? 2 : 1;
 }
 
 } // namespace
@@ -70,15 +94,16 @@ bool NodeContext::allConstant() {
 Value NodeContext::value(size_t i) { return importer.materialize(input(i)); }
 
 Value NodeContext::constantOp(const HostTensor &t) {
-  return createConstant(b(), tb.getLoc(), t);
+  return importer.constantOp(tb.getLoc(), t);
 }
+
+Type NodeContext::graphType(OnnxType t) const { return importer.graphType(t); }
 
 RankedTensorType NodeContext::type(size_t i) {
   OnnxValue &v = input(i);
   if (v.value)
     return cast<RankedTensorType>(v.value.getType());
-  return RankedTensorType::get(v.constant->shape,
-                               elementType(context(), v.constant->type));
+  return RankedTensorType::get(v.constant->shape, graphType(v.constant->type));
 }
 
 const onnx::AttributeProto *NodeContext::attr(StringRef name) const {
@@ -126,6 +151,9 @@ LogicalResult NodeContext::setResult(size_t i, Value v) {
 }
 
 LogicalResult NodeContext::setConstant(size_t i, HostTensor t) {
+  if (!elementType(context(), t.type))
+    return fail("a result of element type " + typeName(t.type) +
+                " is not supported");
   if (i < numResults() && !node.output(int(i)).empty())
     importer.define(node.output(int(i)), OnnxValue{Value(), std::move(t)});
   return success();
@@ -133,7 +161,7 @@ LogicalResult NodeContext::setConstant(size_t i, HostTensor t) {
 
 FailureOr<int64_t> NodeContext::normalizeAxis(int64_t axis, int64_t rank,
                                               StringRef what) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+  if (axis < -rank || axis >= rank)
     return fail(what + " " + Twine(axis) + " is out of range for rank " +
                 Twine(rank));
   return axis < 0 ? axis + rank : axis;
@@ -151,6 +179,9 @@ const ConverterMap &converters() {
     registerMatmulOps(m);
     registerNormalizationOps(m);
     registerConstantOps(m);
+    registerConvOps(m);
+    registerScatterOps(m);
+    registerAttentionOps(m);
     return m;
   }();
   return map;
@@ -160,7 +191,19 @@ GraphImporter::GraphImporter(MLIRContext &context, const OnnxFile &file,
                              const OnnxImportOptions &options,
                              std::string &error)
     : context_(context), file_(file), options_(options), error_(error),
-      builder_(&context) {}
+      builder_(&context) {
+  switch (options.computeType) {
+  case ComputeType::F32:
+    floatType_ = builder_.getF32Type();
+    break;
+  case ComputeType::F16:
+    floatType_ = builder_.getF16Type();
+    break;
+  case ComputeType::BF16:
+    floatType_ = builder_.getBF16Type();
+    break;
+  }
+}
 
 void GraphImporter::define(const std::string &name, OnnxValue v) {
   values_[name] = std::move(v);
@@ -176,9 +219,28 @@ Value createConstant(OpBuilder &b, Location loc, const HostTensor &t) {
   return tosa::ConstOp::create(b, loc, attr.getType(), attr);
 }
 
+Type GraphImporter::graphType(OnnxType t) const {
+  if (t == onnx::TensorProto::FLOAT)
+    return floatType_;
+  return elementType(&context_, t);
+}
+
+Value GraphImporter::constantOp(Location loc, const HostTensor &t) {
+  if (t.type != onnx::TensorProto::FLOAT || floatType_.isF32())
+    return createConstant(builder_, loc, t);
+  OnnxType to = onnxType(floatType_);
+  HostTensor narrow = t.castTo(to);
+  double largest =
+      APFloat::getLargest(floatType_.getFloatSemantics()).convertToDouble();
+  for (auto [wide, v] : llvm::zip_equal(t.floats, narrow.floats))
+    if (std::isfinite(wide) && std::isinf(v))
+      v = std::copysign(largest, wide);
+  return createConstant(builder_, loc, narrow);
+}
+
 Value GraphImporter::materialize(OnnxValue &v) {
   if (!v.value)
-    v.value = createConstant(builder_, builder_.getUnknownLoc(), *v.constant);
+    v.value = constantOp(builder_.getUnknownLoc(), *v.constant);
   return v.value;
 }
 
@@ -275,7 +337,7 @@ LogicalResult GraphImporter::addInputs() {
       return failure();
     }
     OnnxType t = input->type().tensor_type().elem_type();
-    Type et = elementType(&context_, t);
+    Type et = graphType(t);
     if (!et || t == onnx::TensorProto::DOUBLE) {
       error_ = file_.path() + ": input '" + input->name() + "': element type " +
                typeName(t) + " is not supported";
@@ -308,20 +370,25 @@ LogicalResult GraphImporter::addInputs() {
 Value GraphImporter::addWeight(const onnx::TensorProto &tensor,
                                const TensorLocation &location) {
   SmallVector<int64_t> shape(tensor.dims().begin(), tensor.dims().end());
-  Type et = elementType(&context_, tensor.data_type());
+  // An argument of the compute type: where the file holds another, the
+  // runtime converts its elements (`dtype`) once, when it binds them.
+  Type et = graphType(tensor.data_type());
   Value arg =
       body_->addArgument(RankedTensorType::get(shape, et),
                          NameLoc::get(builder_.getStringAttr(tensor.name())));
   Builder &b = builder_;
-  auto where = b.getDictionaryAttr(
-      {b.getNamedAttr("file", b.getStringAttr(location.file)),
-       b.getNamedAttr("offset", b.getI64IntegerAttr(location.offset)),
-       b.getNamedAttr("nbytes", b.getI64IntegerAttr(location.nbytes)),
-       b.getNamedAttr("check", b.getStringAttr(location.check))});
+  SmallVector<NamedAttribute> where = {
+      b.getNamedAttr("file", b.getStringAttr(location.file)),
+      b.getNamedAttr("offset", b.getI64IntegerAttr(location.offset)),
+      b.getNamedAttr("nbytes", b.getI64IntegerAttr(location.nbytes)),
+      b.getNamedAttr("check", b.getStringAttr(location.check))};
+  Type stored = elementType(&context_, tensor.data_type());
+  if (stored != et)
+    where.push_back(b.getNamedAttr("dtype", TypeAttr::get(stored)));
   argAttrs_.push_back(b.getDictionaryAttr(
       {b.getNamedAttr("tfc.name", b.getStringAttr(tensor.name())),
        b.getNamedAttr("tfc.role", b.getStringAttr("weight")),
-       b.getNamedAttr("tfc.weight_location", where)}));
+       b.getNamedAttr("tfc.weight_location", b.getDictionaryAttr(where))}));
   return arg;
 }
 
@@ -408,6 +475,10 @@ LogicalResult GraphImporter::addInitializers() {
       error_ = where + ": " + error_;
       return failure();
     }
+    if (!et) {
+      error_ = where + ": has unsupported data type " + typeName(host.type);
+      return failure();
+    }
     define(tensor.name(), OnnxValue{Value(), std::move(host)});
     if (failed(recordFolded(tensor)))
       return failure();
@@ -432,6 +503,16 @@ LogicalResult GraphImporter::addNodes() {
     if (it == map.end())
       return ctx.fail("operator not supported (domain 'ai.onnx', opset " +
                       Twine(file_.opset()) + ")");
+    if (failed(checkOpVersion(ctx)))
+      return failure();
+    unsigned required = requiredInputs(node.op_type(), file_.opset());
+    if (ctx.numInputs() < required)
+      return ctx.fail("needs " + Twine(required) + " inputs, has " +
+                      Twine(ctx.numInputs()));
+    for (unsigned i = 0; i < required; ++i)
+      if (!ctx.has(i))
+        return ctx.fail("input " + Twine(i) +
+                        " is required (its name is empty)");
     for (const std::string &input : node.input())
       if (!input.empty() && !lookup(input))
         return ctx.fail("input '" + input +
@@ -454,6 +535,15 @@ FailureOr<OwningOpRef<ModuleOp>> GraphImporter::finish() {
     if (!v) {
       error_ = file_.path() + ": output '" + output.name() +
                "' is computed by no node";
+      return failure();
+    }
+    bool empty =
+        v->constant
+            ? v->constant->size() == 0
+            : cast<ShapedType>(v->value.getType()).getNumElements() == 0;
+    if (empty) {
+      error_ = file_.path() + ": output '" + output.name() +
+               "' has no elements; tfc does not return empty tensors";
       return failure();
     }
     results.push_back(materialize(*v));

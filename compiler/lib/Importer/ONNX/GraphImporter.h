@@ -57,8 +57,11 @@ public:
   bool allConstant();
   /// Input i as a graph value (a constant becomes a tosa.const).
   mlir::Value value(size_t i);
-  /// `t` as a tosa.const at the node's location.
+  /// `t` as a tosa.const of the graph at the node's location: f32 in the
+  /// compute type (GraphImporter::graphType).
   mlir::Value constantOp(const HostTensor &t);
+  /// The element type of the graph's tensors of `t`.
+  mlir::Type graphType(OnnxType t) const;
   mlir::RankedTensorType type(size_t i);
   llvm::ArrayRef<int64_t> shape(size_t i) { return type(i).getShape(); }
   int64_t rank(size_t i) { return type(i).getRank(); }
@@ -90,7 +93,7 @@ private:
   GraphImporter &importer;
 };
 
-/// `t` as a tosa.const.
+/// `t` as a tosa.const of exactly its type.
 mlir::Value createConstant(mlir::OpBuilder &b, mlir::Location loc,
                            const HostTensor &t);
 
@@ -103,6 +106,20 @@ void registerShapeOps(ConverterMap &map);
 void registerMatmulOps(ConverterMap &map);
 void registerNormalizationOps(ConverterMap &map);
 void registerConstantOps(ConverterMap &map);
+void registerConvOps(ConverterMap &map);
+void registerScatterOps(ConverterMap &map);
+void registerAttentionOps(ConverterMap &map);
+
+/// Fails naming the node where the model's operator set selects a version
+/// of its operator that tfc does not translate (OpVersions.cpp).
+mlir::LogicalResult checkOpVersion(NodeContext &ctx);
+
+/// a @ b with numpy's rules (OpsMatmul.cpp); failure through ctx.
+mlir::FailureOr<mlir::Value> matmul(NodeContext &ctx, mlir::Value a,
+                                    mlir::Value b);
+/// Softmax, or LogSoftmax, of `x` over `axis` as a framework computes it
+/// (max-subtracted exponentials; OpsNormalization.cpp).
+mlir::Value softmaxOn(TosaBuilder &tb, mlir::Value x, int32_t axis, bool log);
 
 /// Every translation, built once.
 const ConverterMap &converters();
@@ -122,6 +139,13 @@ public:
   OnnxValue *lookup(const std::string &name);
   /// `v`'s graph value, materialising a constant on first use.
   mlir::Value materialize(OnnxValue &v);
+  /// The element type of the graph's tensors of `t`: the compute type for
+  /// f32 (options.computeType), elementType(t) otherwise.
+  mlir::Type graphType(OnnxType t) const;
+  /// `t` as a tosa.const of graphType(t.type): f32 values rounded to the
+  /// compute type, finite ones beyond its range to its largest (f32's
+  /// lowest, a mask's fill, is f16's lowest, not -inf).
+  mlir::Value constantOp(mlir::Location loc, const HostTensor &t);
   void define(const std::string &name, OnnxValue v);
 
 private:
@@ -145,6 +169,8 @@ private:
   const OnnxImportOptions &options_;
   std::string &error_;
   mlir::OpBuilder builder_;
+  /// What the graph's f32 tensors are.
+  mlir::FloatType floatType_;
   mlir::OwningOpRef<mlir::ModuleOp> module_;
   mlir::func::FuncOp func_;
   mlir::Block *body_ = nullptr;

@@ -188,7 +188,7 @@ HostTensor HostTensor::filled(OnnxType type, ArrayRef<int64_t> shape,
   if (t.isFloat())
     t.floats.assign(size_t(t.size()), roundToType(value, type));
   else
-    t.ints.assign(size_t(t.size()), int64_t(value));
+    t.ints.assign(size_t(t.size()), toInt64(value));
   return t;
 }
 
@@ -209,8 +209,7 @@ HostTensor HostTensor::castTo(OnnxType to) const {
       out.ints[size_t(i)] = number(i) != 0;
       continue;
     }
-    int64_t v =
-        isFloat() ? int64_t(std::trunc(floats[size_t(i)])) : ints[size_t(i)];
+    int64_t v = integer(i);
     // Wrap to the target width, as a C cast does.
     switch (to) {
     case TensorProto::INT32:

@@ -19,7 +19,9 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,18 @@ OnnxType onnxType(mlir::Type type);
 /// Bytes per element, 0 for types without a fixed size.
 int64_t typeSize(OnnxType type);
 
+/// `v` truncated toward zero, saturated to the int64 range (NaN gives 0):
+/// ONNX leaves a float out of an integer type's range undefined.
+inline int64_t toInt64(double v) {
+  if (std::isnan(v))
+    return 0;
+  if (v >= 0x1p63)
+    return std::numeric_limits<int64_t>::max();
+  if (v < -0x1p63)
+    return std::numeric_limits<int64_t>::min();
+  return int64_t(v);
+}
+
 struct HostTensor {
   OnnxType type = onnx::TensorProto::FLOAT;
   llvm::SmallVector<int64_t> shape;
@@ -54,7 +68,7 @@ struct HostTensor {
     return isFloat() ? floats[size_t(i)] : double(ints[size_t(i)]);
   }
   int64_t integer(int64_t i) const {
-    return isFloat() ? int64_t(floats[size_t(i)]) : ints[size_t(i)];
+    return isFloat() ? toInt64(floats[size_t(i)]) : ints[size_t(i)];
   }
 
   static HostTensor ofInts(OnnxType type, llvm::ArrayRef<int64_t> shape,

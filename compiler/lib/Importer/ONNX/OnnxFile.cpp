@@ -291,8 +291,8 @@ bool OnnxFile::findExternalData(std::string &error) {
     }
     if (location.nbytes < 0)
       location.nbytes = int64_t(size) - location.offset;
-    if (location.offset + location.nbytes > int64_t(size) ||
-        location.nbytes < 0) {
+    if (location.offset > int64_t(size) || location.nbytes < 0 ||
+        location.nbytes > int64_t(size) - location.offset) {
       error = where + ": external data file " + std::string(full) + " has " +
               std::to_string(size) + " bytes, short of offset " +
               std::to_string(location.offset) + " + length " +

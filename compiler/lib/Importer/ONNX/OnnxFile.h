@@ -69,9 +69,9 @@ public:
                         int64_t nbytes) const;
 
   /// The highest default-domain operator set the importer knows.
-  static constexpr int64_t kMaxOpset = 24;
+  static constexpr int64_t kMaxOpset = 28;
   /// The ONNX IR versions the importer reads.
-  static constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 11;
+  static constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 14;
 
 private:
   bool findRawData(llvm::StringRef bytes, std::string &error);

@@ -10,6 +10,7 @@
 #include "GraphImporter.h"
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace llvm;
@@ -94,13 +95,17 @@ LogicalResult range(NodeContext &ctx) {
                     "compiles");
   const HostTensor &start = *ctx.constant(0), &limit = *ctx.constant(1),
                    &delta = *ctx.constant(2);
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1)
+    return ctx.fail("start, limit and delta must be scalars");
+  if (start.type != limit.type || start.type != delta.type)
+    return ctx.fail("start, limit and delta differ in element type");
   double d = delta.number(0);
   if (d == 0)
     return ctx.fail("delta is 0");
   double n = std::ceil((limit.number(0) - start.number(0)) / d);
-  int64_t count = n > 0 ? int64_t(n) : 0;
-  if (count > kMaxFoldElements)
+  if (n > double(kMaxFoldElements))
     return ctx.fail("the range has more than 2^20 elements");
+  int64_t count = n > 0 ? int64_t(n) : 0;
   HostTensor out;
   out.type = start.type;
   out.shape = {count};
@@ -108,8 +113,11 @@ LogicalResult range(NodeContext &ctx) {
     if (out.isFloat())
       out.floats.push_back(
           roundToType(start.number(0) + double(i) * d, out.type));
+    else if (std::optional<int64_t> v =
+                 checkedMulAdd(i, delta.ints[0], start.ints[0]))
+      out.ints.push_back(*v);
     else
-      out.ints.push_back(start.ints[0] + i * delta.ints[0]);
+      return ctx.fail("the range leaves the int64 range");
   }
   return ctx.setConstant(0, std::move(out));
 }
@@ -129,6 +137,8 @@ LogicalResult trilu(NodeContext &ctx) {
     const HostTensor *c = ctx.constant(1);
     if (!c)
       return ctx.fail("k must be known when the model compiles");
+    if (c->size() != 1)
+      return ctx.fail("k must be a scalar");
     k = c->integer(0);
   }
   bool upper = ctx.attrInt("upper", 1) != 0;
@@ -146,6 +156,9 @@ LogicalResult trilu(NodeContext &ctx) {
     }
     return ctx.setConstant(0, std::move(out));
   }
+  if (numElements({rows, cols}) > kMaxMaskElements)
+    return ctx.fail("the mask of an input computed at run time would have "
+                    "more than 2^26 elements");
   HostTensor mask;
   mask.type = onnx::TensorProto::BOOL;
   mask.shape = {rows, cols};
@@ -164,6 +177,8 @@ LogicalResult cumSum(NodeContext &ctx) {
   const HostTensor *axisTensor = ctx.constant(1);
   if (!axisTensor)
     return ctx.fail("axis must be known when the model compiles");
+  if (axisTensor->size() != 1)
+    return ctx.fail("axis must be a scalar");
   ArrayRef<int64_t> shape = ctx.shape(0);
   FailureOr<int64_t> axis =
       ctx.normalizeAxis(axisTensor->integer(0), int64_t(shape.size()), "axis");
@@ -224,13 +239,16 @@ LogicalResult cumSum(NodeContext &ctx) {
   int64_t rest = numElements(movedShape) / std::max<int64_t>(n, 1);
   Type f32 = ctx.b().getF32Type();
   Value rows = ctx.tb.reshape(ctx.tb.cast(moved, f32), {1, rest, n});
+  if (numElements({n, n}) > kMaxMaskElements)
+    return ctx.fail("the triangle of an input computed at run time would "
+                    "have more than 2^26 elements");
   HostTensor tri;
   tri.type = onnx::TensorProto::FLOAT;
   tri.shape = {1, n, n};
   for (int64_t p = 0; p < n; ++p)
     for (int64_t q = 0; q < n; ++q)
       tri.floats.push_back(adds(p, q) ? 1.0 : 0.0);
-  Value triangle = ctx.constantOp(tri);
+  Value triangle = createConstant(ctx.b(), ctx.tb.getLoc(), tri);
   Value sums = ctx.tb.matmul(rows, triangle);
   Value shaped = ctx.tb.reshape(sums, movedShape);
   return ctx.setResult(0, ctx.tb.cast(ctx.tb.transpose(shaped, back), et));

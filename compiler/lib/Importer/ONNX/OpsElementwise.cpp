@@ -99,7 +99,9 @@ LogicalResult binaryOp(NodeContext &ctx, FloatFn f, IntFn g,
 LogicalResult add(NodeContext &ctx) {
   return binaryOp(
       ctx, [](ArrayRef<double> v) { return v[0] + v[1]; },
-      [](ArrayRef<int64_t> v) { return v[0] + v[1]; },
+      [](ArrayRef<int64_t> v) {
+        return int64_t(uint64_t(v[0]) + uint64_t(v[1])); // wraps
+      },
       [&](Value a, Value b) {
         auto [x, y] = sameRank(ctx, a, b);
         return ctx.tb.add(x, y);
@@ -109,7 +111,9 @@ LogicalResult add(NodeContext &ctx) {
 LogicalResult sub(NodeContext &ctx) {
   return binaryOp(
       ctx, [](ArrayRef<double> v) { return v[0] - v[1]; },
-      [](ArrayRef<int64_t> v) { return v[0] - v[1]; },
+      [](ArrayRef<int64_t> v) {
+        return int64_t(uint64_t(v[0]) - uint64_t(v[1])); // wraps
+      },
       [&](Value a, Value b) {
         auto [x, y] = sameRank(ctx, a, b);
         return ctx.tb.sub(x, y);
@@ -119,7 +123,9 @@ LogicalResult sub(NodeContext &ctx) {
 LogicalResult mul(NodeContext &ctx) {
   return binaryOp(
       ctx, [](ArrayRef<double> v) { return v[0] * v[1]; },
-      [](ArrayRef<int64_t> v) { return v[0] * v[1]; },
+      [](ArrayRef<int64_t> v) {
+        return int64_t(uint64_t(v[0]) * uint64_t(v[1])); // wraps
+      },
       [&](Value a, Value b) {
         auto [x, y] = sameRank(ctx, a, b);
         return ctx.tb.mul(x, y);
@@ -130,6 +136,8 @@ LogicalResult div(NodeContext &ctx) {
   FailureOr<bool> folded = tryFold(
       ctx, 0, [](ArrayRef<double> v) { return v[0] / v[1]; },
       [](ArrayRef<int64_t> v) -> int64_t {
+        if (v[1] == -1) // INT64_MIN / -1 wraps
+          return int64_t(0 - uint64_t(v[0]));
         return v[1] == 0 ? 0 : v[0] / v[1];
       });
   if (failed(folded) || *folded)
@@ -324,7 +332,7 @@ LogicalResult where(NodeContext &ctx) {
 }
 
 LogicalResult castTo(NodeContext &ctx, OnnxType to) {
-  Type et = elementType(ctx.context(), to);
+  Type et = ctx.graphType(to);
   if (!et && !ctx.constant(0))
     return ctx.fail("cast to " + typeName(to) + " is not supported");
   if (const HostTensor *c = ctx.constant(0))

@@ -22,7 +22,8 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-/// a @ b with numpy's rules; failure through ctx.
+} // namespace
+
 FailureOr<Value> matmul(NodeContext &ctx, Value a, Value b) {
   TosaBuilder &tb = ctx.tb;
   SmallVector<int64_t> as(typeOf(a).getShape()), bs(typeOf(b).getShape());
@@ -76,6 +77,8 @@ FailureOr<Value> matmul(NodeContext &ctx, Value a, Value b) {
     out.push_back(n);
   return tb.reshape(result, out);
 }
+
+namespace {
 
 LogicalResult matmulOp(NodeContext &ctx) {
   if (ctx.type(0).getElementType() != ctx.type(1).getElementType())

@@ -34,6 +34,8 @@ Value mean(TosaBuilder &tb, Value x, int32_t axis) {
   return tb.mul(tb.reduceSum(x, axis), scalarLike(tb, x, 1.0 / double(n)));
 }
 
+} // namespace
+
 Value softmaxOn(TosaBuilder &tb, Value x, int32_t axis, bool log) {
   Value shifted = tb.sub(x, tb.reduceMax(x, axis));
   Value e = tb.exp(shifted);
@@ -43,6 +45,8 @@ Value softmaxOn(TosaBuilder &tb, Value x, int32_t axis, bool log) {
                                                sum.getType(), sum));
   return tb.mul(e, tb.reciprocal(sum));
 }
+
+namespace {
 
 template <bool Log> LogicalResult softmax(NodeContext &ctx) {
   if (!isa<FloatType>(ctx.type(0).getElementType()))
@@ -128,7 +132,14 @@ LogicalResult normalization(NodeContext &ctx, bool centred) {
                       });
 }
 
-enum class Reduce { Sum, Mean, Max, Min };
+enum class Reduce { Sum, Mean, Max, Min, L1, L2, SumSquare, LogSum, LogSumExp };
+
+/// Whether the reduction takes the log or the square root of a sum, which
+/// only float tensors give.
+constexpr bool floatOnly(Reduce k) {
+  return k == Reduce::Mean || k == Reduce::L2 || k == Reduce::LogSum ||
+         k == Reduce::LogSumExp;
+}
 
 template <Reduce Kind> LogicalResult reduce(NodeContext &ctx) {
   int64_t rank = ctx.rank(0);
@@ -161,11 +172,29 @@ template <Reduce Kind> LogicalResult reduce(NodeContext &ctx) {
     a = *n;
   }
   Value x = ctx.value(0);
-  if (Kind == Reduce::Mean && !isa<FloatType>(typeOf(x).getElementType()))
-    return ctx.fail("ReduceMean of integers is not supported");
+  if (floatOnly(Kind) && !isa<FloatType>(typeOf(x).getElementType()))
+    return ctx.fail(ctx.node.op_type() + " of integers is not supported");
+  // The elementwise step before the sum, and the one after it; LogSumExp
+  // subtracts the maximum first so that exp cannot overflow.
+  Value shift;
+  if (Kind == Reduce::LogSumExp) {
+    shift = x;
+    for (int64_t a : axes)
+      shift = ctx.tb.reduceMax(shift, int32_t(a));
+    x = ctx.tb.exp(ctx.tb.sub(x, shift));
+  } else if (Kind == Reduce::L1) {
+    x = tosa::AbsOp::create(ctx.b(), ctx.tb.getLoc(), typeOf(x), x);
+  } else if (Kind == Reduce::L2 || Kind == Reduce::SumSquare) {
+    x = ctx.tb.mul(x, x);
+  }
   for (int64_t a : axes) {
     switch (Kind) {
     case Reduce::Sum:
+    case Reduce::L1:
+    case Reduce::L2:
+    case Reduce::SumSquare:
+    case Reduce::LogSum:
+    case Reduce::LogSumExp:
       x = ctx.tb.reduceSum(x, int32_t(a));
       break;
     case Reduce::Mean:
@@ -184,6 +213,12 @@ template <Reduce Kind> LogicalResult reduce(NodeContext &ctx) {
     }
     }
   }
+  if (Kind == Reduce::L2)
+    x = ctx.tb.reciprocal(ctx.tb.rsqrt(x));
+  if (Kind == Reduce::LogSum || Kind == Reduce::LogSumExp)
+    x = tosa::LogOp::create(ctx.b(), ctx.tb.getLoc(), typeOf(x), x);
+  if (Kind == Reduce::LogSumExp)
+    x = ctx.tb.add(x, shift);
   if (!ctx.attrInt("keepdims", 1)) {
     SmallVector<int64_t> shape;
     for (int64_t d = 0; d < rank; ++d)
@@ -209,6 +244,11 @@ void registerNormalizationOps(ConverterMap &map) {
   map["ReduceMean"] = reduce<Reduce::Mean>;
   map["ReduceMax"] = reduce<Reduce::Max>;
   map["ReduceMin"] = reduce<Reduce::Min>;
+  map["ReduceL1"] = reduce<Reduce::L1>;
+  map["ReduceL2"] = reduce<Reduce::L2>;
+  map["ReduceSumSquare"] = reduce<Reduce::SumSquare>;
+  map["ReduceLogSum"] = reduce<Reduce::LogSum>;
+  map["ReduceLogSumExp"] = reduce<Reduce::LogSumExp>;
 }
 
 } // namespace tfc::onnx_import

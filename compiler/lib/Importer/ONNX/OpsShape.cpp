@@ -13,6 +13,7 @@
 #include "GraphImporter.h"
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 #include <numeric>
 
@@ -100,7 +101,10 @@ LogicalResult reshape(NodeContext &ctx) {
     }
     if (d < 0)
       return ctx.fail("shape has a negative dimension " + Twine(d));
-    known *= d;
+    std::optional<int64_t> product = checkedMul(known, d);
+    if (!product)
+      return ctx.fail("shape has more than 2^63 elements");
+    known = *product;
     shape.push_back(d);
   }
   int64_t total = numElements(in);
@@ -602,7 +606,8 @@ LogicalResult gather(NodeContext &ctx) {
 /// Input 0 broadcast (numpy rules) to `shape`.
 LogicalResult broadcastTo(NodeContext &ctx, ArrayRef<int64_t> shape) {
   ArrayRef<int64_t> in = ctx.shape(0);
-  if (const HostTensor *c = ctx.constant(0)) {
+  const HostTensor *c = ctx.constant(0);
+  if (c && numElements(shape) <= kMaxFoldElements) {
     SmallVector<int64_t> st = broadcastStrides(in, shape);
     return ctx.setConstant(0, remap(*c, shape, [&](ArrayRef<int64_t> idx) {
                              int64_t at = 0;
@@ -639,10 +644,16 @@ LogicalResult tile(NodeContext &ctx) {
   if (repeats->size() != in.size() ||
       llvm::any_of(*repeats, [](int64_t r) { return r < 0; }))
     return ctx.fail("repeats must give one non-negative count per axis");
-  if (const HostTensor *c = ctx.constant(0)) {
-    SmallVector<int64_t> out, st = strides(in);
-    for (auto [d, r] : llvm::zip_equal(in, *repeats))
-      out.push_back(d * r);
+  SmallVector<int64_t> out;
+  for (auto [d, r] : llvm::zip_equal(in, *repeats)) {
+    std::optional<int64_t> n = checkedMul(d, r);
+    if (!n)
+      return ctx.fail("the result has more than 2^63 elements");
+    out.push_back(*n);
+  }
+  const HostTensor *c = ctx.constant(0);
+  if (c && numElements(out) <= kMaxFoldElements) {
+    SmallVector<int64_t> st = strides(in);
     return ctx.setConstant(0, remap(*c, out, [&](ArrayRef<int64_t> idx) {
                              int64_t at = 0;
                              for (size_t d = 0; d < idx.size(); ++d)

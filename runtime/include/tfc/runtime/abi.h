@@ -48,7 +48,7 @@
 extern "C" {
 #endif
 
-#define TFC_ABI_VERSION 3u
+#define TFC_ABI_VERSION 4u
 /* "TFCM" */
 #define TFC_MANIFEST_MAGIC 0x4d434654u
 
@@ -182,7 +182,9 @@ typedef int32_t (*tfc_model_variants_fn)(const tfc_model_variant **variants);
  *   const tfc_weight_file *tfc_model_weight_file(void);
  *
  * tfc_model_bind_weights(model, "model.onnx") then maps the file(s) and
- * binds weight i (the manifest's weights, in order) to `weights[i].data`.
+ * binds weight i (the manifest's weights, in order) to `weights[i].data`,
+ * which holds elements of `dtype` (a tfc_dtype): the weight's own, or f32
+ * where the model computes in f16 or bf16 (--dtype), converted when bound.
  * Before it binds anything it checks that each weight's `check_size`
  * `check` bytes stand right before its data (the TensorProto's name and
  * raw_data field headers) and that the bytes of each `folded` range (what
@@ -200,6 +202,7 @@ typedef struct tfc_weight_location {
   tfc_file_range data;
   const char *check;
   int32_t check_size;
+  int32_t dtype;
 } tfc_weight_location;
 typedef struct tfc_folded_tensor {
   const char *name;

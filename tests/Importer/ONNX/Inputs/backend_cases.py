@@ -1,6 +1,6 @@
 """ONNX's own backend node tests, compiled and run by tfc.
 
-  backend_cases.py --bin DIR --work DIR [--skips FILE]
+  backend_cases.py --bin DIR --work DIR [--skips FILE] [--write-skips]
 
 The onnx package carries its node test cases as code: each a one-node
 model with its inputs and expected outputs and the tolerances to compare
@@ -20,17 +20,24 @@ and bool outputs exactly. Prints
 
 and exits non-zero if any case fails or the skip list names a case that is
 not selected.
+
+--write-skips runs every selected case, skipped or not, and rewrites the
+skip list with the cases that fail, under a heading of the kind of tfc's
+error (CATEGORIES; "what tfc does not translate" else): each keeps the
+list's reason where that is of the same kind, else quotes the error.
 """
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import warnings
 
+import ml_dtypes
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "..", "pylib"))
@@ -59,6 +66,82 @@ def selected_cases(args):
                 and nodes[0].domain in ("", "ai.onnx")):
             out.append(c)
     return sorted(out, key=lambda c: c.name)
+
+
+# (pattern in tfc's error, the kind of reason) for --write-skips.
+CATEGORIES = [
+    (r"element type|float64|of int\d+ tensors|cast to data type",
+     "element type tfc does not compute in"),
+    (r"known when|must be (a )?constant",
+     "runtime input that tfc needs known when it compiles"),
+    (r"outputs are not supported", "optional outputs tfc does not produce"),
+    (r"is not supported: tfc translates its versions",
+     "operator version tfc does not translate"),
+    (r"not a tensor", "sequence input"),
+    (r"holds -\d+ at", "negative indices in a runtime input (tfc-run takes "
+     "indices in [0, n))"),
+    (r"_bf16: out\d+: Not equal to tolerance rtol=0.001",
+     "bf16 results a bf16 rounding from the reference's (the case's rtol "
+     "1e-3 is finer than bf16's 2^-8)"),
+    (r"tensor<0x", "an empty tensor as an output (internal error: a "
+     "zero-element constant)"),
+]
+UNCATEGORIZED = "what tfc does not translate"
+
+
+def short_error(err):
+    """tfc's error without the tool, the file and the case's prefixes."""
+    err = re.sub(r"^tfc-(import|compile|run): ", "", err)
+    err = re.sub(r"^\S+\.onnx: ", "", err)
+    err = re.sub(r"node '[^']*' ", "", err)
+    return re.sub(r"'test_\w+?__(\w+)'", r"'\1'", err)
+
+
+def write_skips(path, reasons):
+    groups = {}
+    for name, reason in reasons.items():
+        groups.setdefault(reason.split(" (\"", 1)[0], []).append(name)
+    with open(path, "w") as f:
+        f.write("# ONNX backend node cases (backend_cases.py) that tfc does "
+                "not run, and why:\n# each reason quotes the error "
+                "tfc-import, tfc-compile or tfc-run gives on the case.\n"
+                "# one line a case, `case_name: reason`.\n")
+        for group in sorted(groups):
+            f.write(f"\n# {group}\n")
+            for name in sorted(groups[group]):
+                f.write(f"{name}: {reasons[name]}\n")
+
+
+def rewrite_skips(args, cases, skips):
+    """Runs every case until none fails; writes the failures' reasons."""
+    failed = {}
+    while True:
+        groups = {}
+        for c in cases:
+            if c.name not in failed:
+                groups.setdefault(opset_of(c), []).append(c)
+        bad = {}
+        for opset in sorted(groups):
+            bad.update(run_group(args, groups[opset], opset))
+        if not bad:
+            break
+        if not set(bad) - set(failed) or any(n.startswith("opset ")
+                                             for n in bad):
+            sys.exit(f"backend: cannot tell the failing cases apart: {bad}")
+        failed.update(bad)
+    reasons = {}
+    for name, err in failed.items():
+        err = short_error(err)
+        kind = next((k for p, k in CATEGORIES
+                     if re.search(p, f"{name}: {err}")), UNCATEGORIZED)
+        # The list's reason, where of the same kind, is kept as written.
+        if skips.get(name, "").startswith(kind + " ("):
+            reasons[name] = skips[name]
+        else:
+            reasons[name] = f'{kind} ("{err}")'
+    write_skips(args.skips, reasons)
+    print(f"backend: {len(cases) - len(failed)} pass, {len(failed)} written "
+          f"to {os.path.basename(args.skips)}")
 
 
 def read_skips(path):
@@ -135,7 +218,24 @@ def case_errors(args, cases, step, *argv):
     return errors
 
 
+def as_array(value):
+    """A case's value as numpy (some cases store TensorProtos)."""
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    return np.asarray(value)
+
+
+def to_tfc(value):
+    """bf16 as tfc-run reads it: its bits, uint16."""
+    value = as_array(value)
+    return value.view(np.uint16) if value.dtype == ml_dtypes.bfloat16 \
+        else value
+
+
 def mismatch(got, want, rtol, atol):
+    if want.dtype == ml_dtypes.bfloat16 and got.dtype == np.uint16:
+        got = got.view(ml_dtypes.bfloat16).astype(np.float32)
+        want = want.astype(np.float32)
     if got.shape != want.shape:
         return f"shape {got.shape}, expected {want.shape}"
     if want.dtype.kind in "biu":
@@ -166,8 +266,8 @@ def run_group(args, cases, opset):
     inputs, expected = [], []
     for c in cases:
         (case_inputs, case_outputs), = c.data_sets
-        inputs += case_inputs
-        expected += [(c, k, np.asarray(v)) for k, v in enumerate(case_outputs)]
+        inputs += [to_tfc(v) for v in case_inputs]
+        expected += [(c, k, as_array(v)) for k, v in enumerate(case_outputs)]
     results, error = tfc_run.run(
         args.bin, lib, inputs, len(expected), args.work,
         weights=path if model.graph.initializer else None, stem=f"opset{opset}")
@@ -189,10 +289,14 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--skips", default=SKIPS)
+    ap.add_argument("--write-skips", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     cases = selected_cases(args)
     skips = read_skips(args.skips)
+    if args.write_skips:
+        rewrite_skips(args, cases, skips)
+        return
     names = {c.name for c in cases}
     stale = sorted(set(skips) - names)
     run = [c for c in cases if c.name not in skips]

@@ -70,6 +70,11 @@ def main(out):
                                         ["batch", "sequence"])
     save(model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                [seq], [y]), "dynamic.onnx")
+    # Shape with start > end: an output of no elements.
+    empty = helper.make_tensor_value_info("y", TensorProto.INT64, [0])
+    save(model([helper.make_node("Shape", ["x"], ["y"], name="shape",
+                                 start=2, end=1)], [xs], [empty], opset=15),
+         "empty-output.onnx")
     save(add_model(), "good.onnx")
     twice = add_model()
     twice.graph.initializer.append(twice.graph.initializer[0])
@@ -104,11 +109,92 @@ def main(out):
     assert regraphed != data
     with open(os.path.join(out, "weights-node-changed.onnx"), "wb") as f:
         f.write(regraphed)
+    operator_versions(save)
+    attention_errors(save)
+
     x84 = np.full((8, 4), 2, np.float32)
     np.save(os.path.join(out, "x84.npy"), x84)
     np.save(os.path.join(out, "expected84.npy"),
             (x84 + np.arange(4, dtype=np.float32) + 0.5) *
             np.arange(32, dtype=np.float32).reshape(8, 4))
+
+
+def operator_versions(save):
+    """Versions tfc does not translate, an operator its opset predates and
+    a new attribute's value tfc does not compute."""
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    att = helper.make_node("Attention", ["q", "q", "q"], ["y"], name="att")
+    save(model([att], [q], [y], opset=25, ir=13), "op-version.onnx")
+    save(model([att], [q], [y], opset=22, ir=10), "op-before.onnx")
+    r = helper.make_tensor_value_info("r", TensorProto.FLOAT16, None)
+    inits = [numpy_helper.from_array(np.array(v, np.float16), n)
+             for n, v in (("start", 1), ("limit", 9), ("delta", 2))]
+    save(model([helper.make_node("Range", ["start", "limit", "delta"], ["r"],
+                                 name="range", stash_type=10)],
+               [], [r], inits, opset=27, ir=13), "range-stash.onnx")
+
+
+# Attention nodes tfc refuses: name -> (Q, K, V shapes, attn_mask shape
+# and type or None, extra inputs, attributes).
+F, B = TensorProto.FLOAT, TensorProto.BOOL
+ATTENTION = {
+    "heads-missing": ([1, 3, 8], [1, 3, 8], [1, 3, 8], None, {}),
+    "heads-4d": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None,
+                 {"q_num_heads": 3}),
+    "hidden": ([1, 3, 8], [1, 3, 8], [1, 3, 8], None,
+               {"q_num_heads": 3, "kv_num_heads": 3}),
+    "qk-head-size": ([1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4], None, {}),
+    "groups": ([1, 3, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None, {}),
+    "ranks": ([1, 2, 3, 4], [1, 3, 8], [1, 3, 8], None, {}),
+    "kv-length": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 5, 4], None, {}),
+    "mask-type": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4],
+                  ([3, 3], TensorProto.INT32), {}),
+    "mask-keys": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], ([3, 5], F), {}),
+    "mode": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None,
+             {"qk_matmul_output_mode": 4}),
+    "causal": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None,
+               {"is_causal": 2}),
+    "precision": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None,
+                  {"softmax_precision": TensorProto.DOUBLE}),
+    "past-alone": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None, {}),
+    "past-shape": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None, {}),
+    "nonpad-past": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None, {}),
+    "nonpad-shape": ([2, 2, 3, 4], [2, 2, 3, 4], [2, 2, 3, 4], None, {}),
+    "missing-v": ([1, 2, 3, 4], [1, 2, 3, 4], None, None, {}),
+    "int": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None, {}),
+    "types": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4], None, {}),
+    "batch": ([1, 2, 3, 4], [2, 2, 3, 4], [2, 2, 3, 4], None, {}),
+    "v-heads": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 1, 3, 4], None, {}),
+    "mask-rank": ([1, 2, 3, 4], [1, 2, 3, 4], [1, 2, 3, 4],
+                  ([1, 1, 1, 3, 3], F), {}),
+}
+
+
+def attention_errors(save):
+    for name, (q, k, v, mask, attrs) in ATTENTION.items():
+        types = {"int": TensorProto.INT32, "types": TensorProto.FLOAT16}
+        inputs = [helper.make_tensor_value_info(
+                      n, types.get(name, F) if n != "k" else F, s)
+                  for n, s in (("q", q), ("k", k), ("v", v)) if s]
+        ins = ["q", "k", "v" if v else ""]
+        if mask:
+            inputs.append(helper.make_tensor_value_info("m", mask[1],
+                                                        mask[0]))
+            ins.append("m")
+        past = [1, 2, 2, 4] if name != "past-shape" else [1, 2, 2, 5]
+        if name in ("past-alone", "past-shape", "nonpad-past"):
+            inputs.append(helper.make_tensor_value_info("pk", F, past))
+            ins += ["", "pk", "" if name == "past-alone" else "pk"]
+        if name.startswith("nonpad"):
+            n = [3] if name == "nonpad-shape" else [1]
+            inputs.append(helper.make_tensor_value_info("n", TensorProto.INT64,
+                                                        n))
+            ins += [""] * (6 - len(ins)) + ["n"]
+        y = helper.make_tensor_value_info("y", F, None)
+        node = helper.make_node("Attention", ins, ["y"], name="att", **attrs)
+        save(model([node], inputs, [y], opset=24, ir=10),
+             f"attention-{name}.onnx")
 
 
 if __name__ == "__main__":

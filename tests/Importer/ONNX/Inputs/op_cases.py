@@ -1,6 +1,6 @@
 """Every operator the ONNX importer translates, checked against ONNX Runtime.
 
-  op_cases.py --bin DIR --work DIR [--seed N]
+  op_cases.py --bin DIR --work DIR [--seed N] [--no-fusion]
 
 Builds one model per operator set version (most cases at opset 23; the
 pre-13 Softmax at 11) whose outputs are the cases below, each on its own
@@ -142,10 +142,13 @@ def cases_23(b):
            axis=-2, epsilon=1e-3, tol=1e-4)
     b.node("RMSNorm", "RMSNormalization", [b.input("RMSNorm", [2, 5, 6]),
                                            b.input("RMSNorm", [6])], tol=1e-4)
-    for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"]:
-        b.node(op, op, [b.input(op, [2, 3, 5]), b.const(op, [0, -1], np.int64)],
-               keepdims=0, tol=1e-4)
-        b.node(op + "All", op, [b.input(op + "All", [3, 4])], tol=1e-4)
+    for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceL1",
+               "ReduceL2", "ReduceSumSquare", "ReduceLogSum",
+               "ReduceLogSumExp"]:
+        kind = "positive" if op == "ReduceLogSum" else "normal"
+        b.node(op, op, [b.input(op, [2, 3, 5], kind),
+                        b.const(op, [0, -1], np.int64)], keepdims=0, tol=1e-4)
+        b.node(op + "All", op, [b.input(op + "All", [3, 4], kind)], tol=1e-4)
     b.node("Reshape", "Reshape", [b.input("Reshape", [2, 3, 4]),
                                   b.const("Reshape", [0, -1, 2], np.int64)])
     b.node("Transpose", "Transpose", [b.input("Transpose", [2, 3, 4])],
@@ -213,6 +216,125 @@ def cases_23(b):
            out_types=(I64,))
     b.node("Size", "Size", [b.input("Size", [3, 5])], out_types=(I64,))
     b.node("Constant", "Constant", [], value_floats=[1.0, -2.5])
+    conv_cases(b)
+    scatter_cases(b)
+    attention_cases(b)
+
+
+def conv_cases(b):
+    def conv(case, x, w, bias=True, weight_const=False, **attrs):
+        ins = [b.input(case, x),
+               b.const(case, b.rng.standard_normal(w), np.float32)
+               if weight_const else b.input(case, w)]
+        if bias:
+            ins.append(b.input(case, [w[0]]))
+        b.node(case, "Conv", ins, tol=1e-4, **attrs)
+    conv("Conv", [2, 3, 7, 9], [4, 3, 3, 2], pads=[1, 0, 2, 1],
+         strides=[2, 3], dilations=[1, 2])
+    conv("ConvSameUpper", [1, 2, 6, 5], [3, 2, 3, 3], bias=False,
+         auto_pad="SAME_UPPER", strides=[2, 2])
+    conv("ConvSameLower", [1, 2, 5, 4], [2, 2, 2, 2], auto_pad="SAME_LOWER")
+    conv("ConvValid", [2, 2, 8, 7], [3, 2, 3, 2], auto_pad="VALID",
+         strides=[2, 2], weight_const=True)
+    conv("ConvDepthwise", [2, 4, 6, 7], [8, 1, 3, 3], group=4,
+         pads=[1, 1, 1, 1])
+    conv("ConvGroups", [1, 6, 5, 5], [4, 3, 2, 2], group=2, bias=False)
+    conv("Conv1D", [2, 3, 11], [5, 3, 4], strides=[2], pads=[2, 1],
+         dilations=[2])
+    conv("Conv1DDepthwise", [1, 4, 9], [4, 1, 3], group=4, pads=[1, 1])
+    conv("Conv3D", [1, 2, 4, 5, 6], [3, 2, 2, 3, 2], strides=[1, 2, 1],
+         pads=[0, 1, 1, 1, 0, 0])
+    conv("Conv3DGroups", [1, 4, 3, 4, 3], [2, 2, 2, 2, 2], group=2)
+    # Kernel == stride (patch embeddings) and 1x1: a matmul; the cropped
+    # tail of a size the stride does not divide.
+    conv("ConvPatch", [2, 3, 16, 24], [5, 3, 8, 8], strides=[8, 8],
+         weight_const=True)
+    conv("ConvPatchTail", [1, 3, 17, 19], [4, 3, 4, 4], strides=[4, 4],
+         kernel_shape=[4, 4])
+    conv("Conv1x1", [2, 5, 3, 4], [6, 5, 1, 1], bias=False)
+    conv("ConvPatch1D", [2, 3, 12], [4, 3, 3], strides=[3])
+    # Kernels of more than 64 positions: TOSA's convolutions.
+    conv("ConvLarge", [1, 2, 12, 11], [3, 2, 9, 8], pads=[4, 3, 4, 4],
+         strides=[2, 1])
+    conv("Conv1DLarge", [2, 2, 80], [3, 2, 65], pads=[3, 0], strides=[3])
+
+
+def scatter_cases(b):
+    def scatter(case, data, indices, upd, dtype=F, kind="normal",
+                runtime=False, **attrs):
+        """Indices as a constant, or (runtime) an input fed these values."""
+        x = b.input(case, data, kind, dtype)
+        if runtime:
+            idx = b.input(case, list(np.shape(indices)), "idx1", I64)
+            b.feeds[idx] = np.array(indices, np.int64)
+        else:
+            idx = b.const(case, indices, np.int64)
+        b.node(case, "ScatterND", [x, idx, b.input(case, upd, kind, dtype)],
+               out_types=(dtype,), **attrs)
+    scatter("ScatterND", [4, 5, 3], [[1], [3]], [2, 5, 3])
+    scatter("ScatterND2", [4, 5, 3], [[0, 1], [3, -1], [2, 2]], [3, 3])
+    scatter("ScatterNDFull", [3, 2], [[2], [0], [1]], [3, 2])
+    for red in ["add", "mul", "max", "min"]:
+        scatter("ScatterND" + red, [4, 5, 3], [[1], [-3], [2], [1]],
+                [4, 5, 3], reduction=red)
+        scatter("ScatterNDRun" + red, [4, 3], [[2], [0], [2]], [3, 3],
+                runtime=True, reduction=red)
+    scatter("ScatterNDRun", [5, 4, 2], [[3, 1], [-1, 0], [0, 3]], [3, 2],
+            runtime=True)
+    scatter("ScatterNDInt", [6, 2], [[2], [4]], [2, 2], I64, "idx9")
+    scatter("ScatterNDIntRun", [6], [[5], [-6]], [2], I64, "idx9",
+            runtime=True, reduction="add")
+    b.node("ScatterNDFolded", "ScatterND",
+           [b.const("ScatterNDFolded", [1.5, 2.0, -1.0], np.float32),
+            b.const("ScatterNDFolded", [[0], [2], [0]], np.int64),
+            b.const("ScatterNDFolded", [4.0, 0.5, 3.0], np.float32)],
+           reduction="mul")
+
+
+
+def attention(b, case, q, k, v, mask=None, past=None, nonpad=None, n_out=1,
+              **attrs):
+    """One Attention node; a bool mask keeps key 0 visible to every query,
+    nonpad_kv_seqlen is fed `nonpad`."""
+    ins = [b.input(case, q), b.input(case, k), b.input(case, v)]
+    if mask:
+        shape, dtype = mask
+        ins.append(b.input(case, shape, "bool" if dtype == B else "normal",
+                           dtype))
+        if dtype == B:
+            b.feeds[ins[-1]][..., 0] = True
+    if past:
+        ins += [""] * (4 - len(ins))
+        ins += [b.input(case, past[0]), b.input(case, past[1])]
+    if nonpad:
+        ins += [""] * (6 - len(ins))
+        ins.append(b.input(case, [len(nonpad)], "idx1", I64))
+        b.feeds[ins[-1]] = np.array(nonpad, np.int64)
+    b.node(case, "Attention", ins, n_out=n_out, tol=1e-4, **attrs)
+
+
+def attention_cases(b):
+    attention(b, "Attn4D", [2, 3, 5, 8], [2, 3, 7, 8], [2, 3, 7, 6],
+              mask=([5, 7], F))
+    attention(b, "AttnCausal", [1, 2, 6, 4], [1, 2, 6, 4], [1, 2, 6, 4],
+              is_causal=1)
+    attention(b, "AttnGqa3D", [2, 5, 18], [2, 5, 6], [2, 5, 4], is_causal=1,
+              q_num_heads=6, kv_num_heads=2, scale=0.37)
+    attention(b, "AttnSoftcapBool", [2, 2, 3, 5], [2, 2, 9, 5], [2, 2, 9, 3],
+              mask=([2, 1, 3, 9], B), softcap=1.5)
+    attention(b, "AttnPast", [1, 4, 3, 8], [1, 2, 3, 8], [1, 2, 3, 5],
+              past=([1, 2, 4, 8], [1, 2, 4, 5]), n_out=3, is_causal=1)
+    for mode in range(4):
+        attention(b, f"AttnQk{mode}", [1, 2, 3, 4], [1, 2, 5, 4],
+                  [1, 2, 5, 3], mask=([2, 3, 5], F), n_out=4, softcap=2.0,
+                  qk_matmul_output_mode=mode)
+
+
+def cases_24(b):
+    attention(b, "AttnNonpadCausal", [2, 3, 5, 8], [2, 1, 9, 8],
+              [2, 1, 9, 6], nonpad=[6, 9], is_causal=1)
+    attention(b, "AttnNonpadMask", [2, 2, 4, 8], [2, 2, 9, 8], [2, 2, 9, 6],
+              mask=([4, 9], F), nonpad=[3, 7])
 
 
 def cases_11(b):
@@ -229,7 +351,8 @@ def check(model, b, args, tag):
                                     ).run(None, b.feeds)
     lib = os.path.join(args.work, f"ops{tag}.so")
     r = subprocess.run([os.path.join(args.bin, "tfc-compile"), path, "-o",
-                        lib], capture_output=True, text=True)
+                        lib] + (["--no-fusion"] if args.no_fusion else []),
+                       capture_output=True, text=True)
     if r.returncode:
         sys.exit(r.stderr)
     # tfc orders its inputs as the file does.
@@ -267,13 +390,16 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--seed", type=int)
+    ap.add_argument("--no-fusion", action="store_true",
+                    help="compile the unfused graphs")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     seed = args.seed if args.seed is not None else int.from_bytes(
         os.urandom(4), "little")
     rng = np.random.default_rng(seed)
     bad = []
-    for opset, cases in ((23, cases_23), (11, cases_11)):
+    for opset, cases in ((23, cases_23), (24, cases_24),
+                         (11, cases_11)):
         b = Builder(rng)
         cases(b)
         bad += check(b.model(opset), b, args, str(opset))
