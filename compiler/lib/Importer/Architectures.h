@@ -34,6 +34,14 @@ struct Architecture {
   llvm::StringRef modelType;
   llvm::ArrayRef<llvm::StringRef> names;
   BuildFn build;
+  /// Whether the family is an encoder-decoder, the only kind that takes
+  /// ImportOptions::decoderSeqLen and ::part.
+  bool encoderDecoder = false;
+  /// Whether the family has towers of their own inputs (CLIP): the only
+  /// kind that takes ModelPart::Vision and ::Text.
+  bool towers = false;
+  /// Whether the family has a pooled output (ImportOutput::Pooled).
+  bool pooled = false;
 };
 
 llvm::ArrayRef<Architecture> architectures();
@@ -53,6 +61,25 @@ extern const BuildFn buildLlama, buildQwen2, buildQwen3, buildPhi3,
 extern const BuildFn buildGemma, buildGemma2, buildGemma3;
 // NeoX.cpp.
 extern const BuildFn buildGptNeoX, buildPhi, buildStableLm;
+// The encoder-decoders (Bart.cpp, on EncoderDecoder.h).
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildMarian(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildBart(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildMBart(ImportRequest &request);
+// T5, T5 v1.1 and Flan-T5 (T5.cpp, on EncoderDecoder.h's interface).
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildT5(ImportRequest &request);
+// The image encoders and CLIP (Vit.cpp, Clip.cpp, on VisionTower.h).
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildVit(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildClip(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildClipVision(ImportRequest &request);
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+buildClipText(ImportRequest &request);
 
 /// The safetensors name prefix ("", "bert.", ...) under which the model's
 /// tensor `anchor` is stored; when it is missing, an error naming it and a

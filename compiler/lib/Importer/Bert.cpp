@@ -165,6 +165,8 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
     return failure();
 
   ModelBuilder mb(r, *prefix);
+  if (failed(mb.declareAttentionStacks({{AttentionStack::Only, cfg.layers}})))
+    return failure();
   TokenInputs tokens = addTokenInputs(mb, o);
   Value ids = tokens.ids, mask = tokens.mask;
   Value typeIds =
@@ -224,7 +226,10 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
       Value qh = splitHeads(tb, *q, cfg.heads);
       Value kh = splitHeads(tb, *k, cfg.heads);
       Value vh = splitHeads(tb, *v, cfg.heads);
-      Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale);
+      Value probs;
+      Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale,
+                                            false, 0, &probs);
+      mb.attentionMap(AttentionStack::Only, l, probs);
       attnOut = mergeHeads(tb, ctx);
     }
     FailureOr<Value> attnNorm =

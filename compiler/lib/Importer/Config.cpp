@@ -104,9 +104,21 @@ FailureOr<JsonConfig> JsonConfig::load(StringRef path, std::string &error) {
   return JsonConfig(path.str(), std::move(*object));
 }
 
+FailureOr<JsonConfig> JsonConfig::nested(StringRef field,
+                                         std::string &error) const {
+  const json::Object *object = root.getObject(field);
+  if (!object) {
+    (void)fieldError(field, root.get(field) ? "expected an object" : "missing",
+                     error);
+    return failure();
+  }
+  return JsonConfig(filePath, *object, fieldPrefix + field.str() + ".");
+}
+
 LogicalResult JsonConfig::fieldError(StringRef field, const Twine &message,
                                      std::string &error) const {
-  error = (filePath + ": field \"" + field + "\": " + message).str();
+  error =
+      (filePath + ": field \"" + fieldPrefix + field + "\": " + message).str();
   return failure();
 }
 

@@ -65,17 +65,27 @@ public:
   mlir::FailureOr<std::vector<std::string>>
   stringList(llvm::StringRef field, std::string &error) const;
 
+  /// The object `field` (CLIP's text_config) as a config of its own, whose
+  /// errors name its fields "FIELD.NAME"; an error when it is missing or not
+  /// an object.
+  mlir::FailureOr<JsonConfig> nested(llvm::StringRef field,
+                                     std::string &error) const;
+
   /// Sets `error` to `PATH: field "FIELD": MESSAGE` and returns failure.
   mlir::LogicalResult fieldError(llvm::StringRef field,
                                  const llvm::Twine &message,
                                  std::string &error) const;
 
 private:
-  JsonConfig(std::string path, llvm::json::Object root)
-      : filePath(std::move(path)), root(std::move(root)) {}
+  JsonConfig(std::string path, llvm::json::Object root,
+             std::string fieldPrefix = "")
+      : filePath(std::move(path)), root(std::move(root)),
+        fieldPrefix(std::move(fieldPrefix)) {}
 
   std::string filePath;
   llvm::json::Object root;
+  /// "FIELD." for a nested config, before its fields' names in errors.
+  std::string fieldPrefix;
 };
 
 } // namespace tfc::importer

@@ -98,6 +98,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
     return failure();
 
   ModelBuilder mb(r, *prefix);
+  if (failed(mb.declareAttentionStacks({{AttentionStack::Only, cfg.layers}})))
+    return failure();
   TokenInputs tokens = addTokenInputs(mb, o);
   KVCache cache(mb, o, cfg.layers, cfg.heads, cfg.hidden / cfg.heads);
 
@@ -141,8 +143,10 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
       Value kNew = splitHeads(tb, part(1), cfg.heads);
       Value vNew = splitHeads(tb, part(2), cfg.heads);
       auto [kh, vh] = cache.append(tb, l, kNew, vNew);
+      Value probs;
       Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale,
-                                            /*causal=*/true);
+                                            /*causal=*/true, 0, &probs);
+      mb.attentionMap(AttentionStack::Only, l, probs);
       FailureOr<Value> proj =
           conv1d(mb, tb, mergeHeads(tb, ctx), name + ".c_proj", cfg.hidden);
       if (failed(proj))

@@ -75,6 +75,24 @@ static const StringRef phiNames[] = {"PhiModel", "PhiForCausalLM"};
 static const StringRef stableLmNames[] = {"StableLmModel",
                                           "StableLmForCausalLM"};
 
+static const StringRef marianNames[] = {"MarianModel", "MarianMTModel"};
+
+static const StringRef bartNames[] = {"BartModel",
+                                      "BartForConditionalGeneration"};
+
+static const StringRef mbartNames[] = {"MBartModel",
+                                       "MBartForConditionalGeneration"};
+
+static const StringRef t5Names[] = {"T5Model", "T5ForConditionalGeneration"};
+
+static const StringRef vitNames[] = {"ViTModel", "ViTForImageClassification"};
+
+static const StringRef clipNames[] = {"CLIPModel"};
+
+static const StringRef clipVisionNames[] = {"CLIPVisionModel"};
+
+static const StringRef clipTextNames[] = {"CLIPTextModel"};
+
 ArrayRef<Architecture> architectures() {
   static const Architecture registry[] = {
       {"bert", bertNames, buildBert},
@@ -94,6 +112,15 @@ ArrayRef<Architecture> architectures() {
       {"gpt_neox", neoxNames, buildGptNeoX},
       {"phi", phiNames, buildPhi},
       {"stablelm", stableLmNames, buildStableLm},
+      {"marian", marianNames, buildMarian, /*encoderDecoder=*/true},
+      {"bart", bartNames, buildBart, /*encoderDecoder=*/true},
+      {"mbart", mbartNames, buildMBart, /*encoderDecoder=*/true},
+      {"t5", t5Names, buildT5, /*encoderDecoder=*/true},
+      {"vit", vitNames, buildVit, false, false, /*pooled=*/true},
+      {"clip", clipNames, buildClip, false, /*towers=*/true, true},
+      {"clip_vision_model", clipVisionNames, buildClipVision, false, true,
+       true},
+      {"clip_text_model", clipTextNames, buildClipText, false, true, true},
   };
   return registry;
 }
@@ -408,6 +435,32 @@ FailureOr<OwningOpRef<ModuleOp>> importHuggingFace(MLIRContext &context,
                                "unsupported architecture \"" + names->front() +
                                    "\" (supported: " + supported + ")",
                                error);
+    return failure();
+  }
+
+  bool towerPart =
+      options.part == ModelPart::Vision || options.part == ModelPart::Text;
+  if (!chosen->encoderDecoder &&
+      (options.decoderSeqLen ||
+       (options.part != ModelPart::Whole && !towerPart))) {
+    error =
+        (Twine(options.decoderSeqLen ? "--decoder-seq-len" : "--part") + ": " +
+         configPath + ": \"" + (names->empty() ? *modelType : names->front()) +
+         "\" is not an encoder-decoder (those are Marian, BART, mBART, T5)")
+            .str();
+    return failure();
+  }
+  StringRef given = names->empty() ? StringRef(*modelType) : names->front();
+  if (towerPart && !chosen->towers) {
+    error = ("--part: " + configPath + ": \"" + given +
+             "\" has no vision and text towers (CLIP has)")
+                .str();
+    return failure();
+  }
+  if (options.output == ImportOutput::Pooled && !chosen->pooled) {
+    error = ("--output=pooled: " + configPath + ": \"" + given +
+             "\" has no pooled output (ViT and CLIP have)")
+                .str();
     return failure();
   }
 

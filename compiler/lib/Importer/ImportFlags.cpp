@@ -27,7 +27,8 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                     "Element type the model computes in: f32 (default), f16 "
                     "or bf16 (activations and weights in that type, matmuls "
                     "accumulating in f32, norms and activations computed in "
-                    "f32, as PyTorch runs a half-precision model)")
+                    "f32, as PyTorch runs a half-precision model); ONNX "
+                    "files too: their f32 tensors take that type")
                        .str(),
                    (note + "What the model returns").str(),
                    (note +
@@ -56,6 +57,21 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                    (note + "ONNX files: the shape of input NAME (its "
                            "dynamic dimensions and, by their names, those "
                            "of other inputs); repeatable")
+                       .str(),
+                   (note + "Encoder-decoders (Marian, BART, mBART, T5): the "
+                           "decoder's token count, decoder_input_ids [B, T] "
+                           "(--seq-len is the encoder's)")
+                       .str(),
+                   (note + "Encoder-decoders and CLIP: the part built").str(),
+                   (note +
+                    "Also return these layers' attention probabilities [B, "
+                    "heads, Sq, Skv] (attentions.L; encoder-decoders: "
+                    "encoder_attentions.L, decoder_attentions.L, "
+                    "cross_attentions.L), in the compute type, after the "
+                    "other results: layer numbers, ranges (0-2) or all, "
+                    "comma-separated; an encoder-decoder's after encoder., "
+                    "decoder. or cross. (decoder.0-1). Those layers' "
+                    "attention is not fused")
                        .str()},
       batch("batch", cl::desc(descriptions[0]), cl::init("1"),
             cl::value_desc("n[,n...]"), cl::cat(category)),
@@ -73,7 +89,11 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                             "for decoders)"),
                  clEnumValN(ImportOutput::Logits, "logits",
                             "decoders: the language-model head's logits [B, "
-                            "S, vocab], f32")),
+                            "S, vocab], f32; ViTForImageClassification: the "
+                            "classifier's [B, labels]"),
+                 clEnumValN(ImportOutput::Pooled, "pooled",
+                            "ViT and CLIP: the pooler's output [B, hidden], "
+                            "f32")),
              cl::init(ImportOutput::Default), cl::cat(category)),
       tokenTypeIds("token-type-ids", cl::desc(descriptions[4]), cl::init(false),
                    cl::cat(category)),
@@ -94,13 +114,36 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                                     "copy the cache")),
               cl::init(PresentKV::All), cl::cat(category)),
       inputShape("input-shape", cl::desc(descriptions[9]),
-                 cl::value_desc("NAME=DxD..."), cl::cat(category)) {}
+                 cl::value_desc("NAME=DxD..."), cl::cat(category)),
+      decoderSeqLen("decoder-seq-len", cl::desc(descriptions[10]), cl::init(0),
+                    cl::value_desc("T"), cl::cat(category)),
+      part("part", cl::desc(descriptions[11]),
+           cl::values(clEnumValN(ModelPart::Whole, "whole",
+                                 "input_ids, attention_mask, "
+                                 "decoder_input_ids -> the decoder's output "
+                                 "(default)"),
+                      clEnumValN(ModelPart::Encoder, "encoder",
+                                 "input_ids, attention_mask -> "
+                                 "encoder_hidden_states [B, S, hidden]"),
+                      clEnumValN(ModelPart::Decoder, "decoder",
+                                 "decoder_input_ids, encoder_hidden_states, "
+                                 "attention_mask -> the decoder's output"),
+                      clEnumValN(ModelPart::Vision, "vision",
+                                 "CLIP's image tower: pixel_values -> "
+                                 "image_embeds"),
+                      clEnumValN(ModelPart::Text, "text",
+                                 "CLIP's text tower: input_ids, "
+                                 "attention_mask -> text_embeds")),
+           cl::init(ModelPart::Whole), cl::cat(category)),
+      attentionMaps("attention-maps", cl::desc(descriptions[12]),
+                    cl::value_desc("LAYERS"), cl::cat(category)) {}
 
 std::vector<std::string> ImportFlags::given() const {
   std::vector<std::string> out;
-  const cl::Option *flags[] = {&batch,   &seqLen,       &dtype,
-                               &output,  &tokenTypeIds, &kvCache,
-                               &pastLen, &positionIds,  &present};
+  const cl::Option *flags[] = {&batch,         &seqLen,       &dtype,
+                               &output,        &tokenTypeIds, &kvCache,
+                               &pastLen,       &positionIds,  &present,
+                               &decoderSeqLen, &part,         &attentionMaps};
   for (const cl::Option *o : flags)
     if (o->getNumOccurrences())
       out.push_back(("--" + o->ArgStr).str());
@@ -144,6 +187,42 @@ parseSizes(StringRef list, StringRef flag, std::string &error) {
   return sizes;
 }
 
+FailureOr<std::vector<AttentionMapSelection>>
+parseAttentionMaps(StringRef list, std::string &error) {
+  std::vector<AttentionMapSelection> out;
+  SmallVector<StringRef> items;
+  list.split(items, ',');
+  for (StringRef item : items) {
+    item = item.trim();
+    AttentionMapSelection s;
+    s.text = item.str();
+    auto [stack, layers] = item.split('.');
+    if (layers.empty() && !item.contains('.'))
+      std::swap(stack, layers);
+    s.stack = stack.str();
+    bool ok = stack.empty() || stack == "encoder" || stack == "decoder" ||
+              stack == "cross";
+    if (layers != "all") {
+      auto [from, to] = layers.split('-');
+      if (!layers.contains('-'))
+        to = from;
+      ok = ok && !from.getAsInteger(10, s.first) &&
+           !to.getAsInteger(10, s.last) && s.first >= 0 && s.first <= s.last &&
+           s.last <= kMaxSize;
+    }
+    if (!ok) {
+      error = ("--attention-maps: '" + item +
+               "': expected a layer number, a range (0-2) or all, after "
+               "encoder., decoder. or cross. for an encoder-decoder; items "
+               "separated by commas")
+                  .str();
+      return failure();
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 FailureOr<std::vector<int64_t>> ImportFlags::seqLens(std::string &error) const {
   return parseSizes(seqLen, "seq-len", error);
 }
@@ -175,6 +254,10 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
                 Twine(pastLen + lengths->back()) +
                 " tokens per sequence (past and new): " + Twine(tokens) +
                 " tokens, more than a build takes (" + Twine(kMaxTokens) + ")");
+  if (decoderSeqLen.getNumOccurrences() &&
+      (decoderSeqLen <= 0 || decoderSeqLen > kMaxSize))
+    return fail("--decoder-seq-len: expected a positive integer of at most " +
+                Twine(kMaxSize));
   if (present == PresentKV::New && !kvCache && pastLen == 0)
     return fail("--present=new: the model has no KV cache to return (add "
                 "--kv-cache or --past-len)");
@@ -185,6 +268,7 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   ImportOptions o;
   o.batch = batchSizes->back();
   o.seqLen = lengths->back();
+  o.seqLenGiven = seqLen.getNumOccurrences() > 0;
   o.computeType = *computeType;
   o.output = output;
   o.tokenTypeIds = tokenTypeIds;
@@ -192,13 +276,27 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   o.pastLen = pastLen;
   o.positionIds = positionIds;
   o.present = present;
+  o.decoderSeqLen = decoderSeqLen;
+  o.part = part;
+  if (attentionMaps.getNumOccurrences()) {
+    if (lengths->size() > 1)
+      return fail("--attention-maps: a build of several --seq-len cuts one "
+                  "axis of its outputs, the maps [B, heads, S, S] have two: "
+                  "give one length");
+    FailureOr<std::vector<AttentionMapSelection>> maps =
+        parseAttentionMaps(attentionMaps, error);
+    if (failed(maps))
+      return failure();
+    o.attentionMaps = std::move(*maps);
+  }
   return o;
 }
 
 FailureOr<OnnxImportOptions>
 ImportFlags::onnxOptions(std::string &error) const {
-  const cl::Option *hfOnly[] = {&dtype,   &output,      &tokenTypeIds, &kvCache,
-                                &pastLen, &positionIds, &present};
+  const cl::Option *hfOnly[] = {&output,        &tokenTypeIds, &kvCache,
+                                &pastLen,       &positionIds,  &present,
+                                &decoderSeqLen, &part,         &attentionMaps};
   for (const cl::Option *o : hfOnly)
     if (o->getNumOccurrences()) {
       error = ("--" + o->ArgStr +
@@ -209,8 +307,13 @@ ImportFlags::onnxOptions(std::string &error) const {
   FailureOr<std::vector<int64_t>> batchSizes = batches(error);
   if (failed(batchSizes))
     return failure();
+  FailureOr<ComputeType> computeType =
+      parseComputeType(dtype, "--dtype", error);
+  if (failed(computeType))
+    return failure();
   OnnxImportOptions o;
   o.batch = batchSizes->back();
+  o.computeType = *computeType;
   if (seqLen.getNumOccurrences()) {
     FailureOr<std::vector<int64_t>> lengths = seqLens(error);
     if (failed(lengths))

@@ -45,6 +45,7 @@ FailureOr<Activation> parseActivation(StringRef name) {
           .Case("relu", Activation::Relu)
           .Case("silu", Activation::Silu)
           .Case("swish", Activation::Silu)
+          .Case("quick_gelu", Activation::QuickGelu)
           .Default(std::nullopt);
   if (!act)
     return failure();
@@ -62,7 +63,7 @@ FailureOr<Activation> readActivation(const JsonConfig &config, StringRef field,
         field,
         "unsupported activation \"" + *name +
             "\" (supported: gelu, gelu_new, "
-            "gelu_pytorch_tanh, gelu_fast, relu, silu, swish)",
+            "gelu_pytorch_tanh, gelu_fast, relu, silu, swish, quick_gelu)",
         error);
   return act;
 }
@@ -116,6 +117,12 @@ static Value project(TosaBuilder &tb, Value x, Value w, Value bias,
   return y;
 }
 
+Value linearWith(TosaBuilder &tb, Value x, Value w, Value bias) {
+  ArrayRef<int64_t> shape = typeOf(w).getShape(); // [out, in]
+  Value wt = tb.transpose(tb.reshape(w, {1, shape[0], shape[1]}), {0, 2, 1});
+  return project(tb, x, wt, bias, shape[0]);
+}
+
 FailureOr<Value> linear(ModelBuilder &mb, TosaBuilder &tb, Value x,
                         StringRef name, int64_t out, bool bias) {
   int64_t in = typeOf(x).getShape().back();
@@ -129,8 +136,7 @@ FailureOr<Value> linear(ModelBuilder &mb, TosaBuilder &tb, Value x,
       return failure();
     b = *bv;
   }
-  Value wt = tb.transpose(tb.reshape(*w, {1, out, in}), {0, 2, 1});
-  return project(tb, x, wt, b, out);
+  return linearWith(tb, x, *w, b);
 }
 
 FailureOr<Value> conv1d(ModelBuilder &mb, TosaBuilder &tb, Value x,
@@ -460,6 +466,9 @@ static Value activationF32(TosaBuilder &tb, Value x, Activation act) {
     return tb.maximum(x, c(0.0));
   case Activation::Silu:
     return tb.mul(x, tb.sigmoid(x));
+  case Activation::QuickGelu:
+    // x * sigmoid(1.702 * x)
+    return tb.mul(x, tb.sigmoid(tb.mul(c(1.702), x)));
   }
   llvm_unreachable("unknown activation");
 }
@@ -564,7 +573,7 @@ Value softcapped(TosaBuilder &tb, Value x, double cap) {
 
 Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
                                 Value mask, double scale, bool causal,
-                                double softcap) {
+                                double softcap, Value *probsOut) {
   ArrayRef<int64_t> qs = typeOf(q).getShape(), ks = typeOf(k).getShape(),
                     vs = typeOf(v).getShape();
   int64_t b = qs[0], h = qs[1], sq = qs[2], d = qs[3], skv = ks[2], dv = vs[3];
@@ -598,6 +607,8 @@ Value scaledDotProductAttention(TosaBuilder &tb, Value q, Value k, Value v,
   Value shifted = tb.sub(scores, tb.reduceMax(scores, 3));
   Value e = tb.exp(shifted);
   Value probs = tb.mul(e, tb.reciprocal(tb.reduceSum(e, 3)));
+  if (probsOut)
+    *probsOut = probs;
   Value p3 = tb.reshape(probs, {b * h, sq, skv});
   Value v3 = tb.reshape(v, {b * h, skv, dv});
   Value ctx = tb.matmul(p3, v3);

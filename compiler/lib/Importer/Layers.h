@@ -16,7 +16,7 @@
 
 namespace tfc::importer {
 
-enum class Activation { GeluErf, GeluTanh, Relu, Silu };
+enum class Activation { GeluErf, GeluTanh, Relu, Silu, QuickGelu };
 
 /// Maps a config.json "hidden_act" value; failure when unknown.
 mlir::FailureOr<Activation> parseActivation(llvm::StringRef name);
@@ -54,6 +54,12 @@ mlir::LogicalResult readModelSizes(const JsonConfig &config, ModelSizes &sizes,
 mlir::FailureOr<mlir::Value> linear(ModelBuilder &mb, TosaBuilder &tb,
                                     mlir::Value x, llvm::StringRef name,
                                     int64_t out, bool bias = true);
+
+/// x [B, S, in] -> x @ w^T + bias with the weight `w` [out, in] (and
+/// `bias` [out], when given) as values: linear's arithmetic on a table the
+/// graph already holds (a head tied to the token embeddings).
+mlir::Value linearWith(TosaBuilder &tb, mlir::Value x, mlir::Value w,
+                       mlir::Value bias = {});
 
 /// transformers' Conv1D (GPT-2's projections): x [B, S, in] -> x @ W + b,
 /// W = `name`.weight [in, out] (stored transposed against nn.Linear),
@@ -188,10 +194,13 @@ mlir::Value slidingWindowMask(TosaBuilder &tb, mlir::Value mask,
 /// fused causal attention with the padding mask.
 /// With `softcap` > 0 the scaled scores are capped first (Gemma 2):
 /// tanh(scores / softcap) * softcap.
+/// `probs`, when given, receives the probabilities [B, H, Sq, Skv] (for
+/// ModelBuilder::attentionMap).
 mlir::Value scaledDotProductAttention(TosaBuilder &tb, mlir::Value q,
                                       mlir::Value k, mlir::Value v,
                                       mlir::Value mask, double scale,
-                                      bool causal = false, double softcap = 0);
+                                      bool causal = false, double softcap = 0,
+                                      mlir::Value *probs = nullptr);
 
 /// Gemma's soft cap: tanh(x / cap) * cap, in x's type.
 mlir::Value softcapped(TosaBuilder &tb, mlir::Value x, double cap);

@@ -49,7 +49,90 @@ ModelBuilder::ModelBuilder(MLIRContext &context, const WeightIndex &weights,
 
 ModelBuilder::ModelBuilder(ImportRequest &r, std::string prefix)
     : ModelBuilder(r.context, r.weights, std::move(prefix),
-                   r.options.computeType, r.error) {}
+                   r.options.computeType, r.error) {
+  mapsAsked = r.options.attentionMaps;
+  if (mapsAsked.empty())
+    return;
+  // The architecture (the model_type without one), as messages name it.
+  std::string unused;
+  FailureOr<std::vector<std::string>> names =
+      r.config.stringList("architectures", unused);
+  FailureOr<std::string> type = r.config.string("model_type", unused, "");
+  std::string name = succeeded(names) && !names->empty() ? names->front()
+                     : succeeded(type)                   ? *type
+                                                         : "";
+  modelText = r.config.path() + ": \"" + name + "\"";
+}
+
+static StringRef stackName(AttentionStack stack) {
+  switch (stack) {
+  case AttentionStack::Only:
+    return "";
+  case AttentionStack::Encoder:
+    return "encoder";
+  case AttentionStack::Decoder:
+    return "decoder";
+  case AttentionStack::Cross:
+    return "cross";
+  }
+  llvm_unreachable("unknown attention stack");
+}
+
+LogicalResult ModelBuilder::declareAttentionStacks(
+    ArrayRef<std::pair<AttentionStack, int64_t>> stacks) {
+  stacksDeclared = true;
+  bool single = stacks.size() == 1 && stacks[0].first == AttentionStack::Only;
+  for (const AttentionMapSelection &s : mapsAsked) {
+    auto bad = [&](const Twine &why) {
+      return fail("--attention-maps: '" + s.text + "': " + why);
+    };
+    if (single && !s.stack.empty())
+      return bad("this model has one stack of attention layers, named by "
+                 "number alone (0-" +
+                 Twine(stacks[0].second - 1) + ")");
+    // A number or range without a stack: only `all` names every stack.
+    if (!single && s.stack.empty() && s.last >= 0)
+      return bad("an encoder-decoder's layers are named by their stack: "
+                 "encoder.N, decoder.N or cross.N");
+    bool found = false;
+    for (auto [stack, count] : stacks) {
+      if (!s.stack.empty() && stackName(stack) != s.stack)
+        continue;
+      found = true;
+      if (s.last >= count)
+        return bad("layer " + Twine(s.last) + " is out of range: " +
+                   (single ? Twine("the model")
+                           : "the " + stackName(stack) + " stack") +
+                   " has " + Twine(count) + " layers (0-" + Twine(count - 1) +
+                   ")");
+      for (int64_t l = s.first; l <= (s.last < 0 ? count - 1 : s.last); ++l)
+        maps[{stack, l}] = Value();
+    }
+    if (!found)
+      return bad("the part built (--part) has no " + s.stack + " attention");
+  }
+  return success();
+}
+
+LogicalResult ModelBuilder::declareEncoderDecoderStacks(ModelPart part,
+                                                        int64_t encoderLayers,
+                                                        int64_t decoderLayers) {
+  SmallVector<std::pair<AttentionStack, int64_t>> stacks;
+  if (part != ModelPart::Decoder)
+    stacks.push_back({AttentionStack::Encoder, encoderLayers});
+  if (part != ModelPart::Encoder) {
+    stacks.push_back({AttentionStack::Decoder, decoderLayers});
+    stacks.push_back({AttentionStack::Cross, decoderLayers});
+  }
+  return declareAttentionStacks(stacks);
+}
+
+void ModelBuilder::attentionMap(AttentionStack stack, int64_t layer,
+                                Value probs) {
+  auto it = maps.find({stack, layer});
+  if (it != maps.end())
+    it->second = probs;
+}
 
 TosaBuilder ModelBuilder::at(StringRef scope) {
   return TosaBuilder(builder, NameLoc::get(builder.getStringAttr(scope)));
@@ -122,6 +205,28 @@ FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
 
 FailureOr<OwningOpRef<ModuleOp>>
 ModelBuilder::finish(ArrayRef<Value> results, ArrayRef<std::string> names) {
+  if (!mapsAsked.empty() && !stacksDeclared) {
+    (void)fail("--attention-maps: " + modelText +
+               " does not return attention maps (BERT, RoBERTa, GPT-2, the "
+               "rotary decoders and the encoder-decoders do)");
+    return failure();
+  }
+  SmallVector<Value> all(results);
+  SmallVector<std::string> allNames(names);
+  allNames.resize(results.size());
+  for (auto [key, probs] : maps) {
+    if (!probs) {
+      (void)fail("internal error: the attention map of layer " +
+                 Twine(key.second) + " was not built");
+      return failure();
+    }
+    all.push_back(probs);
+    std::string stack = stackName(key.first).str();
+    allNames.push_back((stack.empty() ? stack : stack + "_") + "attentions." +
+                       std::to_string(key.second));
+  }
+  results = all;
+  names = allNames;
   func::ReturnOp::create(builder, func.getLoc(), results);
   SmallVector<Type> resultTypes;
   for (Value r : results)
@@ -129,7 +234,8 @@ ModelBuilder::finish(ArrayRef<Value> results, ArrayRef<std::string> names) {
   func.setType(builder.getFunctionType(body->getArgumentTypes(), resultTypes));
   func.setAllArgAttrs(argAttrs);
   for (auto [i, name] : llvm::enumerate(names))
-    func.setResultAttr(i, "tfc.name", builder.getStringAttr(name));
+    if (!name.empty())
+      func.setResultAttr(i, "tfc.name", builder.getStringAttr(name));
 
   std::string diagnostics;
   {

@@ -21,11 +21,17 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
 #include <string>
 
 namespace tfc::importer {
 
 struct ImportRequest;
+
+/// The attention stacks --attention-maps names: a model's one stack, or an
+/// encoder-decoder's encoder and decoder self-attention and its decoder's
+/// cross-attention (results in this order).
+enum class AttentionStack { Only, Encoder, Decoder, Cross };
 
 class ModelBuilder {
 public:
@@ -64,11 +70,30 @@ public:
                                       llvm::ArrayRef<int64_t> shape,
                                       bool prefixed = true);
 
+  /// --attention-maps: the stacks this build holds and their layer counts,
+  /// against which ImportOptions::attentionMaps is checked (failure with a
+  /// one-line error naming the flag and the item). A family supports the
+  /// flag by calling this before it builds its layers and handing every
+  /// attention's probabilities to attentionMap(); finish() refuses the flag
+  /// for a model whose family does not.
+  mlir::LogicalResult declareAttentionStacks(
+      llvm::ArrayRef<std::pair<AttentionStack, int64_t>> stacks);
+  /// declareAttentionStacks for the part `part` of an encoder-decoder: the
+  /// encoder's self-attention (but in the decoder part), the decoder's
+  /// self- and cross-attention (but in the encoder part).
+  mlir::LogicalResult declareEncoderDecoderStacks(ModelPart part,
+                                                  int64_t encoderLayers,
+                                                  int64_t decoderLayers);
+  /// Records `probs` [B, heads, Sq, Skv] as the map of layer `layer` of
+  /// `stack`, when --attention-maps asked for it.
+  void attentionMap(AttentionStack stack, int64_t layer, mlir::Value probs);
+
   /// Records `message` as the error and returns failure.
   mlir::LogicalResult fail(const llvm::Twine &message);
 
-  /// Returns `results` (named `names` in their `tfc.name`, when given), sets
-  /// the function type and argument attributes and verifies the module.
+  /// Returns `results` (named `names` in their `tfc.name`, when given), then
+  /// the attention maps asked for, sets the function type and argument
+  /// attributes and verifies the module.
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
   finish(llvm::ArrayRef<mlir::Value> results,
          llvm::ArrayRef<std::string> names = {});
@@ -84,6 +109,13 @@ private:
   std::string &error;
   llvm::SmallVector<mlir::DictionaryAttr> argAttrs;
   llvm::StringMap<mlir::Value> weightValues;
+  /// --attention-maps as asked for, and the config.json path and
+  /// architecture named in its errors (none without an ImportRequest).
+  llvm::ArrayRef<AttentionMapSelection> mapsAsked;
+  std::string modelText;
+  /// The maps wanted, then recorded, by stack and layer.
+  std::map<std::pair<AttentionStack, int64_t>, mlir::Value> maps;
+  bool stacksDeclared = false;
 };
 
 } // namespace tfc::importer

@@ -148,6 +148,8 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
   if (failed(prefix))
     return failure();
   ModelBuilder mb(r, *prefix);
+  if (failed(mb.declareAttentionStacks({{AttentionStack::Only, d.layers}})))
+    return failure();
   TokenInputs tokens = addTokenInputs(mb, o);
   KVCache cache(mb, o, d.layers, d.kvHeads, d.headDim);
   Type computeType = mb.getComputeType();
@@ -311,9 +313,11 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
       int64_t groups = d.heads / d.kvHeads;
       Value kr = repeatKV(tb, kh, groups);
       Value vr = repeatKV(tb, vh, groups);
+      Value probs;
       Value ctx = scaledDotProductAttention(
           tb, qh, kr, vr, sliding && windowMask ? windowMask : extMask, scale,
-          /*causal=*/true, d.attnSoftcap);
+          /*causal=*/true, d.attnSoftcap, &probs);
+      mb.attentionMap(AttentionStack::Only, l, probs);
       FailureOr<Value> out =
           blockOutput(tb, mergeHeads(tb, ctx), name + "." + names.o, d.oBias,
                       layer + ".post_attention_layernorm");

@@ -65,11 +65,12 @@ def read_weights(directory):
                                               "model.safetensors"))
 
 
-def reference(cfg, w, ids, mask, kv=None, act=None):
+def reference(cfg, w, ids, mask, kv=None, act=None, probs=None):
     """transformers' GPT2Model.forward, eager attention, in float64; each
     block's keys and values [B, heads, S, dh] are appended to `kv` when
-    given (its past_key_values); `act`, when given, maps the input of each
-    Conv1D first."""
+    given (its past_key_values), its attention probabilities [B, heads, S,
+    S] to `probs`; `act`, when given, maps the input of each Conv1D
+    first."""
     act = act or (lambda a: a)
     w = {k[len("transformer."):] if k.startswith("transformer.") else k:
          v.astype(np.float64) for k, v in w.items()}
@@ -90,7 +91,10 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         if kv is not None:
             kv.append((k, v))
         sc = q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh)
-        ctx = softmax(np.where(causal, sc, fmin) + pad) @ v
+        pr = softmax(np.where(causal, sc, fmin) + pad)
+        if probs is not None:
+            probs.append(pr)
+        ctx = pr @ v
         ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, h)
         x = x + act(ctx) @ w[p + "attn.c_proj.weight"] + \
             w[p + "attn.c_proj.bias"]

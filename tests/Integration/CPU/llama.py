@@ -210,11 +210,12 @@ def rotary(cfg, s):
     return rope
 
 
-def reference(cfg, w, ids, mask, kv=None, act=None):
+def reference(cfg, w, ids, mask, kv=None, act=None, probs=None):
     """transformers' LlamaModel.forward, eager attention, in float64; each
     layer's keys (after the rotary embedding) and values [B, kv heads, S, D]
-    are appended to `kv` when given (its past_key_values); `act`, when
-    given, maps the input of each projection first."""
+    are appended to `kv` when given (its past_key_values), its attention
+    probabilities [B, heads, S, S] to `probs`; `act`, when given, maps the
+    input of each projection first."""
     w = {k[len("model."):] if k.startswith("model.") else k:
          v.astype(np.float64) for k, v in w.items()}
     hq, hkv, d = cfg["num_attention_heads"], cfg["num_key_value_heads"], \
@@ -279,8 +280,11 @@ def reference(cfg, w, ids, mask, kv=None, act=None):
         if kv is not None:
             kv.append((k, v))
         k, v = (np.repeat(t, hq // hkv, axis=1) for t in (k, v))
-        ctx = softmax(q @ k.transpose(0, 1, 3, 2) * scale +
-                      (window_mask if sliding(l) else causal_mask)) @ v
+        pr = softmax(q @ k.transpose(0, 1, 3, 2) * scale +
+                     (window_mask if sliding(l) else causal_mask))
+        if probs is not None:
+            probs.append(pr)
+        ctx = pr @ v
         ctx = ctx.transpose(0, 2, 1, 3).reshape(b, s, hq * d)
         x = x + post_norm(lin(ctx, p + "self_attn.o_proj"),
                           p + "post_attention_layernorm.weight") * residual

@@ -9,6 +9,7 @@ and the benchmarks (bench/):
   reference         float64 numpy references (attention, norms, BERT, ...)
   arrays            bf16 bits, errors, random inputs
   harness           compile with tfc-compile, run with tfc-run, compare
+  encdec            the encoder-decoder families' checks (parts, a past)
   tfc_run           a compiled model run by tfc-run on arrays
   checks            PASS/FAIL lines of the runtime's tests
   safetensors_file  safetensors files without the safetensors package

@@ -105,11 +105,14 @@ class Harness:
         return lib
 
     def build_hf(self, name, model, batch, seq, fused, flags=()):
-        """tfc-compile --hf MODEL [FLAGS]; returns the library and the
-        fusion summary tfc-compile printed."""
+        """tfc-compile --hf MODEL [FLAGS] (no --seq-len where `seq` is None:
+        an image model's); returns the library and the fusion summary
+        tfc-compile printed."""
         lib = self.path(name + (".fused" if fused else ".unfused") + ".so")
-        cmd = [self.compile, "--hf", model, "--batch", str(batch),
-               "--seq-len", str(seq), "-o", lib, "--target=" + self.target]
+        cmd = [self.compile, "--hf", model, "--batch", str(batch)]
+        if seq is not None:
+            cmd += ["--seq-len", str(seq)]
+        cmd += ["-o", lib, "--target=" + self.target]
         cmd += self.compile_flags + list(flags)
         if not fused:
             cmd.append("--no-fusion")
@@ -162,16 +165,26 @@ class Harness:
         defaults: f32 within 1e-4; f16 and bf16 (f32 matmul sums, norm
         statistics and activations in f32) within 10 units of the type's
         roundoff (2^-11, 2^-8) on the norm-wise error."""
-        b, s = ids.shape
+        self.check_builds(name, model, [ids, mask], ref, dtypes, what,
+                          seq=ids.shape[1])
+
+    def check_builds(self, name, model, inputs, ref, dtypes, what, flags=(),
+                     seq=None):
+        """check_hidden_states on any `inputs`: the model built for batch
+        inputs[0].shape[0] (and --seq-len `seq` where given; an image
+        model takes none) with `flags`, in each of `dtypes` fused and
+        unfused, each build's output against `ref(dtype)`. An output in
+        bf16 ('<u2' in .npy) is widened to f32 first."""
         for dtype, tol in dtypes:
             expected = ref(dtype)
             for fused in (True, False):
-                lib, summary = self.build_hf(name + "_" + dtype, model, b, s,
-                                             fused, ["--dtype=" + dtype])
+                lib, summary = self.build_hf(
+                    name + "_" + dtype, model, inputs[0].shape[0], seq, fused,
+                    ["--dtype=" + dtype] + list(flags))
                 if fused:
                     print(summary)
-                out = self.run_hf(lib, model, [ids, mask])
-                if dtype == "bf16":  # '<u2' in .npy: widen the bits to f32
+                out = self.run_hf(lib, model, inputs)
+                if out.dtype == np.uint16:
                     out = bf16_to_f32(out)
                 self.expect_close("%s %s %s %s" %
                                   (name, what, dtype,

@@ -82,6 +82,10 @@ def activation(name, x):
         return gelu_tanh(x)
     if name == "gelu":
         return gelu_erf(x)
+    if name in ("silu", "swish"):
+        return silu(x)
+    if name == "quick_gelu":
+        return x / (1 + np.exp(-1.702 * x))
     assert name == "relu", name
     return np.maximum(x, 0)
 
@@ -131,12 +135,13 @@ def quantized_activations(x):
     return quantized_weight(x, np.ndim(x) - 1, 8, 128)
 
 
-def bert(cfg, w, prefix, ids, mask, normalize=True, cls=False):
+def bert(cfg, w, prefix, ids, mask, normalize=True, cls=False, probs=None):
     """transformers' BertModel (eager; RoBERTa's position ids for
     model_type roberta and xlm-roberta) and sentence-transformers' pooling
     (mean, or the first token with `cls`; L2 normalisation unless
     `normalize` is false), in float64. `w`: the weights by name, each
-    under `prefix`."""
+    under `prefix`; `probs`, when given, gets each layer's attention
+    probabilities [B, heads, S, S]."""
     def g(n):
         return w[prefix + n].astype(np.float64)
     eps = cfg.get("layer_norm_eps", 1e-12)
@@ -171,6 +176,8 @@ def bert(cfg, w, prefix, ids, mask, normalize=True, cls=False):
         k = split(lin(h, p + "attention.self.key"))
         v = split(lin(h, p + "attention.self.value"))
         s = softmax(q @ k.transpose(0, 1, 3, 2) / math.sqrt(dh) + ext)
+        if probs is not None:
+            probs.append(s)
         c = (s @ v).transpose(0, 2, 1, 3).reshape(B, S, H)
         h = ln(lin(c, p + "attention.output.dense") + h,
                p + "attention.output.LayerNorm")
@@ -190,6 +197,20 @@ def _heads(t, n):
     """[B, S, n*d] -> [B, n, S, d]"""
     b, s, h = t.shape
     return t.reshape(b, s, n, h // n).transpose(0, 2, 1, 3)
+
+
+def _attend(s, v, causal, probs):
+    """softmax(s) @ v for scores `s` [B, H, Sq, Skv], the future hidden by
+    the most negative f32 where `causal` (transformers' create_causal_mask);
+    the probabilities appended to `probs` when it is a list."""
+    if causal:
+        t = s.shape[-1]
+        s = s + np.where(np.triu(np.ones((t, t), dtype=bool), 1), F32_MIN,
+                         0.0)
+    p = softmax(s)
+    if probs is not None:
+        probs.append(p)
+    return p @ v
 
 
 def _merge(t):
@@ -233,3 +254,262 @@ def gpt_layer(x):
     ln2 = layer_norm(res1, x["ln2_gamma"], x["ln2_beta"], eps)
     m = gelu_tanh(ln2 @ x["w1"] + x["b1"])
     return res1 + m @ x["w2"] + x["b2"]
+
+
+def marian_positions(n, d):
+    """MarianSinusoidalPositionalEmbedding's table [n, d]: the angle of
+    position p and feature j is p / 10000^(2 (j // 2) / d); sin of the even
+    features' angles in the first ceil(d / 2) columns, cos of the odd ones'
+    in the rest, rounded to f32."""
+    angle = np.arange(n)[:, None] / np.power(
+        10000, 2 * (np.arange(d) // 2) / d)[None]
+    half = (d + 1) // 2
+    out = np.empty((n, d))
+    out[:, :half] = np.sin(angle[:, 0::2])
+    out[:, half:] = np.cos(angle[:, 1::2])
+    return out.astype(np.float32).astype(np.float64)
+
+
+def encoder_decoder(cfg, w, ids, mask, dec_ids, kv=None, encoded=None,
+                    positions=marian_positions, probs=None):
+    """transformers' MarianModel, BartModel or MBartModel (cfg's
+    model_type) forward, eager attention, decoder_attention_mask None, in
+    float64: (the encoder's last hidden state, the decoder's). `w`: the
+    weights by name without a "model." prefix; `kv`, when given, gets each
+    decoder layer's self-attention keys and values [B, heads, T, dh];
+    `encoded`, when given, stands for the encoder's output; `positions(n,
+    d)`, Marian's table (as the model holds it in its type); `probs`, when
+    given, a dict whose lists "encoder", "decoder" and "cross" get each
+    layer's attention probabilities [B, heads, Sq, Skv]."""
+    kind = cfg["model_type"]
+    d = cfg["d_model"]
+    scale = math.sqrt(d) if cfg.get("scale_embedding", False) else 1.0
+    pre = kind == "mbart"
+    shared = cfg.get("share_encoder_decoder_embeddings", True)
+    act = cfg.get("activation_function", "gelu")
+
+    def g(n):
+        return w[n].astype(np.float64)
+
+    def ln(x, n):
+        return layer_norm(x, g(n + ".weight"), g(n + ".bias"), 1e-5)
+
+    def lin(x, n):
+        return x @ g(n + ".weight").T + g(n + ".bias")
+
+    def attn(n, x, source, heads, add, causal=False, store=None, maps=None):
+        q = _heads(lin(x, n + ".q_proj"), heads)
+        k = _heads(lin(source, n + ".k_proj"), heads)
+        v = _heads(lin(source, n + ".v_proj"), heads)
+        if store is not None:
+            store.append((k, v))
+        s = q @ k.transpose(0, 1, 3, 2) * (d // heads) ** -0.5
+        if add is not None:
+            s = s + add
+        return lin(_merge(_attend(s, v, causal,
+                                  None if probs is None else probs[maps])),
+                   n + ".out_proj")
+
+    def block(x, norm, f):
+        return x + f(ln(x, norm)) if pre else ln(x + f(x), norm)
+
+    def ffn(p):
+        return lambda x: lin(activation(act, lin(x, p + "fc1")), p + "fc2")
+
+    def embed(stack, t):
+        n = t.shape[1]
+        table = g("shared.weight" if shared else stack +
+                  ".embed_tokens.weight")
+        h = table[t] * scale
+        if kind == "marian":
+            return h + positions(n, d)
+        h = h + g(stack + ".embed_positions.weight")[2:n + 2]
+        return ln(h, stack + ".layernorm_embedding")
+
+    ext = (1.0 - mask[:, None, None, :].astype(np.float64)) * F32_MIN
+    if encoded is None:
+        h = embed("encoder", ids)
+        heads = cfg["encoder_attention_heads"]
+        for l in range(cfg["encoder_layers"]):
+            p = "encoder.layers.%d." % l
+            h = block(h, p + "self_attn_layer_norm",
+                      lambda x: attn(p + "self_attn", x, x, heads, ext,
+                                     maps="encoder"))
+            h = block(h, p + "final_layer_norm", ffn(p))
+        encoded = ln(h, "encoder.layer_norm") if pre else h
+    encoded = np.asarray(encoded, dtype=np.float64)
+    h = embed("decoder", dec_ids)
+    heads = cfg["decoder_attention_heads"]
+    for l in range(cfg["decoder_layers"]):
+        p = "decoder.layers.%d." % l
+        h = block(h, p + "self_attn_layer_norm",
+                  lambda x: attn(p + "self_attn", x, x, heads, None, True,
+                                 kv, "decoder"))
+        h = block(h, p + "encoder_attn_layer_norm",
+                  lambda x: attn(p + "encoder_attn", x, encoded, heads, ext,
+                                 maps="cross"))
+        h = block(h, p + "final_layer_norm", ffn(p))
+    return encoded, ln(h, "decoder.layer_norm") if pre else h
+
+
+def encoder_decoder_logits(cfg, w, hidden):
+    """The LM head of MarianMTModel, BartForConditionalGeneration or
+    MBartForConditionalGeneration on the decoder's output: tied to the
+    decoder's token table, plus final_logits_bias where `w` has it."""
+    shared = cfg.get("share_encoder_decoder_embeddings", True)
+    table = w["shared.weight" if shared else "decoder.embed_tokens.weight"]
+    out = hidden @ table.astype(np.float64).T
+    if "final_logits_bias" in w:
+        out = out + w["final_logits_bias"].astype(np.float64)
+    return out
+
+
+def t5_bucket(relative, bidirectional, buckets, max_distance):
+    """T5Attention._relative_position_bucket of the relative positions
+    (key minus query), its logarithmic buckets in f32 as PyTorch computes
+    them."""
+    relative = np.asarray(relative, dtype=np.int64)
+    out = np.zeros_like(relative)
+    if bidirectional:
+        buckets //= 2
+        out += (relative > 0) * buckets
+        relative = np.abs(relative)
+    else:
+        relative = -np.minimum(relative, 0)
+    exact = buckets // 2
+    ratio = np.maximum(relative, 1).astype(np.float32) / np.float32(exact)
+    large = exact + (np.log(ratio) / np.float32(math.log(max_distance / exact))
+                     * np.float32(buckets - exact)).astype(np.int64)
+    return out + np.where(relative < exact, relative,
+                          np.minimum(large, buckets - 1))
+
+
+def t5(cfg, w, ids, mask, dec_ids, kv=None, encoded=None, probs=None):
+    """transformers' T5Model / T5ForConditionalGeneration forward (eager
+    attention, decoder_attention_mask None) in float64: (the encoder's
+    final hidden state, the decoder's). Pre-norm layers of T5LayerNorm (RMS,
+    no mean, no bias), unscaled scores plus the relative position bias of
+    each stack's first layer (bidirectional in the encoder, causal in the
+    decoder, none in cross-attention), feed_forward_proj's feed-forward
+    ("gated-gelu": gelu_new(wi_0 x) * wi_1 x). `w`: the weights by name;
+    `kv`, when given, gets each decoder layer's self-attention keys and
+    values [B, heads, T, d_kv]; `encoded`, when given, stands for the
+    encoder's output; `probs`, when given ({"encoder": [], "decoder": [],
+    "cross": []}), gets each layer's attention probabilities per stack."""
+    heads = cfg["num_heads"]
+    eps = cfg.get("layer_norm_epsilon", 1e-6)
+    proj = cfg.get("feed_forward_proj", "relu")
+    gated = proj.startswith("gated-")
+    act = "gelu_new" if proj == "gated-gelu" else proj.split("-")[-1]
+
+    def g(n):
+        return w[n].astype(np.float64)
+
+    def norm(x, n):
+        return rms_norm(x, g(n + ".weight"), eps)
+
+    def lin(x, n):
+        return x @ g(n + ".weight").T
+
+    def bias(stack, bidirectional, n):
+        rel = np.arange(n)[None, :] - np.arange(n)[:, None]
+        table = g(stack + ".block.0.layer.0.SelfAttention."
+                  "relative_attention_bias.weight")
+        buckets = t5_bucket(rel, bidirectional,
+                            cfg.get("relative_attention_num_buckets", 32),
+                            cfg.get("relative_attention_max_distance", 128))
+        return table[buckets].transpose(2, 0, 1)[None]
+
+    def attn(n, x, source, add, causal=False, store=None, stack=None):
+        q = _heads(lin(x, n + ".q"), heads)
+        k = _heads(lin(source, n + ".k"), heads)
+        v = _heads(lin(source, n + ".v"), heads)
+        if store is not None:
+            store.append((k, v))
+        s = q @ k.transpose(0, 1, 3, 2) + add
+        return lin(_merge(_attend(s, v, causal,
+                                  None if probs is None else probs[stack])),
+                   n + ".o")
+
+    def ffn(n, x):
+        if gated:
+            x = activation(act, lin(x, n + ".wi_0")) * lin(x, n + ".wi_1")
+        else:
+            x = activation(act, lin(x, n + ".wi"))
+        return lin(x, n + ".wo")
+
+    table = g("shared.weight")
+    ext = (1.0 - mask[:, None, None, :].astype(np.float64)) * F32_MIN
+    if encoded is None:
+        h = table[ids]
+        add = bias("encoder", True, ids.shape[1]) + ext
+        for l in range(cfg["num_layers"]):
+            p = "encoder.block.%d.layer." % l
+            x = norm(h, p + "0.layer_norm")
+            h = h + attn(p + "0.SelfAttention", x, x, add, stack="encoder")
+            h = h + ffn(p + "1.DenseReluDense", norm(h, p + "1.layer_norm"))
+        encoded = norm(h, "encoder.final_layer_norm")
+    encoded = np.asarray(encoded, dtype=np.float64)
+    h = table[dec_ids]
+    add = bias("decoder", False, dec_ids.shape[1])
+    for l in range(cfg.get("num_decoder_layers") or cfg["num_layers"]):
+        p = "decoder.block.%d.layer." % l
+        x = norm(h, p + "0.layer_norm")
+        h = h + attn(p + "0.SelfAttention", x, x, add, True, kv, "decoder")
+        h = h + attn(p + "1.EncDecAttention", norm(h, p + "1.layer_norm"),
+                     encoded, ext, stack="cross")
+        h = h + ffn(p + "2.DenseReluDense", norm(h, p + "2.layer_norm"))
+    return encoded, norm(h, "decoder.final_layer_norm")
+
+
+def t5_logits(cfg, w, hidden):
+    """T5ForConditionalGeneration's LM head on the decoder's output:
+    lm_head.weight where `w` has it (else the token table, tied), after
+    scaling by d_model^-0.5 when scale_decoder_outputs (default: whether
+    tie_word_embeddings is not false)."""
+    head = w.get("lm_head.weight", w["shared.weight"]).astype(np.float64)
+    if cfg.get("scale_decoder_outputs",
+               cfg.get("tie_word_embeddings", True) is not False):
+        hidden = hidden * cfg["d_model"] ** -0.5
+    return hidden @ head.T
+
+
+def patch_embedding(pixels, weight, bias=None):
+    """nn.Conv2d with kernel = stride = the patch of `weight` [D, C, ph, pw]
+    on `pixels` [B, C, H, W], in float64, flattened and transposed as ViT
+    and CLIP do: [B, patches, D], the patches row by row."""
+    d, _, ph, pw = weight.shape
+    x = np.asarray(pixels, dtype=np.float64)
+    windows = np.lib.stride_tricks.sliding_window_view(
+        x, (ph, pw), axis=(2, 3))[:, :, ::ph, ::pw]
+    out = np.einsum("bcijuv,dcuv->bijd", windows,
+                    np.asarray(weight, dtype=np.float64))
+    if bias is not None:
+        out = out + bias
+    return out.reshape(x.shape[0], -1, d)
+
+
+def pre_norm_encoder(h, w, names, layers, heads, eps, act, mask=None):
+    """ViT's and CLIP's encoder in float64: per layer l, h + out(attention(
+    norm1(h))), then h + fc2(act(fc1(norm2(h)))), attention scaled by
+    head_dim^-0.5 plus the additive `mask` when given. `w`: the tensors by
+    name (float64); `names(l)`: layer l's (norm1, q, k, v, out, norm2, fc1,
+    fc2); a bias is added where `w` has it."""
+    def lin(x, n):
+        y = x @ w[n + ".weight"].T
+        return y + w[n + ".bias"] if n + ".bias" in w else y
+
+    def ln(x, n):
+        return layer_norm(x, w[n + ".weight"], w[n + ".bias"], eps)
+
+    d = h.shape[-1] // heads
+    for l in range(layers):
+        n1, q, k, v, o, n2, fc1, fc2 = names(l)
+        a = ln(h, n1)
+        s = _heads(lin(a, q), heads) @ \
+            _heads(lin(a, k), heads).transpose(0, 1, 3, 2) * d ** -0.5
+        if mask is not None:
+            s = s + mask
+        h = h + lin(_merge(softmax(s) @ _heads(lin(a, v), heads)), o)
+        h = h + lin(activation(act, lin(ln(h, n2), fc1)), fc2)
+    return h

@@ -47,7 +47,12 @@ enum class ImportOutput {
   /// f32>: the last hidden state times lm_head.weight transposed (the token
   /// embedding table when config.json ties them), rounded to the compute
   /// type as the framework's head computes it, returned in f32.
+  /// ViTForImageClassification: the classifier's, tensor<B x labels x f32>.
   Logits,
+  /// ViT and CLIP: the pooler's output, tensor<B x hidden x f32>: ViT's
+  /// dense + tanh on the class token; CLIP's class token after
+  /// post_layernorm, or the text's state at its EOS token.
+  Pooled,
 };
 
 /// The element type a model computes in.
@@ -77,9 +82,46 @@ enum class PresentKV {
   New,
 };
 
+/// Which part of an encoder-decoder (Marian, BART, mBART, T5) or of CLIP a
+/// build holds.
+enum class ModelPart {
+  /// The whole model: input_ids, attention_mask [B, S] and
+  /// decoder_input_ids [B, T] in, the decoder's output out.
+  Whole,
+  /// The encoder: input_ids, attention_mask in, encoder_hidden_states
+  /// [B, S, hidden] of the compute type out.
+  Encoder,
+  /// The decoder: decoder_input_ids, encoder_hidden_states and the
+  /// encoder's attention_mask in, the decoder's output out.
+  Decoder,
+  /// CLIP's image tower: pixel_values [B, C, H, W] (f32) in, image_embeds
+  /// out.
+  Vision,
+  /// CLIP's text tower: input_ids, attention_mask [B, S] in, text_embeds
+  /// out.
+  Text,
+};
+
+/// One item of --attention-maps: layers first..last of an attention stack
+/// whose probabilities a build returns.
+struct AttentionMapSelection {
+  /// "" (a model's one stack; with `all`, every stack of any model),
+  /// "encoder", "decoder" (an encoder-decoder's self-attention) or
+  /// "cross" (its decoder's cross-attention).
+  std::string stack;
+  int64_t first = 0;
+  /// -1: through the stack's last layer (`all`).
+  int64_t last = -1;
+  /// The item as written, for errors.
+  std::string text;
+};
+
 struct ImportOptions {
   int64_t batch = 1;
   int64_t seqLen = 128;
+  /// Whether seqLen was asked for (--seq-len given): image models take
+  /// none and refuse one.
+  bool seqLenGiven = false;
   ImportOutput output = ImportOutput::Default;
   /// Add a `token_type_ids` input (tensor<BxSxi64>) after attention_mask; when
   /// false the token types are all zero, as transformers does by default.
@@ -103,6 +145,18 @@ struct ImportOptions {
   bool positionIds = false;
   /// Decoders with kvCache: what present.L.key/value hold.
   PresentKV present = PresentKV::All;
+  /// Encoder-decoders: the decoder's token count T (decoder_input_ids
+  /// [B, T]; seqLen is the encoder's S); 0 when not given, which only the
+  /// encoder part accepts.
+  int64_t decoderSeqLen = 0;
+  /// Encoder-decoders and CLIP: the part built.
+  ModelPart part = ModelPart::Whole;
+  /// The layers whose attention probabilities [B, heads, Sq, Skv] (after
+  /// the softmax, hidden keys 0, in the compute type) the build returns
+  /// after its other results: `attentions.L`, or an encoder-decoder's
+  /// `encoder_attentions.L`, `decoder_attentions.L`, `cross_attentions.L`,
+  /// in that order, each by layer. Those layers' attention stays unfused.
+  std::vector<AttentionMapSelection> attentionMaps;
 };
 
 /// Imports the model in `dir`. On failure returns failure() and sets `error`

@@ -2,9 +2,9 @@
 //
 // The flags tfc-import and tfc-compile take for a model import: for Hugging
 // Face directories --batch, --seq-len, --dtype, --output, --token-type-ids,
-// --kv-cache, --past-len, --position-ids, --present; for ONNX files --batch,
-// --seq-len and --input-shape. Defined once: each tool holds one static
-// ImportFlags.
+// --kv-cache, --past-len, --position-ids, --present, --decoder-seq-len,
+// --part, --attention-maps; for ONNX files --batch, --seq-len and
+// --input-shape. Defined once: each tool holds one static ImportFlags.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,7 +49,7 @@ public:
 
 private:
   /// The descriptions, before the options: cl::desc keeps a reference.
-  std::string descriptions[10];
+  std::string descriptions[13];
   llvm::cl::opt<std::string> batch, seqLen;
   llvm::cl::opt<std::string> dtype;
   llvm::cl::opt<ImportOutput> output;
@@ -58,7 +58,18 @@ private:
   llvm::cl::opt<bool> positionIds;
   llvm::cl::opt<PresentKV> present;
   llvm::cl::list<std::string> inputShape;
+  llvm::cl::opt<int64_t> decoderSeqLen;
+  llvm::cl::opt<ModelPart> part;
+  llvm::cl::opt<std::string> attentionMaps;
 };
+
+/// The items of --attention-maps's comma-separated list: layer numbers
+/// (3), ranges (0-2) or `all`, each optionally after a stack name and a dot
+/// (encoder.0, decoder.1-2, cross.all); failure with `error` set to one
+/// line naming the flag and the item otherwise. Whether the layers exist
+/// is the import's to check.
+mlir::FailureOr<std::vector<AttentionMapSelection>>
+parseAttentionMaps(llvm::StringRef list, std::string &error);
 
 } // namespace tfc
 
