@@ -7,6 +7,8 @@
     with m.context() as c:                             # one per thread
         emb, = c.run(ids, mask)
     m = tfc.Model("model.so", weights="model.safetensors")  # a built library
+    g = tfc.Generator("gpt2/", max_length=64)          # generate() as
+    ids = g.generate(prompt, max_new_tokens=20, num_beams=4)  # transformers'
 
 Inputs are numpy arrays, DLPack tensors (torch CPU tensors, read without a
 copy) or lists; outputs are numpy arrays (torch.from_dlpack(out) shares
@@ -19,6 +21,7 @@ package was installed, else the system's search paths.
 from . import runtime
 from ._locate import locate
 from .compiler import CompileError, compile
+from .generation import Generator
 from .runtime import (Context, Error, Model, TensorInfo, aligned_empty,
                       allocator_stats, as_aligned, bf16_to_float32,
                       float32_to_bf16, load_runtime, set_threads,
@@ -26,7 +29,8 @@ from .runtime import (Context, Error, Model, TensorInfo, aligned_empty,
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "Context", "Error", "Model", "TensorInfo",
+__all__ = ["CompileError", "Context", "Error", "Generator", "Model",
+           "TensorInfo",
            "aligned_empty", "allocator_stats", "as_aligned",
            "bf16_to_float32", "compile", "float32_to_bf16", "load_runtime",
            "locate", "runtime", "set_threads", "trim_allocator"]
