@@ -38,8 +38,9 @@ SEQ = 128
 TFC = {"tfc fused f32": [],
        "tfc int4 weights, int8 activations": [
            "--quantize-weights=int4", "--quantize-activations=int8"]}
-ORT = {"ONNX Runtime f32": "llama_12l_b1_s128.onnx",
-       "ONNX Runtime int4, accuracy level 4": "llama_12l_b1_s128.int4_4.onnx"}
+ORT = {"ONNX Runtime f32": "llama_12l_b1_s128.dynamo.onnx",
+       "ONNX Runtime int4, accuracy level 4":
+       "llama_12l_b1_s128.dynamo.int4_4.onnx"}
 
 
 def one(a):

@@ -21,25 +21,25 @@ ids and an all-ones attention mask, with the same thread count.
 --past-len P times one decode step instead: --seq-len new tokens (1 for
 decoding) after a KV cache of P tokens, which PyTorch computes once from P
 random tokens (its prefill) and every system then takes as input: tfc's
-build with --past-len P (its outputs include the keys and values of all
-P + S tokens) and PyTorch's model called with past_key_values (the legacy
-tuple, as generate() used to) and ONNX Runtime's export of that call (the
-cache as inputs, the new one as outputs). A second tfc build, "tfc fused
---present=new", returns the new token's keys and values only (for the
+build with --past-len P (its outputs include the keys and values of all P +
+S tokens) and PyTorch's model called with that cache (a transformers
+DynamicCache, as generate() passes it) and ONNX Runtime's export of that
+call (the cache as inputs, the new one as outputs). A second tfc build, "tfc
+fused --present=new", returns the new token's keys and values only (for the
 caller to write into its cache): its step reads the cache where it is
 instead of copying it into the new one. --quantize adds "tfc fused
 --quantize-weights=int8" and "=int4": the matmuls' weights quantized as the
-kernels pack them (int8: a scale per output column; int4: per column and
-128 rows), and each with "--quantize-activations=int8" (those matmuls'
-activations quantized per row and 128 values, integer dot products);
-their outputs differ from PyTorch's by the quantization (the last column
-says how much). And ONNX Runtime's own weight-only int8 and
-int4 (MatMulNBits from its MatMulNBitsQuantizer: symmetric, a scale per
-128 weights along K), computing in f32 ("accuracy level 0") and with its
-activations quantized to int8 too (accuracy level 4, MLAS's int8 kernels).
---bf16 adds "tfc fused --dtype=bf16" and PyTorch eager on the model
-converted with .to(torch.bfloat16); with --past-len both take the cache
-rounded to bf16 (and tfc's bf16 build also runs with --present=new). Each round runs every
+kernels pack them (int8: a scale per output column; int4: per column and 128
+rows), and each with "--quantize-activations=int8" (those matmuls'
+activations quantized per row and 128 values, integer dot products); their
+outputs differ from PyTorch's by the quantization (the last column says how
+much). And ONNX Runtime's own weight-only int8 and int4 (MatMulNBits from
+its MatMulNBitsQuantizer: symmetric, a scale per 128 weights along K),
+computing in f32 ("accuracy level 0") and with its activations quantized to
+int8 too (accuracy level 4, MLAS's int8 kernels). --bf16 adds "tfc fused
+--dtype=bf16" and PyTorch eager on the model converted with
+.to(torch.bfloat16); with --past-len both take the cache rounded to bf16
+(and tfc's bf16 build also runs with --present=new). Each round runs every
 system once as a fresh process (rotated order): 2 warm-up runs, then --runs
 timed runs; latency = median of the round medians. tfc is timed by tfc-run
 --repeat, the peers by perf_counter around each call (this file's `peer`
@@ -90,25 +90,24 @@ def make_model(d, family, layers):
     model_class(family)(cfg).save_pretrained(d, safe_serialization=True)
 
 
+def kv_cache(pairs):
+    """transformers' DynamicCache holding `pairs`, (keys, values) by layer."""
+    from transformers import DynamicCache
+    return DynamicCache(pairs)
+
+
+def kv_pairs(out):
+    """The (keys, values) by layer of a model output's cache."""
+    return [(layer.keys, layer.values) for layer in out.cache.layers]
+
+
 def peer_environments():
-    """The environment of the peers' processes, without thread settings,
-    and PyTorch's."""
+    """The environment of the peers' processes, without thread settings
+    (every system takes --threads), and PyTorch's (the same)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME",
                         "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
-    # Debian's torch uses the pthread OpenBLAS, which oversubscribes the
-    # cores next to torch's own threads; bench/minilm/setup_peers.sh fetches
-    # the OpenMP build (as the MiniLM benchmark uses).
-    torch_env = dict(env)
-    openblas = os.path.join(ROOT, "bench", ".venv", "openblas",
-                            "openblas-openmp")
-    if os.path.isdir(openblas):
-        torch_env["LD_LIBRARY_PATH"] = openblas + (
-            ":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
-    else:
-        print("run.py: warning: %s missing; PyTorch runs on the pthread "
-              "OpenBLAS" % openblas)
-    return env, torch_env
+    return env, env
 
 
 def peer(a):
@@ -132,10 +131,8 @@ def peer(a):
             # The KV cache of these tokens, one .npy per layer's keys and
             # values (the --out prefix).
             with torch.inference_mode():
-                cache = m(input_ids=ti, attention_mask=tm,
-                          use_cache=True).past_key_values
-            if hasattr(cache, "to_legacy_cache"):
-                cache = cache.to_legacy_cache()
+                cache = kv_pairs(m(input_ids=ti, attention_mask=tm,
+                                   use_cache=True))
             for l, (k, v) in enumerate(cache):
                 np.save("%s%d_k.npy" % (a.out, l), k.numpy())
                 np.save("%s%d_v.npy" % (a.out, l), v.numpy())
@@ -147,7 +144,7 @@ def peer(a):
                     return m(input_ids=ti,
                              attention_mask=tm)[0].float().numpy()
                 return m(input_ids=ti, attention_mask=tm,
-                         past_key_values=tuple(past),
+                         cache=kv_cache(past),
                          use_cache=True)[0].float().numpy()
     else:
         import onnxruntime as ort
@@ -201,19 +198,16 @@ def export(family, model, onnx, batch, seq, past=()):
                               use_cache=False)[0]
             pairs = tuple(zip(flat[0::2], flat[1::2]))
             out = self.m(input_ids=input_ids, attention_mask=attention_mask,
-                         past_key_values=pairs, use_cache=True)
-            present = out.past_key_values
-            if hasattr(present, "to_legacy_cache"):
-                present = present.to_legacy_cache()
-            return (out[0],) + tuple(t for kv in present for t in kv)
+                         cache=kv_cache(pairs), use_cache=True)
+            return (out[0],) + tuple(t for kv in kv_pairs(out) for t in kv)
     names = ["past_%d_%s" % (i // 2, "kv"[i % 2]) for i in range(len(cache))]
     with torch.no_grad():
         torch.onnx.export(
-            Wrap(m), (ids, mask) + tuple(cache), onnx,
+            Wrap(m).eval(), (ids, mask) + tuple(cache), onnx,
             input_names=["input_ids", "attention_mask"] + names,
             output_names=["hidden"] + ["present_%d" % i
                                        for i in range(len(cache))],
-            opset_version=14)
+            dynamo=True, opset_version=18)
 
 
 def quantize_onnx(src, dst, bits, accuracy_level):
@@ -294,7 +288,9 @@ def main():
     for p in past if a.bf16 else []:
         past_bf16.append(p[:-len(".npy")] + "_bf16.npy")
         np.save(past_bf16[-1], f32_to_bf16(np.load(p)))
-    onnx = os.path.join(work, tag + ".onnx")
+    # (".dynamo": exports of the TorchScript exporter, which this script
+    # used before, are not reused)
+    onnx = os.path.join(work, tag + ".dynamo.onnx")
     if not os.path.exists(onnx):
         export(a.family, model, onnx, b, s, past)
     bins = os.path.join(ROOT, "build", "bin")
@@ -343,7 +339,7 @@ def main():
             for level in (0, 4):
                 x = "ONNX Runtime int%d weights, accuracy level %d" % (bits,
                                                                      level)
-                onnx_of[x] = os.path.join(work, tag + ".int%d_%d.onnx" % (
+                onnx_of[x] = os.path.join(work, tag + ".dynamo.int%d_%d.onnx" % (
                     bits, level))
                 if not os.path.exists(onnx_of[x]):
                     quantize_onnx(onnx, onnx_of[x], bits, level)

@@ -11,8 +11,8 @@ eager attention takes its softmax in float32. Those three are patched to
 float64 (same formulas), and then the two models must agree to 1e-12 on the
 test's random weights: grouped-query attention, one K/V head with q/k/v/o
 biases and linear rope scaling, and plain multi-head attention, a padded
-batch row each. (transformers 4.40 has no llama3 rope scaling, head_dim or
-mlp_bias; those follow its later modeling_llama.py.)
+batch row each. (The cases leave out llama3 rope scaling, head_dim and
+mlp_bias, which transformers 4.40, where the check began, did not have.)
 """
 import os
 import sys
@@ -34,11 +34,14 @@ def rms_forward(self, h):
 
 
 def rope_forward(self, x, position_ids):
-    inv = 1.0 / (self.base ** (torch.arange(0, self.dim, 2,
-                                            dtype=torch.float64) / self.dim))
+    c = self.config
+    p = c.rope_parameters
+    dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    inv = 1.0 / (p["rope_theta"] ** (torch.arange(0, dim, 2,
+                                                  dtype=torch.float64) / dim))
     pos = position_ids.double()
-    if isinstance(self, ml.LlamaLinearScalingRotaryEmbedding):
-        pos = pos / self.scaling_factor
+    if p["rope_type"] == "linear":
+        pos = pos / p["factor"]
     freqs = pos[:, :, None] * inv[None, None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
@@ -48,7 +51,6 @@ def main():
     torch.set_default_dtype(torch.float64)
     ml.LlamaRMSNorm.forward = rms_forward
     ml.LlamaRotaryEmbedding.forward = rope_forward
-    ml.LlamaLinearScalingRotaryEmbedding.forward = rope_forward
     softmax = torch.nn.functional.softmax
     torch.nn.functional.softmax = \
         lambda x, dim=None, dtype=None: softmax(x, dim=dim)

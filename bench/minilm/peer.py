@@ -7,6 +7,10 @@ under /usr/bin/time -v, so its peak RSS is this process alone).
   peer.py torch|ort --model-dir D --onnx F --ids IDS.npy --mask MASK.npy
           --threads T --warmup W --runs N --emb OUT.npy --stats OUT.json
 
+ort runs any .onnx file whose inputs are the ids and the mask, in that
+order (bench/onnx/run.py's files too), and writes its first output; its
+stats include the time the InferenceSession took to create (session_ms).
+
 The computation is the same for every system: all-MiniLM-L6-v2 as
 sentence-transformers defines it (BertModel -> mean pooling over the
 attention mask -> L2 normalise) on int64 [B, S] ids + mask, token_type_ids 0,
@@ -15,8 +19,10 @@ output float32 [B, 384]. Tokenisation is not timed (tfc gets token ids too).
   torch: the SentenceTransformer module's own forward (its Transformer,
          Pooling and Normalize modules) on the padded tensors, under
          torch.inference_mode(), torch.set_num_threads(T).
-  ort:   that same forward exported by torch.onnx.export (pooling and
-         normalise inside the graph, static shapes [B, S] like tfc's),
+  ort:   that same forward exported by torch.onnx.export (the dynamo
+         exporter, operator set 18; pooling and normalise inside the graph,
+         static shapes [B, S] like tfc's; the weights in the external
+         data file next to it),
          CPUExecutionProvider, ORT_ENABLE_ALL, intra_op_num_threads=T,
          inter_op_num_threads=1, sequential execution.
   quantize: ONNX Runtime's dynamic quantization of that export
@@ -70,18 +76,22 @@ def make_wrapper(st):
     return W(st).eval()
 
 
-def do_export(a):
+def export_onnx(w, batch, seq_len, path, opset):
+    """Exports make_wrapper's module w for [batch, seq_len] inputs."""
     import torch
 
-    w = make_wrapper(load_st(a.model_dir))
-    ids = torch.ones(a.batch, a.seq_len, dtype=torch.int64)
-    mask = torch.ones(a.batch, a.seq_len, dtype=torch.int64)
+    ids = torch.ones(batch, seq_len, dtype=torch.int64)
+    mask = torch.ones(batch, seq_len, dtype=torch.int64)
     with torch.no_grad():
-        torch.onnx.export(w, (ids, mask), a.onnx,
+        torch.onnx.export(w, (ids, mask), path, dynamo=True,
                           input_names=["input_ids", "attention_mask"],
                           output_names=["sentence_embedding"],
-                          opset_version=a.opset, do_constant_folding=True)
-    print(f"exported {a.onnx} (opset {a.opset}, static [{a.batch}, {a.seq_len}])")
+                          opset_version=opset)
+    print(f"exported {path} (opset {opset}, static [{batch}, {seq_len}])")
+
+
+def do_export(a):
+    export_onnx(make_wrapper(load_st(a.model_dir)), a.batch, a.seq_len, a.onnx, a.opset)
 
 
 def do_quantize(a):
@@ -140,11 +150,14 @@ def do_bench(a):
         so.intra_op_num_threads = a.threads
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        t0 = time.perf_counter()
         sess = ort.InferenceSession(a.onnx, so, providers=["CPUExecutionProvider"])
-        feeds = {"input_ids": ids, "attention_mask": mask}
+        stats["session_ms"] = (time.perf_counter() - t0) * 1e3
+        # The graph's inputs in order: the ids, then the mask.
+        feeds = dict(zip([i.name for i in sess.get_inputs()], (ids, mask)))
 
         def fn():
-            return sess.run(["sentence_embedding"], feeds)[0]
+            return sess.run(None, feeds)[0]
 
         out, times = time_loop(fn, a.warmup, a.runs)
         emb = out
@@ -161,10 +174,10 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("cmd", choices=["export", "quantize", "torch", "torch-bf16",
                                    "ort"])
-    p.add_argument("--model-dir", required=True)
+    p.add_argument("--model-dir", help="the model (export, quantize, torch)")
     p.add_argument("--onnx")
     p.add_argument("--out")
-    p.add_argument("--opset", type=int, default=14)
+    p.add_argument("--opset", type=int, default=18)
     p.add_argument("--batch", type=int)
     p.add_argument("--seq-len", type=int, default=128)
     p.add_argument("--ids")

@@ -59,8 +59,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
-VENV_PY = os.path.join(ROOT, "bench", ".venv", "bin", "python")
-OPENBLAS = os.path.join(ROOT, "bench", ".venv", "openblas", "openblas-openmp")
+# The bench venv (bench/minilm/setup_peers.sh; BENCH_VENV as there).
+VENV = os.environ.get("BENCH_VENV") or os.path.join(ROOT, "bench", ".venv")
+VENV_PY = os.path.join(VENV, "bin", "python")
 
 # The sentences of tests/fixtures/minilm (5 to 104 tokens).
 with open(os.path.join(ROOT, "tests", "fixtures", "minilm", "sentences.json")) as f:
@@ -102,12 +103,14 @@ def log(*a):
 
 
 def reexec_in_venv():
+    """Runs this script again in the bench venv where it exists and this is
+    another python (sys.prefix: a venv's python is a link to the system's)."""
+    if os.path.exists(VENV_PY) and os.path.realpath(sys.prefix) != os.path.realpath(VENV):
+        os.execv(VENV_PY, [VENV_PY] + sys.argv)
     try:
         import tokenizers  # noqa: F401
         import numpy  # noqa: F401
     except ImportError:
-        if os.path.exists(VENV_PY) and os.path.realpath(sys.executable) != os.path.realpath(VENV_PY):
-            os.execv(VENV_PY, [VENV_PY] + sys.argv)
         sys.exit("run.py: needs the bench venv: bash bench/minilm/setup_peers.sh")
 
 
@@ -159,9 +162,14 @@ def cpu_model():
 
 
 def versions(py):
-    code = ("import json,numpy,torch,transformers,tokenizers,sentence_transformers,onnx,onnxruntime;"
-            "print(json.dumps({m.__name__: m.__version__ for m in "
-            "[numpy,torch,transformers,tokenizers,sentence_transformers,onnx,onnxruntime]}))")
+    """The peers' versions in py's environment, and PyTorch's BLAS
+    ("torch_blas": its build's BLAS_INFO)."""
+    code = ("import json,re,numpy,torch,transformers,tokenizers,sentence_transformers,onnx,onnxruntime;"
+            "v={m.__name__: m.__version__ for m in "
+            "[numpy,torch,transformers,tokenizers,sentence_transformers,onnx,onnxruntime]};"
+            "b=re.search(r'BLAS_INFO=(\\w+)',torch.__config__.show());"
+            "v['torch_blas']=b.group(1) if b else 'unknown';"
+            "print(json.dumps(v))")
     try:
         return json.loads(sh([py, "-c", code]))
     except Exception as e:
@@ -260,24 +268,12 @@ def main():
     base_env = dict(os.environ)
     for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "KMP_BLOCKTIME", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         base_env.pop(k, None)
-    torch_env = dict(base_env)
-    torch_blas = "Debian default libblas.so.3"
-    if os.path.isdir(OPENBLAS):
-        # Debian's python3-torch does its GEMMs through libblas.so.3, which is
-        # netlib's reference BLAS unless an optimised one is installed
-        # (~50x slower here). Point this process alone at OpenBLAS (OpenMP
-        # build, so it shares torch's OpenMP pool); the system is untouched.
-        torch_env["LD_LIBRARY_PATH"] = OPENBLAS + (":" + base_env["LD_LIBRARY_PATH"] if base_env.get("LD_LIBRARY_PATH") else "")
-        torch_blas = "OpenBLAS 0.3.21 (Debian libopenblas0-openmp, via LD_LIBRARY_PATH)"
-    else:
-        log(f"run.py: warning: {OPENBLAS} missing (setup_peers.sh fetches it); PyTorch uses {torch_blas}")
-
     meta = {
         "date_utc": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": cpu_model(), "nproc": os.cpu_count(), "threads": T,
         "seq_len": a.seq_len, "tfc_lengths": a.lengths, "tfc_batches": a.tfc_batches, "max_tokens": a.max_tokens, "rounds": a.rounds, "runs_per_round": a.runs,
         "warmup_per_round": a.warmup, "tfc_git": git_state(),
-        "versions": versions(py), "torch_blas": torch_blas,
+        "versions": versions(py),
         "loadavg_start": os.getloadavg(), "model_dir": model_dir,
         "tfc_bin_mtime": bin_mtimes(a.bin),
         "command": " ".join(["bench/.venv/bin/python", "bench/minilm/run.py"] + sys.argv[1:]),
@@ -325,7 +321,7 @@ def main():
         if "ort" in systems or "ort-int8" in systems:
             t0 = time.perf_counter()
             sh([py, peer, "export", "--model-dir", model_dir, "--batch", str(B),
-                "--seq-len", str(seq), "--onnx", onnx_p], env=torch_env)
+                "--seq-len", str(seq), "--onnx", onnx_p], env=base_env)
             build["ort"] = {"export_s": round(time.perf_counter() - t0, 2), "onnx_mb": round(os.path.getsize(onnx_p) / 2**20, 1)}
             log(f"run.py: b{B} ort: exported in {build['ort']['export_s']} s")
         if "ort-int8" in systems:
@@ -359,7 +355,7 @@ def main():
                            "--onnx", onnx_of.get(s, onnx_p), "--ids", ids_p,
                            "--mask", mask_p, "--threads", str(T), "--warmup", str(a.warmup),
                            "--runs", str(a.runs), "--emb", emb_p, "--stats", st_p]
-                    out, rss = timed_process(cmd, env=torch_env if s.startswith("torch") else base_env)
+                    out, rss = timed_process(cmd, env=base_env)
                     with open(st_p) as f:
                         st = json.load(f)
                     med, mn = statistics.median(st["times_ms"]), min(st["times_ms"])
@@ -446,7 +442,7 @@ def render(res, systems):
         lengths += f" (tfc built for batch sizes {m['tfc_batches']})"
     L.append(f"### all-MiniLM-L6-v2, seq {m['seq_len']}{lengths}, {m['threads']} threads — {m['date_utc']}\n")
     L.append(f"{m['cpu']}, {m['nproc']} CPUs; tfc {m['tfc_git']}; torch {v.get('torch')} "
-             f"({m['torch_blas']}), onnxruntime {v.get('onnxruntime')}; "
+             f"(BLAS {v.get('torch_blas', m.get('torch_blas'))}), onnxruntime {v.get('onnxruntime')}; "
              f"{m['rounds']} interleaved rounds x ({m['warmup_per_round']} warm-up + "
              f"{m['runs_per_round']} timed runs) per system; "
              f"load average {m['loadavg_start'][0]:.2f} at start, {m['loadavg_end'][0]:.2f} at end."
