@@ -80,12 +80,22 @@ FailureOr<Value> matmul(NodeContext &ctx, Value a, Value b) {
 
 namespace {
 
-LogicalResult matmulOp(NodeContext &ctx) {
-  if (ctx.type(0).getElementType() != ctx.type(1).getElementType())
-    return ctx.fail("inputs have different element types");
-  if (!isa<FloatType>(ctx.type(0).getElementType()))
-    return ctx.fail("MatMul of " + typeName(ctx.onnxTypeOf(0)) +
+/// Fails unless the first `count` inputs (those present) share one
+/// floating-point element type.
+LogicalResult floatOperands(NodeContext &ctx, StringRef op, size_t count) {
+  Type et = ctx.type(0).getElementType();
+  for (size_t i = 1; i < count; ++i)
+    if (ctx.has(i) && ctx.type(i).getElementType() != et)
+      return ctx.fail("inputs have different element types");
+  if (!isa<FloatType>(et))
+    return ctx.fail(op + " of " + typeName(ctx.onnxTypeOf(0)) +
                     " tensors is not supported");
+  return success();
+}
+
+LogicalResult matmulOp(NodeContext &ctx) {
+  if (failed(floatOperands(ctx, "MatMul", 2)))
+    return failure();
   FailureOr<Value> r = matmul(ctx, ctx.value(0), ctx.value(1));
   if (failed(r))
     return failure();
@@ -95,6 +105,10 @@ LogicalResult matmulOp(NodeContext &ctx) {
 LogicalResult gemm(NodeContext &ctx) {
   if (ctx.rank(0) != 2 || ctx.rank(1) != 2)
     return ctx.fail("A and B must be matrices");
+  if (failed(floatOperands(ctx, "Gemm", 3)))
+    return failure();
+  if (ctx.has(2) && ctx.rank(2) > 2)
+    return ctx.fail("C has rank " + Twine(ctx.rank(2)) + ", more than 2");
   Value a = ctx.value(0), b = ctx.value(1);
   if (ctx.attrInt("transA", 0))
     a = ctx.tb.transpose(a, {1, 0});

@@ -15,8 +15,6 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
-#include <numeric>
-
 using namespace mlir;
 using namespace llvm;
 
@@ -301,13 +299,17 @@ LogicalResult split(NodeContext &ctx) {
     int64_t parts = ctx.attrInt("num_outputs", int64_t(ctx.numResults()));
     if (parts <= 0)
       return ctx.fail("num_outputs must be positive");
-    int64_t each = (dim + parts - 1) / parts;
+    if (parts != int64_t(ctx.numResults()))
+      return ctx.fail("num_outputs is " + Twine(parts) + ", the node has " +
+                      Twine(ctx.numResults()) + " outputs");
+    int64_t each = dim / parts + (dim % parts != 0);
     for (int64_t i = 0; i < parts; ++i)
       sizes.push_back(std::max<int64_t>(0, std::min(each, dim - i * each)));
   }
-  if (sizes.size() != ctx.numResults() ||
-      std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != dim ||
-      llvm::any_of(sizes, [](int64_t s) { return s < 0; }))
+  std::optional<int64_t> total = 0;
+  for (int64_t s : sizes)
+    total = s < 0 || !total ? std::nullopt : checkedAdd(*total, s);
+  if (sizes.size() != ctx.numResults() || total != dim)
     return ctx.fail("split sizes do not add up to dimension " + Twine(*axis) +
                     " (" + Twine(dim) + ") over " + Twine(ctx.numResults()) +
                     " outputs");
