@@ -509,7 +509,10 @@ LogicalResult GraphImporter::addNodes() {
     if (ctx.numInputs() < required)
       return ctx.fail("needs " + Twine(required) + " inputs, has " +
                       Twine(ctx.numInputs()));
-    for (unsigned i = 0; i < required; ++i)
+    // A variadic list (Concat, Max, Min) has no optional member.
+    StringRef op = node.op_type();
+    bool variadic = op == "Concat" || op == "Max" || op == "Min";
+    for (unsigned i = 0, e = variadic ? ctx.numInputs() : required; i < e; ++i)
       if (!ctx.has(i))
         return ctx.fail("input " + Twine(i) +
                         " is required (its name is empty)");

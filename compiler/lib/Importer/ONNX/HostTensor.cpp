@@ -1,6 +1,7 @@
 //===- HostTensor.cpp - ONNX tensors known when the model compiles --------===//
 
 #include "HostTensor.h"
+#include "Folding.h"
 #include "OnnxFile.h"
 
 #include "mlir/IR/Builders.h"
@@ -155,12 +156,7 @@ static double halfBits(uint16_t bits, OnnxType type) {
   return f.convertToDouble();
 }
 
-int64_t HostTensor::size() const {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
+int64_t HostTensor::size() const { return numElements(shape); }
 
 HostTensor HostTensor::ofInts(OnnxType type, ArrayRef<int64_t> shape,
                               std::vector<int64_t> values) {

@@ -260,6 +260,8 @@ LogicalResult concat(NodeContext &ctx) {
   for (size_t i = 0; i < ctx.numInputs(); ++i)
     if (ctx.shape(i)[size_t(*axis)] > 0)
       parts.push_back(ctx.value(i));
+  if (parts.empty()) // every input is empty along the axis, as the result
+    return ctx.setResult(0, ctx.value(0));
   if (parts.size() == 1)
     return ctx.setResult(0, parts.front());
   return ctx.setResult(0, ctx.tb.concat(parts, int32_t(*axis)));

@@ -62,6 +62,14 @@ EXPECTED = {
     # Gemm of a float and an int16 matrix.
     "crash-bbd16b608d432ad1a3aaede2afd105fc6f23cdbe.onnx":
         "(Gemm): inputs have different element types",
+    # Trilu of a folded empty tensor whose other dims overflow int64 when
+    # multiplied, in a graph without outputs.
+    "crash-6568bfd0e0ef8012292c2924eb13244be00dffe7.onnx":
+        "the graph has no outputs",
+    # Concat of one input empty along the axis (then imported), in a graph
+    # without outputs.
+    "crash-7b539f289f32eb5b5d0c0d3e2b28e06160bff255.onnx":
+        "the graph has no outputs",
     # Slice of a scalar.
     "crash-734a61e8869cca7e3d3c27f511812878fdfa6f15.onnx":
         "(Slice): axis 0 is out of range for rank 0",
@@ -154,6 +162,9 @@ def crafted():
                [numpy_helper.from_array(np.ones((3, 2), np.float32), "t"),
                 numpy_helper.from_array(np.ones((1, 2, 2), np.float32), "c")]),
          r"\(Gemm\): C has rank 3, more than 2"),
+        ("concat-empty-name",
+         model([node("Concat", ["x", "", "x"], ["y"], axis=0)], [x]),
+         r"\(Concat\): input 1 is required \(its name is empty\)"),
         ("concat-scalars",
          model([node("Concat", ["a", "a"], ["y"], axis=0)], [],
                [numpy_helper.from_array(np.array(1.0, np.float32), "a")]),
