@@ -10,7 +10,6 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -32,27 +31,6 @@ std::string nodeName(const onnx::NodeProto &node) {
              ? "(unnamed, output '" +
                    (node.output_size() ? node.output(0) : "") + "')"
              : "'" + node.name() + "'";
-}
-
-/// The inputs ONNX requires of `op` at `opset`: the translations read these
-/// without asking has(). Variadic and one-input operators require one.
-unsigned requiredInputs(StringRef op, int64_t opset) {
-  // clang-format off
-  static const llvm::StringSet<> two = {
-      "Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Less",
-      "LessOrEqual", "Greater", "GreaterOrEqual", "CastLike", "CumSum",
-      "Expand", "Gather", "GatherElements", "GatherND", "MatMul", "Gemm",
-      "LayerNormalization", "RMSNormalization", "Reshape", "Tile", "Conv"};
-  // clang-format on
-  if (op == "Constant")
-    return 0;
-  if (op == "Slice")
-    return opset < 10 ? 1 : 3;
-  if (op == "Unsqueeze")
-    return opset < 13 ? 1 : 2;
-  if (op == "Range" || op == "Where" || op == "ScatterND" || op == "Attention")
-    return 3;
-  return two.contains(op) ? 2 : 1;
 }
 
 } // namespace
@@ -503,15 +481,22 @@ LogicalResult GraphImporter::addNodes() {
     if (it == map.end())
       return ctx.fail("operator not supported (domain 'ai.onnx', opset " +
                       Twine(file_.opset()) + ")");
-    if (failed(checkOpVersion(ctx)))
+    FailureOr<OpVersion> version = checkOpVersion(ctx);
+    if (failed(version))
       return failure();
-    unsigned required = requiredInputs(node.op_type(), file_.opset());
+    // The translations read the inputs the schema requires without asking
+    // has().
+    unsigned required = version->minInputs;
     if (ctx.numInputs() < required)
       return ctx.fail("needs " + Twine(required) + " inputs, has " +
                       Twine(ctx.numInputs()));
+    if (!version->variadic() && ctx.numInputs() > version->maxInputs)
+      return ctx.fail("takes at most " + Twine(version->maxInputs) +
+                      (version->maxInputs == 1 ? " input" : " inputs") +
+                      " (version " + Twine(version->since) + "), has " +
+                      Twine(ctx.numInputs()));
     // A variadic list (Concat, Max, Min) has no optional member.
-    StringRef op = node.op_type();
-    bool variadic = op == "Concat" || op == "Max" || op == "Min";
+    bool variadic = version->variadic();
     for (unsigned i = 0, e = variadic ? ctx.numInputs() : required; i < e; ++i)
       if (!ctx.has(i))
         return ctx.fail("input " + Twine(i) +

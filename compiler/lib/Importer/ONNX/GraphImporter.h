@@ -110,9 +110,19 @@ void registerConvOps(ConverterMap &map);
 void registerScatterOps(ConverterMap &map);
 void registerAttentionOps(ConverterMap &map);
 
-/// Fails naming the node where the model's operator set selects a version
-/// of its operator that tfc does not translate (OpVersions.cpp).
-mlir::LogicalResult checkOpVersion(NodeContext &ctx);
+/// One version of an ONNX operator: its since_version and its input counts
+/// (the schema's min_input; max_input, ~0u where its last input is
+/// variadic).
+struct OpVersion {
+  int64_t since;
+  unsigned minInputs, maxInputs;
+  bool variadic() const { return maxInputs == ~0u; }
+};
+
+/// The version of the node's operator that the model's operator set
+/// selects; fails naming the node where tfc does not translate that
+/// version (OpVersions.cpp).
+mlir::FailureOr<OpVersion> checkOpVersion(NodeContext &ctx);
 
 /// a @ b with numpy's rules (OpsMatmul.cpp); failure through ctx.
 mlir::FailureOr<mlir::Value> matmul(NodeContext &ctx, mlir::Value a,

@@ -44,6 +44,11 @@ def main(out):
     save(custom, "custom-domain.onnx")
     save(model([helper.make_node("Add", ["x", "bias"], ["y"], name="add")],
                [x], [y]), "missing-initializer.onnx")
+    # Input counts from the operator's schema: too few, too many.
+    save(model([helper.make_node("Add", ["x"], ["y"], name="add")], [x], [y]),
+         "inputs-few.onnx")
+    save(model([helper.make_node("Relu", ["x", "x"], ["y"], name="relu")],
+               [x], [y]), "inputs-many.onnx")
 
     # External data: a weight of 32 floats in w.bin.
     w = numpy_helper.from_array(np.ones((8, 4), np.float32), "w")
