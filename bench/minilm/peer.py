@@ -153,7 +153,8 @@ def do_bench(a):
         t0 = time.perf_counter()
         sess = ort.InferenceSession(a.onnx, so, providers=["CPUExecutionProvider"])
         stats["session_ms"] = (time.perf_counter() - t0) * 1e3
-        # The graph's inputs in order: the ids, then the mask.
+        # The graph's inputs in order: the ids, then the mask (a graph of
+        # one input, e.g. pixel values given as --ids, takes the first).
         feeds = dict(zip([i.name for i in sess.get_inputs()], (ids, mask)))
 
         def fn():

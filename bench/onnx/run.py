@@ -5,7 +5,8 @@
   bench/.venv/bin/python bench/onnx/run.py [--cases minilm:1x128,...]
       [--threads 2] [--rounds 8] [--runs 10] [--warmup 2] [--compiles 3]
 
-Cases (MODEL:BATCHxSEQ; default minilm:1x128,minilm:8x128,gpt2:1x128):
+Cases (MODEL:BATCHxSEQ; default minilm:1x128,minilm:8x128,gpt2:1x128;
+vit:1x224,vit:8x224 for the image model, SEQ its image size):
   minilm  all-MiniLM-L6-v2 (scripts/install-model.sh) as
           sentence-transformers computes it: BERT, mean pooling over the
           mask, L2 normalise (bench/minilm/peer.py's module); the fixture's
@@ -13,7 +14,11 @@ Cases (MODEL:BATCHxSEQ; default minilm:1x128,minilm:8x128,gpt2:1x128):
   gpt2    GPT-2 124M's shape (transformers' GPT2Model with the gpt2
           config, 12 blocks, random weights of seed 0: no checkpoint can be
           downloaded here), its last hidden state; random ids, mask of ones
-          (bench/decoders/run.py's model and export).
+          (bench/decoders/run.py's model and export);
+  vit     ViT-B/16's shape (transformers' ViTModel with its default config:
+          hidden 768, 12 heads, 12 blocks, 16 x 16 patches of a 224 x 224
+          image, random weights of seed 0), its last hidden state; random
+          pixel_values [B, 3, 224, 224].
 
 For each case:
   - export: PyTorch's dynamo exporter (torch.onnx.export(dynamo=True),
@@ -55,7 +60,8 @@ ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 CACHE = os.path.join(ROOT, "bench", ".cache", "onnx")
 DEFAULT_CASES = "minilm:1x128,minilm:8x128,gpt2:1x128"
 TITLES = {"minilm": "all-MiniLM-L6-v2, sentence embedding",
-          "gpt2": "GPT-2 124M shape (random weights), last hidden state"}
+          "gpt2": "GPT-2 124M shape (random weights), last hidden state",
+          "vit": "ViT-B/16 shape (random weights), last hidden state"}
 SYSTEMS = ["tfc", "ort"]
 LABELS = {"tfc": "tfc", "ort": "ONNX Runtime"}
 # Largest relative error of an output row against float64 for the outputs
@@ -77,24 +83,40 @@ log = minilm.log
 
 
 def parse_case(text):
-    m = re.fullmatch(r"(minilm|gpt2):(\d+)x(\d+)", text)
+    m = re.fullmatch(r"(minilm|gpt2|vit):(\d+)x(\d+)", text)
     if not m:
-        sys.exit(f"run.py: --cases: '{text}' is not MODEL:BATCHxSEQ with MODEL minilm or gpt2")
+        sys.exit(f"run.py: --cases: '{text}' is not MODEL:BATCHxSEQ with MODEL minilm, gpt2 or vit")
+    if m.group(1) == "vit" and m.group(3) != "224":
+        sys.exit(f"run.py: --cases: '{text}': ViT-B/16's image size is 224")
     return m.group(1), int(m.group(2)), int(m.group(3))
 
 
 def case_inputs(model, batch, seq, model_dir):
-    """The case's int64 ids and mask."""
+    """The case's inputs: int64 ids and mask, or ViT's pixel values."""
     import numpy as np
+
+    if model == "vit":
+        return (np.random.default_rng(1).standard_normal((batch, 3, seq, seq)).astype(np.float32),)
 
     if model == "minilm":
         counts = minilm.token_counts(model_dir, minilm.SENTENCES)
         fits = [x for x, n in zip(minilm.SENTENCES, counts) if n <= seq]
         if not fits:
             sys.exit(f"run.py: no sentence of tests/fixtures/minilm has at most {seq} tokens")
-        return minilm.tokenize(model_dir, [fits[(7 + i) % len(fits)] for i in range(batch)], seq)
+        return tuple(minilm.tokenize(model_dir, [fits[(7 + i) % len(fits)] for i in range(batch)], seq))
     ids = np.random.default_rng(1).integers(0, 50257, (batch, seq)).astype(np.int64)
     return ids, np.ones_like(ids)
+
+
+def vit_model(model_dir):
+    """ViT-B/16's shape with random weights (seed 0), written once."""
+    import torch
+    from transformers import ViTConfig, ViTModel
+
+    if not os.path.exists(os.path.join(model_dir, "model.safetensors")):
+        torch.manual_seed(0)
+        ViTModel(ViTConfig(), add_pooling_layer=False).save_pretrained(model_dir)
+    return ViTModel.from_pretrained(model_dir, add_pooling_layer=False, attn_implementation="eager").eval()
 
 
 def export(a):
@@ -108,6 +130,8 @@ def export(a):
     onnx_p = os.path.join(a.dir, "model.onnx")
     if model == "gpt2":
         decoders.make_model(a.model_dir, "gpt2", 12)
+    if model == "vit":
+        vit = vit_model(a.model_dir)
     if a.reexport or not os.path.exists(onnx_p):
         for f in ("model.onnx", "model.onnx.data", "export.json"):
             if os.path.exists(os.path.join(a.dir, f)):
@@ -116,6 +140,18 @@ def export(a):
         if model == "minilm":
             st = peer.load_st(a.model_dir)
             peer.export_onnx(peer.make_wrapper(st), batch, seq, onnx_p, 18)
+        elif model == "vit":
+            class Wrap(torch.nn.Module):
+                def __init__(self, m):
+                    super().__init__()
+                    self.m = m
+
+                def forward(self, pixel_values):
+                    return self.m(pixel_values=pixel_values)[0]
+            with torch.no_grad():
+                torch.onnx.export(Wrap(vit), (torch.zeros(batch, 3, seq, seq),), onnx_p, dynamo=True,
+                                  input_names=["pixel_values"], output_names=["last_hidden_state"],
+                                  opset_version=18, external_data=True)
         else:
             decoders.export("gpt2", a.model_dir, onnx_p, batch, seq)
         import onnxscript
@@ -127,7 +163,9 @@ def export(a):
                        "export_s": round(time.perf_counter() - t0, 2)}, f, indent=1)
     ids, mask = torch.from_numpy(np.load(a.ids)), torch.from_numpy(np.load(a.mask))
     with torch.inference_mode():
-        if model == "minilm":
+        if model == "vit":
+            out = vit.double()(pixel_values=ids.double())[0]
+        elif model == "minilm":
             out = peer.make_wrapper(peer.load_st(a.model_dir)).double()(ids, mask)
         else:
             m = decoders.model_class("gpt2").from_pretrained(a.model_dir, attn_implementation="eager")
@@ -137,7 +175,8 @@ def export(a):
 
 def row_error(got, ref):
     """The largest relative error (tfc_testing.arrays.relative_error) of an
-    output row: a sentence's embedding, a token's hidden state."""
+    output row: a sentence's embedding, a token's (or patch's) hidden
+    state."""
     from tfc_testing.arrays import relative_error
 
     got = got.reshape(-1, got.shape[-1])
@@ -153,7 +192,7 @@ def run_system(s, a, c, runs, warmup):
 
     out_p = os.path.join(c["work"], f"out_{s}.npy")
     if s == "tfc":
-        argv, outs = tfc_run.command(os.path.join(a.bin, "tfc-run"), c["so"], [c["ids"], c["mask"]], 1,
+        argv, outs = tfc_run.command(os.path.join(a.bin, "tfc-run"), c["so"], c["inputs"], 1,
                                      lambda name: os.path.join(c["work"], name), weights=c["onnx"])
         argv += ["--repeat", str(runs), "--warmup", str(warmup), "--threads", str(a.threads)]
         text, rss = minilm.timed_process(argv, env=c["env"])
@@ -182,9 +221,13 @@ def bench_case(a, text, env, model_dir):
     work = os.path.join(a.work, name)
     os.makedirs(cache, exist_ok=True)
     os.makedirs(work, exist_ok=True)
-    mdir = model_dir if model == "minilm" else os.path.join(a.cache, "gpt2-random-12l")
-    ids, mask = case_inputs(model, batch, seq, model_dir)
-    c = {"work": work, "env": env, "ids": ids, "mask": mask, "onnx": os.path.join(cache, "model.onnx"),
+    mdir = model_dir if model == "minilm" else os.path.join(
+        a.cache, {"gpt2": "gpt2-random-12l", "vit": "vit-b16-random"}[model])
+    inputs = case_inputs(model, batch, seq, model_dir)
+    # ViT's one input goes where the ids go (ORT's peer feeds the graph's
+    # inputs in order, as many as it has).
+    ids, mask = inputs[0], inputs[-1]
+    c = {"work": work, "env": env, "inputs": inputs, "onnx": os.path.join(cache, "model.onnx"),
          "so": os.path.join(work, "model.so"), "ids_p": os.path.join(work, "ids.npy"),
          "mask_p": os.path.join(work, "mask.npy")}
     np.save(c["ids_p"], ids)
@@ -202,8 +245,8 @@ def bench_case(a, text, env, model_dir):
 
     compile_s = []
     for _ in range(a.compiles):
-        cmd = [os.path.join(a.bin, "tfc-compile"), c["onnx"], "--batch", str(batch), "--seq-len", str(seq),
-               "-o", c["so"]]
+        cmd = [os.path.join(a.bin, "tfc-compile"), c["onnx"], "--batch", str(batch)] + (
+            [] if model == "vit" else ["--seq-len", str(seq)]) + ["-o", c["so"]]
         minilm.wait_for(cmd[0], "binary")
         t0 = time.perf_counter()
         compiled = subprocess.run(cmd, capture_output=True, text=True, env=env)
