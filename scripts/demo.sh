@@ -239,3 +239,53 @@ echo "   step build over a 16-slot cache (--position-ids --present=new"
 echo "   --output=logits), the cache kept by the caller"
 python3 "$ROOT/tests/Integration/CPU/generate.py" "$BIN" "$WORK/generate" 1 |
   grep -E "^generated|passed" | sed "s/^/   llama generate: /"
+
+echo
+echo "== 6. The Transformer of \"Attention Is All You Need\" (the base model: 6 + 6"
+echo "   layers, d_model 512, 8 heads, d_ff 2048, shared embeddings, post-LN) as a"
+echo "   Marian directory with random weights (examples/transformer-base/: its"
+echo "   README walks the paper's parts through the fused IR)"
+TFC_PY=(env "PYTHONPATH=$ROOT/python${PYTHONPATH:+:$PYTHONPATH}"
+  "TFC_COMPILE=$BIN/tfc-compile" "TFC_RUNTIME_LIB=$BUILD/lib/libtfcrt.so")
+python3 "$ROOT/examples/transformer-base/make_model.py" "$WORK/base"
+TB=(--hf "$WORK/base" --batch 1 --seq-len 32 --decoder-seq-len 32 --output=logits)
+start=$(date +%s.%N)
+"$BIN/tfc-compile" "${TB[@]}" -o "$WORK/base.so" 2>&1 | sed 's/^/   /'
+echo "   CPU: base.so (32 source and 32 target tokens, logits) in" \
+  "$(printf %.1f "$(echo "$(date +%s.%N) - $start" | bc)") s; a forward pass:"
+python3 -c "import numpy as np, sys; r = np.random.default_rng(0)
+for n in ('src', 'dec'): np.save(sys.argv[1] + '/' + n + '.npy', r.integers(2, 3999, (1, 32)))
+np.save(sys.argv[1] + '/srcmask.npy', np.ones((1, 32), np.int64))" "$WORK"
+"$BIN/tfc-run" "$WORK/base.so" --weights "$WORK/base/model.safetensors" \
+  --input "$WORK/src.npy" --input "$WORK/srcmask.npy" --input "$WORK/dec.npy" \
+  --output "$WORK/logits.npy" --warmup 1 --repeat 5 | sed 's/^/   /'
+if [[ -x /usr/local/cuda/bin/ptxas ]]; then
+  "$BIN/tfc-compile" "${TB[@]}" --target=nvptx --emit=ptx -o "$WORK/base.ptx" 2>&1 |
+    sed 's/^/   /'
+  /usr/local/cuda/bin/ptxas -arch=sm_90a "$WORK/base.ptx" -o "$WORK/base.cubin"
+  echo "   GPU (--target=nvptx): $(grep -c '^.visible .entry' "$WORK/base.ptx")" \
+    "kernels in one PTX module, assembled by ptxas for sm_90a"
+else
+  echo "   GPU: skipped: no /usr/local/cuda/bin/ptxas on this machine"
+fi
+echo "   Beam search with 4 beams through tfc.Generator (the Python API): 2"
+echo "   sources of 32 ids (the second 24 and padding), up to 32 new ids:"
+"${TFC_PY[@]}" python3 "$ROOT/examples/transformer-base/translate.py" \
+  "$WORK/base" | sed 's/^/     /'
+
+echo
+echo "== 7. all-MiniLM-L6-v2's attention maps (--attention-maps: the attention"
+echo "   probabilities as outputs), layers 0 and 5, for the sentences of section 2"
+MAPS="$BUILD/demo/attention-maps"
+rm -rf "$MAPS"
+n=0
+for sentence in "A compiler turns a model into machine code." \
+  "tfc compiles Transformer models ahead of time." \
+  "The cat sat on the warm windowsill all afternoon." \
+  "A kitten was sleeping in the sun by the window."; do
+  n=$((n + 1))
+  echo "   \"$sentence\":"
+  "${TFC_PY[@]}" python3 "$ROOT/examples/attention-maps/plot.py" "$MODEL" \
+    "$MAPS/sentence$n" --text "$sentence" --layers 0,5 | sed 's/^/     /'
+done
+echo "   e.g. $MAPS/sentence3/attentions.5.head0.png (queries down, keys across)"

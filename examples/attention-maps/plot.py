@@ -50,7 +50,9 @@ def tokens(args):
     path = os.path.join(args.model, "tokenizer.json")
     if not os.path.exists(path):
         fail("--text: %s: no such file; give --ids" % path)
-    enc = Tokenizer.from_file(path).encode(args.text)
+    tok = Tokenizer.from_file(path)
+    tok.no_padding()  # one sequence: its own tokens, no padding to a length
+    enc = tok.encode(args.text)
     return enc.ids, enc.tokens
 
 
