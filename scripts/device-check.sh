@@ -12,7 +12,7 @@
 #                                     models with the CPU PyTorch of
 #                                     bench/.venv (no GPU needed)
 #   scripts/device-check.sh profile   THERE: Nsight Compute's counters for
-#                                     a few builds (scripts/device/profile.py)
+#                                     a few builds (scripts/device/ncu_profile.py)
 #   scripts/device-check.sh emulate   HERE: the numerics of the GPU builds
 #                                     (PTX embedded) on the PTX interpreter
 #                                     of the fake CUDA driver, against the
@@ -100,6 +100,18 @@ prepare() {
     cp -L "$(dirname "$BIN")"/lib/libtfcrt.so* "$dir/bin/"
     log "prebuilt runtime copied from $BIN in $dir/bin"
   fi
+  # What travels goes as one xz archive (the builds compress about 15x);
+  # `run` and `profile` unpack it there.
+  if [[ "$target" != cpu ]]; then
+    rm -f "$dir/packed.tar.xz"
+    python3 -c 'import sys, tarfile
+with tarfile.open(sys.argv[1], "w:xz") as t:
+    for name in sys.argv[3:]:
+        t.add(sys.argv[2] + "/" + name, name)' \
+      "$dir/packed.tar.xz" "$dir" models bin
+    rm -rf "$dir/models" "$dir/bin"
+    log "models/ and bin/ packed into $dir/packed.tar.xz"
+  fi
   local bytes tree limit
   bytes=$(du -sb "$dir" | cut -f1)
   # (a file deleted but still in the index has no size: stat fails on it)
@@ -117,6 +129,17 @@ prepare() {
   fi
   ((rc == 0)) || log "some models did not compile (listed above); the run reports them as FAIL"
   return 0
+}
+
+# unpack DIR: models/ and bin/ from DIR/packed.tar.xz (prepare's archive).
+unpack() {
+  local dir="$1"
+  [[ -f "$dir/packed.tar.xz" ]] || return 0
+  rm -rf "$dir/models" "$dir/bin"
+  python3 -c 'import sys, tarfile
+tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$dir/packed.tar.xz" "$dir" || { log "cannot unpack $dir/packed.tar.xz"; exit 1; }
+  log "unpacked models/ and bin/ from $dir/packed.tar.xz"
 }
 
 # runtime DIR: the runtime built here from source (fallback: DIR/bin); sets
@@ -189,11 +212,12 @@ case "$cmd" in
     mkdir -p "$out"
     set -o pipefail
     rc=0
-    check "$ROOT/.device" "$out" python3 2>&1 | tee "$out/device-check.log" || rc=$?
+    { unpack "$ROOT/.device" && check "$ROOT/.device" "$out" python3; } 2>&1 |
+      tee "$out/device-check.log" || rc=$?
     exit "$rc"
     ;;
   profile)
-    # Nsight Compute's counters for a few builds (scripts/device/profile.py).
+    # Nsight Compute's counters for a few builds (scripts/device/ncu_profile.py).
     out="${OUT:-$ROOT/.device/out}"
     mkdir -p "$out"
     set -o pipefail
@@ -203,8 +227,9 @@ case "$cmd" in
         log "no .device/manifest.json: run 'scripts/device-check.sh prepare' first"
         exit 1
       }
+      unpack "$ROOT/.device"
       runtime "$ROOT/.device"
-      PYTHONUNBUFFERED=1 python3 "$HERE/profile.py" \
+      PYTHONUNBUFFERED=1 python3 "$HERE/ncu_profile.py" \
         --manifest "$ROOT/.device/manifest.json" --tfc-run "$TFC_RUN" \
         --out "$out" --budget "${DEVICE_CHECK_BUDGET:-150}"
     } 2>&1 | tee "$out/profile.log" || rc=$?

@@ -101,6 +101,17 @@ void Launch::execute(Thread &t, const Inst &in) {
     }
     return;
   }
+  case Op::Atom: { // d = [a]; [a] = d + b
+    need(3);
+    size_t elem = (size_t)w / 8;
+    char *p = memory(t, addrSpace(in, o[1]), get(t, o[1]), elem, elem);
+    uint64_t old = 0;
+    memcpy(&old, p, elem);
+    uint64_t sum = zext(old + get(t, o[2]), w);
+    memcpy(p, &sum, elem);
+    set(t, o[0], old);
+    return;
+  }
   case Op::Add:
   case Op::Sub:
     if (ty.kind == Ty::F || ty.isHalf())

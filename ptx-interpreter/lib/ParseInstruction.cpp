@@ -120,6 +120,8 @@ Inst Parser::parseInst(const std::string &s, int line,
       {"elect", Op::Elect},
       {"wgmma", Op::Wgmma},
       {"fence", Op::Nop},
+      {"membar", Op::Nop},
+      {"atom", Op::Atom},
       {"mbarrier", Op::Mbarrier},
       {"setmaxnreg", Op::SetMaxNreg},
   };
@@ -141,13 +143,24 @@ Inst Parser::parseInst(const std::string &s, int line,
   // mbarrier.init and the barrier's use by other threads): nothing to
   // order here, threads run one at a time. No other fence.
   bool fence = name == "fence";
-  if (fence &&
+  // fence.{sc,acq_rel}.{cta,gpu,sys} and membar.{cta,gl,sys} (what a block
+  // needs before and after an atomic arrival) order nothing here either.
+  bool ordering =
+      (fence && parts.size() == 3 &&
+       (parts[1] == "sc" || parts[1] == "acq_rel") &&
+       (parts[2] == "cta" || parts[2] == "gpu" || parts[2] == "sys")) ||
+      (name == "membar" && parts.size() == 2 &&
+       (parts[1] == "cta" || parts[1] == "gl" || parts[1] == "sys"));
+  if (name == "membar" && !ordering)
+    fail(line, "only membar.{cta,gl,sys} is supported");
+  if (fence && !ordering &&
       !(parts.size() >= 3 && parts[1] == "proxy" && parts[2] == "async" &&
         (parts.size() == 3 ||
          (parts.size() == 4 &&
           (parts[3] == "shared::cta" || parts[3] == "global")))) &&
       opcode != "fence.mbarrier_init.release.cluster")
-    fail(line, "only fence.proxy.async[.shared::cta|.global] and "
+    fail(line, "only fence.proxy.async[.shared::cta|.global], "
+               "fence.{sc,acq_rel}.{cta,gpu,sys} and "
                "fence.mbarrier_init.release.cluster are supported");
   bool tma = name == "cp" && parts.size() > 2 && parts[1] == "async" &&
              parts[2] == "bulk";
@@ -166,7 +179,31 @@ Inst Parser::parseInst(const std::string &s, int line,
   bool bar = in.op == Op::Bar;
   if (bar)
     parseBar(in, parts, line);
-  bool whole = wgmma || fence || tma || mbarrier || setmaxnreg || bar;
+  // atom[.sem][.scope][.global].add.{u32,s32,u64}: blocks and threads run
+  // one at a time, so the read-modify-write is atomic as it stands.
+  if (in.op == Op::Atom) {
+    bool add = false, typed = false;
+    for (size_t i = 1; i < parts.size(); ++i) {
+      const std::string &m = parts[i];
+      if (m == "add" && !add)
+        add = true;
+      else if (m == "global")
+        in.space = Space::Global;
+      else if (i + 1 == parts.size() &&
+               (m == "u32" || m == "s32" || m == "u64"))
+        typed = parseType(m, in.type);
+      else if (m != "relaxed" && m != "acq_rel" && m != "acquire" &&
+               m != "release" && m != "cta" && m != "gpu" && m != "sys")
+        fail(line, "only atom[.sem][.scope][.global].add.{u32,s32,u64} is "
+                   "supported, not ." +
+                       m);
+    }
+    if (!add || !typed)
+      fail(line, "only atom[.sem][.scope][.global].add.{u32,s32,u64} is "
+                 "supported");
+  }
+  bool whole = wgmma || fence || ordering || tma || mbarrier || setmaxnreg ||
+               bar || in.op == Op::Atom;
   for (size_t i = whole ? parts.size() : 1; i < parts.size(); ++i) {
     const std::string &m = parts[i];
     Type t;

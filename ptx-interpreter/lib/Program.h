@@ -73,6 +73,7 @@ enum class Op {
   BulkCommit, // cp.async.bulk.commit_group
   BulkWait,   // cp.async.bulk.wait_group[.read]
   SetMaxNreg, // setmaxnreg.{inc,dec}
+  Atom,       // atom[.space].add.{u32,s32,u64}
   Nop,
 };
 

@@ -1,18 +1,20 @@
 """The attention timing of the device check: each timing model's tfc builds
-(tfc-run) against PyTorch's flash SDPA on the same inputs, then Triton's
-flash attention on the same shapes; and its table."""
+(tfc-run) against the peers on the same inputs (SDPA with the cuDNN and the
+flash backends, FlashAttention-3), checked against float64 on sampled
+rows; then the late peers (FA3 through PyTorch, Triton's flash attention)
+on the same shapes; and its table."""
 
 import math
 import os
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
+import accuracy
 import specs
-from common import (check_against, fmt, math_attention, not_built,
-                    once_ms, run_timed)
+from common import (check_against, fmt, load_output, math_attention,
+                    not_built, once_ms, queued_times, run_timed, save_tensor)
 
 try:  # PyTorch >= 2.3
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -25,57 +27,115 @@ def flops(m):
     return f / 2 if m["causal"] else f
 
 
-class Peer:
-    """PyTorch's attention on the same inputs: SDPA with the FLASH backend
-    on a GPU; on the CPU (PyTorch 1.13 has no SDPA) a float32 math
-    attention, as a smoke test of the timing code."""
+# The peers, in the table's order: SDPA with the cuDNN backend forced, SDPA
+# with the flash backend forced (FlashAttention-2 on Hopper), and
+# FlashAttention-3 (flash_attn_interface, or PyTorch's registered FA3
+# implementation of the flash backend). kind: (name, SDPBackend member).
+PEERS = {"cudnn": ("SDPA cuDNN", "CUDNN_ATTENTION"),
+         "flash": ("SDPA flash (FA2)", "FLASH_ATTENTION"),
+         "fa3": ("FA3", None)}
 
-    def __init__(self, device):
-        self.device = device
+
+class Peer:
+    """An attention on the same inputs ([B, H, S, D], f16 or bf16): SDPA
+    with a backend forced ("cudnn", "flash"), or FlashAttention-3 ("fa3":
+    flash_attn_interface.flash_attn_func on [B, S, H, D] views of the same
+    tensors; else PyTorch's "FA3" flash implementation, activated for the
+    process: `late`, timed after every SDPA flash timing); on the CPU
+    ("math") a float32 math attention, as a smoke test of the timing code.
+    `error` says why it cannot run."""
+
+    def __init__(self, device, kind="flash"):
+        self.device, self.kind = device, kind
         self.gpu = device.type == "cuda"
-        if self.gpu and sdpa_kernel is not None:
-            self.name = "SDPA flash"
-        elif self.gpu:
-            self.name = "SDPA (backend not forced: no sdpa_kernel)"
-        else:
+        self.error, self.late, self.fa3 = None, False, None
+        if kind == "math":
             self.name = "torch math f32 (CPU smoke test)"
+            return
+        self.name = PEERS[kind][0]
+        if not self.gpu:
+            self.error = "no GPU"
+        elif kind == "fa3":
+            self._find_fa3()
+        elif sdpa_kernel is None:
+            self.error = "no torch.nn.attention.sdpa_kernel"
+
+    def _find_fa3(self):
+        try:
+            import flash_attn_interface
+            self.fa3 = flash_attn_interface.flash_attn_func
+            self.name = "FA3 (flash_attn_interface)"
+            return
+        except ImportError as e:
+            why = "no flash_attn_interface (%s)" % e
+        try:
+            import torch.nn.attention as attention
+            impls = attention.list_flash_attention_impls()
+        except (ImportError, AttributeError):
+            impls = []
+            why += "; torch has no list_flash_attention_impls"
+        if "FA3" in impls and sdpa_kernel is not None:
+            self.name, self.late = "FA3 (torch's flash impl)", True
+            return
+        self.error = "not available: %s%s" % (
+            why, "; torch lists no FA3 impl (%s)" % ", ".join(impls)
+            if impls else "")
+
+    def _activate_fa3(self):
+        """PyTorch's FA3 impl as the flash backend (for the rest of the
+        process); a RuntimeError, and `error` set, where it cannot."""
+        import torch.nn.attention as attention
+        try:
+            if attention.current_flash_attention_impl() != "FA3":
+                attention.activate_flash_attention_impl("FA3")
+        except Exception as e:  # noqa: BLE001 (its package, say, missing)
+            self.error = "not available: torch lists an FA3 impl, but " \
+                "activating it failed: %s: %s" % (
+                    type(e).__name__, (str(e).splitlines() or [""])[0][:160])
+            raise RuntimeError(self.error) from e
 
     def context(self):
-        if self.gpu and sdpa_kernel is not None:
-            return sdpa_kernel(SDPBackend.FLASH_ATTENTION)
+        if self.kind in ("cudnn", "flash") or self.late:
+            if self.late:
+                self._activate_fa3()
+            backend = PEERS["flash" if self.late else self.kind][1]
+            return sdpa_kernel(getattr(SDPBackend, backend))
         return _Null()
 
     def __call__(self, q, k, v, causal):
-        if self.gpu:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-        return math_attention(q, k, v, causal)
+        if self.kind == "math":
+            return math_attention(q, k, v, causal)
+        if self.fa3 is not None:
+            o = self.fa3(q.transpose(1, 2), k.transpose(1, 2),
+                         v.transpose(1, 2), causal=causal)
+            o = o[0] if isinstance(o, tuple) else o
+            return o.transpose(1, 2)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
     def time(self, sets, causal, target_s):
-        """Median and min ms over many runs, rotating input sets."""
+        """Median and min ms over many runs, rotating input sets; on the
+        GPU the calls are queued behind a sleeping kernel (the GPU's time
+        only)."""
         with self.context():
             for i in range(3):
                 self(*sets[i % len(sets)], causal)
-            t0 = self._once(sets[0], causal)
+            t0 = once_ms(lambda: self(*sets[0], causal), self.gpu)
             n = int(min(200, max(10 if self.gpu else 3,
                                  target_s * 1e3 / max(t0, 1e-3))))
-            if self.gpu:
-                ev = [(torch.cuda.Event(enable_timing=True),
-                       torch.cuda.Event(enable_timing=True)) for _ in range(n)]
-                for i, (a, b) in enumerate(ev):
-                    a.record()
-                    self(*sets[i % len(sets)], causal)
-                    b.record()
-                torch.cuda.synchronize()
-                times = [a.elapsed_time(b) for a, b in ev]
-            else:
-                times = []
-                for i in range(n):
-                    times.append(self._once(sets[i % len(sets)], causal))
+            it = iter(range(n))
+            times = queued_times(
+                lambda: self(*sets[next(it) % len(sets)], causal), n,
+                self.gpu)
         times.sort()
         return times[len(times) // 2], times[0], n
 
-    def _once(self, qkv, causal):
-        return once_ms(lambda: self(*qkv, causal), self.gpu)
+
+def make_peers(device):
+    """The peers of this machine: cuDNN, flash, FA3 on a GPU (those that
+    cannot run say why); the math smoke test on the CPU."""
+    if device.type != "cuda":
+        return [Peer(device, "math")]
+    return [Peer(device, kind) for kind in PEERS]
 
 
 class TritonPeer(Peer):
@@ -145,35 +205,88 @@ class _Null:
         return False
 
 
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
 def input_sets(m, device, gen, l2_bytes):
     """Enough Q/K/V sets that rotating through them defeats the L2 (at most
     8); the first set is the one tfc-run also gets."""
     shape = (m["B"], m["H"], m["S"], m["D"])
-    set_bytes = 4 * 2 * math.prod(shape)  # q, k, v, out in f16
+    set_bytes = 4 * 2 * math.prod(shape)  # q, k, v, out in 16 bits
     n = 1 if not l2_bytes else max(1, min(8, math.ceil(3 * l2_bytes /
                                                        set_bytes)))
     return [[torch.randn(shape, generator=gen, device=device,
-                         dtype=torch.float32).to(torch.float16)
+                         dtype=torch.float32).to(DTYPES[m["dtype"]])
              for _ in range(3)] for _ in range(n)]
 
 
+def reference_rows(m, qkv, gen):
+    """The float64 reference of a subsample of query rows of `qkv` (the
+    same rows of every head): (rows, reference [B, H, rows, D])."""
+    rows = accuracy.sample_rows(m["Sq"], gen)
+    return rows, accuracy.attention64(*qkv, m["causal"], rows)
+
+
+def check_rows(m, got, rows, ref, label, checks, row=None, key=None):
+    """`got` [B, H, Sq, D] at the query rows `rows` against their float64
+    reference `ref`: norm-wise, worst row and largest absolute error
+    within the dtype's bound (bf16: its rounding floor + margin). Returns
+    the stats."""
+    dtype = DTYPES[m["dtype"]]
+    got = got[:, :, rows.to(got.device)].double().cpu().numpy()
+    ref = ref.cpu().numpy()
+    floors = accuracy.rounding_floor(
+        ref, lambda r: torch.from_numpy(r).to(dtype).double().numpy())
+    st = accuracy.stats(got, ref)
+    ok, line = accuracy.verdict(st, specs.bounds(m["tol"]["fused"],
+                                                 m["dtype"], floors))
+    checks.add(ok, label, "%s; %d rows of each head against float64" % (
+        line, len(rows)))
+    if row is not None:
+        row[key] = st
+    return st
+
+
 class Timing:
-    """Times each timing model's builds with tfc-run, and the peer on the
+    """Times each timing model's builds with tfc-run, and the peers on the
     same inputs; one row (a dict) per model."""
 
-    def __init__(self, base, run, device, seed, work, checks, clock, peer,
+    def __init__(self, base, run, device, seed, work, checks, clock, peers,
                  triton=None):
         self.base, self.run, self.device = base, run, device
-        self.work, self.checks, self.clock, self.peer = work, checks, clock, \
-            peer
+        self.work, self.checks, self.clock = work, checks, clock
+        self.peers = peers
         self.triton = triton
         self.gpu = device.type == "cuda"
         props = torch.cuda.get_device_properties(device) if self.gpu else None
         self.l2 = getattr(props, "L2_cache_size", 0) if props else 0
         self.gen = torch.Generator(device=device)
         self.gen.manual_seed(seed)
+        self.cpu_gen = torch.Generator()
+        self.cpu_gen.manual_seed(seed)
         self.target_s = 0.5 if self.gpu else 0.2  # timed seconds per number
-        self.last = {}  # (build, D, causal) -> (S, ms): predicts other S
+        self.last = {}  # (build, dtype, D, causal) -> (S, ms): predicts S
+
+    def time_peer(self, peer, m, sets, row):
+        """The peer's time on `sets` (row["peer_KIND_ms"]); its output on
+        the first set, or None."""
+        if peer.error:
+            note = "%s: %s" % (peer.name, peer.error)
+            if note not in row["notes"]:
+                row["notes"].append(note)
+            return None
+        try:
+            key = "peer_%s" % peer.kind
+            row[key + "_ms"], row[key + "_min"], row[key + "_n"] = \
+                peer.time(sets, m["causal"], self.target_s)
+            with peer.context():
+                return peer(*sets[0], m["causal"])
+        except RuntimeError as e:  # no kernel of this backend for the case
+            row["notes"].append("%s failed at %s D=%d S=%d%s: %s" % (
+                peer.name, m["dtype"], m["D"], m["S"],
+                " causal" if m["causal"] else "",
+                (str(e).splitlines() or [""])[0][:160]))
+            return None
 
     def model(self, m, row):
         if self.clock.left() < 40:
@@ -184,34 +297,44 @@ class Timing:
         paths = []
         for i, t in enumerate(sets[0]):
             paths.append(os.path.join(self.work, "t%d.npy" % i))
-            np.save(paths[-1], t.cpu().numpy())
+            save_tensor(t, paths[-1])
         row["sets"] = len(sets)
         expect = None
-        try:
-            row["peer_ms"], row["peer_min"], row["peer_n"] = self.peer.time(
-                sets, m["causal"], self.target_s)
-            with self.peer.context():
-                expect = self.peer(*sets[0], m["causal"]).float()
-        except RuntimeError as e:  # no flash kernel for this case, say
-            row["notes"].append("%s failed: %s" %
-                                (self.peer.name, str(e).splitlines()[0]))
+        for peer in self.peers:
+            if peer.late:
+                continue
+            out = self.time_peer(peer, m, sets, row)
+            if out is not None and expect is None:
+                expect, row["checked_against"] = out.float(), peer.name
+        rows, ref = reference_rows(m, sets[0], self.cpu_gen)
+        if expect is not None:
+            check_rows(m, expect, rows, ref, "%s %s vs float64 (info)" % (
+                m["name"], row["checked_against"]), _Info(), row,
+                "peer_f64")
         del sets[1:]
         if self.gpu:
             torch.cuda.synchronize()  # nothing of ours runs beside tfc-run
         for build in m["builds"]:
-            self.build(m, build, paths, expect, row)
+            got = self.build(m, build, paths, expect, row)
+            if got is not None:
+                check_rows(m, got, rows, ref, "%s %s vs float64" % (
+                    m["name"], build), self.checks, row, build + "_f64")
         print("time %-30s %s" % (m["name"], ", ".join(
-            "%s %.3f ms" % (k[:-3], row[k]) for k in
-            tuple(b + "_ms" for b in FUSED_BUILDS) +
-            ("unfused_ms", "peer_ms", "triton_ms") if row.get(k))),
-            flush=True)
+            "%s %.3f ms" % (k[:-3], row[k]) for k in sorted(row)
+            if k.endswith("_ms") and row[k])), flush=True)
 
-    def time_triton(self, m, row):
-        """Triton's time on fresh input sets of the model's shape, and its
-        error against SDPA's output: a note on the row, not a failed
-        check, where it cannot run or disagrees (it is not ours). Run
-        after every other timing: a fault in its kernel would end this
-        process's use of the GPU."""
+    def time_late(self, m, row):
+        """The late peers (FA3 through PyTorch's flash impl, which replaces
+        FA2 for the rest of the process; Triton, whose fault would end the
+        process's use of the GPU) on fresh input sets of the model's shape,
+        and their error against the first peer's output: a note on the
+        row, not a failed check, where one cannot run or disagrees."""
+        for peer in [p for p in self.peers if p.late]:
+            if self.clock.left() < 40:
+                row["notes"].append("%s skipped: time budget" % peer.name)
+                continue
+            sets = input_sets(m, self.device, self.gen, self.l2)
+            self.time_peer(peer, m, sets, row)
         t = self.triton
         if t is None or t.error:
             if t is not None:
@@ -231,17 +354,18 @@ class Timing:
             t.warps = best[0]
             row["triton_ms"], row["triton_min"], row["triton_n"] = best[1]
             row["triton_warps"] = best[0]
-            with self.peer.context():
-                expect = self.peer(*sets[0], m["causal"]).float()
             got = t(*sets[0], m["causal"], poison=True).float()
-            row["triton_err"] = float(torch.linalg.norm(got - expect) /
-                                      torch.linalg.norm(expect))
-            if not row["triton_err"] <= m["tol"]["fused"]:
+            rows, ref = reference_rows(m, sets[0], self.cpu_gen)
+            st = check_rows(m, got, rows, ref, "%s %s vs float64 (info)" % (
+                m["name"], t.name), _Info(), row, "triton_f64")
+            row["triton_err"] = st["rel"]
+            if not st["rel"] <= specs.bound(m["tol"]["fused"], m["dtype"],
+                                             2.0**-9):
                 row["notes"].append(
-                    "%s disagrees with SDPA at D=%d S=%d%s: rel.err %.1e, "
-                    "its time left out" % (
-                        t.name, m["D"], m["S"],
-                        " causal" if m["causal"] else "", row["triton_err"]))
+                    "%s disagrees with float64 at %s D=%d S=%d%s: rel.err "
+                    "%.1e, its time left out" % (
+                        t.name, m["dtype"], m["D"], m["S"],
+                        " causal" if m["causal"] else "", st["rel"]))
                 row["triton_ms"] = None
         except Exception as e:  # noqa: BLE001 (Triton's, not ours)
             t.error = "%s: %s" % (type(e).__name__,
@@ -249,12 +373,14 @@ class Timing:
             row["notes"].append("%s failed: %s" % (t.name, t.error))
 
     def build(self, m, build, paths, expect, row):
+        """Times one build; checks its output against the first peer's
+        `expect`; returns the output (float32) or None."""
         label = "%s %s" % (m["name"], build)
         if not_built(m, build, label, row, self.checks):
-            return
+            return None
         # Repeats for about target_s of timed runs, from the time at the
         # previous S (times grow as S^2); the first size gets a fixed count.
-        key = (build, m["D"], m["causal"])
+        key = (build, m["dtype"], m["D"], m["causal"])
         predict = None
         if key in self.last:
             s0, t0 = self.last[key]
@@ -267,7 +393,7 @@ class Timing:
         if need > self.clock.left() - 30:
             row["notes"].append("%s skipped: needs about %.0f s" %
                                 (label, need))
-            return
+            return None
         out_path = os.path.join(self.work, "t_out.npy")
         ms = run_timed(self.run, os.path.join(self.base, m["paths"][build]),
                        paths, out_path, label, build, row, self.checks,
@@ -275,68 +401,96 @@ class Timing:
                        timeout=min(180, 30 + 3 * need,
                                    self.clock.left() - 20))
         if ms is None:
-            return
+            return None
         self.last[key] = (m["S"], ms)
         row[build + "_ms"] = ms
         row[build + "_n"] = repeat
         if expect is None:
-            return
-        check_against(out_path, expect, self.device, m["tol"][build],
-                      "%s vs %s" % (label, self.peer.name), build, row,
-                      self.checks)
+            return load_output(out_path, m["dtype"], self.device)
+        # Two roundings to the output type apart (bf16: 2^-9 each).
+        tol = specs.bound(m["tol"][build], m["dtype"], 2 * 2.0**-9)
+        return check_against(out_path, expect, self.device, tol,
+                             "%s vs %s" % (label, row["checked_against"]),
+                             build, row, self.checks, m["dtype"])
+
+
+class _Info:
+    """A Checks whose lines are information, never a failure."""
+
+    def add(self, ok, label, detail=""):
+        print("info %-52s %s" % (label, detail), flush=True)
+        return ok
+
+
+def timing_order(models):
+    """What the timing models tell, most first: S = specs.TARGET_S (where
+    the targets are set), then the longest; f16 before bf16."""
+    return sorted(models, key=lambda m: (m["S"] != specs.TARGET_S, -m["S"],
+                                         m["dtype"] != "f16"))
 
 
 def run_timing(manifest, timing, rows):
     """Appends one row per timing model to rows, in the manifest's order,
-    and times them in order of what they tell: S = specs.TARGET_S first
-    (where the targets are set), then the longest; a spent budget skips
-    the short ones."""
-    pending = []
+    and times them in timing_order (a spent budget skips the last)."""
+    by_name = {}
     for m in [m for m in manifest["models"] if m["group"] == "timing"]:
         row = {"name": m["name"], "B": m["B"], "H": m["H"], "D": m["D"],
-               "S": m["S"], "causal": m["causal"], "flop": flops(m),
+               "S": m["S"], "dtype": m["dtype"], "causal": m["causal"],
+               "flop": flops(m),
                "notes": [m["unfused_note"]] if "unfused_note" in m else []}
         rows.append(row)
-        pending.append((m, row))
-    pending.sort(key=lambda p: (p[0]["S"] != specs.TARGET_S, -p[0]["S"]))
-    for m, row in pending:
+        by_name[m["name"]] = row
+    for m in timing_order([m for m in manifest["models"]
+                           if m["group"] == "timing"]):
         try:
-            timing.model(m, row)
+            timing.model(m, by_name[m["name"]])
         except Exception as e:  # a bug here must not end the whole check
             timing.checks.add(False, m["name"], "check.py error: %s: %s" %
                               (type(e).__name__, e))
 
 
-def run_triton_timing(manifest, timing, rows):
-    """Triton's attention on the timing models' shapes, in the order
-    run_timing took them (what the budget leaves)."""
+def run_late_timing(manifest, timing, rows):
+    """The late peers (FA3 through PyTorch, Triton) on the timing models'
+    shapes, in timing_order (what the budget leaves)."""
     by_name = {r["name"]: r for r in rows}
-    models = [m for m in manifest["models"] if m["group"] == "timing"]
-    models.sort(key=lambda m: (m["S"] != specs.TARGET_S, -m["S"]))
-    for m in models:
+    for m in timing_order([m for m in manifest["models"]
+                           if m["group"] == "timing"]):
         if m["name"] in by_name:
-            timing.time_triton(m, by_name[m["name"]])
-            print("time %-30s Triton %s ms" % (m["name"], fmt(
-                by_name[m["name"]].get("triton_ms"))), flush=True)
+            r = by_name[m["name"]]
+            timing.time_late(m, r)
+            print("time %-30s late peers: %s" % (m["name"], ", ".join(
+                "%s %s ms" % (k[:-3], fmt(r.get(k))) for k in sorted(r)
+                if k.endswith("_ms") and (k == "triton_ms" or k.startswith(
+                    "peer_fa3")))), flush=True)
 
 
 FUSED_BUILDS = ("fused",) + tuple(specs.GPU_VARIANTS)
 
 
-def timing_table(rows, peer_name):
-    """One row per shape: the peer, the unfused build, each fused build
-    that was timed (ms, TFLOP/s, peer ms / ours) and the fastest of them."""
+def timing_table(rows, peers):
+    """One row per shape: each peer (ms, TFLOP/s), the unfused build, each
+    fused build that was timed (ms, TFLOP/s, first peer's ms / ours), the
+    fastest of them and its ratio to every peer, and its float64 errors."""
+    peers = [p for p in peers
+             if any(r.get("peer_%s_ms" % p.kind) for r in rows)]
     builds = [b for b in FUSED_BUILDS if any(r.get(b + "_ms") for r in rows)]
-    head = ["D", "S", "causal", "%s ms" % peer_name, "TFLOP/s",
-            "tfc unfused ms", "TFLOP/s"]
+    first = peers[0] if peers else None
+    head = ["dtype", "D", "S", "causal"]
+    for p in peers:
+        head += ["%s ms" % p.name, "TFLOP/s"]
+    head += ["tfc unfused ms", "TFLOP/s"]
     for b in builds:
-        head += ["tfc %s ms" % b, "TFLOP/s", "%s vs SDPA" % b]
-    head += ["fastest tfc", "vs SDPA", "vs unfused", "fused err vs SDPA"]
+        head += ["tfc %s ms" % b, "TFLOP/s"]
+        if first:
+            head.append("%s vs %s" % (b, first.name))
+    head.append("fastest tfc")
+    head += ["vs %s" % p.name for p in peers]
+    head += ["vs unfused", "fused vs float64: rel / worst row / max abs"]
     triton = any(r.get("triton_ms") for r in rows)
     if triton:
         head += ["Triton ms", "TFLOP/s", "fastest tfc vs Triton"]
     lines = ["| " + " | ".join(head) + " |",
-             "|" + "|".join("---" if h == "causal" else "---:"
+             "|" + "|".join("---" if h in ("causal", "dtype") else "---:"
                             for h in head) + "|"]
     notes = []
     for r in rows:
@@ -348,18 +502,25 @@ def timing_table(rows, peer_name):
             if r.get(ours) and r.get(other):
                 return "%.2fx" % (r[other] / r[ours])
             return "—"
-        cells = [str(r["D"]), str(r["S"]), "yes" if r["causal"] else "no",
-                 fmt(r.get("peer_ms")), rate("peer_ms"),
-                 fmt(r.get("unfused_ms")), rate("unfused_ms")]
+        cells = [r.get("dtype", "f16"), str(r["D"]), str(r["S"]),
+                 "yes" if r["causal"] else "no"]
+        for p in peers:
+            key = "peer_%s_ms" % p.kind
+            cells += [fmt(r.get(key)), rate(key)]
+        cells += [fmt(r.get("unfused_ms")), rate("unfused_ms")]
         for b in builds:
-            cells += [fmt(r.get(b + "_ms")), rate(b + "_ms"),
-                      ratio("peer_ms", b + "_ms")]
+            cells += [fmt(r.get(b + "_ms")), rate(b + "_ms")]
+            if first:
+                cells.append(ratio("peer_%s_ms" % first.kind, b + "_ms"))
         timed = [b for b in builds if r.get(b + "_ms")]
         best = min(timed, key=lambda b: r[b + "_ms"]) if timed else None
-        cells += [best or "—",
-                  ratio("peer_ms", best + "_ms") if best else "—",
-                  ratio("unfused_ms", best + "_ms") if best else "—",
-                  fmt(r.get("fused_err"), "%.1e")]
+        cells.append(best or "—")
+        cells += [ratio("peer_%s_ms" % p.kind, best + "_ms") if best
+                  else "—" for p in peers]
+        f64 = r.get("fused_f64")
+        cells += [ratio("unfused_ms", best + "_ms") if best else "—",
+                  "%.1e / %.1e / %.1e" % (f64["rel"], f64["worst_row"],
+                                          f64["max_abs"]) if f64 else "—"]
         if triton:
             cells += [fmt(r.get("triton_ms")) + (
                 " (%d warps)" % r["triton_warps"] if r.get("triton_ms")

@@ -1,22 +1,26 @@
 """Run the models prepare.py compiled: numerics against float64 references,
-then attention timings against PyTorch's flash SDPA, GEMM timings against
-torch.matmul, decode attention timings against PyTorch's SDPA, and last
-Triton's flash attention on the attention timing's shapes. Markdown tables
-at the end (stdout and OUT/device-check.md).
+then attention timings against PyTorch's SDPA (cuDNN and flash backends)
+and FlashAttention-3, GEMM timings against torch.matmul, decode attention
+timings against PyTorch's SDPA, numerics at the timed shapes on adversarial
+inputs, whole models against PyTorch eager and torch.compile, and last
+the late peers (FA3 through PyTorch, Triton) on the attention timing's
+shapes. Markdown tables at the end (stdout and OUT/device-check.md).
 
 usage: check.py --manifest .device/manifest.json --tfc-run PATH --out DIR
                 [--budget SECONDS] [--seed N]
 
-On the device machine it uses the GPU (SDPA with the FLASH backend forced,
-CUDA events; the float64 references are numpy's, on the host). Without a
-GPU (the dry run, PyTorch 1.13 on the CPU) the same code runs on the CPU,
-and the SDPA column is a float32 math attention timed with a wall clock: a
-smoke test only.
+On the device machine it uses the GPU (SDPA with a backend forced, CUDA
+events; the float64 references: numpy's on the host for the numerics
+models, PyTorch's on the GPU for the timed shapes). Without a GPU (the dry
+run, the CPU PyTorch of bench/.venv) the same code runs on the CPU, and
+the peer is a float32 math attention timed with a wall clock: a smoke test
+only.
 
 The parts, in the order they run: numerics.py (and compute-sanitizer, last),
-minilm.py and decoders.py (whole models), attention_timing.py (with
-Triton's attention), gemm_timing.py, decode_timing.py; report.py writes the
-tables, common.py holds what they share.
+minilm.py and decoders.py (whole models), attention_timing.py (with the
+late peers), gemm_timing.py, decode_timing.py, timed_numerics.py, e2e.py;
+report.py writes the tables, common.py and accuracy.py hold what they
+share.
 
 Exit status: 0 when every numerics check passed, 1 otherwise (a model that
 did not build or load, a non-finite output, an error over its tolerance, a
@@ -39,19 +43,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "pylib"))
 import decoders  # noqa: E402
+import e2e  # noqa: E402
 import minilm  # noqa: E402
-from attention_timing import (Peer, Timing, TritonPeer,  # noqa: E402
-                              run_timing, run_triton_timing)
+from attention_timing import (Timing, TritonPeer,  # noqa: E402
+                              make_peers, run_late_timing, run_timing)
 from common import Checks, Clock, TfcRun  # noqa: E402
 from decode_timing import DecodeTiming, run_decode_timing  # noqa: E402
 from gemm_timing import run_gemm_timing  # noqa: E402
 from numerics import run_numerics, run_sanitizer  # noqa: E402
 from report import card_header, report  # noqa: E402
+from timed_numerics import run_timed_numerics  # noqa: E402
 
 # The parts of the check, in the order they run.
-PHASES = ("numerics", "models", "timing", "gemm", "decode", "triton",
-          "sanitizer")
-TIMING_PHASES = {"timing", "gemm", "decode", "triton"}
+PHASES = ("numerics", "models", "timing", "gemm", "decode", "accuracy",
+          "e2e", "triton", "sanitizer")
+TIMING_PHASES = {"timing", "gemm", "decode", "accuracy", "e2e", "triton"}
 
 
 def main():
@@ -101,8 +107,8 @@ def main():
     if a.emulated:
         run.once, run.timeout_scale = True, 30.0
     work = tempfile.mkdtemp(prefix="tfc-device-check-")
-    checks, rows, peer, gemm_rows = Checks(), [], Peer(device), []
-    decode_rows = []
+    checks, rows, peers, gemm_rows = Checks(), [], make_peers(device), []
+    decode_rows, e2e_rows = [], []
     try:
         if "numerics" in phases:
             print("== numerics (%s)" % device, flush=True)
@@ -126,9 +132,9 @@ def main():
             except Exception as e:  # a bug here must not end the whole check
                 checks.add(False, "decoders", "check.py error: %s: %s" %
                            (type(e).__name__, e))
-        report(header, checks, rows, peer.name, gpu, a.out, clock, False)
+        report(header, checks, rows, peers, gpu, a.out, clock, False)
         timing = Timing(base, run, device, seed, work, checks, clock,
-                        peer, TritonPeer(device))
+                        peers, TritonPeer(device))
         if "timing" in phases:
             print("== timing (%.0f s left of %.0f)" % (clock.left(),
                                                       a.budget), flush=True)
@@ -147,11 +153,20 @@ def main():
             except Exception as e:  # a bug here must not end the whole check
                 checks.add(False, "decode timing", "check.py error: %s: %s" %
                            (type(e).__name__, e))
+        if "accuracy" in phases:
+            print("== numerics at the timed shapes, adversarial inputs "
+                  "(%.0f s left)" % clock.left(), flush=True)
+            run_timed_numerics(manifest, base, run, device, seed, work,
+                               checks, clock, peers)
+        if "e2e" in phases:
+            print("== whole models against PyTorch eager and torch.compile "
+                  "(%.0f s left)" % clock.left(), flush=True)
+            e2e.check(base, run, device, work, checks, clock, e2e_rows, seed)
         if "triton" in phases:
-            print("== Triton attention timing (%.0f s left)" % clock.left(),
-                  flush=True)
+            print("== late attention peers: FA3 through PyTorch, Triton "
+                  "(%.0f s left)" % clock.left(), flush=True)
             try:
-                run_triton_timing(manifest, timing, rows)
+                run_late_timing(manifest, timing, rows)
             except Exception as e:  # noqa: BLE001 (a peer's, not ours)
                 print("Triton timing stopped: %s: %s" % (type(e).__name__, e),
                       flush=True)
@@ -163,8 +178,8 @@ def main():
                           clock)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        md = report(header, checks, rows, peer.name, gpu, a.out, clock,
-                    True, gemm_rows, decode_rows)
+        md = report(header, checks, rows, peers, gpu, a.out, clock,
+                    True, gemm_rows, decode_rows, e2e_rows)
         print()
         print(md, end="", flush=True)
     return 1 if checks.failed else 0

@@ -13,9 +13,29 @@ import time
 import numpy as np
 import torch
 
+from tfc_testing.arrays import bf16_to_f32
+
 # What the GB/s of a decode step (and of a GEMV) are read against: the
-# H200's HBM3e bandwidth, about 4.8 TB/s.
-HBM_PEAK_GBPS = 4800
+# card's HBM bandwidth by its name (H200: HBM3e, about 4.8 TB/s; H100 SXM:
+# HBM3, about 3.35 TB/s; H100 PCIe: HBM2e, about 2 TB/s).
+HBM_PEAK_GBPS = {"H200": 4800, "H100 PCIe": 2000, "H100": 3350}
+
+# PyTorch's calls are queued behind a kernel that sleeps this many clock
+# cycles (about 25 ms at 2 GHz), longer than Python takes to queue
+# QUEUED calls.
+SLEEP_CYCLES = 50000000
+QUEUED = 50
+
+
+def hbm_peak_gbps(device):
+    """(GB/s, card name) of the card's HBM, or (None, name) if unknown."""
+    if device.type != "cuda":
+        return None, "CPU"
+    name = torch.cuda.get_device_name(device)
+    for key, gbps in HBM_PEAK_GBPS.items():
+        if key in name:
+            return gbps, name
+    return None, name
 
 
 class Checks:
@@ -129,15 +149,19 @@ def run_timed(run, lib, paths, out_path, label, build, row, checks,
     return ms
 
 
-def check_against(out_path, expect, device, tol, label, build, row, checks):
-    """The output at `out_path` against the peer's `expect`: its relative
-    error on the row (build_err) and a check within `tol`."""
-    got = torch.from_numpy(np.load(out_path)).to(device).float()
+def check_against(out_path, expect, device, tol, label, build, row, checks,
+                  dtype="f16"):
+    """The output at `out_path` (in `dtype`) against the peer's `expect`:
+    its relative error on the row (build_err) and a check within `tol`;
+    returns the output (float32)."""
+    got = load_output(out_path, dtype, device)
+    expect = expect.float()
     finite = bool(torch.isfinite(got).all())
     e = float(torch.linalg.norm(got - expect) / torch.linalg.norm(expect))
     row[build + "_err"] = e
-    checks.add(finite and e <= tol, label, "rel.err %.2e (tol %.0e)%s" % (
+    checks.add(finite and e <= tol, label, "rel.err %.2e (tol %.1e)%s" % (
         e, tol, "" if finite else ", NON-FINITE values"))
+    return got
 
 
 def math_attention(q, k, v, causal=False):
@@ -168,6 +192,69 @@ def once_ms(call, gpu):
     b.record()
     torch.cuda.synchronize()
     return a.elapsed_time(b)
+
+
+def queued_times(call, n, gpu, between=None, queued=QUEUED):
+    """n times (ms) of call(). On the GPU: CUDA events around each call,
+    the calls queued `queued` at a time behind a sleeping kernel
+    (torch.cuda._sleep), so that the events time the GPU's work only, not
+    Python's launches; `between` (an L2 flush, say) runs before each call,
+    outside its events. On the CPU: a wall clock."""
+    times = []
+    if not gpu:
+        for _ in range(n):
+            if between:
+                between()
+            times.append(once_ms(call, False))
+        return times
+    sleep = getattr(torch.cuda, "_sleep", None)
+    while len(times) < n:
+        if sleep:
+            sleep(SLEEP_CYCLES)
+        ev = [(torch.cuda.Event(enable_timing=True),
+               torch.cuda.Event(enable_timing=True))
+              for _ in range(min(queued, n - len(times)))]
+        for a, b in ev:
+            if between:
+                between()
+            a.record()
+            call()
+            b.record()
+        torch.cuda.synchronize()
+        times += [a.elapsed_time(b) for a, b in ev]
+    return times
+
+
+class L2Flush:
+    """Writes a buffer of twice the L2's size (what flush() does), so that
+    what the next call reads comes from HBM."""
+
+    def __init__(self, device, l2_bytes):
+        self.buffer = (torch.empty(max(1, 2 * l2_bytes // 4),
+                                   dtype=torch.float32, device=device)
+                       if l2_bytes else None)
+
+    def __call__(self):
+        if self.buffer is not None:
+            self.buffer.fill_(1.0)
+
+
+def save_tensor(t, path):
+    """`t` as tfc-run reads it (bf16 as '<u2' bits)."""
+    t = t.detach().contiguous().cpu()
+    if t.dtype == torch.bfloat16:
+        np.save(path, t.view(torch.int16).numpy().view(np.uint16))
+    else:
+        np.save(path, t.numpy())
+
+
+def load_output(path, dtype, device):
+    """What tfc-run wrote at `path` (bf16 as '<u2' bits) as float32 on
+    `device`."""
+    a = np.load(path)
+    if dtype == "bf16":
+        a = bf16_to_f32(a)
+    return torch.from_numpy(np.asarray(a, dtype=np.float32)).to(device)
 
 
 def fmt(v, spec="%.3f"):

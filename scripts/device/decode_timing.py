@@ -4,20 +4,18 @@ kernels) against PyTorch's SDPA with grouped-query heads on the same f16
 inputs; and its table."""
 
 import os
-import time
+import shutil
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
+import accuracy
+import ncu_profile
 import specs
-from common import (check_against, fmt, math_attention, not_built,
-                    run_timed)
-
-# PyTorch's decode calls are queued behind a kernel that sleeps this many
-# clock cycles (about 25 ms at the H200's 1.98 GHz), longer than Python
-# takes to queue DecodeTiming.QUEUED calls.
-SLEEP_CYCLES = 50000000
+from attention_timing import check_rows
+from common import (QUEUED, L2Flush, check_against, fmt, hbm_peak_gbps,
+                    load_output, math_attention, not_built, queued_times,
+                    run_timed, save_tensor)
 
 
 def kv_bytes(m):
@@ -32,7 +30,7 @@ class DecodeTiming:
     attention on the same f16 inputs, and checks our outputs against
     PyTorch's. One row (a dict) per model."""
 
-    QUEUED = 50  # PyTorch calls queued behind one sleeping kernel
+    QUEUED = QUEUED  # PyTorch calls queued behind one sleeping kernel
 
     def __init__(self, base, run, device, seed, work, checks, clock):
         self.base, self.run, self.device = base, run, device
@@ -43,6 +41,11 @@ class DecodeTiming:
         self.gen = torch.Generator(device=device)
         self.gen.manual_seed(seed + 3)
         self.target_s = 0.3 if self.gpu else 0.1  # timed seconds per number
+        self.flush = L2Flush(device, self.l2)
+        self.ncu = shutil.which("ncu") if self.gpu else None
+        peak, card = hbm_peak_gbps(device)
+        self.hbm = ("the %s's HBM peak is about %d GB/s" % (card, peak)
+                    if peak else "%s: HBM peak unknown" % card)
 
     @property
     def peer_name(self):
@@ -58,32 +61,12 @@ class DecodeTiming:
         return math_attention(q, k, v)
 
     def peer_times(self, qkv, n):
-        """n times (ms) of PyTorch's attention. On the GPU: CUDA events
-        around each call, the calls queued QUEUED at a time behind a
-        sleeping kernel, so that the events time the GPU's work. A decode
-        step takes tens of microseconds, about what Python takes to launch
-        one: calls launched onto an idle GPU would time the launches."""
-        times = []
-        if not self.gpu:
-            for _ in range(n):
-                t = time.perf_counter()
-                self.attention(*qkv)
-                times.append((time.perf_counter() - t) * 1e3)
-            return times
-        sleep = getattr(torch.cuda, "_sleep", None)
-        while len(times) < n:
-            if sleep:
-                sleep(SLEEP_CYCLES)
-            ev = [(torch.cuda.Event(enable_timing=True),
-                   torch.cuda.Event(enable_timing=True))
-                  for _ in range(min(self.QUEUED, n - len(times)))]
-            for a, b in ev:
-                a.record()
-                self.attention(*qkv)
-                b.record()
-            torch.cuda.synchronize()
-            times += [a.elapsed_time(b) for a, b in ev]
-        return times
+        """n times (ms) of PyTorch's attention, kernel only: on the GPU the
+        calls queued behind a sleeping kernel (a decode step takes tens of
+        microseconds, about what Python takes to launch one), the L2
+        flushed before each (K and V come from HBM)."""
+        return queued_times(lambda: self.attention(*qkv), n, self.gpu,
+                            self.flush, self.QUEUED)
 
     def model(self, m, row):
         if self.clock.left() < 30:
@@ -98,11 +81,12 @@ class DecodeTiming:
         paths = []
         for i, t in enumerate(qkv):
             paths.append(os.path.join(self.work, "d%d.npy" % i))
-            np.save(paths[-1], t.cpu().numpy())
+            save_tensor(t, paths[-1])
         if self.l2 and row["bytes"] <= self.l2:
             row["notes"].append(
                 "%s: K and V (%.1f MB) fit in the L2 (%.0f MB) and every "
-                "run reads the same ones: its GB/s are partly the L2's" % (
+                "tfc-run run reads the same ones: tfc-run's GB/s are partly "
+                "the L2's (the ncu column and PyTorch's are flushed)" % (
                     m["name"], row["bytes"] / 1e6, self.l2 / 1e6))
         if self.gpu and not hasattr(torch.cuda, "_sleep"):
             row["notes"].append("%s: no torch.cuda._sleep: the %s times "
@@ -124,8 +108,22 @@ class DecodeTiming:
                 m["name"], self.peer_name, str(e).splitlines()[0]))
         if self.gpu:
             torch.cuda.synchronize()  # nothing of ours runs beside tfc-run
+        ref = accuracy.attention64(*qkv, False)
         for build in m["builds"]:
-            self.build(m, build, paths, expect, row)
+            got = self.build(m, build, paths, expect, row)
+            if got is not None:
+                check_rows(m, got, torch.arange(1), ref,
+                           "%s %s vs float64" % (m["name"], build),
+                           self.checks, row, build + "_f64")
+        if self.ncu and "fused" in m["paths"] and self.clock.left() > 60:
+            row["fused_ncu_ms"], why = ncu_profile.kernel_ms(
+                self.ncu, self.run.path, os.path.join(
+                    self.base, m["paths"]["fused"]), paths,
+                os.path.join(self.work, "d_out.npy"))
+            if why:
+                row["notes"].append("%s: ncu: %s" % (m["name"], why))
+            elif row["fused_ncu_ms"]:
+                row["fused_ncu_gbps"] = row["bytes"] / row["fused_ncu_ms"] / 1e6
         print("time %-30s %s" % (m["name"], ", ".join(
             "%s %.4f ms" % (k[:-3], row[k]) for k in row
             if k.endswith("_ms"))), flush=True)
@@ -133,10 +131,10 @@ class DecodeTiming:
     def build(self, m, build, paths, expect, row):
         label = "%s %s" % (m["name"], build)
         if not_built(m, build, label, row, self.checks):
-            return
+            return None
         if self.clock.left() < 20:
             row["notes"].append("%s skipped: time budget spent" % label)
-            return
+            return None
         # Repeats for about target_s of timed runs, at the time of the
         # build timed before (the tiled kernels can take 10x that: still
         # well under a second at these sizes).
@@ -149,14 +147,14 @@ class DecodeTiming:
                        repeat=repeat, warmup=3,
                        timeout=min(120, self.clock.left() - 15))
         if ms is None:
-            return
+            return None
         row[build + "_ms"], row[build + "_n"] = ms, repeat
         row[build + "_gbps"] = row["bytes"] / ms / 1e6
         if expect is None:
-            return
-        check_against(out_path, expect, self.device, m["tol"][build],
-                      "%s vs %s" % (label, self.peer_name), build, row,
-                      self.checks)
+            return load_output(out_path, m["dtype"], self.device)
+        return check_against(out_path, expect, self.device, m["tol"][build],
+                             "%s vs %s" % (label, self.peer_name), build,
+                             row, self.checks, m["dtype"])
 
 
 def run_decode_timing(manifest, timing, rows):
@@ -165,7 +163,7 @@ def run_decode_timing(manifest, timing, rows):
               if m["group"] == "decode_timing"]:
         row = {"name": m["name"], "B": m["B"], "H": m["H"], "Hkv": m["Hkv"],
                "Skv": m["Skv"], "D": m["D"], "bytes": kv_bytes(m),
-               "peer": timing.peer_name, "notes": []}
+               "peer": timing.peer_name, "hbm": timing.hbm, "notes": []}
         rows.append(row)
         try:
             timing.model(m, row)
@@ -184,7 +182,11 @@ def decode_table(rows):
             "GB/s"]
     for b in builds:
         head += ["tfc %s ms" % b, "GB/s"]
+    ncu = any(r.get("fused_ncu_ms") for r in rows)
+    if ncu:
+        head += ["tfc fused ms (ncu, L2 flushed)", "GB/s"]
     head += ["fused vs tiled", "fused vs torch", "fused err vs torch",
+             "fused vs float64: rel / worst row / max abs",
              "fastest decode build", "vs torch"]
     lines = ["| " + " | ".join(head) + " |",
              "|" + "|".join("---:" for _ in head) + "|"]
@@ -200,8 +202,14 @@ def decode_table(rows):
         for b in builds:
             cells += [fmt(r.get(b + "_ms"), "%.4f"),
                       fmt(r.get(b + "_gbps"), "%.0f")]
+        if ncu:
+            cells += [fmt(r.get("fused_ncu_ms"), "%.4f"),
+                      fmt(r.get("fused_ncu_gbps"), "%.0f")]
+        f64 = r.get("fused_f64")
         cells += [ratio("tiled_ms"), ratio("torch_ms"),
-                  fmt(r.get("fused_err"), "%.1e")]
+                  fmt(r.get("fused_err"), "%.1e"),
+                  "%.1e / %.1e / %.1e" % (f64["rel"], f64["worst_row"],
+                                          f64["max_abs"]) if f64 else "—"]
         # The decode kernel's builds (all but the tiled kernels).
         timed = [b for b in builds if b != "tiled" and r.get(b + "_ms")]
         best = min(timed, key=lambda b: r[b + "_ms"]) if timed else None

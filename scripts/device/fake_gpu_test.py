@@ -66,6 +66,16 @@ def fake_sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
 
 backends_entered = []
 triton_launches = []
+fa3_calls = []
+
+
+def fake_fa3(q, k, v, causal=False):
+    """flash_attn_interface.flash_attn_func's stand-in: [B, S, H, D] in,
+    (out [B, S, H, D], lse) back."""
+    fa3_calls.append(q.shape)
+    o = fake_sdpa(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                  is_causal=causal).transpose(1, 2)
+    return o, None
 
 
 class FakeDescriptor:
@@ -116,6 +126,31 @@ def fake_triton_modules():
             "triton.tools.tensor_descriptor": td, "generate": generate}
 
 
+# Nsight Compute's stand-in: runs the command after its options, then
+# prints, as `ncu --csv` does, two kernel launches per run of --repeat N.
+FAKE_NCU_NS = 1234
+FAKE_NCU = """import subprocess, sys
+args = sys.argv[1:]
+while args[0].startswith("--"):
+    args = args[2:] if args[0] != "--csv" else args[1:]
+subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+runs = int(args[args.index("--repeat") + 1])
+print('"ID","Process ID","Kernel Name","Metric Name","Metric Unit",'
+      '"Metric Value"')
+for i in range(2 * runs):
+    print('"%d","1","k%d(float*)","gpu__time_duration.sum","ns","1,234"'
+          % (i, i % 2))
+"""
+
+
+def write_fake_ncu(work):
+    path = os.path.join(work, "fake-ncu")
+    with open(path, "w") as f:
+        f.write("#!%s\n%s" % (sys.executable, FAKE_NCU))
+    os.chmod(path, 0o755)
+    return path
+
+
 @contextlib.contextmanager
 def fake_sdpa_kernel(backends):
     backends_entered.append(backends)
@@ -135,7 +170,7 @@ def main():
     F.scaled_dot_product_attention = fake_sdpa
     attention_timing.sdpa_kernel = fake_sdpa_kernel
     attention_timing.SDPBackend = types.SimpleNamespace(
-        FLASH_ATTENTION="FLASH")
+        FLASH_ATTENTION="FLASH", CUDNN_ATTENTION="CUDNN")
 
     with open(a.manifest) as f:
         manifest = json.load(f)
@@ -143,14 +178,38 @@ def main():
     header = card_header(types.SimpleNamespace(type="cuda"), manifest, 1)
     assert "Fake H200" in header, header
 
-    peer = attention_timing.Peer(cpu)
-    peer.gpu, peer.name = True, "SDPA flash"
+    # The peers: SDPA's cuDNN and flash backends, FA3 through a stand-in
+    # flash_attn_interface ([B, S, H, D] views; (out, lse) back); without
+    # it and without PyTorch's FA3 impl, FA3 is "not available".
+    gpu_device = types.SimpleNamespace(type="cuda")
+    saved_fa3 = sys.modules.get("flash_attn_interface")
+    sys.modules["flash_attn_interface"] = None  # import fails
+    import torch.nn.attention as nn_attention
+    listed = getattr(nn_attention, "list_flash_attention_impls", None)
+    nn_attention.list_flash_attention_impls = lambda: ["FA4"]
+    missing = attention_timing.Peer(gpu_device, "fa3")
+    if listed is None:
+        del nn_attention.list_flash_attention_impls
+    else:
+        nn_attention.list_flash_attention_impls = listed
+    sys.modules["flash_attn_interface"] = types.SimpleNamespace(
+        flash_attn_func=fake_fa3)
+    peers = [attention_timing.Peer(gpu_device, k)
+             for k in attention_timing.PEERS]
+    if saved_fa3 is None:
+        del sys.modules["flash_attn_interface"]
+    else:
+        sys.modules["flash_attn_interface"] = saved_fa3
+    peers_ok = (missing.error and "not available" in missing.error and
+                all(p.error is None for p in peers))
+    print("peers: %s; FA3 without its module: %s" % (
+        ", ".join(p.name for p in peers), missing.error))
     checks = Checks()
     work = tempfile.mkdtemp(prefix="tfc-fake-gpu-")
     timing = attention_timing.Timing(
         os.path.dirname(os.path.abspath(a.manifest)),
         TfcRun(a.tfc_run, ["--threads", "1"]), cpu, 1, work, checks,
-        Clock(120), peer)
+        Clock(120), peers)
     timing.gpu, timing.l2, timing.target_s = True, 4 << 20, 0.05
     models = [m for m in manifest["models"] if m["group"] == "timing"][:2]
     rows = []
@@ -166,11 +225,12 @@ def main():
         else:
             sys.modules[name] = module
     assert timing.triton.error is None, timing.triton.error
-    attention_timing.run_triton_timing({"models": models}, timing, rows)
-    lines, _ = attention_timing.timing_table(rows, peer.name)
+    attention_timing.run_late_timing({"models": models}, timing, rows)
+    lines, _ = attention_timing.timing_table(rows, peers)
     print("\n".join(lines))
+    attention_head = lines[0]
     triton_ok = (all(r.get("triton_ms") and r.get("triton_err") is not None
-                     and r["triton_err"] < 1e-6 and
+                     and r["triton_err"] < 1e-3 and
                      r.get("triton_warps") in (4, 8) for r in rows) and
                  len(triton_launches) > len(rows) and
                  "fastest tfc vs Triton" in lines[0])
@@ -185,6 +245,7 @@ def main():
         Clock(120))
     decode.gpu, decode.l2, decode.target_s = True, 4 << 20, 0.05
     decode.QUEUED = 4  # several queues of calls, each behind a sleep
+    decode.ncu = write_fake_ncu(work)
     # The CPU models have no "tiled" build: the fused one stands in for it,
     # for the table's tiled columns and ratio.
     decode_models = [dict(m, builds=m["builds"] + ["tiled"],
@@ -196,7 +257,7 @@ def main():
                                     decode_rows)
     lines, _ = decode_timing.decode_table(decode_rows)
     print("\n".join(lines))
-    text = report(header, checks, rows, peer.name, True, work, Clock(1),
+    text = report(header, checks, rows, peers, True, work, Clock(1),
                   True, decode_rows=decode_rows)
     with open(os.path.join(work, "device-check.json")) as f:
         decode_json = json.load(f)["decode_timing"]
@@ -229,7 +290,8 @@ def main():
     decode_ok = (decode_rows and gqa_calls and len(sleeps) > 1 and
                  all(r.get("fused_ms") and r.get("tiled_ms") and
                      r.get("torch_ms") and r.get("tiled_err") is not None
-                     for r in decode_rows) and
+                     and r.get("fused_f64") and r.get("fused_ncu_ms") ==
+                     FAKE_NCU_NS * 2 / 1e6 for r in decode_rows) and
                  any("fit in the L2" in n for r in decode_rows
                      for n in r["notes"]) and
                  "queued behind a sleeping kernel" in text and
@@ -239,7 +301,11 @@ def main():
                           len(sleeps)))
     ok = (sanitizer_ok and decode_ok and triton_ok and not checks.failed and
           backends_entered and
-          all(r.get("fused_ms") and r.get("peer_ms") for r in rows) and
+          peers_ok and fa3_calls and
+          all(r.get("fused_ms") and r.get("fused_f64") and
+              all(r.get("peer_%s_ms" % p.kind) for p in peers)
+              for r in rows) and
+          all("vs " + p.name in attention_head for p in peers) and
           rows[0]["sets"] > 1 and "CUDA events" in text)
     print("%d passed, %d failed" % (int(bool(ok)), int(not ok)))
     return 0 if ok else 1

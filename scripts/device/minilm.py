@@ -97,11 +97,8 @@ def check(base, run, device, work, checks, clock):
               flush=True)
         return
     label = "minilm batch %d seq %d fused" % (BATCH, SEQ)
-    weights = {k: v.astype(np.float32) if v.dtype == np.float16 else v
-               for k, v in safetensors_file.read(
-                   os.path.join(src, "model.f16.safetensors")).items()}
-    f32 = os.path.join(work, "minilm.f32.safetensors")
-    safetensors_file.write_arrays(f32, weights)
+    f32 = widened_weights(src, work)
+    weights = safetensors_file.read(f32)
     ids = np.load(os.path.join(src, "input_ids.npy"))
     mask = np.load(os.path.join(src, "attention_mask.npy"))
     out = os.path.join(work, "minilm_out.npy")
@@ -178,20 +175,31 @@ def check_f16(base, run, device, work, checks, clock, src, weights, ref,
           "batch" % (m.group(1) if m else "?", ms32, peer), flush=True)
 
 
-def torch_f16_ms(src, device, runs=30):
-    """Median ms of PyTorch's BertModel in f16 (.half()) with mean pooling
-    and L2 normalisation, on the fixture batch, by CUDA events."""
+def widened_weights(src, work):
+    """The carried f16 weights widened to f32 (the file the builds were
+    imported from): work/minilm.f32.safetensors, written once."""
+    path = os.path.join(work, "minilm.f32.safetensors")
+    if not os.path.exists(path):
+        safetensors_file.write_arrays(path, {
+            k: v.astype(np.float32) if v.dtype == np.float16 else v
+            for k, v in safetensors_file.read(
+                os.path.join(src, "model.f16.safetensors")).items()})
+    return path
+
+
+def torch_model(src, device, half=True):
+    """A call of PyTorch's BertModel (f16 with `half`, else f32) with mean
+    pooling and L2 normalisation in f32, on the fixture batch: the
+    sentence embeddings."""
     import torch
     from transformers import BertConfig, BertModel
-
-    from common import once_ms
     model = BertModel(BertConfig.from_json_file(
         os.path.join(src, "config.json")), add_pooling_layer=False)
     weights = safetensors_file.read(os.path.join(src,
                                                  "model.f16.safetensors"))
     model.load_state_dict({k: torch.from_numpy(np.array(v))
                            for k, v in weights.items()}, strict=False)
-    model = model.half().to(device).eval()
+    model = (model.half() if half else model.float()).to(device).eval()
     ids = torch.from_numpy(np.load(os.path.join(src, "input_ids.npy"))).to(
         device)
     mask = torch.from_numpy(np.load(os.path.join(
@@ -202,6 +210,16 @@ def torch_f16_ms(src, device, runs=30):
         m = mask.unsqueeze(-1).float()
         pooled = (tokens * m).sum(1) / m.sum(1).clamp(min=1e-9)
         return torch.nn.functional.normalize(pooled, dim=1)
+    return once
+
+
+def torch_f16_ms(src, device, runs=30):
+    """Median ms of PyTorch's BertModel in f16 (.half()) with mean pooling
+    and L2 normalisation, on the fixture batch, by CUDA events."""
+    import torch
+
+    from common import once_ms
+    once = torch_model(src, device)
     with torch.no_grad():
         for _ in range(3):
             once()

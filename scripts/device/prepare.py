@@ -24,6 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "pylib"))
 import decoders  # noqa: E402
+import e2e  # noqa: E402
 import minilm  # noqa: E402
 import specs  # noqa: E402
 
@@ -135,6 +136,9 @@ def prepare_models(a, gpu_flags):
     with tempfile.TemporaryDirectory(prefix="tfc-decoders-") as tmp:
         status = decoders.prepare(a.tfc_compile, a.out, a.target, gpu_flags,
                                   tmp)
+        # Whole models against PyTorch (their weights drawn there too).
+        status.update(e2e.prepare(a.tfc_compile, a.out, a.target,
+                                  gpu_flags, tmp, a.small))
     for name, st in status.items():
         print("prepare: %s: %s" % (name, st))
         failures += st != "ok"

@@ -9,14 +9,15 @@ import subprocess
 
 import torch
 
+import accuracy
+import e2e
 from attention_timing import timing_table
-from common import HBM_PEAK_GBPS
 from decode_timing import decode_table
 from gemm_timing import gemm_table
 
 
-def report(header, checks, rows, peer_name, gpu, out, clock, final,
-           gemm_rows=(), decode_rows=()):
+def report(header, checks, rows, peers, gpu, out, clock, final,
+           gemm_rows=(), decode_rows=(), e2e_rows=()):
     failed = checks.failed
     lines = ["# tfc device check", "", header, ""]
     lines.append("**numerics: %d checks, %d passed, %d failed**%s" % (
@@ -29,55 +30,83 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final,
                      % (len(failed) - 25))
     lines.append("")
     if rows:
-        t, notes = timing_table(rows, peer_name)
-        lines += ["## Attention timing, f16, B=%s, H=%s" % (
+        t, notes = timing_table(rows, peers)
+        lines += ["## Attention timing, B=%s, H=%s" % (
             rows[0]["B"], rows[0]["H"]), ""] + t
         clock_name = "CUDA events" if gpu else "wall clock"
-        lines += ["", "tfc: `tfc-run --repeat` median (%s%s, the same inputs "
-                  "every run). %s: median of many runs, %s, after warm-up%s. "
-                  "TFLOP/s = 4*B*H*S^2*D / t, half that when causal. "
-                  "`fused vs X` = t_X / t_fused (above 1x: fused is faster). "
-                  "`fused err vs SDPA`: ||tfc - SDPA|| / ||SDPA|| on the "
-                  "timing inputs. Triton, where it ran: its tutorial's flash "
-                  "attention (128 x 128 tiles, 2 stages, the faster of 4 and "
-                  "8 warps), timed as SDPA." % (
-                      clock_name, " of the model's kernels" if gpu else "",
-                      peer_name, clock_name,
+        lines += ["", "Every row kernel-to-kernel. tfc: `tfc-run --repeat` "
+                  "median (%s%s, the same inputs every run). Peers (%s): "
+                  "median of many calls, %s%s, after warm-up%s. TFLOP/s = "
+                  "4*B*H*S^2*D / t, half that when causal. `X vs P` = t_P / "
+                  "t_X (above 1x: X is faster). `fused vs float64`: the "
+                  "default build's norm-wise relative error, worst row's "
+                  "relative error and largest absolute error on %d query "
+                  "rows of each head against float64. Triton, where it ran: "
+                  "its tutorial's flash attention (128 x 128 tiles, 2 "
+                  "stages, the faster of 4 and 8 warps), timed as the "
+                  "peers." % (
+                      clock_name, " around the model's kernels" if gpu else
+                      "", ", ".join(p.name for p in peers), clock_name,
+                      ", queued behind a sleeping kernel (the GPU's time "
+                      "only)" if gpu else "",
                       ", rotating input sets where one set fits in the L2"
-                      if gpu else "")]
+                      if gpu else "", accuracy.SAMPLE_ROWS)]
         for n in notes:
             lines.append("- " + n)
     if gemm_rows:
         lines += ["", "## GEMM timing, f16 inputs, f32 results", ""]
         lines += gemm_table(gemm_rows)
-        lines += ["", "tfc: `tfc-run --repeat` median; torch.matmul: median "
-                  "of many runs (%s). TFLOP/s = 2*batch*M*K*N / t. `vs "
-                  "torch` = t_torch / t_tfc." % (
-                      "CUDA events; its result in f16" if gpu else
-                      "wall clock; in f32 on the CPU")]
+        lines += ["", "Every row kernel-to-kernel. tfc: `tfc-run --repeat` "
+                  "median (CUDA events around the model's kernels, the same "
+                  "inputs every run: B stays in the L2 where it fits); "
+                  "`(ncu, L2 flushed)`: the default build's kernels alone, "
+                  "each replayed by Nsight Compute after flushing the "
+                  "caches, median of 3 runs. torch.matmul: median of many "
+                  "calls (%s). TFLOP/s = 2*batch*M*K*N / t. `vs torch` = "
+                  "t_torch / t_tfc. `default vs float64`: %d rows of A "
+                  "against the float64 product." % (
+                      "CUDA events, the calls queued behind a sleeping "
+                      "kernel, a buffer of twice the L2 written before "
+                      "each; its result in f16" if gpu else
+                      "wall clock; in f32 on the CPU", accuracy.SAMPLE_ROWS)]
     if decode_rows:
         t, notes = decode_table(decode_rows)
         lines += ["", "## Decode attention timing, f16, Sq=1, D=%d" %
                   decode_rows[0]["D"], ""] + t
-        lines += ["", "fused: the split-KV decode kernel (default); tiled: "
+        lines += ["", "Every row kernel-to-kernel. fused: the split-KV "
+                  "decode kernel (default); tiled: "
                   "`--gpu-decode-kernel=false`; dmma: the decode kernel on "
                   "tensor cores, `--gpu-decode-mma` (dmma2, dmma3: with "
                   "`--gpu-decode-blocks-per-sm=2` or 3). tfc: `tfc-run "
-                  "--repeat` "
-                  "median (%s). %s: median of many calls on the same "
-                  "inputs (%s). GB/s = K and V bytes read once "
-                  "(2*B*Hkv*Skv*D*2) / t; the H200's HBM peak is about "
-                  "%d GB/s. `fused vs X` = t_X / t_fused. `fused err vs "
-                  "torch`: ||tfc - torch|| / ||torch||." % (
+                  "--repeat` median (%s); `(ncu, L2 flushed)`: the default "
+                  "build's kernels alone, each replayed by Nsight Compute "
+                  "after flushing the caches, median of 3 runs. %s: median "
+                  "of many calls on the same inputs (%s). GB/s = K and V "
+                  "bytes read once (2*B*Hkv*Skv*D*2) / t; %s (read against "
+                  "it: the flushed columns). `fused vs X` = t_X / t_fused. "
+                  "`fused err vs torch`: ||tfc - torch|| / ||torch||; "
+                  "`fused vs float64`: against attention in float64." % (
                       "CUDA events from an idle stream: the launches' "
-                      "latency, a few microseconds, included"
-                      if gpu else "wall clock",
+                      "latency, a few microseconds, included; the same "
+                      "inputs every run" if gpu else "wall clock",
                       decode_rows[0]["peer"],
                       "CUDA events, the calls queued behind a sleeping "
-                      "kernel: GPU time only" if gpu else "wall clock",
-                      HBM_PEAK_GBPS)]
+                      "kernel, a buffer of twice the L2 written before each: "
+                      "GPU time only, K and V from HBM" if gpu else
+                      "wall clock", decode_rows[0]["hbm"])]
         for n in notes:
             lines.append("- " + n)
+    if e2e_rows:
+        t, notes = e2e.table(e2e_rows)
+        lines += ["", "## Whole models against PyTorch", ""] + t
+        lines += ["", "tfc: `tfc-run --repeat` median, CUDA events around "
+                  "the model's launches from an idle stream (end to end: "
+                  "the host's launches included; inputs on the device). "
+                  "PyTorch: end to end, CUDA events around each call from an "
+                  "idle stream; kernel-to-kernel, the same calls queued "
+                  "behind a sleeping kernel. `tfc vs X` = t_X / t_tfc. "
+                  "Models: e2e.py's docstring."]
+        lines += ["- " + n for n in notes]
     lines.append("")
     lines.append("wall time of the check: %.0f s" % clock.elapsed())
     md = "\n".join(lines) + "\n"
@@ -95,7 +124,8 @@ def report(header, checks, rows, peer_name, gpu, out, clock, final,
         with open(os.path.join(out, "device-check.json"), "w") as f:
             json.dump({"header": header, "checks": checks.rows,
                        "timing": rows, "gemm_timing": list(gemm_rows),
-                       "decode_timing": list(decode_rows)}, f, indent=1)
+                       "decode_timing": list(decode_rows),
+                       "e2e": list(e2e_rows)}, f, indent=1)
     return md
 
 

@@ -60,6 +60,18 @@ def bound(tol, dtype, floor):
     return floor + BF16_MARGIN if dtype == "bf16" else tol
 
 
+def bounds(tol, dtype, floors):
+    """The bounds of accuracy.verdict (norm-wise, worst row, largest
+    absolute error / max|ref|) from the rounding floors
+    (accuracy.rounding_floor): `tol` each; bf16 its floor + margin, the
+    worst row two roundings + margin: a row that one key dominates carries
+    the rounding of its probability (P·V takes P in the compute type, as
+    frameworks do) along the whole row, on top of the output's."""
+    rel, row, absolute = floors
+    return (bound(tol, dtype, rel), bound(tol, dtype, 2 * row),
+            bound(tol, dtype, absolute))
+
+
 def normal(scale=1.0, shift=0.0):
     return {"kind": "normal", "scale": scale, "shift": shift}
 
@@ -69,19 +81,26 @@ def tensor(name, shape, dtype, gen=None):
             "gen": gen or normal()}
 
 
+def adversarial(case, role):
+    """An input drawn as accuracy.draw's `case` for `role` (q, k, v, a,
+    b)."""
+    return {"kind": "adversarial", "case": case, "role": role}
+
+
 def attention(name, b, hq, hkv, sq, skv, d, dtype="f32", causal=False,
               mask=False, scale=None, group="numerics",
-              builds=("fused", "unfused"), variants=True):
+              builds=("fused", "unfused"), variants=True, case=None):
     """One transformer.attention; mask=True adds a [B,1,1,Skv] padding mask.
-    f16/bf16 ones also get the GPU_VARIANTS builds unless variants=False."""
+    f16/bf16 ones also get the GPU_VARIANTS builds unless variants=False.
+    `case`: q, k and v drawn as accuracy.draw's adversarial case."""
     builds = list(builds)
     if dtype != "f32" and variants:
         for i, variant in enumerate(GPU_VARIANTS):
             if variant not in builds:
                 builds.insert(1 + i, variant)
-    inputs = [tensor("q", (b, hq, sq, d), dtype),
-              tensor("k", (b, hkv, skv, d), dtype),
-              tensor("v", (b, hkv, skv, d), dtype)]
+    inputs = [tensor(r, shape, dtype, adversarial(case, r) if case else None)
+              for r, shape in (("q", (b, hq, sq, d)), ("k", (b, hkv, skv, d)),
+                               ("v", (b, hkv, skv, d)))]
     if mask:
         inputs.append(tensor("mask", (b, 1, 1, skv), dtype,
                              {"kind": "padding_mask"}))
@@ -134,13 +153,14 @@ def rms_norm(name, shape, eps, dtype="f32"):
                   {"op": "rms_norm", "eps": eps})
 
 
-def matmul(name, batch, m, k, n, dtype="f32", weight=False):
+def matmul(name, batch, m, k, n, dtype="f32", weight=False, case=None):
     """A matmul with f32 results; f16/bf16 operands run on tensor cores on
     the GPU (accumulated in f32): the default build's wgmma GEMM on TMA
     tiles, "wgmma" (cp.async tiles) and "mma" (the mma.sync GEMM). With
     `weight`, B is given as
     [batch, n, k] and transposed for the matmul, as imported models
-    multiply by their weights (the kernels read it as given)."""
+    multiply by their weights (the kernels read it as given). `case`: A
+    and B drawn as accuracy.draw's adversarial case."""
     bshape = (batch, n, k) if weight else (batch, k, n)
     # No transformer op in it: the fused and unfused builds are the same.
     # f16/bf16 also on the mma.sync GEMM and the wgmma one on cp.async
@@ -152,8 +172,9 @@ def matmul(name, batch, m, k, n, dtype="f32", weight=False):
     return {"name": name, "group": "numerics",
             "mlir": mlir.matmul(batch, m, k, n, dtype, weight),
             "entry": None, "builds": builds, "dtype": "f32", "weight": weight,
-            "inputs": [tensor("a", (batch, m, k), dtype),
-                       tensor("b", bshape, dtype)],
+            "inputs": [tensor(r, shape, dtype,
+                              adversarial(case, r) if case else None)
+                       for r, shape in (("a", (batch, m, k)), ("b", bshape))],
             "output": {"shape": [batch, m, n], "dtype": "f32"},
             "ref": {"op": "matmul", "weight": weight}, "tol": tol("f32")}
 
@@ -231,6 +252,25 @@ def numerics_models(root):
                weight=True),
         matmul("matmul_f16_gemv_1x8x520x200", 1, 8, 520, 200, "f16"),
         matmul("matmul_gemv_1x1x300x77_weight", 1, 1, 300, 77, weight=True),
+        # Adversarial inputs (accuracy.py): scores rising along the keys
+        # (the online softmax rescales at every block of keys), single
+        # spikes, |x| ~ 30; the timed shapes get them too.
+        A("attn_rising_causal_f16", 2, 4, 4, 300, 300, 64, "f16",
+          causal=True, case="rising"),
+        A("attn_spike_f16", 2, 4, 4, 256, 256, 64, "f16", case="spike",
+          variants=False),
+        A("attn_large_bf16", 2, 4, 4, 256, 256, 64, "bf16", case="large",
+          variants=False),
+        A("attn_decode_rising_gqa16x2_f16", 2, 16, 2, 1, 1100, 128, "f16",
+          builds=("fused",) + tuple(DECODE_BUILDS) + ("unfused",),
+          variants=False, case="rising"),
+        A("attn_decode_spike_gqa16x2_f16", 2, 16, 2, 1, 1100, 128, "f16",
+          builds=("fused",) + tuple(DECODE_BUILDS) + ("unfused",),
+          variants=False, case="spike"),
+        matmul("matmul_f16_spike_2x130x200x64", 2, 130, 200, 64, "f16",
+               case="spike"),
+        matmul("matmul_bf16_large_gemv_2x3x1000x72_weight", 2, 3, 1000, 72,
+               "bf16", weight=True, case="large"),
         example("bert_layer", root + "/examples/bert-layer/bert_layer.mlir",
                 "bert_layer"),
         example("gpt_layer", root + "/examples/gpt-layer/gpt_layer.mlir",
@@ -279,24 +319,30 @@ def gemm_timing_models(small=False):
 
 
 def timing_models(small=False):
-    """Fused f16 attention B=4, H=16 (the dry run: B=1, H=2, small S)."""
+    """Fused attention B=4, H=16, f16 (in every variant build) and bf16
+    (the default build), D in {64, 128}, S in {4096, 16384}, causal and not
+    (the dry run: B=1, H=2, small S)."""
     if small:
         b, h, dims, lengths, unfused_max = 1, 2, (64,), (128, 256), 256
     else:
         b, h, dims, lengths, unfused_max = 4, 16, (64, 128), \
-            (1024, 4096, 16384), UNFUSED_MAX_S
+            (4096, 16384), UNFUSED_MAX_S
     models = []
-    for d in dims:
-        for causal in (False, True):
-            for s in lengths:
-                name = "time_d%d_s%d%s" % (d, s, "_causal" if causal else "")
-                builds = ["fused"] + (["unfused"] if s <= unfused_max else [])
-                m = attention(name, b, h, h, s, s, d, "f16", causal=causal,
-                              group="timing", builds=builds)
-                m["S"] = s
-                if s > unfused_max:
-                    m["unfused_note"] = UNFUSED_NOTE
-                models.append(m)
+    for dtype in ("f16", "bf16"):
+        for d in dims:
+            for causal in (False, True):
+                for s in lengths:
+                    name = "time_%s_d%d_s%d%s" % (
+                        dtype, d, s, "_causal" if causal else "")
+                    builds = ["fused"] + (["unfused"] if s <= unfused_max
+                                          else [])
+                    m = attention(name, b, h, h, s, s, d, dtype,
+                                  causal=causal, group="timing",
+                                  builds=builds, variants=dtype == "f16")
+                    m["S"] = s
+                    if s > unfused_max:
+                        m["unfused_note"] = UNFUSED_NOTE
+                    models.append(m)
     return models
 
 

@@ -3,8 +3,10 @@
 // row of the KV head's query heads, K and V tiles of 32 keys by cp.async in
 // two stages, scores summed over a key's 4 lanes (shuffle xor 1, 2), the
 // max over a warp's 8 keys (xor 4, 8, 16), probabilities broadcast by
-// shuffle idx; several chunks write partial outputs that a second kernel
-// combines. Without decode-kernel, the tiled kernels.
+// shuffle idx; several chunks write partial outputs that the last block of
+// each (batch x KV head) to arrive combines (an atomic counter per (batch x
+// KV head), a module global): one launch. Without decode-kernel, the tiled
+// kernels.
 //
 // RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx | FileCheck %s
 // RUN: tfc-opt %s --split-input-file --convert-transformer-to-nvptx="decode-kernel=false" | FileCheck %s --check-prefix=TILED
@@ -12,22 +14,22 @@
 
 // 16 query heads on 2 KV heads, one query: 8 rows per block; 35 key tiles in
 // 7 chunks of 5 (the grid's y), 2 x 2 x 7 = 28 blocks; the chunks' outputs
-// [7, B*Hq*Sq, Dv] and statistics [7, 32, 2] in device buffers; then the
-// combine kernel, a block per output row (32).
+// [7, B*Hq*Sq, Dv] and statistics [7, 32, 2] in device buffers, and the
+// output, in the one launch.
 // CHECK-LABEL: func.func @decode_gqa_f16
 // CHECK: %[[PART:.*]] = memref.alloc() {alignment = 64 : i64} : memref<7x32x128xf32>
 // CHECK: %[[STATS:.*]] = memref.alloc() {alignment = 64 : i64} : memref<7x32x2xf32>
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x16x1x128xf16>
 // CHECK: %[[BYTES:.*]] = arith.constant 41216 : i32
 // CHECK-NEXT: %[[X:.*]] = arith.constant 4 : index
 // CHECK-NEXT: %[[Y:.*]] = arith.constant 7 : index
 // CHECK-NEXT: %[[Z:.*]] = arith.constant 1 : index
 // CHECK-NEXT: %[[T:.*]] = arith.constant 128 : index
-// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 blocks in (%[[X]], %[[Y]], %[[Z]]) threads in (%[[T]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[BYTES]] args({{.*}}, %[[PART]] : memref<7x32x128xf32>, %[[STATS]] : memref<7x32x2xf32>)
-// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x16x1x128xf16>
-// CHECK-NEXT: %[[ROWS:.*]] = arith.constant 32 : index
-// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0_combine blocks in (%[[ROWS]], %{{.*}}, %{{.*}}) threads in ({{.*}}) args(%[[PART]] : memref<7x32x128xf32>, %[[STATS]] : memref<7x32x2xf32>, %[[OUT]] : memref<2x16x1x128xf16>)
+// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 blocks in (%[[X]], %[[Y]], %[[Z]]) threads in (%[[T]], %{{.*}}, %{{.*}}) dynamic_shared_memory_size %[[BYTES]] args({{.*}}, %[[PART]] : memref<7x32x128xf32>, %[[STATS]] : memref<7x32x2xf32>, %[[OUT]] : memref<2x16x1x128xf16>)
+// CHECK-NOT: gpu.launch_func
 // CHECK: bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK-NOT: transformer.attention
+// CHECK: memref.global "private" @attention_decode_0_arrivals : memref<4xi32, #gpu.address_space<global>> = dense<0>
 // Q (f32, 8 rows), two stages of K (rows of 160: 8 keys x 4 chunks of 16
 // bytes in different banks) and of V, the warps' statistics.
 // CHECK: gpu.func @attention_decode_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
@@ -60,18 +62,30 @@
 // CHECK: gpu.barrier
 // CHECK: memref.view %{{.*}}[%c24576{{.*}}][] : {{.*}} to memref<32x128xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
-// The combine kernel: each of its threads reads one chunk's statistics
-// (7 chunks, 128 threads), the block's max and sum go through shared memory
-// (the warps' values [2][4]), the chunks' weights into [1][7]; then one
+// The arrival: the block's stores done (a barrier), thread 0 fences them
+// (membar.gl, cumulative) and adds one to the (batch x KV head)'s counter;
+// the last block (a flag in shared memory after the chunks' weights) sets
+// the counter back to 0, fences again and combines
+// each of its 8 rows: each thread reads one chunk's statistics (7 chunks,
+// 128 threads), the block's max and sum go through shared memory (the
+// warps' values [2][4]), the chunks' weights into [1][7 + flag]; then one
 // step of 7 independent loads per column (its outputs and weights), 7 FMAs.
-// CHECK: gpu.func @attention_decode_0_combine
-// CHECK: memref.get_global @attention_decode_0_combine_tile0 : memref<1x7xf32, #gpu.address_space<workgroup>>
-// CHECK: memref.get_global @attention_decode_0_combine_tile1 : memref<2x4xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.get_global @attention_decode_0_arrivals : memref<4xi32, #gpu.address_space<global>>
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.memory.barrier <gpu>
+// CHECK: memref.atomic_rmw addi %{{.*}}, %{{.*}}[%{{.*}}] : (i32, memref<4xi32, #gpu.address_space<global>>) -> i32
+// CHECK: arith.cmpi eq, %{{.*}}, %c6_i32
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %c7{{.*}}] : memref<1x8xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %c0_i32{{.*}} : memref<4xi32, #gpu.address_space<global>>
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK-NEXT: nvvm.memory.barrier <gpu>
 // CHECK: memref.load %{{.*}} : memref<7x32x2xf32>
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.barrier
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-// CHECK: memref.store %{{.*}} : memref<1x7xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.*}} : memref<1x8xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c7{{.*}} step %c7{{.*}} iter_args
 // CHECK-COUNT-7: memref.load %{{.*}} : memref<7x32x128xf32>
@@ -97,7 +111,7 @@
 // MMA: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // MMA: nvvm.mma.sync
 // MMA: scf.yield
-// MMA: gpu.func @attention_decode_0_combine
+// MMA: memref.atomic_rmw addi
 // TILED-LABEL: func.func @decode_gqa_f16
 // TILED: gpu.launch_func @tfc_fused::@attention_0
 // TILED-NOT: attention_decode
@@ -109,13 +123,14 @@ func.func @decode_gqa_f16(%q: tensor<2x16x1x128xf16>, %k: tensor<2x2x1100x128xf1
 // -----
 
 // 2 causal rows with a mask, f32, 70 keys in 3 tiles: one chunk, so the
-// block writes the output itself; no combine kernel.
+// block writes the output itself: no scratch buffers, no counters.
 // CHECK-LABEL: func.func @decode_one_chunk_f32
 // CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 blocks in
 // CHECK-NOT: memref.alloc() {{.*}}xf32>
 // CHECK-NOT: gpu.launch_func
+// CHECK-NOT: _arrivals
 // CHECK: gpu.func @attention_decode_0(%{{.*}}: memref<1x2x2x40xf32>, %{{.*}}: memref<1x1x70x40xf32>, %{{.*}}: memref<1x1x70x40xf32>, %{{.*}}: memref<1x1x1x70xf32>, %{{.*}}: memref<1x2x2x40xf32>)
-// CHECK-NOT: _combine
+// CHECK-NOT: memref.atomic_rmw
 // TILED-LABEL: func.func @decode_one_chunk_f32
 // f32 keeps the CUDA cores under decode-mma.
 // MMA-LABEL: func.func @decode_one_chunk_f32
@@ -197,8 +212,8 @@ func.func @too_many_rows(%q: tensor<1x16x1x64xf16>, %k: tensor<1x1x500x64xf16>, 
 // CHECK-DAG: %[[BK1:.*]] = bufferization.to_buffer %[[K1]] read_only
 // CHECK-DAG: %[[BV0:.*]] = bufferization.to_buffer %[[V0]] read_only
 // CHECK-DAG: %[[BV1:.*]] = bufferization.to_buffer %[[V1]] read_only
-// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 {{.*}} args(%{{.*}} : memref<1x8x1x64xf16>, %[[BK0]] : memref<1x2x1000x64xf16>, %[[BK1]] : memref<1x2x3x64xf16>, %[[BV0]] : memref<1x2x1000x64xf16>, %[[BV1]] : memref<1x2x3x64xf16>, %{{.*}} : memref<8x8x64xf32>, %{{.*}} : memref<8x8x2xf32>)
-// CHECK: gpu.func @attention_decode_0(%{{.*}}: memref<1x8x1x64xf16>, %[[GK0:.*]]: memref<1x2x1000x64xf16>, %[[GK1:.*]]: memref<1x2x3x64xf16>, %[[GV0:.*]]: memref<1x2x1000x64xf16>, %[[GV1:.*]]: memref<1x2x3x64xf16>, %{{.*}}: memref<8x8x64xf32>, %{{.*}}: memref<8x8x2xf32>)
+// CHECK: gpu.launch_func @tfc_fused::@attention_decode_0 {{.*}} args(%{{.*}} : memref<1x8x1x64xf16>, %[[BK0]] : memref<1x2x1000x64xf16>, %[[BK1]] : memref<1x2x3x64xf16>, %[[BV0]] : memref<1x2x1000x64xf16>, %[[BV1]] : memref<1x2x3x64xf16>, %{{.*}} : memref<8x8x64xf32>, %{{.*}} : memref<8x8x2xf32>, %{{.*}} : memref<1x8x1x64xf16>)
+// CHECK: gpu.func @attention_decode_0(%{{.*}}: memref<1x8x1x64xf16>, %[[GK0:.*]]: memref<1x2x1000x64xf16>, %[[GK1:.*]]: memref<1x2x3x64xf16>, %[[GV0:.*]]: memref<1x2x1000x64xf16>, %[[GV1:.*]]: memref<1x2x3x64xf16>, %{{.*}}: memref<8x8x64xf32>, %{{.*}}: memref<8x8x2xf32>, %{{.*}}: memref<1x8x1x64xf16>)
 // CHECK: %[[FIRST:.*]] = arith.cmpi ult, %{{.*}}, %c1000{{.*}} : index
 // CHECK-NEXT: scf.if %[[FIRST]] {
 // CHECK: nvgpu.device_async_copy %[[GK0]]

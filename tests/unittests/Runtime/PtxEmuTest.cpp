@@ -1212,8 +1212,27 @@ TEST(PtxEmu, WgmmaRejectsFormsItDoesNotImplement) {
            "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 " + d8 +
                ", {%r10, %r11, %r12, %r13}, %rd1, 2, 1, 1, 0;",
            std::string("wgmma.wait_group.sync.aligned %r1;"),
-           std::string("fence.sc.gpu;"),
+           std::string("fence.sc.cluster;"),
        }) {
+    std::string error = load(bad);
+    EXPECT_NE(error, "loaded") << bad;
+    EXPECT_NE(error.find("line 10:"), std::string::npos) << error;
+  }
+}
+
+/// The orderings and atomics the one-launch decode kernel's arrival counter
+/// uses load; other forms are refused naming the line.
+TEST(PtxEmu, AtomicsAndOrderingsItImplement) {
+  auto load = loadsOrError;
+  for (std::string good :
+       {"fence.sc.gpu;", "fence.acq_rel.sys;", "membar.gl;", "membar.cta;",
+        "atom.global.add.u32 %r1, [%rd1], 1;",
+        "atom.acq_rel.gpu.global.add.u64 %rd2, [%rd1], %rd3;"})
+    EXPECT_EQ(load(good), "loaded") << good;
+  for (std::string bad : {"membar.cluster;", "fence.sc.cluster;",
+                          "atom.global.cas.b32 %r1, [%rd1], %r2, %r3;",
+                          "atom.global.add.f32 %r1, [%rd1], %r2;",
+                          "atom.global.u32 %r1, [%rd1];"}) {
     std::string error = load(bad);
     EXPECT_NE(error, "loaded") << bad;
     EXPECT_NE(error.find("line 10:"), std::string::npos) << error;

@@ -22,8 +22,9 @@
 //   its keys broadcast by shuffles. At the end the 4 warps combine through
 //   shared memory;
 // - with one chunk the block writes the output; with more, each writes its
-//   rows' unnormalised output and (max, sum), and a second kernel (a block
-//   per output row) rescales and adds the chunks.
+//   rows' unnormalised output and (max, sum), and the last block of the
+//   (batch x KV head) to finish rescales and adds the chunks
+//   (DecodeCombine.h): one launch.
 //
 // Arithmetic is f32 on the CUDA cores for every element type: per key the
 // kernel does 2 R (D + Dv) FLOP on 2 (D + Dv) bytes of f16 K and V, R FLOP
@@ -34,6 +35,7 @@
 
 #include "tfc/Codegen/NVPTX/DecodeKernel.h"
 
+#include "DecodeCombine.h"
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -163,6 +165,8 @@ struct DecodeKernel {
   Arith &a;
   ImplicitLocOpBuilder &b;
   Value qs, ks, vs, stats; // the shared-memory tiles
+  /// With more than one chunk: the combine's counters and tiles.
+  ArrayRef<memref::GlobalOp> combine;
 
   void build(gpu::GPUFuncOp func);
 };
@@ -615,114 +619,21 @@ void DecodeKernel::build(gpu::GPUFuncOp func) {
           });
         });
   }
-  gpu::ReturnOp::create(b);
-}
-
-/// The combine kernel: output row `blockIdx.x` (of B x Hq x Sq) is the sum over
-/// the chunks of their outputs rescaled to the largest max, over the same sum
-/// of their sums (0 where no chunk saw a key). Each thread reads the
-/// statistics of its own chunks (one trip to memory for all of them), the
-/// block reduces their max and sum through shared memory (`warpStats`
-/// [2][warps]) and leaves each chunk's weight in `weights` [1][splits]; then
-/// each thread sums its columns over the chunks kCombineLoads at a time,
-/// their loads independent of each other (a dependent chain per chunk, as
-/// the loop over chunks used to be, took about 10 us for 66 chunks on an
-/// H200: docs/performance/reports/2026-12-04-h200.md).
-constexpr int64_t kCombineLoads = 16;
-
-void buildCombine(Arith &a, gpu::GPUFuncOp func, const AttentionShape &s,
-                  int64_t splits, int64_t threads, Value weights,
-                  Value warpStats) {
-  ImplicitLocOpBuilder &b = a.b;
-  Block &entry = func.getBody().front();
-  b.setInsertionPointToEnd(&entry);
-  Value part = entry.getArgument(0), stats = entry.getArgument(1),
-        out = entry.getArgument(2);
-  Value tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
-  Value row = gpu::BlockIdOp::create(b, gpu::Dimension::x);
-  Value lane = a.rem(tid, 32), warp = a.div(tid, 32);
-  int64_t warps = threads / 32;
-  Value zero = a.f(0.0), ninf = a.negInf();
-  auto stat = [&](Value chunk, int64_t which) -> Value {
-    return memref::LoadOp::create(b, stats, ValueRange{chunk, row, a.c(which)});
-  };
-  // The block's sum (or max) of one value per thread.
-  auto blockReduce = [&](Value x, int64_t slot, bool isMax) {
-    x = a.butterfly(x, 1, 32, isMax);
-    a.guarded(a.ult(lane, 1), [&]() {
-      memref::StoreOp::create(b, x, warpStats, ValueRange{a.c(slot), warp});
-    });
-    gpu::BarrierOp::create(b);
-    Value total = isMax ? ninf : zero;
-    for (int64_t w = 0; w < warps; ++w) {
-      Value v =
-          memref::LoadOp::create(b, warpStats, ValueRange{a.c(slot), a.c(w)});
-      total = isMax ? a.fmax(total, v) : a.fadd(total, v);
-    }
-    return total;
-  };
-
-  // The thread's chunks tid, tid + threads, ...: their max and sum.
-  SmallVector<Value> chunk, inRange, m, l;
-  Value most = ninf;
-  for (int64_t i = 0; i * threads < splits; ++i) {
-    chunk.push_back(a.add(tid, i * threads));
-    inRange.push_back(
-        (i + 1) * threads <= splits ? Value() : a.ult(chunk.back(), splits));
-    Value c = a.umin(chunk.back(), splits - 1);
-    m.push_back(inRange.back() ? a.sel(inRange.back(), stat(c, 0), ninf)
-                               : stat(c, 0));
-    l.push_back(stat(c, 1));
-    most = a.fmax(most, m.back());
-  }
-  most = blockReduce(most, 0, /*isMax=*/true);
-  Value mUse = a.sel(a.isNegInf(most), zero, most);
-  Value sum = zero;
-  for (size_t i = 0; i < chunk.size(); ++i) {
-    // (A chunk without a visible key, or past the last: weight 0.)
-    Value w = a.exp2FlushSubnormals(a.fsub(m[i], mUse));
-    a.guarded(inRange[i], [&]() {
-      memref::StoreOp::create(b, w, weights, ValueRange{a.c(0), chunk[i]});
-    });
-    sum = a.fma(w, l[i], sum);
-  }
-  Value inv = a.inverseOrZero(blockReduce(sum, 1, /*isMax=*/false));
-
-  // Each column: the chunks' outputs, weighted, kCombineLoads chunks per
-  // step (the step's loads first, then its FMAs).
-  int64_t step = std::min(kCombineLoads, splits);
-  int64_t perThread = (s.valueDim + threads - 1) / threads;
-  for (int64_t i = 0; i < perThread; ++i) {
-    Value col = a.add(tid, i * threads);
-    Value readCol = a.umin(col, s.valueDim - 1);
-    auto loop = scf::ForOp::create(b, a.c(0), a.c(roundUp(splits, step)),
-                                   a.c(step), ValueRange{zero});
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value c0 = loop.getInductionVar();
-      SmallVector<Value> ps, ws;
-      for (int64_t u = 0; u < step; ++u) {
-        Value c = a.add(c0, u);
-        Value cc = splits % step ? a.umin(c, splits - 1) : c;
-        ps.push_back(
-            memref::LoadOp::create(b, part, ValueRange{cc, row, readCol}));
-        Value w = memref::LoadOp::create(b, weights, ValueRange{a.c(0), cc});
-        ws.push_back(splits % step ? a.sel(a.ult(c, splits), w, zero) : w);
-      }
-      Value acc = loop.getRegionIterArgs()[0];
-      for (int64_t u = 0; u < step; ++u)
-        acc = a.fma(ws[u], ps[u], acc);
-      scf::YieldOp::create(b, acc);
-    }
-    a.guarded(
-        (i + 1) * threads <= s.valueDim ? Value() : a.ult(col, s.valueDim),
-        [&]() {
-          memref::StoreOp::create(
-              b, a.fromF32(a.fmul(loop.getResult(0), inv), s.elementType), out,
-              ValueRange{a.div(row, s.headsQ * s.seqQ),
-                         a.rem(a.div(row, s.seqQ), s.headsQ),
-                         a.rem(row, s.seqQ), col});
+  if (g.splits > 1) {
+    SmallVector<Value> globals;
+    for (memref::GlobalOp global : combine)
+      globals.push_back(memref::GetGlobalOp::create(b, global.getType(),
+                                                    global.getSymName()));
+    combineInLastBlock(
+        a, s, g.splits, kThreads, rows, globals[0], out,
+        entry.getArgument(results + 1), entry.getArgument(results + 2),
+        ArrayRef(globals).drop_front(), [&](Value block, Value r) {
+          Value head =
+              a.add(a.mul(a.rem(block, s.headsKV), group), a.div(r, s.seqQ));
+          return a.add(
+              a.mul(a.add(a.mul(a.div(block, s.headsKV), s.headsQ), head),
+                    s.seqQ),
+              a.rem(r, s.seqQ));
         });
   }
   gpu::ReturnOp::create(b);
@@ -756,8 +667,7 @@ DecodeLaunch buildDecodeKernels(OpBuilder &builder, gpu::GPUModuleOp module,
   if (g.splits == 1) {
     args.push_back(attentionOutputType(s));
   } else {
-    args.push_back(partial);
-    args.push_back(stats);
+    args.append({partial, stats, attentionOutputType(s)});
   }
   SmallVector<MemRefType> tileTypes = g.tileTypes(t);
   DecodeLaunch launch;
@@ -770,24 +680,14 @@ DecodeLaunch buildDecodeKernels(OpBuilder &builder, gpu::GPUModuleOp module,
   launch.decode.gridX = s.batch * s.headsKV;
   launch.decode.gridY = g.splits;
   launch.decode.blockX = kThreads;
+  SmallVector<memref::GlobalOp> combine;
+  if (g.splits > 1)
+    combine = combineGlobals(builder, module, name, launch.decode.gridX,
+                             g.splits, kWarps);
   ImplicitLocOpBuilder b(module.getLoc(), builder);
   Arith a{b};
-  DecodeKernel{s, g, a, b, tiles[0], tiles[1], tiles[2], tiles[3]}.build(
-      launch.decode.kernel);
-  if (g.splits == 1)
-    return launch;
-  KernelLaunch &combine = launch.combine;
-  combine.gridX = n;
-  combine.blockX = std::min<int64_t>(kThreads, roundUp(s.valueDim, 32));
-  // Shared memory: the chunks' weights, the warps' partial max and sum.
-  SmallVector<Value> combineTiles;
-  combine.kernel = createKernel(
-      builder, module, (name + "_combine").str(),
-      {partial, stats, attentionOutputType(s)},
-      {sharedTile(f32, 1, g.splits), sharedTile(f32, 2, combine.blockX / 32)},
-      combine.blockX, combineTiles);
-  buildCombine(a, combine.kernel, s, g.splits, combine.blockX, combineTiles[0],
-               combineTiles[1]);
+  DecodeKernel{s, g, a, b, tiles[0], tiles[1], tiles[2], tiles[3], combine}
+      .build(launch.decode.kernel);
   return launch;
 }
 

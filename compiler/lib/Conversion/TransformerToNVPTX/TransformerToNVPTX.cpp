@@ -154,22 +154,21 @@ Value launchOnTensors(OpBuilder &b, Location loc, const KernelLaunch &launch,
 
 /// The decode kernel on `inputs` (q, k, v[, mask]); with several chunks,
 /// their partial outputs and statistics in device buffers (freed at the
-/// function's return), then the combine kernel.
+/// function's return) that the kernel's last blocks combine: one launch.
 Value launchDecode(TosaBuilder &tosa, const DecodeLaunch &d, ValueRange inputs,
                    RankedTensorType resultType) {
   OpBuilder &b = tosa.builder();
   Location loc = tosa.getLoc();
-  if (!d.combine.kernel)
-    return launchOnTensors(b, loc, d.decode, inputs, resultType);
-  SmallVector<Value> args = buffersOf(b, loc, inputs);
   gpu::GPUFuncOp kernel = d.decode.kernel;
   ArrayRef<Type> kernelArgs = kernel.getArgumentTypes();
-  Value partial = allocate(b, loc, cast<ShapedType>(kernelArgs.end()[-2]));
-  Value stats = allocate(b, loc, cast<ShapedType>(kernelArgs.end()[-1]));
-  args.append({partial, stats});
-  createLaunch(b, loc, d.decode, args);
+  if (kernelArgs.size() == inputs.size() + 1)
+    return launchOnTensors(b, loc, d.decode, inputs, resultType);
+  SmallVector<Value> args = buffersOf(b, loc, inputs);
+  Value partial = allocate(b, loc, cast<ShapedType>(kernelArgs.end()[-3]));
+  Value stats = allocate(b, loc, cast<ShapedType>(kernelArgs.end()[-2]));
   Value out = allocate(b, loc, resultType);
-  createLaunch(b, loc, d.combine, {partial, stats, out});
+  args.append({partial, stats, out});
+  createLaunch(b, loc, d.decode, args);
   return asTensor(b, loc, out, resultType);
 }
 

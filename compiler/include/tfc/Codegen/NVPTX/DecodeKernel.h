@@ -4,7 +4,8 @@
 // sequence; grouped-query heads; a few speculative tokens) as FlashDecoding
 // computes it: the keys are split into chunks, a block per (batch x KV
 // head, chunk) computes every query row of the KV head over its chunk, and
-// a second kernel combines the chunks' partial results.
+// the last block of each (batch x KV head) to finish combines the chunks'
+// partial results: one launch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,15 +29,13 @@ struct DecodeLaunch {
   /// Arguments q, k, v, [mask,] then out [B, Hq, Sq, Dv] when the keys are
   /// one chunk, else the partial outputs [splits, B*Hq*Sq, Dv] (f32,
   /// unnormalised) and their row statistics [splits, B*Hq*Sq, 2] (f32: max,
-  /// sum in the log2 domain). Grid (B * Hkv, splits).
+  /// sum in the log2 domain), scratch buffers of the launch, then out.
+  /// Grid (B * Hkv, splits).
   KernelLaunch decode;
-  /// With more than one chunk: arguments partial outputs, statistics, out
-  /// [B, Hq, Sq, Dv]; a block per output row. Else no kernel.
-  KernelLaunch combine;
 };
 
-/// Appends the decode kernel (and, with more than one chunk, the combine
-/// kernel) for `shape` to `module`.
+/// Appends the decode kernel for `shape` to `module` (with more than one
+/// chunk, and its arrival counters: a global of the module).
 DecodeLaunch buildDecodeKernels(mlir::OpBuilder &builder,
                                 mlir::gpu::GPUModuleOp module,
                                 llvm::StringRef name,

@@ -35,8 +35,8 @@ TARGETS = [
     ("decode_b1_h32x32_s16384", "fused"),
     ("gemm_1x4096x4096_weight", "fused"),
     ("gemm_4096x4096x4096", "fused"),
-    ("time_d128_s4096", "fused"),
-    ("time_d64_s4096", "fused"),
+    ("time_f16_d128_s4096", "fused"),
+    ("time_f16_d64_s4096", "fused"),
 ]
 METRICS = [
     "gpu__time_duration.sum",
@@ -73,6 +73,33 @@ def parse(stdout):
         except ValueError:
             pass
     return rows
+
+
+def kernel_ms(ncu, tfc_run, lib, paths, out_path, runs=3):
+    """The model's kernels' time per run (ms, the median of `runs`) by
+    Nsight Compute: each launch replayed with the caches flushed first
+    (--cache-control all) at the card's own clocks; kernel durations only,
+    summed per run. (None, why) when it cannot."""
+    cmd = [ncu, "--cache-control", "all", "--clock-control", "none",
+           "--csv", "--print-units", "base", "--metrics",
+           "gpu__time_duration.sum", tfc_run, lib]
+    for p in paths:
+        cmd += ["--input", p]
+    cmd += ["--output", out_path, "--repeat", str(runs), "--warmup", "0"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        return None, "ncu timed out"
+    launches = sorted(parse(r.stdout).items(),
+                      key=lambda kv: int(kv[0][0]))
+    if r.returncode or not launches or len(launches) % runs:
+        return None, "ncu exit %d, %d launches: %s" % (
+            r.returncode, len(launches),
+            " ".join((r.stderr or r.stdout).strip().splitlines()[-2:]))
+    per = len(launches) // runs
+    ns = [sum(v.get("gpu__time_duration.sum", 0) for _, v in
+              launches[i * per:(i + 1) * per]) for i in range(runs)]
+    return sorted(ns)[runs // 2] / 1e6, None
 
 
 def main():
