@@ -174,6 +174,8 @@ void addManifestEntry(llvm::Module &mod, llvm::GlobalVariable *manifest,
   b.CreateRet(manifest);
   if (m.weightFile)
     addWeightFile(mod, *m.weightFile);
+  if (m.tensorParallel > 1)
+    addTensorParallel(mod, m);
 }
 
 /// The run function of a variant other than the last ("tfc.run_b1_s16").
@@ -573,6 +575,7 @@ LogicalResult emitVariantsInParallel(llvm::ArrayRef<ModuleOp> modules,
   ManifestData manifests(mod);
   llvm::GlobalVariable *manifestData = manifests.add(manifest);
   addManifestEntry(mod, manifestData, manifest);
+  addWeightAlignment(mod, manifest, modules, variants);
   auto *runType = llvm::FunctionType::get(
       llvm::Type::getVoidTy(llvmContext),
       {llvm::PointerType::getUnqual(llvmContext)}, false);
@@ -667,6 +670,7 @@ LogicalResult emitModelLibrary(ModuleOp module, const Manifest &manifest,
   ManifestData manifests(*mod);
   llvm::GlobalVariable *manifestData = manifests.add(manifest);
   addManifestEntry(*mod, manifestData, manifest);
+  addWeightAlignment(*mod, manifest, module, variants);
   // One module (LLVM IR or an object): every variant's run function in it.
   auto addRun = [&](const ModelVariant &v, bool last) -> llvm::Function * {
     if (last)

@@ -2,6 +2,10 @@
 
 #include "WeightFile.h"
 
+#include "tfc/runtime/abi.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/IRBuilder.h"
@@ -22,6 +26,16 @@ llvm::Constant *bytesOf(llvm::Module &mod, llvm::StringRef bytes) {
   return privateData(
       mod, llvm::ConstantDataArray::getString(mod.getContext(), bytes),
       ".tfc.str");
+}
+
+/// Adds `const void *name(void)`, exported, returning `data`.
+void addGetter(llvm::Module &mod, llvm::StringRef name, llvm::Constant *data) {
+  llvm::LLVMContext &ctx = mod.getContext();
+  auto *fn = llvm::Function::Create(
+      llvm::FunctionType::get(llvm::PointerType::getUnqual(ctx), false),
+      llvm::Function::ExternalLinkage, name, mod);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
+  b.CreateRet(data);
 }
 
 } // namespace
@@ -67,12 +81,87 @@ void addWeightFile(llvm::Module &mod, const WeightFile &file) {
                  table(locationType, weights),
                  llvm::ConstantInt::get(i32, int32_t(folded.size())),
                  table(foldedType, folded)});
-  llvm::Constant *data = privateData(mod, init, ".tfc.weight_file");
-  auto *fn = llvm::Function::Create(llvm::FunctionType::get(ptr, false),
-                                    llvm::Function::ExternalLinkage,
-                                    "tfc_model_weight_file", mod);
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", fn));
-  b.CreateRet(data);
+  addGetter(mod, "tfc_model_weight_file",
+            privateData(mod, init, ".tfc.weight_file"));
+}
+
+void addTensorParallel(llvm::Module &mod, const Manifest &m) {
+  llvm::LLVMContext &ctx = mod.getContext();
+  llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
+  llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  auto *splitType =
+      llvm::StructType::create(ctx, {i32, i32}, "tfc_tensor_split");
+  auto *parallelType =
+      llvm::StructType::create(ctx, {i32, ptr, ptr}, "tfc_tensor_parallel");
+  auto table = [&](const std::vector<TensorSpec> &specs) -> llvm::Constant * {
+    if (specs.empty())
+      return llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(ctx));
+    std::vector<llvm::Constant *> rows;
+    for (const TensorSpec &s : specs)
+      rows.push_back(llvm::ConstantStruct::get(
+          splitType, {llvm::ConstantInt::get(i32, s.splitAxis),
+                      llvm::ConstantInt::get(i32, s.splitGroups)}));
+    return privateData(mod,
+                       llvm::ConstantArray::get(
+                           llvm::ArrayType::get(splitType, rows.size()), rows),
+                       ".tfc.tensor_parallel");
+  };
+  llvm::Constant *data = privateData(
+      mod,
+      llvm::ConstantStruct::get(parallelType,
+                                {llvm::ConstantInt::get(i32, m.tensorParallel),
+                                 table(m.args), table(m.results)}),
+      ".tfc.tensor_parallel");
+  addGetter(mod, "tfc_model_tensor_parallel", data);
+}
+
+void addWeightAlignment(llvm::Module &mod, const Manifest &m,
+                        llvm::ArrayRef<mlir::ModuleOp> modules,
+                        llvm::ArrayRef<ModelVariant> variants) {
+  // Each function's weights that only the matmul kernel reads, from
+  // whichever module holds the function.
+  llvm::StringMap<llvm::ArrayRef<int64_t>> packedOnly;
+  for (mlir::ModuleOp module : modules)
+    if (auto functions =
+            module->getAttrOfType<mlir::DictionaryAttr>(kPackedOnlyWeightsAttr))
+      for (mlir::NamedAttribute f : functions)
+        if (auto args = llvm::dyn_cast<mlir::DenseI64ArrayAttr>(f.getValue()))
+          packedOnly[f.getName()] = args.asArrayRef();
+  std::vector<const Manifest *> builds;
+  for (const ModelVariant &v : variants)
+    builds.push_back(&v.manifest);
+  if (builds.empty())
+    builds.push_back(&m);
+  // An argument of the same weight in every build, which each build's
+  // function reads only through the kernel.
+  auto anyAddress = [&](size_t i) {
+    return m.args[i].role == TFC_ROLE_WEIGHT &&
+           llvm::all_of(builds, [&](const Manifest *b) {
+             auto it = packedOnly.find(b->entry);
+             return it != packedOnly.end() && i < b->args.size() &&
+                    b->args[i].name == m.args[i].name &&
+                    llvm::is_contained(it->second, int64_t(i));
+           });
+  };
+  std::vector<int32_t> alignments;
+  bool any = false;
+  for (size_t i = 0; i < m.args.size(); ++i) {
+    int32_t dtype = m.args[i].dtype;
+    int32_t size = dtype == TFC_DTYPE_I64                             ? 8
+                   : dtype == TFC_DTYPE_F32 || dtype == TFC_DTYPE_I32 ? 4
+                   : dtype == TFC_DTYPE_BOOL                          ? 1
+                                                                      : 2;
+    bool unaligned = anyAddress(i);
+    any |= unaligned;
+    alignments.push_back(unaligned ? 1 : size);
+  }
+  if (!any)
+    return;
+  addGetter(mod, "tfc_model_weight_alignment",
+            privateData(mod,
+                        llvm::ConstantDataArray::get(
+                            mod.getContext(), llvm::ArrayRef(alignments)),
+                        ".tfc.weight_alignment"));
 }
 
 } // namespace tfc

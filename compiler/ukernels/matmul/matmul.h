@@ -46,12 +46,23 @@ namespace tfc::uk::matmul {
 /// The element type of B (its packed panels keep it).
 using BType = tfc::uk::BPanel;
 
+/// Element i of the E elements at `base`, which may lie at any address: B
+/// is read through these loads only, as a weight bound in place may lie at
+/// any offset of its file (abi.h, tfc_model_weight_alignment). Copied from
+/// a byte pointer, so the compiler assumes no alignment.
+template <typename E> inline E loadUnaligned(const void *base, int64_t i) {
+  E value;
+  std::memcpy(&value, static_cast<const char *>(base) + i * int64_t(sizeof(E)),
+              sizeof(E));
+  return value;
+}
+
 /// Element i of a B of type T, as f32 (exact).
 template <BType T> inline float loadB(const void *b, int64_t i) {
   if constexpr (T == BType::F32) {
-    return static_cast<const float *>(b)[i];
+    return loadUnaligned<float>(b, i);
   } else {
-    uint16_t bits = static_cast<const uint16_t *>(b)[i];
+    uint16_t bits = loadUnaligned<uint16_t>(b, i);
     if constexpr (T == BType::F16) {
       _Float16 h;
       std::memcpy(&h, &bits, 2);
@@ -194,7 +205,7 @@ auto *panelScales(const Matmul &p, int64_t panels, Byte *packed) {
 /// round(x / scale), to nearest with ties to even, in [-qmax, qmax]) into q,
 /// each byte XORed with `flip` (0x80 stores a + 128 as unsigned); their
 /// scale and the sum of the values (quantize.cpp).
-void quantizeSymmetric(const float *x, int64_t step, int64_t n, float qmax,
+void quantizeSymmetric(const void *x, int64_t step, int64_t n, float qmax,
                        int8_t *q, float &scale, int32_t &sum, uint8_t flip);
 
 /// The layout of B packed for integer dot products (intdot.h): panels of

@@ -46,8 +46,9 @@ void quantizePanels(const Matmul &p, int64_t bt, int64_t panels, int64_t cols,
               if (col >= p.n) {
                 std::fill_n(qj, n, int8_t(0));
               } else if (T == BType::F32 && p.bs[1] == 1) {
-                quantizeSymmetric(static_cast<const float *>(p.b) +
-                                      p.bOffset(bt) + l0 + col * p.bs[2],
+                quantizeSymmetric(static_cast<const char *>(p.b) +
+                                      (p.bOffset(bt) + l0 + col * p.bs[2]) *
+                                          int64_t(sizeof(float)),
                                   1, n, p.qmax(), qj, scale, sum, 0);
               } else {
                 for (int64_t l = 0; l < n; ++l)
@@ -222,7 +223,9 @@ void packBDot(const Matmul &p, int64_t bt, void *packed) {
 void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
   Bf16Panels d(p);
   auto *words = static_cast<uint32_t *>(packed);
-  const auto *src = static_cast<const uint16_t *>(p.b) + p.bOffset(bt);
+  // B's bits, at any address (loadUnaligned).
+  const char *src = static_cast<const char *>(p.b) +
+                    p.bOffset(bt) * int64_t(sizeof(uint16_t));
   // A weight stored [N, K] of even K: a column's pairs are its 32-bit
   // words as they are.
   bool columnWords = p.bs[1] == 1 && p.k % 2 == 0;
@@ -236,7 +239,7 @@ void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
     static_assert(kCols == 16, "a panel is one block of columns");
     if (columnWords && (pn + 1) * kCols <= p.n)
       for (; vectorPairs + 16 <= p.k / 2; vectorPairs += 16)
-        transposeWords16(src + pn * kCols * p.bs[2] + 2 * vectorPairs,
+        transposeWords16(src + (pn * kCols * p.bs[2] + 2 * vectorPairs) * 2,
                          p.bs[2] / 2,
                          words + (pn * d.pairs + vectorPairs) * kCols, kCols);
 #endif
@@ -245,15 +248,14 @@ void packBBf16(const Matmul &p, int64_t bt, void *packed, bool parallel) {
       uint32_t *to = words + pn * d.pairs * kCols + j;
       int64_t kp = vectorPairs;
       if (col < p.n && columnWords) {
-        const uint16_t *column = src + col * p.bs[2];
-        for (; kp < p.k / 2; ++kp) {
-          uint32_t pair;
-          std::memcpy(&pair, column + 2 * kp, 4);
-          to[kp * kCols] = pair;
-        }
+        const char *column = src + col * p.bs[2] * 2;
+        for (; kp < p.k / 2; ++kp)
+          to[kp * kCols] = loadUnaligned<uint32_t>(column, kp);
       }
       auto at = [&](int64_t l) -> uint32_t {
-        return col < p.n && l < p.k ? src[l * p.bs[1] + col * p.bs[2]] : 0;
+        return col < p.n && l < p.k
+                   ? loadUnaligned<uint16_t>(src, l * p.bs[1] + col * p.bs[2])
+                   : 0;
       };
       for (; kp < d.pairs; ++kp)
         to[kp * kCols] = at(2 * kp) | at(2 * kp + 1) << 16;
@@ -266,7 +268,9 @@ void packB(const Matmul &p, int64_t bt, int64_t panels, void *packed,
   withBType(p.btype, [&](auto type) {
     constexpr BType T = decltype(type)::value;
     using E = PanelElement<T>;
-    const E *src = static_cast<const E *>(p.b) + p.bOffset(bt);
+    // B at any address (loadUnaligned).
+    const char *src =
+        static_cast<const char *>(p.b) + p.bOffset(bt) * int64_t(sizeof(E));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t pn = 0; pn < panels; ++pn) {
       E *dst = static_cast<E *>(packed) + pn * kNR * p.k;
@@ -283,23 +287,27 @@ void packB(const Matmul &p, int64_t bt, int64_t panels, void *packed,
           if (cols == kNR)
             for (; l0 + 16 <= p.k; l0 += 16)
               for (int64_t h = 0; h < kNR; h += 16)
-                transposeWords16(src + (pn * kNR + h) * p.bs[2] + l0, p.bs[2],
-                                 dst + l0 * kNR + h, kNR);
+                transposeWords16(src + ((pn * kNR + h) * p.bs[2] + l0) *
+                                           int64_t(sizeof(E)),
+                                 p.bs[2], dst + l0 * kNR + h, kNR);
 #endif
         constexpr int64_t kRows = 64;
         for (; l0 < p.k; l0 += kRows) {
           int64_t l1 = std::min(p.k, l0 + kRows);
           for (int64_t j = 0; j < kNR; ++j) {
-            const E *column = src + (pn * kNR + j) * p.bs[2];
+            const char *column =
+                src + (pn * kNR + j) * p.bs[2] * int64_t(sizeof(E));
             for (int64_t l = l0; l < l1; ++l)
-              dst[l * kNR + j] = j < cols ? column[l] : E(0);
+              dst[l * kNR + j] = j < cols ? loadUnaligned<E>(column, l) : E(0);
           }
         }
       } else {
         for (int64_t l = 0; l < p.k; ++l)
           for (int64_t j = 0; j < kNR; ++j)
             dst[l * kNR + j] =
-                j < cols ? src[l * p.bs[1] + (pn * kNR + j) * p.bs[2]] : E(0);
+                j < cols ? loadUnaligned<E>(src, l * p.bs[1] +
+                                                     (pn * kNR + j) * p.bs[2])
+                         : E(0);
       }
     }
   });

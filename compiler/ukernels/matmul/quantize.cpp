@@ -13,8 +13,11 @@
 
 namespace tfc::uk::matmul {
 
-void quantizeSymmetric(const float *x, int64_t step, int64_t n, float qmax,
+void quantizeSymmetric(const void *values, int64_t step, int64_t n, float qmax,
                        int8_t *q, float &scale, int32_t &sum, uint8_t flip) {
+  // A weight's column may lie at any address (loadUnaligned): the vectors
+  // are unaligned loads, the scalars loadUnaligned.
+  const auto *x = static_cast<const float *>(values);
 #ifdef __AVX512BW__
   // A contiguous block of 128 values (A's blocks, an int4 weight's groups):
   // eight vectors, four packed to bytes at a time (two in-lane packs, one
@@ -72,7 +75,7 @@ void quantizeSymmetric(const float *x, int64_t step, int64_t n, float qmax,
   for (float t : lanes)
     top = std::max(top, t);
   for (int64_t l = vectorEnd; l < n; ++l)
-    top = std::max(top, std::fabs(x[l * step]));
+    top = std::max(top, std::fabs(loadUnaligned<float>(values, l * step)));
   scale = top / qmax;
   sum = 0;
   if (scale == 0) {
@@ -99,7 +102,7 @@ void quantizeSymmetric(const float *x, int64_t step, int64_t n, float qmax,
   for (int32_t t : partial)
     sum += t;
   for (int64_t l = vectorEnd; l < n; ++l) {
-    int v = quantized(x[l * step], scale, qmax);
+    int v = quantized(loadUnaligned<float>(values, l * step), scale, qmax);
     q[l] = int8_t(uint8_t(v) ^ flip);
     sum += v;
   }

@@ -52,6 +52,7 @@ struct Case {
   bool quantizeA = false;   // with quantBits: TFC_UK_QUANTIZE_A8
   bool aBf16 = false;       // A of bf16 values: TFC_UK_A_BF16
   bool aStoredBf16 = false; // with a bf16 B: A as its bf16 bits (_bf16_bf16)
+  bool unalignedB = false;  // B's elements one byte past an aligned address
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
@@ -65,7 +66,8 @@ void PrintTo(const Case &c, std::ostream *os) {
       << (c.quantizeA ? ", A to int8" : "")
       << (c.aStoredBf16 ? ", A stored as bf16"
           : c.aBf16     ? ", A bf16 values"
-                        : "");
+                        : "")
+      << (c.unalignedB ? ", B unaligned" : "");
 }
 
 /// Rows of a quantization group: all K for int8, 128 for int4.
@@ -205,13 +207,29 @@ double run(const Case &c, unsigned seed) {
   std::vector<uint16_t> b16;
   if (c.bType != BType::F32)
     b16 = toBits16(b, c.bType);
+  // B's bytes one past a 64-byte boundary where asked (a weight bound in
+  // place at any offset of its file: every load of B is unaligned).
+  std::vector<char> unaligned;
+  auto place = [&](auto *data, size_t n) {
+    if (!c.unalignedB)
+      return data;
+    size_t bytes = n * sizeof(*data);
+    unaligned.assign(bytes + 128, 0);
+    char *at = unaligned.data() +
+               (64 - reinterpret_cast<uintptr_t>(unaligned.data()) % 64) + 1;
+    std::memcpy(at, data, bytes);
+    return reinterpret_cast<decltype(data)>(at);
+  };
+  float *b32 = c.bType == BType::F32 ? place(b.data(), b.size()) : nullptr;
+  uint16_t *b16p =
+      c.bType != BType::F32 ? place(b16.data(), b16.size()) : nullptr;
   // Twice: a constant B is packed on the first call and reused after.
   for (int pass = 0; pass < 2; ++pass) {
     out = c0;
     if (c.bType == BType::F32)
-      call(a, b.data(), out, c, as, bs, flags);
+      call(a, b32, out, c, as, bs, flags);
     else
-      call(a, b16.data(), out, c, as, bs, flags);
+      call(a, b16p, out, c, as, bs, flags);
   }
   tfc_uk_forget_packed_weights();
   // The reference's B: the quantized values, and the scale of each
@@ -326,6 +344,31 @@ INSTANTIATE_TEST_SUITE_P(
         // each on all of them.
         Case{5, 13, 37, 21, false, false, false, 2},
         Case{3, 70, 300, 50, true, false, true, 2}));
+
+// B at an address one byte past an aligned one, as a weight bound in place
+// at any offset of its file (abi.h, tfc_model_weight_alignment): every
+// packing of it, f32, f16 and bf16 panels, transposed or not, a weight
+// quantized to int8 or int4 (with A quantized too), the bf16 dot products.
+INSTANTIATE_TEST_SUITE_P(
+    UnalignedB, MatmulTest,
+    ::testing::Values(Case{1, 1, 300, 70, false, true, false, 2, BType::F32, 0,
+                           false, false, false, true},
+                      Case{1, 64, 1100, 300, false, true, false, 2, BType::F32,
+                           0, false, false, false, true},
+                      Case{1, 25, 260, 17, true, false, false, 2, BType::F32, 0,
+                           false, false, false, true},
+                      Case{1, 130, 700, 33, false, true, true, 2, BType::BF16,
+                           0, false, false, false, true},
+                      Case{3, 70, 300, 50, true, false, false, 2, BType::F16, 0,
+                           false, false, false, true},
+                      Case{1, 3, 777, 130, false, true, true, 2, BType::F32, 8,
+                           false, false, false, true},
+                      Case{1, 2, 777, 130, false, true, true, 2, BType::F32, 4,
+                           false, false, false, true},
+                      Case{1, 5, 777, 130, false, true, true, 2, BType::F32, 8,
+                           true, false, false, true},
+                      Case{1, 37, 301, 45, false, true, false, 2, BType::BF16,
+                           0, false, true, true, true}));
 
 // Weights quantized with A quantized too (integer dot products; the
 // emulated-VNNI build of the kernels runs these alone).

@@ -26,6 +26,10 @@ struct TensorSpec {
   std::vector<int64_t> shape;
   /// [lo, hi) for integer inputs that index a table (tfc_tensor_desc.bounds).
   std::optional<std::pair<int64_t, int64_t>> bounds;
+  /// Tensor-parallel models (`tfc.split = array<i64: axis, groups>`): the
+  /// axis split across the ranks and its groups (tfc_tensor_split of
+  /// abi.h); axis -1: whole on every rank.
+  int32_t splitAxis = -1, splitGroups = 1;
 };
 
 /// Where a weight's bytes lie in the model file (ONNX imports,
@@ -60,6 +64,9 @@ struct Manifest {
   std::vector<TensorSpec> results;
   /// For a model whose weights lie in its own file (ONNX).
   std::optional<WeightFile> weightFile;
+  /// The ranks a tensor-parallel model is split across
+  /// (`tfc.tensor_parallel` of the module); 1: not split.
+  int32_t tensorParallel = 1;
 };
 
 /// One of the builds of a model for several batch sizes or sequence lengths
@@ -70,6 +77,15 @@ struct ModelVariant {
   int64_t length;
   Manifest manifest;
 };
+
+/// The module attribute that convert-linalg-matmul-to-cpu leaves: a
+/// dictionary from each function's name to the indices (array<i64>) of its
+/// weight arguments that no code reads but the GEMM kernel, which packs
+/// them once with loads of any alignment. The library tells the runtime
+/// (abi.h, tfc_model_weight_alignment), which then binds them in place
+/// wherever they lie in a weights file.
+inline constexpr llvm::StringLiteral kPackedOnlyWeightsAttr =
+    "tfc.packed_only_weights";
 
 /// Reads the signature of the entry function: `entry` if given, else the only
 /// public function. Arguments and results must be statically shaped tensors

@@ -2,12 +2,14 @@
 
 #include "tfc/Codegen/CPU/KernelCalls.h"
 #include "tfc/Conversion/Passes.h"
+#include "tfc/Target/Manifest.h"
 #include "tfc/Transforms/ZeroInit.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -209,6 +211,80 @@ template <typename OpTy> struct MatmulToKernel : OpRewritePattern<OpTy> {
   int32_t quantizeFlag;
 };
 
+/// The GEMM kernels, whose B operand (1) the kernel packs, once where the
+/// call's flags (operand 3) say TFC_UK_CONSTANT_B.
+constexpr llvm::StringLiteral kGemmKernels[] = {
+    TFC_UK_MATMUL_F32_NAME,
+    TFC_UK_MATMUL_F32_F16_NAME,
+    TFC_UK_MATMUL_F32_BF16_NAME,
+    TFC_UK_MATMUL_BF16_BF16_NAME,
+    TFC_UK_BATCH_MATMUL_F32_NAME,
+    TFC_UK_BATCH_MATMUL_F32_F16_NAME,
+    TFC_UK_BATCH_MATMUL_F32_BF16_NAME,
+    TFC_UK_BATCH_MATMUL_BF16_BF16_NAME};
+
+/// Whether `use` is the B operand of a GEMM kernel call that packs it once.
+bool isPackedB(OpOperand &use) {
+  auto call = dyn_cast<func::CallOp>(use.getOwner());
+  if (!call || use.getOperandNumber() != 1 || call.getNumOperands() != 4 ||
+      !llvm::is_contained(kGemmKernels, call.getCallee()))
+    return false;
+  IntegerAttr flags;
+  return matchPattern(call.getOperand(3), m_Constant(&flags)) &&
+         (flags.getInt() & TFC_UK_CONSTANT_B) != 0;
+}
+
+/// Whether nothing reads `weight` but GEMM kernels packing it as their B,
+/// through views of it (casts, reshapes, transposes, subviews): the kernel
+/// packs it with loads of any alignment, so its bytes may lie anywhere.
+bool onlyPacked(Value weight) {
+  SmallVector<Value> worklist{weight};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isPackedB(use))
+        continue;
+      auto view = dyn_cast<ViewLikeOpInterface>(user);
+      if (view && view.getViewSource() == v && user->getNumResults() == 1) {
+        worklist.push_back(user->getResult(0));
+        continue;
+      }
+      if (auto transpose = dyn_cast<memref::TransposeOp>(user)) {
+        worklist.push_back(transpose.getResult());
+        continue;
+      }
+      return false;
+    }
+  }
+  return true;
+}
+
+/// kPackedOnlyWeightsAttr of `module`: each function's weight arguments that
+/// only the GEMM kernels read, packing them (none: no entry).
+void recordPackedOnlyWeights(ModuleOp module) {
+  Builder b(module.getContext());
+  SmallVector<NamedAttribute> functions;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    SmallVector<int64_t> args;
+    for (BlockArgument arg : fn.getArguments()) {
+      auto role =
+          fn.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tfc.role");
+      if (role && role.getValue() == "weight" && onlyPacked(arg))
+        args.push_back(arg.getArgNumber());
+    }
+    if (!args.empty())
+      functions.push_back(
+          b.getNamedAttr(fn.getSymName(), b.getDenseI64ArrayAttr(args)));
+  }
+  if (functions.empty())
+    module->removeAttr(kPackedOnlyWeightsAttr);
+  else
+    module->setAttr(kPackedOnlyWeightsAttr, b.getDictionaryAttr(functions));
+}
+
 struct LinalgMatmulToCPUPass
     : impl::LinalgMatmulToCPUBase<LinalgMatmulToCPUPass> {
   using Base::Base;
@@ -231,6 +307,7 @@ struct LinalgMatmulToCPUPass
     patterns.add<MatmulToKernel<linalg::BatchMatmulOp>>(&getContext(),
                                                         quantize);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
+    recordPackedOnlyWeights(getOperation());
   }
 };
 
