@@ -13,6 +13,7 @@
 
 #include "Architectures.h"
 #include "Layers.h"
+#include "TensorParallel.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -100,8 +101,15 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   ModelBuilder mb(r, *prefix);
   if (failed(mb.declareAttentionStacks({{AttentionStack::Only, cfg.layers}})))
     return failure();
+  // --tensor-parallel: this rank's heads (of c_attn's Q, K and V, 3
+  // groups) and MLP features.
+  if (failed(checkTensorParallel(
+          r, mb, {{"n_head", cfg.heads}, {"n_inner", cfg.inner}})))
+    return failure();
+  int64_t heads = cfg.heads / mb.ranks(), width = cfg.hidden / mb.ranks();
+  const Parallel rows{Parallel::Rows};
   TokenInputs tokens = addTokenInputs(mb, o);
-  KVCache cache(mb, o, cfg.layers, cfg.heads, cfg.hidden / cfg.heads);
+  KVCache cache(mb, o, cfg.layers, heads, cfg.hidden / cfg.heads);
 
   Value h, wteValue;
   {
@@ -129,26 +137,25 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
       FailureOr<Value> a = layerNorm(mb, tb, h, block + ".ln_1", cfg.eps);
       if (failed(a))
         return failure();
-      FailureOr<Value> qkv =
-          conv1d(mb, tb, *a, name + ".c_attn", 3 * cfg.hidden);
+      FailureOr<Value> qkv = conv1d(mb, tb, *a, name + ".c_attn",
+                                    3 * cfg.hidden, {Parallel::Columns, 3});
       if (failed(qkv))
         return failure();
       auto part = [&](int64_t i) {
-        return tb.slice(*qkv, {0, 0, i * cfg.hidden},
-                        {o.batch, o.seqLen, cfg.hidden});
+        return tb.slice(*qkv, {0, 0, i * width}, {o.batch, o.seqLen, width});
       };
       // Named temporaries keep the op order independent of the compiler's
       // argument evaluation order.
-      Value qh = splitHeads(tb, part(0), cfg.heads);
-      Value kNew = splitHeads(tb, part(1), cfg.heads);
-      Value vNew = splitHeads(tb, part(2), cfg.heads);
+      Value qh = splitHeads(tb, part(0), heads);
+      Value kNew = splitHeads(tb, part(1), heads);
+      Value vNew = splitHeads(tb, part(2), heads);
       auto [kh, vh] = cache.append(tb, l, kNew, vNew);
       Value probs;
       Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale,
                                             /*causal=*/true, 0, &probs);
       mb.attentionMap(AttentionStack::Only, l, probs);
-      FailureOr<Value> proj =
-          conv1d(mb, tb, mergeHeads(tb, ctx), name + ".c_proj", cfg.hidden);
+      FailureOr<Value> proj = conv1d(mb, tb, mergeHeads(tb, ctx),
+                                     name + ".c_proj", cfg.hidden, rows);
       if (failed(proj))
         return failure();
       h = tb.add(*proj, h);
@@ -159,11 +166,12 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
       FailureOr<Value> a = layerNorm(mb, tb, h, block + ".ln_2", cfg.eps);
       if (failed(a))
         return failure();
-      FailureOr<Value> up = conv1d(mb, tb, *a, name + ".c_fc", cfg.inner);
+      FailureOr<Value> up =
+          conv1d(mb, tb, *a, name + ".c_fc", cfg.inner, {Parallel::Columns});
       if (failed(up))
         return failure();
       FailureOr<Value> down = conv1d(mb, tb, activation(tb, *up, cfg.act),
-                                     name + ".c_proj", cfg.hidden);
+                                     name + ".c_proj", cfg.hidden, rows);
       if (failed(down))
         return failure();
       h = tb.add(*down, h);

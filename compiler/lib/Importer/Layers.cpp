@@ -2,6 +2,8 @@
 
 #include "Layers.h"
 
+#include "TensorParallel.h"
+
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -97,18 +99,23 @@ LogicalResult readModelSizes(const JsonConfig &config, ModelSizes &sizes,
 /// are rounded once, as cuBLAS does for PyTorch. The product is reshaped
 /// before its rounding and bias, so that those and what follows them in
 /// x's shape (an activation, a residual add) are one elementwise chain,
-/// which the CPU pipeline fuses into one loop.
-static Value project(TosaBuilder &tb, Value x, Value w, Value bias,
-                     int64_t out) {
+/// which the CPU pipeline fuses into one loop. With `reduce` (a
+/// row-parallel projection's part), the f32 products are summed over the
+/// ranks before they are rounded: rounded once, as one rank rounds them,
+/// and the bias added once.
+static Value project(TosaBuilder &tb, Value x, Value w, Value bias, int64_t out,
+                     bool reduce = false) {
   RankedTensorType t = typeOf(x);
   int64_t in = t.getShape().back();
   SmallVector<int64_t> shape(t.getShape());
   shape.back() = out;
-  Value y = tb.cast(
+  Value y =
       tb.reshape(tb.matmul(tb.reshape(x, {1, t.getNumElements() / in, in}), w,
                            tb.builder().getF32Type()),
-                 shape),
-      t.getElementType());
+                 shape);
+  if (reduce)
+    y = allReduce(tb, y);
+  y = tb.cast(y, t.getElementType());
   if (bias) {
     SmallVector<int64_t> biasShape(shape.size(), 1);
     biasShape.back() = out;
@@ -117,38 +124,70 @@ static Value project(TosaBuilder &tb, Value x, Value w, Value bias,
   return y;
 }
 
-Value linearWith(TosaBuilder &tb, Value x, Value w, Value bias) {
-  ArrayRef<int64_t> shape = typeOf(w).getShape(); // [out, in]
-  Value wt = tb.transpose(tb.reshape(w, {1, shape[0], shape[1]}), {0, 2, 1});
-  return project(tb, x, wt, bias, shape[0]);
+/// `w` [out, in] as the [1, in, out] operand of project.
+static Value transposed(TosaBuilder &tb, Value w) {
+  ArrayRef<int64_t> shape = typeOf(w).getShape();
+  return tb.transpose(tb.reshape(w, {1, shape[0], shape[1]}), {0, 2, 1});
 }
 
-FailureOr<Value> linear(ModelBuilder &mb, TosaBuilder &tb, Value x,
-                        StringRef name, int64_t out, bool bias) {
-  int64_t in = typeOf(x).getShape().back();
-  FailureOr<Value> w = mb.weight((name + ".weight").str(), {out, in});
+Value linearWith(TosaBuilder &tb, Value x, Value w, Value bias) {
+  return project(tb, x, transposed(tb, w), bias, typeOf(w).getDimSize(0));
+}
+
+/// The weight `name`.weight of a projection with `in` and `out` features
+/// (its whole shape `shape(in, out)`, the axes of in and out `inAxis`,
+/// 1 - inAxis) and its bias `name`.bias when `bias`, split as `p` asks:
+/// {weight, bias (null without one)}.
+static FailureOr<std::pair<Value, Value>>
+projectionWeights(ModelBuilder &mb, StringRef name, int64_t in, int64_t out,
+                  int64_t inAxis, bool bias, Parallel p) {
+  bool split = p.kind != Parallel::None && mb.ranks() > 1;
+  bool rows = split && p.kind == Parallel::Rows;
+  int64_t whole = rows ? in * mb.ranks() : in;
+  SmallVector<int64_t> shape = {out, out};
+  shape[inAxis] = whole;
+  WeightSplit ws;
+  if (split)
+    ws = {rows ? inAxis : 1 - inAxis, p.groups};
+  FailureOr<Value> w =
+      mb.weight((name + ".weight").str(), shape, /*prefixed=*/true, ws);
   if (failed(w))
     return failure();
   Value b;
   if (bias) {
-    FailureOr<Value> bv = mb.weight((name + ".bias").str(), {out});
+    WeightSplit bs;
+    if (split && !rows)
+      bs = {0, p.groups};
+    FailureOr<Value> bv =
+        mb.weight((name + ".bias").str(), {out}, /*prefixed=*/true, bs);
     if (failed(bv))
       return failure();
     b = *bv;
   }
-  return linearWith(tb, x, *w, b);
+  return std::make_pair(*w, b);
+}
+
+FailureOr<Value> linear(ModelBuilder &mb, TosaBuilder &tb, Value x,
+                        StringRef name, int64_t out, bool bias, Parallel p) {
+  int64_t in = typeOf(x).getShape().back();
+  auto wb = projectionWeights(mb, name, in, out, /*inAxis=*/1, bias, p);
+  if (failed(wb))
+    return failure();
+  bool reduce = p.kind == Parallel::Rows && mb.ranks() > 1;
+  return project(tb, x, transposed(tb, wb->first), wb->second,
+                 typeOf(wb->first).getDimSize(0), reduce);
 }
 
 FailureOr<Value> conv1d(ModelBuilder &mb, TosaBuilder &tb, Value x,
-                        StringRef name, int64_t out) {
+                        StringRef name, int64_t out, Parallel p) {
   int64_t in = typeOf(x).getShape().back();
-  FailureOr<Value> w = mb.weight((name + ".weight").str(), {in, out});
-  if (failed(w))
+  auto wb = projectionWeights(mb, name, in, out, /*inAxis=*/0, true, p);
+  if (failed(wb))
     return failure();
-  FailureOr<Value> b = mb.weight((name + ".bias").str(), {out});
-  if (failed(b))
-    return failure();
-  return project(tb, x, tb.reshape(*w, {1, in, out}), *b, out);
+  ArrayRef<int64_t> shape = typeOf(wb->first).getShape(); // [in, out]
+  Value w = tb.reshape(wb->first, {1, shape[0], shape[1]});
+  bool reduce = p.kind == Parallel::Rows && mb.ranks() > 1;
+  return project(tb, x, w, wb->second, shape[1], reduce);
 }
 
 /// The parameter `name`.`part` of a norm over the last axis of x [..., N]:

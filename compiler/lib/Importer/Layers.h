@@ -48,12 +48,25 @@ struct ModelSizes {
 mlir::LogicalResult readModelSizes(const JsonConfig &config, ModelSizes &sizes,
                                    std::string &error);
 
+/// A projection's part in a tensor-parallel build (more than one rank,
+/// TensorParallel.h): Columns splits its outputs, each rank computing
+/// out / ranks of them (in `groups` groups: WeightSplit); Rows its inputs,
+/// x holding the rank's in / ranks features, the partial products summed
+/// over the ranks (allReduce) before the bias is added, once. None, or one
+/// rank: the whole projection.
+struct Parallel {
+  enum Kind { None, Columns, Rows } kind = None;
+  int64_t groups = 1;
+};
+
 /// nn.Linear: x [B, S, in] -> x @ W^T + b, W = `name`.weight [out, in],
 /// b = `name`.bias [out] (when `bias`). Emitted as a [1, B*S, in] x
 /// [1, in, out] tosa.matmul with the weight transposed in the graph.
+/// `parallel`: the rank's part (Parallel; `out` is the whole).
 mlir::FailureOr<mlir::Value> linear(ModelBuilder &mb, TosaBuilder &tb,
                                     mlir::Value x, llvm::StringRef name,
-                                    int64_t out, bool bias = true);
+                                    int64_t out, bool bias = true,
+                                    Parallel parallel = {});
 
 /// x [B, S, in] -> x @ w^T + bias with the weight `w` [out, in] (and
 /// `bias` [out], when given) as values: linear's arithmetic on a table the
@@ -64,9 +77,10 @@ mlir::Value linearWith(TosaBuilder &tb, mlir::Value x, mlir::Value w,
 /// transformers' Conv1D (GPT-2's projections): x [B, S, in] -> x @ W + b,
 /// W = `name`.weight [in, out] (stored transposed against nn.Linear),
 /// b = `name`.bias [out].
+/// `parallel`: the rank's part, as for linear.
 mlir::FailureOr<mlir::Value> conv1d(ModelBuilder &mb, TosaBuilder &tb,
                                     mlir::Value x, llvm::StringRef name,
-                                    int64_t out);
+                                    int64_t out, Parallel parallel = {});
 
 /// nn.LayerNorm over the last axis as primitives: mean = sum(x) * 1/N,
 /// d = x - mean, var = sum(d * d) * 1/N, d * rsqrt(var + eps) * gamma + beta,

@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RotaryDecoder.h"
+#include "TensorParallel.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -150,8 +151,23 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
   ModelBuilder mb(r, *prefix);
   if (failed(mb.declareAttentionStacks({{AttentionStack::Only, d.layers}})))
     return failure();
+  // --tensor-parallel: this rank's heads, K/V heads and MLP features.
+  int64_t ranks = mb.ranks();
+  if (ranks > 1 && (d.fusedProjections || d.qkNormAcrossHeads))
+    return mb.fail("--tensor-parallel=" + Twine(ranks) + ": " + d.family +
+                   (d.fusedProjections ? "'s fused projections are"
+                                       : "'s norms of Q and K across all "
+                                         "heads are") +
+                   " not split across ranks");
+  if (failed(checkTensorParallel(r, mb,
+                                 {{"num_attention_heads", d.heads},
+                                  {"num_key_value_heads", d.kvHeads},
+                                  {"intermediate_size", d.intermediate}})))
+    return failure();
+  int64_t heads = d.heads / ranks, kvHeads = d.kvHeads / ranks;
+  const Parallel columns{Parallel::Columns}, rows{Parallel::Rows};
   TokenInputs tokens = addTokenInputs(mb, o);
-  KVCache cache(mb, o, d.layers, d.kvHeads, d.headDim);
+  KVCache cache(mb, o, d.layers, kvHeads, d.headDim);
   Type computeType = mb.getComputeType();
   auto norm = [&](TosaBuilder &tb, Value x, const std::string &name) {
     switch (d.normKind) {
@@ -216,7 +232,7 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
   auto blockOutput = [&](TosaBuilder &tb, Value x, const std::string &proj,
                          bool bias,
                          const std::string &normName) -> FailureOr<Value> {
-    FailureOr<Value> y = linear(mb, tb, x, proj, d.hidden, bias);
+    FailureOr<Value> y = linear(mb, tb, x, proj, d.hidden, bias, rows);
     if (failed(y))
       return failure();
     if (d.postNorms) {
@@ -273,13 +289,13 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
         k = features(tb, *qkv, qWidth, kvWidth);
         v = features(tb, *qkv, qWidth + kvWidth, kvWidth);
       } else {
-        q = linear(mb, tb, *a, name + ".q_proj", qWidth, d.qkvBias);
+        q = linear(mb, tb, *a, name + ".q_proj", qWidth, d.qkvBias, columns);
         if (failed(q))
           return failure();
-        k = linear(mb, tb, *a, name + ".k_proj", kvWidth, d.qkvBias);
+        k = linear(mb, tb, *a, name + ".k_proj", kvWidth, d.qkvBias, columns);
         if (failed(k))
           return failure();
-        v = linear(mb, tb, *a, name + ".v_proj", kvWidth, d.qkvBias);
+        v = linear(mb, tb, *a, name + ".v_proj", kvWidth, d.qkvBias, columns);
         if (failed(v))
           return failure();
       }
@@ -301,14 +317,14 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
         return failure();
       // Named temporaries keep the op order independent of the compiler's
       // argument evaluation order.
-      Value qSplit = splitHeads(tb, qAll, d.heads);
-      Value kSplit = splitHeads(tb, kAll, d.kvHeads);
+      Value qSplit = splitHeads(tb, qAll, heads);
+      Value kSplit = splitHeads(tb, kAll, kvHeads);
       if (d.qkNorm && failed(normQK(qSplit, kSplit)))
         return failure();
       const RotaryTables &tables = localRope && sliding ? *localRope : rope;
       Value qh = rotate(tb, qSplit, tables);
       Value kNew = rotate(tb, kSplit, tables);
-      Value vNew = splitHeads(tb, *v, d.kvHeads);
+      Value vNew = splitHeads(tb, *v, kvHeads);
       auto [kh, vh] = cache.append(tb, l, kNew, vNew);
       int64_t groups = d.heads / d.kvHeads;
       Value kr = repeatKV(tb, kh, groups);
@@ -344,7 +360,7 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
       FailureOr<Value> gate, up;
       if (!d.gatedMlp) {
         up = linear(mb, tb, *a, name + "." + names.up, d.intermediate,
-                    d.mlpBias);
+                    d.mlpBias, columns);
         if (failed(up))
           return failure();
       } else if (d.fusedProjections) {
@@ -355,12 +371,12 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
         gate = features(tb, *gateUp, 0, d.intermediate);
         up = features(tb, *gateUp, d.intermediate, d.intermediate);
       } else {
-        gate =
-            linear(mb, tb, *a, name + ".gate_proj", d.intermediate, d.mlpBias);
+        gate = linear(mb, tb, *a, name + ".gate_proj", d.intermediate,
+                      d.mlpBias, columns);
         if (failed(gate))
           return failure();
         up = linear(mb, tb, *a, name + "." + names.up, d.intermediate,
-                    d.mlpBias);
+                    d.mlpBias, columns);
         if (failed(up))
           return failure();
       }

@@ -61,9 +61,9 @@ void addBufferizePasses(OpPassManager &pm) {
 
 void buildCPULoweringPipeline(OpPassManager &pm,
                               const CPUPipelineOptions &options) {
-  // The fused ops become micro-kernel calls (emitted as they bufferize).
-  if (options.fuse)
-    pm.addPass(createConvertTransformerToCPU());
+  // The fused ops become micro-kernel calls (emitted as they bufferize);
+  // an unfused build's are its collectives (transformer.all_reduce) only.
+  pm.addPass(createConvertTransformerToCPU());
   addTosaToLinalgPasses(pm);
   // Buffers: temporaries are allocated through the runtime's caching
   // allocator. Attention then reads a concatenation nothing else needs (a

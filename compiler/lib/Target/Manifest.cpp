@@ -178,6 +178,42 @@ static LogicalResult extractWeightFile(ModuleOp module, func::FuncOp fn,
   return success();
 }
 
+/// The module's `tfc.tensor_parallel` and its arguments' and results'
+/// `tfc.split`s, checked: each split axis of a tensor of the rank's part.
+static LogicalResult extractTensorParallel(ModuleOp module, func::FuncOp fn,
+                                           Manifest &m) {
+  if (auto ranks = module->getAttrOfType<IntegerAttr>("tfc.tensor_parallel")) {
+    if (ranks.getInt() < 1 || ranks.getInt() > 4096)
+      return module.emitError()
+             << "tfc.tensor_parallel must be a rank count from 1 to 4096";
+    m.tensorParallel = int32_t(ranks.getInt());
+  }
+  auto read = [&](DictionaryAttr attrs, TensorSpec &spec, StringRef what,
+                  unsigned i) -> LogicalResult {
+    auto split = attrs ? attrs.getAs<DenseI64ArrayAttr>("tfc.split") : nullptr;
+    if (!split)
+      return success();
+    if (m.tensorParallel == 1 || split.size() != 2 || split[0] < 0 ||
+        split[0] >= int64_t(spec.shape.size()) || split[1] < 1 ||
+        spec.shape[split[0]] % split[1] != 0)
+      return fn.emitError()
+             << what << " " << i
+             << ": tfc.split must be [axis, groups] of one of its axes, "
+                "whose size the groups divide, in a module with "
+                "tfc.tensor_parallel";
+    spec.splitAxis = int32_t(split[0]);
+    spec.splitGroups = int32_t(split[1]);
+    return success();
+  };
+  for (auto [i, spec] : llvm::enumerate(m.args))
+    if (failed(read(fn.getArgAttrDict(i), spec, "argument", i)))
+      return failure();
+  for (auto [i, spec] : llvm::enumerate(m.results))
+    if (failed(read(fn.getResultAttrDict(i), spec, "result", i)))
+      return failure();
+  return success();
+}
+
 FailureOr<Manifest> extractManifest(ModuleOp module, StringRef entry) {
   func::FuncOp fn;
   if (!entry.empty()) {
@@ -252,6 +288,8 @@ FailureOr<Manifest> extractManifest(ModuleOp module, StringRef entry) {
     return failure();
   }
   if (failed(extractWeightFile(module, fn, m)))
+    return failure();
+  if (failed(extractTensorParallel(module, fn, m)))
     return failure();
   return m;
 }

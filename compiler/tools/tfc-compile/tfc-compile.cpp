@@ -349,6 +349,9 @@ static int compileModule(ModuleOp module, const std::string &inputName,
                          const char *argv0, bool quiet,
                          const tfc::VariantBuilds *builds = nullptr) {
   MLIRContext *context = module.getContext();
+  if (target == "nvptx" && module->hasAttr("tfc.tensor_parallel"))
+    return fail("--tensor-parallel: a split model runs on the CPU "
+                "(--target=cpu); the nvptx target has no collectives");
   if (failed(tfc::checkNoRecursion(module)) ||
       failed(tfc::checkMatmulShapes(module)))
     return 1;

@@ -74,6 +74,9 @@ struct tfc_model {
   tfc_model_packed_format_fn packedFormat = nullptr;
   tfc_model_packed_weights_fn packedWeights = nullptr;
   tfc_model_adopt_packed_weight_fn adoptPackedWeight = nullptr;
+  /// The alignment each argument's data needs (abi.h,
+  /// tfc_model_weight_alignment); null: its element size.
+  const int32_t *weightAlignment = nullptr;
   std::vector<int32_t> inputArgs;  // argument index of each input
   std::vector<int32_t> weightArgs; // argument index of each weight
   std::vector<void *> buffers;     // arguments, then results
@@ -102,6 +105,10 @@ struct tfc_model {
   std::unique_ptr<tfc::PackedWeightsFile> packedFile;
   /// The device side of an nvptx model; null for cpu models.
   std::unique_ptr<tfc::cuda::GpuModel> gpu;
+  /// A tensor-parallel model's split (abi.h) and this process's rank in
+  /// its MPI job (Parallel.h); null and 0 for other models.
+  const tfc_tensor_parallel *parallel = nullptr;
+  int32_t rank = 0;
 };
 
 struct tfc_array {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ModelImpl.h"
+#include "Parallel.h"
 
 #include "tfc/runtime/dtype.h"
 
@@ -285,6 +286,14 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
       model->variantList = variants;
       model->variantCount = count;
     }
+    // A tensor-parallel model joins the MPI job of its ranks (Parallel.h).
+    if (auto parallelFn = reinterpret_cast<tfc_model_tensor_parallel_fn>(
+            ownSymbol(handle, "tfc_model_tensor_parallel")))
+      if (tfc_status s = tfc::rt::joinParallel(model.get(), file, *manifest,
+                                               parallelFn(), isGpu)) {
+        closeLibrary(handle);
+        return s;
+      }
     applyThreads(handle);
     model->handle = handle;
     model->library = std::move(library);
@@ -305,6 +314,9 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
             ownSymbol(handle, "tfc_model_adopt_packed_weight"));
     if (!model->packedFormat || !model->adoptPackedWeight)
       model->packedWeights = nullptr;
+    if (auto alignment = reinterpret_cast<tfc_model_weight_alignment_fn>(
+            ownSymbol(handle, "tfc_model_weight_alignment")))
+      model->weightAlignment = alignment();
     model->buffers.assign(
         size_t(manifest->num_args) + size_t(manifest->num_results), nullptr);
     model->converted.assign(model->weightArgs.size(), false);

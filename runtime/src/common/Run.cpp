@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ModelImpl.h"
+#include "Parallel.h"
 
 #include "tfc/runtime/dtype.h"
 
@@ -90,7 +91,9 @@ tfc_status checkInputBounds(const tfc_model *model, void *const *buffers,
                             const tfc_manifest *manifest) {
   for (size_t i = 0; i < model->inputArgs.size(); ++i) {
     const tfc_tensor_desc &desc = manifest->args[model->inputArgs[i]];
-    if (!desc.bounds)
+    // Elements on the device are not read here.
+    if (!desc.bounds ||
+        (model->gpu && model->gpu->deviceBound(size_t(model->inputArgs[i]))))
       continue;
     const void *data = buffers[model->inputArgs[i]];
     size_t count = tfc_tensor_desc_nbytes(&desc) / tfc_dtype_size(desc.dtype);
@@ -218,6 +221,9 @@ tfc_status runBuffers(tfc_model *model, void **buffers,
     variants->run(buffers);
   else
     model->run(buffers);
+  // A tensor-parallel model's all-reduce that failed (Parallel.h).
+  if (std::string failure = takeCollectiveFailure(); !failure.empty())
+    return makeStatus(TFC_IO_ERROR, "model " + model->path + ": " + failure);
   if (size_t bytes = takeFailedAllocation())
     return makeStatus(TFC_OUT_OF_MEMORY,
                       "model " + model->path + ": out of memory for a " +
@@ -253,6 +259,11 @@ tfc_status bindArgument(tfc_model *model, tfc_tensor_role role, int32_t index,
     }
     if (role == TFC_ROLE_WEIGHT)
       detachWeight(model, index);
+    else if (model->gpu) // replaces a device binding
+      if (tfc::cuda::GpuError e = model->gpu->bindHost(slot)) {
+        model->buffers[slot] = nullptr;
+        return fromGpu(std::move(e));
+      }
     model->buffers[slot] = const_cast<void *>(data);
     return nullptr;
   });

@@ -10,6 +10,7 @@
 
 #include "ModelFileWeights.h"
 #include "ModelImpl.h"
+#include "Parallel.h"
 
 #include "tfc/runtime/dtype.h"
 
@@ -165,6 +166,19 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
                           "weights file " + path + ": missing tensor " +
                               quote(desc.name) + " (" + describe(desc) +
                               ") that model " + model->path + " needs");
+      // A tensor-parallel model's split weight: this rank's part.
+      if (const tfc_tensor_split *split = weightSplit(model, arg)) {
+        const void *data = nullptr;
+        tfc::AlignedBuffer copy;
+        if (tfc_status s =
+                bindWeightPart(model, desc, *split, *tensor, path, data, copy))
+          return s;
+        converted.push_back(false);
+        pointers.push_back(data);
+        if (copy.data())
+          copies.push_back(std::move(copy));
+        continue;
+      }
       bool sameShape =
           tensor->shape.size() == size_t(desc.rank) &&
           std::equal(tensor->shape.begin(), tensor->shape.end(), desc.shape);
@@ -184,13 +198,15 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
                               describe(int32_t(tensor->dtype),
                                        int32_t(tensor->shape.size()),
                                        tensor->shape.data()));
-      // Compiled code reads weights with element-aligned accesses only (the
-      // kernels pack or load them unaligned), so a tensor aligned to its
-      // element size is used in place, without a copy. A GPU model's weights
-      // are copied to the device from wherever they are.
-      size_t elementAlignment = std::max<size_t>(tfc_dtype_size(desc.dtype), 1);
-      bool aligned =
-          reinterpret_cast<uintptr_t>(tensor->data) % elementAlignment == 0;
+      // Compiled code reads weights with element-aligned accesses only,
+      // so a tensor aligned to its element size is used in place, without
+      // a copy; so is one at any address that only the matmul kernel reads
+      // as it packs it (abi.h, tfc_model_weight_alignment). A GPU model's
+      // weights are copied to the device from wherever they are.
+      size_t alignment = std::max<size_t>(tfc_dtype_size(desc.dtype), 1);
+      if (model->weightAlignment && model->weightAlignment[arg] > 0)
+        alignment = size_t(model->weightAlignment[arg]);
+      bool aligned = reinterpret_cast<uintptr_t>(tensor->data) % alignment == 0;
       converted.push_back(convert);
       if (convert && !model->gpu) {
         pending.emplace_back(int32_t(pointers.size()), tensor);

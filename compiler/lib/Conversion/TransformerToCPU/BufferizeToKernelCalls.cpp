@@ -104,7 +104,7 @@ struct KernelCallBufferization
               arith::ConstantOp::create(
                   rewriter, loc,
                   rewriter.getI64IntegerAttr(a.getEffectiveWindow()))};
-    } else if (isa<transformer::SoftmaxOp>(op)) {
+    } else if (isa<transformer::SoftmaxOp, transformer::AllReduceOp>(op)) {
       args = {buffers[0], toDynamic(out)};
     } else if (auto rms = dyn_cast<transformer::RmsNormOp>(op)) {
       args = {buffers[0], buffers[1], toDynamic(out),
@@ -134,6 +134,8 @@ void registerKernelCallBufferization(DialectRegistry &registry) {
             KernelCallBufferization<transformer::LayerNormOp>>(*ctx);
         transformer::RmsNormOp::attachInterface<
             KernelCallBufferization<transformer::RmsNormOp>>(*ctx);
+        transformer::AllReduceOp::attachInterface<
+            KernelCallBufferization<transformer::AllReduceOp>>(*ctx);
       });
 }
 

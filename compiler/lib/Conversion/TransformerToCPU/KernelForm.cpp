@@ -39,6 +39,9 @@ KernelSignature kernelFor(Operation *op) {
   MemRefType m1 = dynamicF32MemRef(ctx, 1), m2 = dynamicF32MemRef(ctx, 2);
   if (isa<transformer::SoftmaxOp>(op))
     return {TFC_UK_SOFTMAX_F32_NAME, {m2, m2}};
+  // The runtime's (abi.h, "Tensor parallelism"), not a micro-kernel.
+  if (isa<transformer::AllReduceOp>(op))
+    return {"tfc_all_reduce_f32", {m2, m2}};
   if (isa<transformer::RmsNormOp>(op))
     return {TFC_UK_RMS_NORM_F32_NAME, {m2, m1, m2, f32}};
   if (isAllBf16LayerNorm(op)) {

@@ -51,7 +51,8 @@ struct PrepareForKernel : RewritePattern {
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
     if (!isa<transformer::AttentionOp, transformer::SoftmaxOp,
-             transformer::LayerNormOp, transformer::RmsNormOp>(op) ||
+             transformer::LayerNormOp, transformer::RmsNormOp,
+             transformer::AllReduceOp>(op) ||
         isKernelForm(op))
       return failure();
     if (!hasStaticShapes(op))
@@ -100,6 +101,14 @@ struct PrepareForKernel : RewritePattern {
           inverse[perm[i]] = int32_t(i);
         result = t.transpose(result, inverse);
       }
+    } else if (auto sum = dyn_cast<transformer::AllReduceOp>(op)) {
+      // f32 rows: the partial sums of f16 and bf16 models are added in f32
+      // and rounded once.
+      Value rows = t.reshape(t.cast(sum.getInput(), f32),
+                             rowsByLast(resultType.getShape()));
+      result = t.reshape(transformer::AllReduceOp::create(
+                             rewriter, sum.getLoc(), rows.getType(), rows),
+                         resultType.getShape());
     } else if (auto rms = dyn_cast<transformer::RmsNormOp>(op)) {
       // f32 rows; an f16/bf16 op rounds the normalised rows to its type
       // and multiplies by gamma there (its definition), outside the kernel.

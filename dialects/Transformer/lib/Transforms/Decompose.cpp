@@ -82,7 +82,8 @@ struct DecomposePass : impl::TransformerDecomposeBase<DecomposePass> {
     populateDecomposePatterns(patterns);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
     WalkResult r = getOperation()->walk([](Operation *op) {
-      if (isa<TransformerDialect>(op->getDialect())) {
+      // A collective is no aggregate of primitives: it stays.
+      if (isa<TransformerDialect>(op->getDialect()) && !isa<AllReduceOp>(op)) {
         op->emitError() << "cannot decompose '" << op->getName()
                         << "': its operands need static shapes";
         return WalkResult::interrupt();

@@ -48,7 +48,7 @@
 extern "C" {
 #endif
 
-#define TFC_ABI_VERSION 4u
+#define TFC_ABI_VERSION 5u
 /* "TFCM" */
 #define TFC_MANIFEST_MAGIC 0x4d434654u
 
@@ -250,6 +250,67 @@ typedef int32_t (*tfc_model_packed_weights_fn)(tfc_packed_weight *out,
                                                int32_t capacity);
 typedef int32_t (*tfc_model_adopt_packed_weight_fn)(
     const tfc_packed_weight *weight);
+
+/* Weights at any address. Compiled code reads a weight with accesses
+ * aligned to its element size, unless the only code that reads it is the
+ * matmul kernel that packs it (once, with loads of any alignment). A CPU
+ * model with such weights may also export
+ *
+ *   const int32_t *tfc_model_weight_alignment(void);
+ *
+ * one entry per manifest argument, in order: the alignment in bytes its
+ * code needs of the argument's data (1: any address). A weight bound from
+ * a file that lies at an address its entry does not divide (or, without
+ * the table, its element size) is copied into an aligned buffer first;
+ * others are bound in place. Inputs and outputs are 64-byte aligned
+ * whatever it says. */
+typedef const int32_t *(*tfc_model_weight_alignment_fn)(void);
+
+/* Tensor parallelism (ABI 5). A CPU model built with tfc-compile
+ * --tensor-parallel=N (docs/tensor-parallel.md) runs as the N ranks of an
+ * MPI job, one process each, all loading the same library, and also
+ * exports
+ *
+ *   const tfc_tensor_parallel *tfc_model_tensor_parallel(void);
+ *
+ * `ranks` is N (at least 2); `args` and `results` hold one entry per
+ * manifest argument and result, in order: how it is split. Axis -1: every
+ * rank holds all of it. Otherwise the manifest's shape is one rank's part:
+ * the whole tensor is N times as long along `axis`, which is seen as
+ * [groups, N, part / groups], rank r holding [:, r, :] (groups > 1: a
+ * fused projection's Q, K and V, each split). A weights file holds the
+ * whole tensors: each rank binds its part. Split inputs and results (a KV
+ * cache's heads) are the rank's part.
+ *
+ * Its code sums partial results over the ranks by calling
+ *
+ *   void _mlir_ciface_tfc_all_reduce_f32(tfc_memref2d_f32 *in,
+ *                                        tfc_memref2d_f32 *out);
+ *
+ * which libtfcrt defines (MPI, opened when such a model loads): `out`
+ * ([rows, cols], dense) receives the sum over the ranks of `in` (same
+ * sizes, any strides). It returns no status: the first failure (a rank
+ * that does not join within the time limit) is recorded and the run
+ * returns it, naming the model; later calls of the run do nothing. */
+typedef struct tfc_tensor_split {
+  int32_t axis; /* -1: not split */
+  int32_t groups;
+} tfc_tensor_split;
+typedef struct tfc_tensor_parallel {
+  int32_t ranks;
+  const tfc_tensor_split *args;
+  const tfc_tensor_split *results;
+} tfc_tensor_parallel;
+typedef const tfc_tensor_parallel *(*tfc_model_tensor_parallel_fn)(void);
+typedef struct tfc_memref2d_f32 {
+  float *allocated;
+  float *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+} tfc_memref2d_f32;
+void _mlir_ciface_tfc_all_reduce_f32(tfc_memref2d_f32 *in,
+                                     tfc_memref2d_f32 *out);
 
 /* Provided by the runtime; called by compiled code for its temporaries. */
 void *_mlir_memref_to_llvm_alloc(size_t size);

@@ -225,4 +225,36 @@ def Transformer_RmsNormOp : Transformer_Op<"rms_norm"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// AllReduceOp
+//===----------------------------------------------------------------------===//
+
+def Transformer_AllReduceOp
+    : Op<Transformer_Dialect, "all_reduce", [SameOperandsAndResultType]> {
+  let summary = "sum of a tensor over the ranks of a tensor-parallel model";
+  let description = [{
+    The elementwise sum of `input` over every rank of a model split by
+    `tfc-compile --tensor-parallel=N` (docs/tensor-parallel.md): each rank
+    holds a partial sum (the product of its heads or of its part of the
+    MLP's inner features) and gets the whole. It has no decomposition:
+    the fused and the unfused build keep it, and the CPU lowering calls the
+    runtime's all-reduce (`tfc_all_reduce_f32`, in f32). It is not pure:
+    every rank must call it the same number of times in the same order, so
+    it is neither moved, merged nor removed.
+
+    Example:
+
+    ```mlir
+    %y = transformer.all_reduce %x : tensor<1x16x4096xf32>
+    ```
+  }];
+
+  let arguments = (ins Transformer_FloatTensor:$input);
+  let results = (outs Transformer_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input)
+  }];
+}
+
 #endif // TFC_DIALECT_TRANSFORMER_IR_TRANSFORMEROPS_TD
