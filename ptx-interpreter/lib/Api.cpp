@@ -44,6 +44,16 @@ ptxemu_kernel *ptxemu_get(ptxemu_module *module, const char *name) {
   return nullptr;
 }
 
+size_t ptxemu_param_sizes(const ptxemu_kernel *kernel, size_t *sizes,
+                          size_t max) {
+  if (!kernel)
+    return 0;
+  const auto &params = reinterpret_cast<const Kernel *>(kernel)->params;
+  for (size_t i = 0; i < params.size() && i < max; ++i)
+    sizes[i] = size_t(params[i].size);
+  return params.size();
+}
+
 int ptxemu_launch(ptxemu_kernel *kernel, const unsigned grid[3],
                   const unsigned block[3], unsigned dynamicShared,
                   void **params, const ptxemu_range *allocations,

@@ -29,9 +29,11 @@ length off the inputs, as tfc-run does. numpy has no bfloat16: a bf16 input
 takes a uint16 array of the raw bits (float32_to_bf16 makes one) or a
 torch.bfloat16 tensor, a bf16 output comes back as uint16 bits
 (bf16_to_float32 widens them). Every failure raises Error with the
-runtime's one-line message. A Model may be used from one thread at a time;
-Model.context() gives one context per thread. load_runtime() says where the
-runtime library is looked for.
+runtime's one-line message. A GPU model's inputs and outputs can stay on
+the device between runs (DeviceTensor, Model.to_device, run(...,
+outputs_on_device=True): tfc/device.py). A Model may be used from one
+thread at a time; Model.context() gives one context per thread.
+load_runtime() says where the runtime library is looked for.
 """
 
 import contextlib
@@ -46,8 +48,10 @@ from typing import NamedTuple, Optional, Tuple
 import numpy as np
 
 from . import _locate
+from .device import SIGNATURES as _DEVICE_SIGNATURES
+from .device import DeviceMethods, DeviceTensor
 
-__all__ = ["Context", "Error", "Model", "TensorInfo", "aligned_empty",
+__all__ = ["Context", "DeviceTensor", "Error", "Model", "TensorInfo", "aligned_empty",
            "allocator_stats", "as_aligned", "bf16_to_float32",
            "float32_to_bf16", "load_runtime", "set_threads", "trim_allocator"]
 
@@ -154,6 +158,7 @@ _SIGNATURES = {
     "tfc_allocator_trim": (None, []),
     "tfc_device_allocator_get_stats": (None, [_P]),
     "tfc_device_allocator_trim": (None, []),
+    **_DEVICE_SIGNATURES,
 }
 
 
@@ -346,7 +351,7 @@ class _Closing:
             pass
 
 
-class Model(_Closing):
+class Model(_Closing, DeviceMethods):
     """A compiled model (model.so) loaded by the runtime, its weights bound
     from a safetensors file. close() (or `with`) unloads it early.
 
@@ -556,14 +561,17 @@ class Model(_Closing):
             _check(self._rt, self._rt.tfc_model_load_packed_weights(
                 self._live(), _path(path, "packed weights file")))
 
-    def run(self, *inputs, **named):
+    def run(self, *inputs, outputs_on_device=False, **named):
         """Runs the model once on the inputs, in order or by name (names
         that are not identifiers: run(**{"past.0.key": k})): numpy arrays,
-        DLPack tensors (torch CPU tensors) or lists. Returns the outputs in
-        manifest order: new numpy arrays the model computed into (64-byte
-        aligned; later runs leave them)."""
+        DLPack tensors (torch CPU tensors), lists, or for a GPU model
+        DeviceTensor (tfc.device). Returns the outputs in manifest order:
+        new numpy arrays the model computed into (64-byte aligned; later
+        runs leave them), or with outputs_on_device the model's
+        DeviceTensor outputs, which the next such run overwrites."""
         with self._exclusive("run"), self._holding():
-            outs = self._bind(inputs, named, fresh_outputs=True)
+            outs = self._bind(inputs, named, fresh_outputs=True,
+                              on_device=outputs_on_device)
             _check(self._rt, self._rt.tfc_model_invoke(self._handle))
             self._packed_after_run()
             return outs
@@ -604,7 +612,7 @@ class Model(_Closing):
     def _which(self, i):
         return "input %d '%s'" % (i, self._names[i])
 
-    def _bind(self, inputs, named, fresh_outputs=False):
+    def _bind(self, inputs, named, fresh_outputs=False, on_device=False):
         """Checks the inputs, sets the batch size and the length from them,
         and binds inputs and outputs: an input in place where the runtime
         can read it there (_in_place), else a copy in the model's aligned
@@ -630,13 +638,22 @@ class Model(_Closing):
         if missing:
             raise Error("%s: missing %s" % (takes, ", ".join(missing)))
         infos = self._infos("input")
-        arrays = [self._as_array(i, a, infos[i]) for i, a in enumerate(arrays)]
+        arrays = [a if isinstance(a, DeviceTensor) else
+                  self._as_array(i, a, infos[i]) for i, a in enumerate(arrays)]
         if self._rt.tfc_model_num_batches(h) > 0:
             self._set_size_from(arrays, infos, batches=True)
         if self._rt.tfc_model_num_lengths(h) > 0:
             self._set_size_from(arrays, infos, batches=False)
         copied = []
         for i, a in enumerate(arrays):
+            if isinstance(a, DeviceTensor):
+                if not isinstance(self, Model):  # a Context: CPU models
+                    raise Error("%s: a context runs a cpu model: device "
+                                "tensors bind to nvptx models" %
+                                self._which(i), "FAILED_PRECONDITION")
+                _check(self._rt, self._rt.tfc_model_bind_input_tensor(
+                    h, i, a._handle))
+                continue
             dtype = a.dtype.newbyteorder("=")  # copied in native order
             code = _DTYPE_CODES.get(dtype, -1)
             shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
@@ -656,6 +673,12 @@ class Model(_Closing):
             _check(self._rt, bind(target, i, buf.ctypes.data))
         self._copied = tuple(copied)
         self._held = arrays
+        if on_device:
+            outs = self._device_outputs(self._infos("output"))
+            for i, t in enumerate(outs):
+                _check(self._rt, self._rt.tfc_model_bind_output_tensor(
+                    h, i, t._handle))
+            return outs
         outs = []
         for i, info in enumerate(self._infos("output")):
             dtype = _STORAGE[_BF16] if info.dtype == "bf16" else info.dtype

@@ -3,14 +3,18 @@
 // tfc-run model.so [--weights W.safetensors] --input a.npy [--input b.npy ...]
 //         --output y.npy [...] [--repeat N] [--warmup N] [--threads N]
 //         [--packed-weights W.packed] [--memory] [--concurrency N]
+//         [--device-io] [--no-cuda-graphs]
 //
 // Uses only the runtime's C API, for CPU and GPU (nvptx) models alike. Every
 // error is one line on stderr, "tfc-run: error: ...", and exit status 1.
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuCalls.h"
+
 #include "tfc/runtime/api.h"
 #include "tfc/runtime/files.h"
+#include "tfc/runtime/parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -31,7 +35,7 @@ const char kUsage[] =
     "--output OUT.npy ...\n"
     "               [--repeat N] [--warmup N] [--threads N] [--describe]\n"
     "               [--packed-weights FILE.packed] [--memory]\n"
-    "               [--concurrency N]\n"
+    "               [--concurrency N] [--device-io] [--no-cuda-graphs]\n"
     "\n"
     "Runs a model compiled by tfc-compile. Inputs map to the model's inputs "
     "in\n"
@@ -65,6 +69,12 @@ const char kUsage[] =
     "                   allocator of compiled CPU code's temporaries; for GPU\n"
     "                   models the device allocator, with the weights,\n"
     "                   inputs and outputs on the device)\n"
+    "  --device-io      GPU models: inputs and outputs in device tensors,\n"
+    "                   copied once, not on each run; with --repeat, also\n"
+    "                   times whole tfc_model_invoke calls (without it they\n"
+    "                   include the copies to and from host buffers)\n"
+    "  --no-cuda-graphs GPU models: launch each run kernel by kernel rather\n"
+    "                   than as a CUDA graph (also $TFC_CUDA_GRAPHS=0)\n"
     "  --describe       print the model's signature (and device) and exit\n"
     "GPU models (target nvptx) need the CUDA driver, libcuda.so.1 (or\n"
     "$TFC_CUDA_DRIVER).\n";
@@ -81,6 +91,8 @@ struct Options {
   long concurrency = 0;
   bool describe = false;
   bool memory = false;
+  bool deviceIo = false;
+  bool noGraphs = false;
 };
 
 /// "12.3 MiB", or "0.8 KiB" below a MiB.
@@ -93,8 +105,16 @@ std::string byteSize(uint64_t bytes) {
   return buf;
 }
 
+/// Whether this process is a rank other than 0 of an MPI job (mpirun):
+/// every rank meets the same errors, which rank 0 reports.
+bool quietRank() {
+  const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  return rank && *rank && std::strcmp(rank, "0") != 0;
+}
+
 [[noreturn]] void fail(const std::string &message) {
-  std::fprintf(stderr, "tfc-run: error: %s\n", message.c_str());
+  if (!quietRank())
+    std::fprintf(stderr, "tfc-run: error: %s\n", message.c_str());
   std::exit(1);
 }
 
@@ -133,6 +153,14 @@ Options parseOptions(int argc, char **argv) {
     }
     if (arg == "--memory") {
       options.memory = true;
+      continue;
+    }
+    if (arg == "--device-io") {
+      options.deviceIo = true;
+      continue;
+    }
+    if (arg == "--no-cuda-graphs") {
+      options.noGraphs = true;
       continue;
     }
     if (arg.size() > 1 && arg[0] == '-') {
@@ -466,10 +494,7 @@ std::vector<tfc_array *> runContexts(tfc_model *model, const Options &options,
   std::vector<double> all;
   for (const std::vector<double> &t : times)
     all.insert(all.end(), t.begin(), t.end());
-  std::sort(all.begin(), all.end());
-  double median = all.size() % 2
-                      ? all[all.size() / 2]
-                      : (all[all.size() / 2 - 1] + all[all.size() / 2]) / 2;
+  double median = tfc::run::medianMin(all).first;
   std::printf("tfc-run: %s: %zu context%s x %ld runs (%ld warmup each): "
               "%.2f runs/s, median %.4f ms per run%s\n",
               options.model.c_str(), n, n == 1 ? "" : "s", runs, options.warmup,
@@ -530,6 +555,9 @@ int main(int argc, char **argv) {
   // A packed weights file of other weights or another model library is
   // replaced (the cache is stale); anything else wrong with it is an error
   // (it may not be a packed weights file at all).
+  if (!options.packedWeights.empty() && tfc_model_ranks(model) > 1)
+    fail("--packed-weights: the ranks of a tensor-parallel model pack "
+         "different parts of the weights into one file");
   bool savePacked = false;
   if (!options.packedWeights.empty()) {
     struct stat st;
@@ -574,6 +602,18 @@ int main(int argc, char **argv) {
       fail("input " + std::to_string(i) + " '" +
            tfc_model_input(model, int32_t(i))->name + "': " + message);
     }
+    // A tensor-parallel model takes this rank's part of a split input.
+    if (tfc_model_ranks(model) > 1) {
+      tfc_array *part = nullptr;
+      tfc_status status = tfc_model_input_part(model, int32_t(i), array, &part);
+      tfc_array_destroy(array);
+      if (status) {
+        std::string message = tfc_status_message(status);
+        tfc_status_free(status);
+        fail(message + " in " + options.inputs[i]);
+      }
+      array = part;
+    }
     inputs.push_back(array);
   }
   // Before the inputs are checked: their shapes are those of the batch
@@ -608,11 +648,26 @@ int main(int argc, char **argv) {
     outputs.push_back(array);
     check(tfc_model_bind_output(model, int32_t(i), tfc_array_data(array)));
   }
+  bool gpu = std::strcmp(tfc_model_target(model), "nvptx") == 0;
+  if (options.noGraphs)
+    check(tfc_model_set_cuda_graphs(model, 0));
+  // --device-io: the arrays go to device tensors once, bound in place.
+  std::vector<tfc_device_tensor *> deviceInputs, deviceOutputs;
+  if (options.deviceIo) {
+    if (!gpu)
+      fail("--device-io keeps inputs and outputs on the GPU: model " +
+           options.model + " is a cpu model");
+    check(tfc::run::toDevice(inputs, deviceInputs));
+    check(tfc::run::toDevice(outputs, deviceOutputs));
+    for (size_t i = 0; i < numInputs; ++i)
+      check(tfc_model_bind_input_tensor(model, int32_t(i), deviceInputs[i]));
+    for (size_t i = 0; i < numOutputs; ++i)
+      check(tfc_model_bind_output_tensor(model, int32_t(i), deviceOutputs[i]));
+  }
 
   // The allocator's counters before the runs (--memory): GPU models count
   // on the device allocator, which also holds the weights and the model's
   // device copies of inputs and outputs.
-  bool gpu = std::strcmp(tfc_model_target(model), "nvptx") == 0;
   auto allocatorStats = [&] {
     tfc_allocator_stats stats;
     if (gpu)
@@ -624,6 +679,9 @@ int main(int argc, char **argv) {
   tfc_allocator_stats before = allocatorStats();
 
   std::vector<tfc_array *> contextOutputs;
+  if (options.concurrency > 0 && tfc_model_ranks(model) > 1)
+    fail("--concurrency: a tensor-parallel model runs one call at a time "
+         "(its ranks meet in each all-reduce)");
   if (options.concurrency > 0) {
     contextOutputs = runContexts(model, options, inputs);
   } else if (options.repeat > 0) {
@@ -633,15 +691,13 @@ int main(int argc, char **argv) {
     std::vector<double> times(size_t(runs), 0.0);
     check(tfc_model_time(model, int32_t(options.warmup), int32_t(runs),
                          times.data()));
-    std::sort(times.begin(), times.end());
-    double median =
-        times.size() % 2
-            ? times[times.size() / 2]
-            : (times[times.size() / 2 - 1] + times[times.size() / 2]) / 2;
+    auto [median, min] = tfc::run::medianMin(times);
     std::printf("tfc-run: %s: %ld runs (%ld warmup): median %.4f ms, min "
                 "%.4f ms%s\n",
-                options.model.c_str(), runs, options.warmup, median,
-                times.front(), shapeNote(model).c_str());
+                options.model.c_str(), runs, options.warmup, median, min,
+                shapeNote(model).c_str());
+    if (gpu)
+      check(tfc::run::timeCalls(model, options.model, options.deviceIo, runs));
   } else {
     // Outputs are poisoned (all bits set: NaN for floats, -1 for integers)
     // before every run, so an element the model fails to write shows.
@@ -652,10 +708,19 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (options.memory && tfc_model_ranks(model) > 1)
+    std::printf("tfc-run: %s: rank %d of %d: %llu bytes of weights bound\n",
+                options.model.c_str(), int(tfc_model_rank(model)),
+                int(tfc_model_ranks(model)),
+                (unsigned long long)tfc_model_weight_bytes(model));
   if (options.memory) {
     tfc_allocator_stats after = allocatorStats();
-    long runs = options.repeat > 0 ? options.repeat + options.warmup
-                                   : options.warmup + 1;
+    // With --repeat, a GPU model's whole calls are timed too.
+    long runs =
+        options.repeat > 0
+            ? options.repeat * (gpu && options.concurrency == 0 ? 2 : 1) +
+                  options.warmup
+            : options.warmup + 1;
     std::printf(
         "tfc-run: %s: %s allocator over %ld run%s: %s from the "
         "system in %llu blocks; %llu requests, %llu served from its "
@@ -675,8 +740,22 @@ int main(int argc, char **argv) {
                  options.packedWeights.c_str());
   }
 
+  for (size_t i = 0; i < deviceOutputs.size(); ++i)
+    check(tfc_device_tensor_copy_to_host(deviceOutputs[i], 0,
+                                         tfc_array_data(outputs[i]),
+                                         tfc_array_nbytes(outputs[i])));
   for (size_t i = 0; i < numOutputs; ++i) {
     tfc_array *array = contextOutputs.empty() ? outputs[i] : contextOutputs[i];
+    // A tensor-parallel model's outputs: split ones put together from
+    // every rank's part, written by rank 0.
+    if (tfc_model_ranks(model) > 1) {
+      tfc_array *whole = nullptr;
+      check(tfc_model_gather_output(model, int32_t(i), array, &whole));
+      if (tfc_model_rank(model) == 0)
+        check(tfc_array_write_npy(whole, options.outputs[i].c_str()));
+      tfc_array_destroy(whole);
+      continue;
+    }
     // bf16 results go out as their raw bits ('<u2').
     check(tfc_array_write_npy(array, options.outputs[i].c_str()));
   }
@@ -687,5 +766,9 @@ int main(int argc, char **argv) {
   for (tfc_array *array : contextOutputs)
     tfc_array_destroy(array);
   tfc_model_destroy(model);
+  for (tfc_device_tensor *tensor : deviceInputs)
+    tfc_device_tensor_destroy(tensor);
+  for (tfc_device_tensor *tensor : deviceOutputs)
+    tfc_device_tensor_destroy(tensor);
   return 0;
 }

@@ -114,6 +114,13 @@ std::string Driver::init(const std::string &path) {
       {{"cuTensorMapEncodeTiled"},
        slot(api_.cuTensorMapEncodeTiled),
        /*optional=*/true},
+      {{"cuStreamDestroy_v2"}, slot(api_.cuStreamDestroy), true},
+      {{"cuStreamBeginCapture_v2"}, slot(api_.cuStreamBeginCapture), true},
+      {{"cuStreamEndCapture"}, slot(api_.cuStreamEndCapture), true},
+      {{"cuGraphInstantiateWithFlags"}, slot(api_.cuGraphInstantiate), true},
+      {{"cuGraphLaunch"}, slot(api_.cuGraphLaunch), true},
+      {{"cuGraphExecDestroy"}, slot(api_.cuGraphExecDestroy), true},
+      {{"cuGraphDestroy"}, slot(api_.cuGraphDestroy), true},
   };
   for (const Symbol &symbol : symbols) {
     for (const char *name : symbol.names)

@@ -24,6 +24,8 @@ using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUevent = struct CUevent_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 using cuuint32_t = unsigned;
 using cuuint64_t = unsigned long long;
 
@@ -46,6 +48,11 @@ constexpr int kDeviceAttributeComputeCapabilityMajor = 75;
 constexpr int kDeviceAttributeComputeCapabilityMinor = 76;
 constexpr unsigned kEventDefault = 0;
 constexpr unsigned kEventDisableTiming = 2;
+/// CU_STREAM_CAPTURE_MODE_RELAXED: other threads may call cuMemAlloc and
+/// friends while the runtime's stream is captured.
+constexpr int kStreamCaptureModeRelaxed = 2;
+/// CU_STREAM_NON_BLOCKING: no implicit ordering with the legacy stream.
+constexpr unsigned kStreamNonBlocking = 1;
 constexpr int kTensorMapInterleaveNone = 0;
 constexpr int kTensorMapL2Promotion128B = 2;
 constexpr int kTensorMapFloatOobFillNone = 0; // out-of-bound elements read 0
@@ -107,6 +114,22 @@ struct DriverApi {
                                      const cuuint32_t *elementStrides,
                                      int interleave, int swizzle,
                                      int l2Promotion, int oobFill);
+  /// Optional, all or none (CUDA graphs: GpuGraphs.h).
+  CUresult (*cuStreamDestroy)(CUstream stream);
+  CUresult (*cuStreamBeginCapture)(CUstream stream, int mode);
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph *graph);
+  CUresult (*cuGraphInstantiate)(CUgraphExec *exec, CUgraph graph,
+                                 unsigned long long flags);
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec);
+  CUresult (*cuGraphDestroy)(CUgraph graph);
+
+  /// Whether the driver has every graph entry point.
+  bool hasGraphs() const {
+    return cuStreamDestroy && cuStreamBeginCapture && cuStreamEndCapture &&
+           cuGraphInstantiate && cuGraphLaunch && cuGraphExecDestroy &&
+           cuGraphDestroy;
+  }
 };
 
 /// The opened driver: device 0, its primary context (shared with other CUDA

@@ -13,6 +13,7 @@
 #include "CudaDriver.h"
 #include "DeviceAllocator.h"
 #include "Failure.h"
+#include "GpuGraphs.h"
 #include "Modules.h"
 
 #include <climits>
@@ -42,11 +43,22 @@ template <typename Fn> void driverCall(const char *call, Fn &&invoke) {
     recordFailure(driver, r, std::string(call) + " failed");
 }
 
-/// The mgpu* function `fn` (shielded) that only orders or waits: its
-/// driverCall, never skipped.
+/// The mgpu* function `fn` (shielded) that only orders: its driverCall,
+/// never skipped.
 template <typename Fn>
 void syncCall(const char *fn, const char *call, Fn &&invoke) {
   shielded(fn, [&] { driverCall(call, invoke); });
+}
+
+/// The mgpu* function `fn` (shielded) that waits for the stream: its
+/// driverCall, skipped while the run is captured into a graph (the stream
+/// runs nothing then, and its one queue orders the graph's work).
+template <typename Fn>
+void waitCall(const char *fn, const char *call, Fn &&invoke) {
+  shielded(fn, [&] {
+    if (!activeCapture())
+      driverCall(call, invoke);
+  });
 }
 
 /// The mgpu* function `fn` (shielded) that touches `count` elements of
@@ -145,6 +157,8 @@ TFC_API void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
 
 TFC_API void *mgpuStreamCreate(void) {
   return shielded("mgpuStreamCreate", []() -> void * {
+    if (Capture *capture = activeCapture())
+      return static_cast<void *>(capture->stream);
     const Driver *driver = activeDriver();
     return driver ? static_cast<void *>(driver->stream()) : nullptr;
   });
@@ -155,7 +169,7 @@ TFC_API void mgpuStreamDestroy(void * /*stream*/) {
 }
 
 TFC_API void mgpuStreamSynchronize(void *stream) {
-  syncCall("mgpuStreamSynchronize", "cuStreamSynchronize",
+  waitCall("mgpuStreamSynchronize", "cuStreamSynchronize",
            [&](const DriverApi &api) {
              return api.cuStreamSynchronize(asStream(stream));
            });
@@ -186,7 +200,7 @@ TFC_API void mgpuEventDestroy(void *event) {
 }
 
 TFC_API void mgpuEventSynchronize(void *event) {
-  syncCall("mgpuEventSynchronize", "cuEventSynchronize",
+  waitCall("mgpuEventSynchronize", "cuEventSynchronize",
            [&](const DriverApi &api) {
              return api.cuEventSynchronize(asEvent(event));
            });
@@ -230,6 +244,11 @@ TFC_API void mgpuMemFree(void *ptr, void * /*stream*/) {
   shielded("mgpuMemFree", [&] {
     if (!ptr)
       return;
+    // A captured graph's kernels keep using the block: it is the graph's.
+    if (Capture *capture = activeCapture()) {
+      capture->deferredFrees.push_back(asDevice(ptr));
+      return;
+    }
     const Driver *driver = activeDriver();
     if (!driver)
       return;
@@ -239,6 +258,16 @@ TFC_API void mgpuMemFree(void *ptr, void * /*stream*/) {
 }
 
 TFC_API void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
+  // A constant of the model's library (pageable host memory, which no graph
+  // copies from) goes to the device once, as the captured graph's.
+  if (Capture *capture = activeCapture())
+    if (sizeBytes != 0 && inLoadedImage(src)) {
+      shielded("mgpuMemcpy", [&] {
+        if (!scopeFailed())
+          copyConstant(*capture, dst, src, sizeBytes);
+      });
+      return;
+    }
   memoryCall("mgpuMemcpy", "cuMemcpyAsync", sizeBytes,
              [&](const DriverApi &api) {
                return api.cuMemcpyAsync(asDevice(dst), asDevice(src), sizeBytes,

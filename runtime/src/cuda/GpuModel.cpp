@@ -38,12 +38,15 @@ struct EventPair {
 
 GpuModel::GpuModel(const std::string &path, const Driver &driver,
                    std::vector<Slot> slots)
-    : path_(path), driver_(driver), slots_(std::move(slots)) {}
+    : path_(path), driver_(driver), slots_(std::move(slots)),
+      bound_(slots_.size(), 0), graphs_(driver) {}
 
 GpuModel::~GpuModel() {
+  graphs_.clear();
   // Every run ends with the stream drained: the blocks are idle.
   for (CUdeviceptr ptr : device_)
-    DeviceAllocator::get().free(driver_, ptr);
+    if (ptr)
+      DeviceAllocator::get().free(driver_, ptr);
 }
 
 GpuError GpuModel::create(const std::string &path, const LoadScope &scope,
@@ -67,18 +70,26 @@ GpuError GpuModel::create(const std::string &path, const LoadScope &scope,
               "cannot load model " + path + ": " +
                   moduleLoadFailure(*driver, *module, r, log)};
   }
-  for (const Slot &slot : model->slots_) {
-    CUresult r = kSuccess;
-    CUdeviceptr ptr = DeviceAllocator::get().allocate(*driver, slot.nbytes, &r);
-    if (!ptr)
-      return {codeFor(r),
-              "model " + path + ": " + slot.label + ": cannot allocate " +
-                  std::to_string(slot.nbytes) +
-                  " bytes of device memory: " + driver->errorText(r)};
-    model->device_.push_back(ptr);
-    model->pointers_.push_back(reinterpret_cast<void *>(uintptr_t(ptr)));
-  }
+  model->device_.assign(model->slots_.size(), 0);
+  model->pointers_.assign(model->slots_.size(), nullptr);
+  for (size_t i = 0; i < model->slots_.size(); ++i)
+    if (GpuError e = model->allocateSlot(i))
+      return e;
   out = std::move(model);
+  return {};
+}
+
+GpuError GpuModel::allocateSlot(size_t slot) {
+  CUresult r = kSuccess;
+  CUdeviceptr ptr =
+      DeviceAllocator::get().allocate(driver_, slots_[slot].nbytes, &r);
+  if (!ptr)
+    return {codeFor(r), "model " + path_ + ": " + slots_[slot].label +
+                            ": cannot allocate " +
+                            std::to_string(slots_[slot].nbytes) +
+                            " bytes of device memory: " + driver_.errorText(r)};
+  device_[slot] = ptr;
+  pointers_[slot] = reinterpret_cast<void *>(uintptr_t(ptr));
   return {};
 }
 
@@ -118,9 +129,28 @@ GpuError GpuModel::upload(size_t slot, const void *host) {
   return {};
 }
 
+void GpuModel::bindDevice(size_t slot, CUdeviceptr ptr) {
+  // The slot's own buffer is not needed meanwhile (a KV cache is not held
+  // twice). Runs end with the stream drained: it is idle.
+  if (device_[slot])
+    DeviceAllocator::get().free(driver_, device_[slot]);
+  device_[slot] = 0;
+  bound_[slot] = ptr;
+  pointers_[slot] = reinterpret_cast<void *>(uintptr_t(ptr));
+}
+
+GpuError GpuModel::bindHost(size_t slot) {
+  bound_[slot] = 0;
+  if (device_[slot])
+    return {};
+  if (GpuError e = begin(/*run=*/false))
+    return e;
+  return allocateSlot(slot);
+}
+
 GpuError GpuModel::copyInputs(void *const *host) {
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].role != TFC_ROLE_INPUT || slots_[i].nbytes == 0)
+    if (slots_[i].role != TFC_ROLE_INPUT || slots_[i].nbytes == 0 || bound_[i])
       continue;
     if (CUresult r = driver_.api().cuMemcpyAsync(
             device_[i], asDevice(host[i]), slots_[i].nbytes, driver_.stream()))
@@ -135,7 +165,7 @@ GpuError GpuModel::poisonOutputs() {
     if (slots_[i].role != TFC_ROLE_OUTPUT || slots_[i].nbytes == 0)
       continue;
     if (CUresult r = driver_.api().cuMemsetD8Async(
-            device_[i], 0xff, slots_[i].nbytes, driver_.stream()))
+            asDevice(pointers_[i]), 0xff, slots_[i].nbytes, driver_.stream()))
       return driverError(r, "poisoning " + slots_[i].label +
                                 ": cuMemsetD8Async failed");
   }
@@ -148,7 +178,17 @@ GpuError GpuModel::runOnce(tfc_model_run_fn run, CUevent start, CUevent end) {
   if (start)
     if (CUresult r = api.cuEventRecord(start, driver_.stream()))
       return driverError(r, "cuEventRecord failed");
-  run(pointers_.data());
+  CUresult launched = kSuccess;
+  switch (graphs_.launch(run, pointers_, &launched)) {
+  case GraphCache::Outcome::Launched:
+    break;
+  case GraphCache::Outcome::Failed:
+    return driverError(launched, "cuGraphLaunch failed");
+  case GraphCache::Outcome::Plain:
+    graphs_.countPlain();
+    run(pointers_.data());
+    break;
+  }
   if (end && !scope.failure())
     if (CUresult r = api.cuEventRecord(end, driver_.stream()))
       return driverError(r, "cuEventRecord failed");
@@ -165,7 +205,7 @@ GpuError GpuModel::runOnce(tfc_model_run_fn run, CUevent start, CUevent end) {
 GpuError GpuModel::copyOutputs(void *const *host) {
   const DriverApi &api = driver_.api();
   for (size_t i = 0; i < slots_.size(); ++i) {
-    if (slots_[i].role != TFC_ROLE_OUTPUT || slots_[i].nbytes == 0)
+    if (slots_[i].role != TFC_ROLE_OUTPUT || slots_[i].nbytes == 0 || bound_[i])
       continue;
     if (CUresult r = api.cuMemcpyAsync(asDevice(host[i]), device_[i],
                                        slots_[i].nbytes, driver_.stream()))

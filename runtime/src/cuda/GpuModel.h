@@ -2,8 +2,10 @@
 //
 // The runtime's side of a GPU model: the device buffer behind each argument
 // and result, and the copies, poisoning, synchronisation and error checks
-// around tfc_model_run. The C API (runtime/src/common/Run.cpp) keeps taking
-// host buffers.
+// around tfc_model_run. Inputs and outputs take host buffers (copied in and
+// out on every run) or device buffers of the caller's (bindDevice: used in
+// place, no copies); runs go through CUDA graphs where they can
+// (GpuGraphs.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +13,7 @@
 #define TFC_RUNTIME_CUDA_GPUMODEL_H
 
 #include "CudaDriver.h"
+#include "GpuGraphs.h"
 #include "Modules.h"
 
 #include "tfc/runtime/api.h"
@@ -49,6 +52,17 @@ public:
 
   /// Copies `host` into the slot's device buffer and waits (weights).
   GpuError upload(size_t slot, const void *host);
+  /// Binds input or output `slot` to the caller's device buffer `ptr`
+  /// (of the slot's size): runs use it in place, and the slot's own buffer
+  /// is freed.
+  void bindDevice(size_t slot, CUdeviceptr ptr);
+  /// Back to the slot's own device buffer (allocated again if needed),
+  /// copied from and to the host buffer of each run.
+  GpuError bindHost(size_t slot);
+  bool deviceBound(size_t slot) const { return bound_[slot] != 0; }
+  GraphCache &graphs() { return graphs_; }
+  /// tfc_model_cuda_graphs_off_reason's text, kept for its caller.
+  std::string offReason;
   /// One run on `host` (one buffer per slot, all bound): inputs copied in,
   /// outputs poisoned (0xFF bytes), the model run and waited for, failures
   /// checked, outputs copied out.
@@ -65,6 +79,8 @@ private:
   /// Makes the context current; before a run, also reports a failure
   /// recorded outside any run.
   GpuError begin(bool run);
+  /// Allocates the slot's own device buffer.
+  GpuError allocateSlot(size_t slot);
   GpuError copyInputs(void *const *host);
   GpuError poisonOutputs();
   /// Runs once; with events, records them around the run.
@@ -77,7 +93,10 @@ private:
   const Driver &driver_;
   std::vector<Slot> slots_;
   std::vector<CUdeviceptr> device_;
-  std::vector<void *> pointers_; // device_, as tfc_model_run takes them
+  std::vector<CUdeviceptr> bound_; // the caller's device buffer, or 0
+  /// device_, or bound_ where set, as tfc_model_run takes them.
+  std::vector<void *> pointers_;
+  GraphCache graphs_;
 };
 
 } // namespace tfc::cuda

@@ -11,6 +11,7 @@
 
 #include "CudaDriver.h"
 #include "Failure.h"
+#include "GpuGraphs.h"
 #include "TensorMapCache.h"
 
 #include <iterator>
@@ -125,6 +126,12 @@ TFC_API void *tfc_gpu_tensor_map(void *base, int32_t dataType, int64_t dim0,
     // the launch that would use this map is skipped anyway.
     if (scopeFailed())
       return nullptr;
+    // The cache reuses slots by address across runs, and its uploads come
+    // from host memory: no graph holds them. The run goes kernel by kernel.
+    if (Capture *capture = activeCapture()) {
+      capture->abandoned = "the model uses TMA tensor maps";
+      return nullptr;
+    }
     const Driver *driver = activeDriver();
     if (!driver)
       return nullptr;

@@ -170,6 +170,8 @@ TEST_F(GpuModel, WeightsFromSafetensors) {
 }
 
 TEST_F(GpuModel, SecondRunAllocatesNothing) {
+  // Kernel by kernel: a CUDA graph would keep its run's temporaries.
+  EXPECT_OK(tfc_model_set_cuda_graphs(model, 0));
   EXPECT_OK(tfc_model_invoke(model));
   tfc_allocator_stats first = deviceStats();
   fake_cuda_counters before = fake();
@@ -242,7 +244,8 @@ TEST_F(GpuModel, LaterCallsOfAFailedRunAreSkipped) {
 
 TEST_F(GpuModel, FaultsSurfaceWhenTheStreamIsWaitedFor) {
   // As a kernel that faults after a good launch: the model's own
-  // mgpuStreamSynchronize sees it first.
+  // mgpuStreamSynchronize sees it first (kernel by kernel, not a graph).
+  EXPECT_OK(tfc_model_set_cuda_graphs(model, 0));
   ScopedEnv fail("FAKE_CUDA_FAIL", "cuStreamSynchronize");
   Outcome o = outcome(tfc_model_invoke(model));
   EXPECT_EQ(o.code, TFC_INTERNAL);

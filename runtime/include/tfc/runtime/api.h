@@ -33,8 +33,10 @@
  *  - GPU models (manifest target "nvptx") take the same host buffers: the
  *    runtime owns one device buffer per argument and result, copies weights
  *    to the device when they are bound, inputs before each run, and outputs
- *    back after it. The CUDA driver (libcuda.so.1, or $TFC_CUDA_DRIVER) is
- *    opened on first need; see runtime/README.md.
+ *    back after it. Inputs and outputs may instead be bound to device
+ *    buffers (below, "Device tensors"), used in place. The CUDA driver
+ *    (libcuda.so.1, or $TFC_CUDA_DRIVER) is opened on first need; see
+ *    runtime/README.md.
  *
  * This header is C and includes nothing from LLVM or MLIR.
  *===----------------------------------------------------------------------===*/
@@ -159,7 +161,9 @@ TFC_API int32_t tfc_model_find_weight(const tfc_model *model, const char *name);
  * tfc_set_num_threads asked for, or never where a packed weights file loaded
  * before holds it converted (below; an OUT_OF_MEMORY then comes from the run).
  * Tensors of the weight's dtype aligned to their element size in the file are
- * used in place; others are copied once into an aligned buffer. The mapping
+ * used in place, and so are a cpu model's weights at any offset that only its
+ * matmul kernel reads, packing them (abi.h, "Weights at any address"); others
+ * are copied once into an aligned buffer. The mapping
  * lives until the model is destroyed or weights are bound again. Extra tensors
  * in the file are ignored. The file must not change while it is bound: every
  * run of a CPU model first checks it (one fstat: size, modification and
@@ -421,6 +425,118 @@ TFC_API void tfc_device_allocator_get_stats(tfc_allocator_stats *stats);
 /* Returns every cached device block to the driver (cuMemFree), after the
  * runtime's stream drains; nothing to do before the driver is opened. */
 TFC_API void tfc_device_allocator_trim(void);
+
+/*===-- Device tensors ----------------------------------------------------===*/
+
+/* A dense tensor in device memory of the runtime's CUDA device (from its
+ * caching device allocator, 256-byte aligned, zero-filled), so that an
+ * nvptx model's inputs and outputs stay on the device between runs (a
+ * decoder's KV cache, say): bound with tfc_model_bind_input_tensor /
+ * bind_output_tensor, it is used in place, without the copies of host
+ * buffers. Creating one opens the CUDA driver (FAILED_PRECONDITION without
+ * one, as tfc_device_describe; contexts run cpu models only, so device
+ * tensors bind to models); INVALID_ARGUMENT for an unknown dtype, a
+ * negative rank or extent, a NULL shape of a positive rank;
+ * OUT_OF_MEMORY when device memory runs out. */
+typedef struct tfc_device_tensor tfc_device_tensor;
+TFC_API tfc_status tfc_device_tensor_create(int32_t dtype, int32_t rank,
+                                            const int64_t *shape,
+                                            tfc_device_tensor **out);
+/* Waits for the runtime's stream, then gives the memory back. A model the
+ * tensor is bound to must not run again before another buffer is bound in
+ * its place. */
+TFC_API void tfc_device_tensor_destroy(tfc_device_tensor *tensor);
+TFC_API int32_t tfc_device_tensor_dtype(const tfc_device_tensor *tensor);
+TFC_API int32_t tfc_device_tensor_rank(const tfc_device_tensor *tensor);
+TFC_API const int64_t *tfc_device_tensor_shape(const tfc_device_tensor *tensor);
+TFC_API size_t tfc_device_tensor_nbytes(const tfc_device_tensor *tensor);
+/* Its device address (a CUdeviceptr), for other CUDA code. */
+TFC_API uint64_t tfc_device_tensor_pointer(const tfc_device_tensor *tensor);
+/* Copy `nbytes` bytes between the tensor and host memory, from or at byte
+ * `offset` of the tensor, and wait for the copy (INVALID_ARGUMENT when the
+ * range passes the tensor's end or `host` is NULL; INTERNAL naming the call
+ * when the driver fails). */
+TFC_API tfc_status tfc_device_tensor_copy_from_host(tfc_device_tensor *tensor,
+                                                    size_t offset,
+                                                    const void *host,
+                                                    size_t nbytes);
+TFC_API tfc_status tfc_device_tensor_copy_to_host(
+    const tfc_device_tensor *tensor, size_t offset, void *host, size_t nbytes);
+/* Copies `nbytes` bytes on the device, from byte `src_offset` of `src` to
+ * byte `dst_offset` of `dst` (a new token's keys into a cache, say); the
+ * copy is queued on the runtime's stream, ordered with runs, and waited
+ * for. */
+TFC_API tfc_status tfc_device_tensor_copy(tfc_device_tensor *dst,
+                                          size_t dst_offset,
+                                          const tfc_device_tensor *src,
+                                          size_t src_offset, size_t nbytes);
+
+/* Bind input or output `index` of an nvptx model to a device tensor of its
+ * dtype and shape (U16 passes for bf16), which must stay alive while the
+ * model runs: runs read and write it in place, and an output so bound is
+ * not copied to the host; the model's own device buffer for it is freed
+ * meanwhile. A bound output is still filled with 0xFF bytes before each
+ * run; the bounds of a bounded input (token ids) are not
+ * checked, its elements staying on the device. Binding a host buffer
+ * (tfc_model_bind_input / bind_output) replaces a device binding and the
+ * other way round; tfc_model_set_batch and set_length drop both. Errors,
+ * one line each: FAILED_PRECONDITION for a cpu model ("model m.so is a cpu
+ * model: device buffers bind to nvptx models only"), MISMATCH for another
+ * dtype or shape ("m.so: output 0 'y': expected f32 [2, 3], got the device
+ * tensor's f32 [3, 2]"), INVALID_ARGUMENT for an index out of range or a
+ * NULL tensor. */
+TFC_API tfc_status tfc_model_bind_input_tensor(tfc_model *model, int32_t index,
+                                               const tfc_device_tensor *tensor);
+TFC_API tfc_status tfc_model_bind_output_tensor(tfc_model *model, int32_t index,
+                                                tfc_device_tensor *tensor);
+/* The same for device memory of the caller's (a CUdeviceptr from
+ * cuMemAlloc or another CUDA library in the runtime's context, the
+ * primary context of device 0), which it says holds a dense tensor of
+ * `dtype`, `rank` and `shape`: checked as for a device tensor, and the
+ * pointer must be non-zero and 64-byte aligned (INVALID_ARGUMENT). */
+TFC_API tfc_status tfc_model_bind_input_device(tfc_model *model, int32_t index,
+                                               uint64_t device_ptr,
+                                               int32_t dtype, int32_t rank,
+                                               const int64_t *shape);
+TFC_API tfc_status tfc_model_bind_output_device(tfc_model *model, int32_t index,
+                                                uint64_t device_ptr,
+                                                int32_t dtype, int32_t rank,
+                                                const int64_t *shape);
+
+/*===-- CUDA graphs -------------------------------------------------------===*/
+
+/* An nvptx model's run (its kernel launches, copies and memsets) is
+ * captured into a CUDA graph on its first run on a set of device buffers
+ * (the model's own and those bound to it) and replayed by one
+ * cuGraphLaunch on later runs on the same buffers; binding other device
+ * buffers captures again (a few graphs are kept per model, the least
+ * recently used dropped). Inputs and outputs bound to host buffers are
+ * copied outside the graph, so they may change between runs. The
+ * temporaries of a captured run stay allocated with its graph. Graphs are
+ * on by default, off for models loaded while $TFC_CUDA_GRAPHS is 0, off or
+ * false; they are not used where the driver lacks the graph entry points
+ * (drivers before CUDA 11.4), and a run that a graph cannot hold (one that
+ * asks for TMA tensor maps) or whose capture fails runs kernel by kernel,
+ * as do the model's later runs. */
+typedef struct tfc_cuda_graph_stats {
+  uint64_t captures;         /* runs captured into a new graph (and run) */
+  uint64_t replays;          /* runs that launched a graph captured before */
+  uint64_t plain_runs;       /* runs launched kernel by kernel */
+  uint64_t capture_failures; /* captures given up: the run went plain */
+  uint64_t graphs;           /* graphs the model holds now */
+} tfc_cuda_graph_stats;
+
+/* Turns graphs on (enable != 0) or off for the model; off drops its
+ * graphs. FAILED_PRECONDITION for a cpu model. */
+TFC_API tfc_status tfc_model_set_cuda_graphs(tfc_model *model, int32_t enable);
+/* The model's counters; FAILED_PRECONDITION for a cpu model. */
+TFC_API tfc_status tfc_model_get_cuda_graph_stats(tfc_model *model,
+                                                  tfc_cuda_graph_stats *stats);
+/* "" while graphs run the model's runs, or can; otherwise why not ("turned
+ * off", "the CUDA driver has no graph entry points", "the model uses TMA
+ * tensor maps", ...); "" for a cpu model, or while another thread's call
+ * holds the model. Valid until the next call on the model. */
+TFC_API const char *tfc_model_cuda_graphs_off_reason(tfc_model *model);
 
 /*===-- Threads -----------------------------------------------------------===*/
 

@@ -1,0 +1,36 @@
+//===- DeviceCopies.h - Device memory of device tensors ---------*- C++ -*-===//
+//
+// The driver calls behind tfc_device_tensor (runtime/src/common/
+// DeviceTensors.cpp): blocks of the device allocator, filled, copied and
+// given back on the runtime's stream, each waited for.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFC_RUNTIME_CUDA_DEVICECOPIES_H
+#define TFC_RUNTIME_CUDA_DEVICECOPIES_H
+
+#include "CudaDriver.h"
+
+namespace tfc::cuda {
+
+/// The driver call that failed and its result.
+struct CallFailure {
+  const char *call = nullptr;
+  CUresult result = kSuccess;
+  explicit operator bool() const { return result != kSuccess; }
+};
+
+/// A zero-filled block of at least `nbytes` (and 1) bytes in `*out`.
+CallFailure allocateZeroed(const Driver &driver, size_t nbytes,
+                           CUdeviceptr *out);
+/// Copies `nbytes` from `src` to `dst` (host or device addresses: unified
+/// addressing) on the runtime's stream and waits.
+CallFailure copyAndWait(const Driver &driver, CUdeviceptr dst, CUdeviceptr src,
+                        size_t nbytes);
+/// Gives `block` back to the device allocator once the stream's work
+/// (which may use it) is done.
+void releaseAfterStream(const Driver &driver, CUdeviceptr block);
+
+} // namespace tfc::cuda
+
+#endif // TFC_RUNTIME_CUDA_DEVICECOPIES_H
