@@ -18,7 +18,9 @@
 // projected and L2-normalised as CLIPModel returns them. CLIPVisionModel
 // and CLIPTextModel are one tower without a projection: their default
 // output is the pooled state. --output=pooled and =hidden give any tower's
-// pooled and last hidden states.
+// pooled and last hidden states. --attention-maps adds the tower's layers'
+// probabilities (vision_attentions.L or text_attentions.L, layers named by
+// number: a build holds one stack).
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,15 +100,20 @@ static EncoderLayerNames layerNames(int64_t l) {
           a + "out_proj",    p + "layer_norm2", p + "mlp.fc1", p + "mlp.fc2"};
 }
 
-/// The layers on h; `mask` and `causal` as preNormEncoderLayer takes them.
+/// The layers on h; `mask` and `causal` as preNormEncoderLayer takes them,
+/// each layer's probabilities the map of its layer in the tower's stack
+/// (the text tower's where `causal`).
 static FailureOr<Value> encoder(ModelBuilder &mb, const TowerConfig &cfg,
                                 Value h, Value mask, bool causal) {
   for (int64_t l = 0; l < cfg.layers; ++l) {
+    Value probs;
     FailureOr<Value> next =
         preNormEncoderLayer(mb, "encoder.layers." + std::to_string(l), h,
-                            layerNames(l), cfg, mask, causal);
+                            layerNames(l), cfg, mask, causal, &probs);
     if (failed(next))
       return failure();
+    mb.attentionMap(causal ? AttentionStack::Text : AttentionStack::Vision, l,
+                    probs);
     h = *next;
   }
   return h;
@@ -271,6 +278,10 @@ static FailureOr<OwningOpRef<ModuleOp>> buildClipVariant(ImportRequest &r,
     return failure();
 
   ModelBuilder mb(r, *prefix);
+  if (failed(mb.declareAttentionStacks(
+          {{vision ? AttentionStack::Vision : AttentionStack::Text,
+            cfg->layers}})))
+    return failure();
   Value pooled, last;
   if (vision) {
     FailureOr<Value> p = visionTower(mb, *cfg, o.batch, last);

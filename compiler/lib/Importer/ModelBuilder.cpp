@@ -50,8 +50,9 @@ ModelBuilder::ModelBuilder(MLIRContext &context, const WeightIndex &weights,
 ModelBuilder::ModelBuilder(ImportRequest &r, std::string prefix)
     : ModelBuilder(r.context, r.weights, std::move(prefix),
                    r.options.computeType, r.error) {
+  tensorParallel = r.options.tensorParallel;
   mapsAsked = r.options.attentionMaps;
-  if (mapsAsked.empty())
+  if (mapsAsked.empty() && tensorParallel == 1)
     return;
   // The architecture (the model_type without one), as messages name it.
   std::string unused;
@@ -74,6 +75,10 @@ static StringRef stackName(AttentionStack stack) {
     return "decoder";
   case AttentionStack::Cross:
     return "cross";
+  case AttentionStack::Vision:
+    return "vision";
+  case AttentionStack::Text:
+    return "text";
   }
   llvm_unreachable("unknown attention stack");
 }
@@ -81,7 +86,12 @@ static StringRef stackName(AttentionStack stack) {
 LogicalResult ModelBuilder::declareAttentionStacks(
     ArrayRef<std::pair<AttentionStack, int64_t>> stacks) {
   stacksDeclared = true;
-  bool single = stacks.size() == 1 && stacks[0].first == AttentionStack::Only;
+  // A build of one stack (a model's, or one of CLIP's towers) names its
+  // layers by number alone.
+  bool single =
+      stacks.size() == 1 && (stacks[0].first == AttentionStack::Only ||
+                             stacks[0].first == AttentionStack::Vision ||
+                             stacks[0].first == AttentionStack::Text);
   for (const AttentionMapSelection &s : mapsAsked) {
     auto bad = [&](const Twine &why) {
       return fail("--attention-maps: '" + s.text + "': " + why);
@@ -101,8 +111,9 @@ LogicalResult ModelBuilder::declareAttentionStacks(
       found = true;
       if (s.last >= count)
         return bad("layer " + Twine(s.last) + " is out of range: " +
-                   (single ? Twine("the model")
-                           : "the " + stackName(stack) + " stack") +
+                   (stack == AttentionStack::Only ? Twine("the model")
+                    : single ? "the " + stackName(stack) + " tower"
+                             : "the " + stackName(stack) + " stack") +
                    " has " + Twine(count) + " layers (0-" + Twine(count - 1) +
                    ")");
       for (int64_t l = s.first; l <= (s.last < 0 ? count - 1 : s.last); ++l)
@@ -160,7 +171,7 @@ LogicalResult ModelBuilder::fail(const Twine &message) {
 }
 
 FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
-                                      bool prefixed) {
+                                      bool prefixed, WeightSplit split) {
   std::string full = (prefixed ? prefix : "") + name.str();
   auto cached = weightValues.find(full);
   if (cached != weightValues.end())
@@ -194,11 +205,19 @@ FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
   // file (an f32 checkpoint for --dtype=bf16, say), where a cast in the
   // graph would convert every weight on every run.
   Location loc = NameLoc::get(builder.getStringAttr(full));
+  SmallVector<int64_t> part(shape);
+  SmallVector<NamedAttribute> attrs = {
+      builder.getNamedAttr("tfc.name", builder.getStringAttr(full)),
+      builder.getNamedAttr("tfc.role", builder.getStringAttr("weight"))};
+  if (split.axis >= 0 && tensorParallel > 1) {
+    // The importer splits only what divides (checkTensorParallel).
+    part[split.axis] /= tensorParallel;
+    attrs.push_back(builder.getNamedAttr(
+        "tfc.split", builder.getDenseI64ArrayAttr({split.axis, split.groups})));
+  }
   Value value =
-      body->addArgument(RankedTensorType::get(shape, computeType), loc);
-  argAttrs.push_back(builder.getDictionaryAttr(
-      {builder.getNamedAttr("tfc.name", builder.getStringAttr(full)),
-       builder.getNamedAttr("tfc.role", builder.getStringAttr("weight"))}));
+      body->addArgument(RankedTensorType::get(part, computeType), loc);
+  argAttrs.push_back(builder.getDictionaryAttr(attrs));
   weightValues[full] = value;
   return value;
 }
@@ -206,9 +225,8 @@ FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
 FailureOr<OwningOpRef<ModuleOp>>
 ModelBuilder::finish(ArrayRef<Value> results, ArrayRef<std::string> names) {
   if (!mapsAsked.empty() && !stacksDeclared) {
-    (void)fail("--attention-maps: " + modelText +
-               " does not return attention maps (BERT, RoBERTa, GPT-2, the "
-               "rotary decoders and the encoder-decoders do)");
+    (void)fail("internal error: --attention-maps: " + modelText +
+               " declares no attention stacks");
     return failure();
   }
   SmallVector<Value> all(results);
@@ -225,6 +243,12 @@ ModelBuilder::finish(ArrayRef<Value> results, ArrayRef<std::string> names) {
     allNames.push_back((stack.empty() ? stack : stack + "_") + "attentions." +
                        std::to_string(key.second));
   }
+  if (tensorParallel > 1 && !parallelDeclared) {
+    (void)fail("--tensor-parallel=" + Twine(tensorParallel) + ": " + modelText +
+               " is not split across ranks (the LLaMA-type decoders and "
+               "GPT-2 are)");
+    return failure();
+  }
   results = all;
   names = allNames;
   func::ReturnOp::create(builder, func.getLoc(), results);
@@ -236,6 +260,20 @@ ModelBuilder::finish(ArrayRef<Value> results, ArrayRef<std::string> names) {
   for (auto [i, name] : llvm::enumerate(names))
     if (!name.empty())
       func.setResultAttr(i, "tfc.name", builder.getStringAttr(name));
+  if (tensorParallel > 1) {
+    // Split inputs and results (a KV cache's): {axis, groups 1}.
+    auto splitAttr = [&](int64_t axis) {
+      return builder.getDenseI64ArrayAttr({axis, 1});
+    };
+    for (BlockArgument arg : body->getArguments())
+      if (auto it = splitValues.find(arg); it != splitValues.end())
+        func.setArgAttr(arg.getArgNumber(), "tfc.split", splitAttr(it->second));
+    for (auto [i, r] : llvm::enumerate(results))
+      if (auto it = splitValues.find(r); it != splitValues.end())
+        func.setResultAttr(i, "tfc.split", splitAttr(it->second));
+    (*module)->setAttr("tfc.tensor_parallel",
+                       builder.getI64IntegerAttr(tensorParallel));
+  }
 
   std::string diagnostics;
   {

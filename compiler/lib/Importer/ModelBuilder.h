@@ -19,6 +19,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
@@ -30,8 +31,19 @@ struct ImportRequest;
 
 /// The attention stacks --attention-maps names: a model's one stack, or an
 /// encoder-decoder's encoder and decoder self-attention and its decoder's
-/// cross-attention (results in this order).
-enum class AttentionStack { Only, Encoder, Decoder, Cross };
+/// cross-attention (results in this order). CLIP's vision and text towers
+/// are each the one stack of their build, their maps named after the tower.
+enum class AttentionStack { Only, Encoder, Decoder, Cross, Vision, Text };
+
+/// How a weight is split across the ranks of a tensor-parallel build
+/// (--tensor-parallel, docs/tensor-parallel.md): along `axis`, seen as
+/// [groups, ranks, size / (groups * ranks)], each rank holding its part of
+/// every group (GPT-2's c_attn, Q, K and V in turn: 3 groups). Axis -1:
+/// every rank holds all of it.
+struct WeightSplit {
+  int64_t axis = -1;
+  int64_t groups = 1;
+};
 
 class ModelBuilder {
 public:
@@ -66,16 +78,30 @@ public:
   /// differs) on first
   /// use. Fails with a message when the tensor is missing, has another shape
   /// or an unsupported dtype.
+  /// With `split` (and more than one rank) `shape` is the whole tensor's,
+  /// as the file holds it, and the value is the rank's part.
   mlir::FailureOr<mlir::Value> weight(llvm::StringRef name,
                                       llvm::ArrayRef<int64_t> shape,
-                                      bool prefixed = true);
+                                      bool prefixed = true,
+                                      WeightSplit split = {});
+
+  /// --tensor-parallel: the ranks the build is split across (1: none). A
+  /// family that splits its layers calls declareTensorParallel(); finish()
+  /// refuses more than one rank for a build that did not.
+  int64_t ranks() const { return tensorParallel; }
+  void declareTensorParallel() { parallelDeclared = true; }
+  /// Marks the input or result `value` (a KV cache's) as split along
+  /// `axis`: each rank takes or returns its part.
+  void splitAlong(mlir::Value value, int64_t axis) {
+    splitValues[value] = axis;
+  }
 
   /// --attention-maps: the stacks this build holds and their layer counts,
   /// against which ImportOptions::attentionMaps is checked (failure with a
   /// one-line error naming the flag and the item). A family supports the
   /// flag by calling this before it builds its layers and handing every
-  /// attention's probabilities to attentionMap(); finish() refuses the flag
-  /// for a model whose family does not.
+  /// attention's probabilities to attentionMap(); finish() fails (an
+  /// internal error) on the flag for a build that declared no stacks.
   mlir::LogicalResult declareAttentionStacks(
       llvm::ArrayRef<std::pair<AttentionStack, int64_t>> stacks);
   /// declareAttentionStacks for the part `part` of an encoder-decoder: the
@@ -116,6 +142,9 @@ private:
   /// The maps wanted, then recorded, by stack and layer.
   std::map<std::pair<AttentionStack, int64_t>, mlir::Value> maps;
   bool stacksDeclared = false;
+  int64_t tensorParallel = 1;
+  bool parallelDeclared = false;
+  llvm::DenseMap<mlir::Value, int64_t> splitValues;
 };
 
 } // namespace tfc::importer

@@ -157,7 +157,7 @@ Value prependClassToken(TosaBuilder &tb, Value token, Value patches) {
 FailureOr<Value> preNormEncoderLayer(ModelBuilder &mb, StringRef scope, Value h,
                                      const EncoderLayerNames &names,
                                      const EncoderShape &shape, Value mask,
-                                     bool causal) {
+                                     bool causal, Value *probs) {
   TosaBuilder tb = mb.at(scope);
   double scale =
       1.0 / std::sqrt(static_cast<double>(shape.hidden / shape.heads));
@@ -181,7 +181,8 @@ FailureOr<Value> preNormEncoderLayer(ModelBuilder &mb, StringRef scope, Value h,
   Value qh = splitHeads(tb, *q, shape.heads);
   Value kh = splitHeads(tb, *k, shape.heads);
   Value vh = splitHeads(tb, *v, shape.heads);
-  Value ctx = scaledDotProductAttention(tb, qh, kh, vh, mask, scale, causal);
+  Value ctx = scaledDotProductAttention(tb, qh, kh, vh, mask, scale, causal,
+                                        /*softcap=*/0, probs);
   FailureOr<Value> o =
       linear(mb, tb, mergeHeads(tb, ctx), names.out, shape.hidden);
   if (failed(o))

@@ -89,10 +89,13 @@ mlir::FailureOr<EncoderShape> readEncoderShape(const JsonConfig &config,
 /// h + fc2(act(fc1(norm2(h)))); attention scaled by head_dim^-0.5, with
 /// the additive `mask` ([B, 1, 1, S] or null) and, when `causal`, the
 /// causal limit (scaledDotProductAttention). Ops located at `scope`.
+/// `probs`, when given, receives the attention probabilities [B, heads, S,
+/// S] (for ModelBuilder::attentionMap).
 mlir::FailureOr<mlir::Value>
 preNormEncoderLayer(ModelBuilder &mb, llvm::StringRef scope, mlir::Value h,
                     const EncoderLayerNames &names, const EncoderShape &shape,
-                    mlir::Value mask = {}, bool causal = false);
+                    mlir::Value mask = {}, bool causal = false,
+                    mlir::Value *probs = nullptr);
 
 } // namespace tfc::importer
 

@@ -10,6 +10,7 @@
 // state [B, 1 + patches, hidden]; with --output=logits the classifier's
 // logits on the class token (ViTForImageClassification), with
 // --output=pooled the pooler's tanh(dense(class token)) (ViTModel's).
+// --attention-maps adds the layers' probabilities (attentions.L).
 //
 //===----------------------------------------------------------------------===//
 
@@ -123,6 +124,8 @@ FailureOr<OwningOpRef<ModuleOp>> buildVit(ImportRequest &r) {
     return failure();
 
   ModelBuilder mb(r, *prefix);
+  if (failed(mb.declareAttentionStacks({{AttentionStack::Only, cfg.layers}})))
+    return failure();
   Value pixels = addPixelInput(mb, o.batch, cfg.image);
   int64_t tokens = 1 + cfg.image.patches();
   Value h;
@@ -150,10 +153,13 @@ FailureOr<OwningOpRef<ModuleOp>> buildVit(ImportRequest &r) {
         p + "attention.attention.key", p + "attention.attention.value",
         p + "attention.output.dense",  p + "layernorm_after",
         p + "intermediate.dense",      p + "output.dense"};
-    FailureOr<Value> next = preNormEncoderLayer(
-        mb, "encoder.layer." + std::to_string(l), h, names, cfg);
+    Value probs;
+    FailureOr<Value> next =
+        preNormEncoderLayer(mb, "encoder.layer." + std::to_string(l), h, names,
+                            cfg, /*mask=*/{}, /*causal=*/false, &probs);
     if (failed(next))
       return failure();
+    mb.attentionMap(AttentionStack::Only, l, probs);
     h = *next;
   }
   {

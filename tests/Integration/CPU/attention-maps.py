@@ -1,8 +1,9 @@
 """tfc-compile --hf --attention-maps: the named layers' attention
 probabilities as extra outputs, against the float64 references' own (the
-families' references in gpt2.py, llama.py and tfc_testing/reference.py),
-for BERT, GPT-2, LLaMA (grouped-query heads), BART and T5 (encoder,
-decoder and cross-attention): random weights, odd sizes, a padded batch row.
+families' references in gpt2.py, llama.py, vit.py, clip.py and
+tfc_testing/reference.py), for BERT, GPT-2, LLaMA (grouped-query heads),
+BART and T5 (encoder, decoder and cross-attention), ViT and CLIP (its
+vision and its text tower): random weights, odd sizes, a padded batch row.
 
 Each map must match the reference's probabilities, its rows sum to 1 and
 its hidden keys (padding, the future) hold exactly 0; the model's own
@@ -12,25 +13,37 @@ unfused, their softmax fused).
 
 usage: attention-maps.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
                          [--gpu-binary=cubin|ptx] [--cases=NAME,...]
+       attention-maps.py --png DIR NAME...   (examples/attention-maps/
+                         plot.py's output: DIR holds exactly the PNGs
+                         NAME..., each a valid PNG that matplotlib reads
+                         back as the image its header gives)
 """
 
 import json
 import os
+import struct
 import subprocess
 import sys
+import zlib
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "pylib"))
+# The models recorded with transformers (record.py there).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "Inputs", "attention-maps-transformers"))
+import clip  # noqa: E402
 import encdec  # noqa: E402
 import gpt2  # noqa: E402
 import llama  # noqa: E402
+import maps_fixture  # noqa: E402
 import t5  # noqa: E402
+import vit  # noqa: E402
 from tfc_testing import reference, safetensors_file  # noqa: E402
 from tfc_testing.arrays import (bf16_to_f32, random_tokens,  # noqa: E402
                                 rounded_weights)
-from tfc_testing.harness import start  # noqa: E402
+from tfc_testing.harness import Harness, start  # noqa: E402
 
 INPUTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                       "Importer", "Inputs")
@@ -56,9 +69,9 @@ def future(sq, skv):
 def check_maps(h, label, got, expected, dtype):
     """Each map of `got` (name -> array) against `expected` (name ->
     (float64 probabilities, the hidden keys as a broadcastable bool
-    array)): close to the reference within the type's tolerance, every row
-    summing to 1 within it, the hidden keys exactly 0 (and 0 in the
-    reference too)."""
+    array, or None where every key is seen: an image's)): close to the
+    reference within the type's tolerance, every row summing to 1 within
+    it, the hidden keys exactly 0 (and 0 in the reference too)."""
     tol = TOLERANCE[dtype]
     for name, (ref, hidden) in expected.items():
         g = widened(got[name])
@@ -68,35 +81,42 @@ def check_maps(h, label, got, expected, dtype):
         if g.shape != ref.shape:
             continue
         h.expect_close(what + ": probabilities", g, ref, tol)
-        hidden = np.broadcast_to(hidden, ref.shape)
-        h.expect("%s: every row sees a key" % what,
-                 np.all((~hidden).any(-1)))
         worst = np.abs(g.sum(-1) - 1).max()
         h.expect("%s: rows sum to 1 (worst by %.1e)" % (what, worst),
                  worst <= tol)
+        if hidden is None:
+            continue
+        hidden = np.broadcast_to(hidden, ref.shape)
+        h.expect("%s: every row sees a key" % what,
+                 np.all((~hidden).any(-1)))
         h.expect("%s: the %d hidden keys are 0" % (what, hidden.sum()),
                  hidden.any() and np.all(g[hidden] == 0) and
                  np.all(ref[hidden] == 0))
 
 
+def output_names(h, lib):
+    """The names of the library's outputs, in order (tfc-run --describe)."""
+    described = subprocess.run([h.run_tool, lib, "--describe"], check=True,
+                               capture_output=True, text=True).stdout
+    return [line.split()[2].rstrip(":") for line in described.splitlines()
+            if line.strip().startswith("output ")]
+
+
 def check_model(h, name, model, inputs, spec, expected, ref_out, dtype="f32",
-                flags=()):
+                flags=(), image=False):
     """The model built with --attention-maps=`spec` (fused; its summary
     printed) and without: the maps (`expected`, by output name, in the
     order they come) checked, and the first output the same in both
-    builds and against `ref_out`."""
+    builds and against `ref_out`. An `image` model takes no --seq-len."""
     flags = ["--dtype=" + dtype] + list(flags)
-    seq = inputs[0].shape[1]
+    seq = None if image else inputs[0].shape[1]
     batch = inputs[0].shape[0]
     plain, _ = h.build_hf(name + "_plain_" + dtype, model, batch, seq, True,
                           flags)
     lib, summary = h.build_hf(name + "_maps_" + dtype, model, batch, seq,
                               True, flags + ["--attention-maps=" + spec])
     print(summary)
-    described = subprocess.run([h.run_tool, lib, "--describe"], check=True,
-                               capture_output=True, text=True).stdout
-    outputs = [line.split()[2].rstrip(":") for line in described.splitlines()
-               if line.strip().startswith("output ")]
+    outputs = output_names(h, lib)
     count = len(outputs) - len(expected)
     h.expect("%s --attention-maps=%s: outputs %s end in the maps" % (
         name, spec, ", ".join(outputs)), outputs[count:] == list(expected))
@@ -240,11 +260,159 @@ def check_t5(h, rng):
                 flags=["--decoder-seq-len=%d" % dec_len])
 
 
+def check_vit(h, rng):
+    """ViTModel on a 24x16 image of 2 channels (7 tokens, no Q/K/V
+    biases): both layers in f32, the first in bf16."""
+    cfg = vit.VIT_MODEL
+    model = h.path("vit")
+    w = vit.write_model(model, rng, cfg)
+    pixels = vit.pixels_for(rng, cfg, BATCH + 1)
+    for dtype, layers in (("f32", (0, 1)), ("bf16", (0,))):
+        probs = []
+        out = vit.reference(cfg, rounded_weights(w, dtype), pixels,
+                            probs=probs)
+        check_model(h, "vit", model, [pixels],
+                    ",".join(str(l) for l in layers),
+                    {"attentions.%d" % l: (probs[l], None) for l in layers},
+                    out, dtype, image=True)
+
+
+def check_clip(h, rng):
+    """CLIPModel's towers, one a build: the vision tower's every layer
+    (vision_attentions.L) and the text tower's (text_attentions.L: the
+    causal limit and a right-padded row), each beside its embeds."""
+    cfg = clip.CLIP
+    model = h.path("clip")
+    w = clip.write_model(model, rng, cfg)
+    pixels = vit.pixels_for(rng, clip.VISION, BATCH)
+    probs = []
+    out = clip.reference(cfg, w, [pixels], True, probs=probs)
+    check_model(h, "clip_vision", model, [pixels], "all",
+                {"vision_attentions.%d" % l: (p, None)
+                 for l, p in enumerate(probs)}, out,
+                flags=["--part=vision"], image=True)
+    ids, mask = clip.text_inputs(rng, clip.TEXT, False)
+    hidden = padding(mask) | future(clip.SEQ, clip.SEQ)
+    for dtype, spec in (("f32", "0-1"), ("bf16", "0")):
+        probs = []
+        out = clip.reference(cfg, rounded_weights(w, dtype), [ids, mask],
+                             False, probs=probs)
+        layers = range(2) if dtype == "f32" else (0,)
+        check_model(h, "clip_text", model, [ids, mask], spec,
+                    {"text_attentions.%d" % l: (probs[l], hidden)
+                     for l in layers}, out, dtype, flags=["--part=text"])
+
+
+def transformers_builds(cfg, given):
+    """[(tfc-compile flags, inputs, --seq-len or None)]: the builds of a
+    recorded model (CLIP's two towers, one a build)."""
+    seq = maps_fixture.SEQ
+    tokens = [given.get("input_ids"), given.get("attention_mask")]
+    kind = maps_fixture.kind(cfg)
+    if kind == "image":
+        return [([], [given["pixel_values"]], None)]
+    if kind == "clip":
+        return [(["--part=vision"], [given["pixel_values"]], None),
+                (["--part=text"], tokens, seq)]
+    if kind == "encdec":
+        return [(["--decoder-seq-len=%d" % maps_fixture.DEC],
+                 tokens + [given["decoder_input_ids"]], seq)]
+    return [([], tokens, seq)]
+
+
+def check_transformers(h, rng):
+    """tfc against transformers itself: the models of
+    Inputs/attention-maps-transformers (BERT, GPT-2, BART, T5, ViT, LLaMA,
+    CLIP), their weights and inputs drawn again from the recorded seeds,
+    built with --attention-maps=all; every map within 1e-5 (max abs) of
+    the probabilities transformers computed (output_attentions=True,
+    eager)."""
+    with open(maps_fixture.MODELS_JSON) as f:
+        recorded = json.load(f)["models"]
+    expected = np.load(maps_fixture.EXPECTED_NPZ)
+    for name, (cfg, seed) in maps_fixture.MODELS.items():
+        r = recorded[name]
+        model = h.path("transformers_" + name)
+        digest = maps_fixture.write_model(model, cfg, r["tensors"], seed)
+        h.expect("transformers %s: config and weights as recorded" % name,
+                 cfg == r["config"] and seed == r["seed"] and
+                 digest == r["sha256"])
+        got = {}
+        for i, (flags, given, seq) in enumerate(transformers_builds(
+                cfg, maps_fixture.inputs(cfg, seed))):
+            lib, _ = h.build_hf("transformers_%s_%d" % (name, i), model,
+                                maps_fixture.BATCH, seq, True,
+                                ["--attention-maps=all"] + flags)
+            outputs = output_names(h, lib)
+            out = h.run_hf(lib, model, given, len(outputs))
+            got.update((o, x) for o, x in zip(outputs, out)
+                       if "attentions." in o)
+        want = sorted(k.split("/", 1)[1] for k in expected.files
+                      if k.startswith(name + "/"))
+        h.expect("transformers %s: the maps %s" % (name, ", ".join(want)),
+                 sorted(got) == want)
+        for m in want:
+            ref = expected[name + "/" + m]
+            g = got.get(m)
+            worst = np.abs(g - ref).max() if g is not None and \
+                g.shape == ref.shape else np.inf
+            h.expect("transformers %s %s %s: max abs %.1e (tol 1e-05)" % (
+                name, m, list(ref.shape), worst), worst <= 1e-5)
+
+
+def png_chunks(data):
+    """[(type, body, CRC correct)] of the PNG bytes after the signature."""
+    chunks, at = [], 8
+    while at + 12 <= len(data):
+        n, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + n]
+        crc = data[at + 8 + n:at + 12 + n]
+        chunks.append((kind, body, len(crc) == 4 and struct.unpack(
+            ">I", crc)[0] == zlib.crc32(kind + body)))
+        at += 12 + n
+    return chunks
+
+
+def check_pngs(directory, names):
+    """plot.py's PNGs: DIR holds `names` and nothing else; each has the PNG
+    signature, chunks of correct CRCs from IHDR (width and height > 0) to
+    IEND, and matplotlib reads it as an image of that size that is not one
+    colour."""
+    import matplotlib.image
+    h = Harness("", directory)
+    h.expect("%s holds the %d PNGs named" % (directory, len(names)),
+             sorted(os.listdir(directory)) == sorted(names))
+    for name in names:
+        with open(os.path.join(directory, name), "rb") as f:
+            data = f.read()
+        chunks = png_chunks(data)
+        width, height = struct.unpack(">II", chunks[0][1][:8]) \
+            if chunks and chunks[0][0] == b"IHDR" else (0, 0)
+        h.expect("%s: PNG signature, IHDR %dx%d, chunks to IEND, CRCs" % (
+            name, width, height),
+            data[:8] == b"\x89PNG\r\n\x1a\n" and width > 0 and height > 0
+            and chunks[-1][0] == b"IEND" and all(c[2] for c in chunks))
+        try:
+            image = matplotlib.image.imread(os.path.join(directory, name))
+        except (OSError, SyntaxError, ValueError) as e:
+            h.expect("%s: matplotlib reads it (%s)" % (name, e), False)
+            continue
+        h.expect("%s: matplotlib reads %s, not one colour" % (
+            name, list(image.shape)),
+            image.shape[:2] == (height, width) and
+            np.ptp(image[..., :3]) > 0)
+    h.finish()
+
+
 def main():
+    if sys.argv[1] == "--png":
+        return check_pngs(sys.argv[2], sys.argv[3:])
     h, rng, _ = start(sys.argv[1:])
     for name, check in (("bert", check_bert), ("gpt2", check_gpt2),
                         ("llama", check_llama), ("bart", check_bart),
-                        ("t5", check_t5)):
+                        ("t5", check_t5), ("vit", check_vit),
+                        ("clip", check_clip),
+                        ("transformers", check_transformers)):
         if h.wants(name):
             check(h, rng)
     h.finish()

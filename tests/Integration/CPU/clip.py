@@ -135,8 +135,9 @@ def unprefixed(w, prefix):
             if k.startswith(prefix)}
 
 
-def vision_reference(cfg, w, pixels):
-    """CLIPVisionTransformer in float64: (last hidden state, pooled)."""
+def vision_reference(cfg, w, pixels, probs=None):
+    """CLIPVisionTransformer in float64: (last hidden state, pooled); each
+    layer's attention probabilities appended to `probs` when given."""
     eps = cfg["layer_norm_eps"]
     h = patch_embedding(pixels, w["embeddings.patch_embedding.weight"])
     cls = np.broadcast_to(w["embeddings.class_embedding"],
@@ -144,13 +145,15 @@ def vision_reference(cfg, w, pixels):
     h = np.concatenate([cls, h], 1) + w["embeddings.position_embedding.weight"]
     h = layer_norm(h, w["pre_layrnorm.weight"], w["pre_layrnorm.bias"], eps)
     h = pre_norm_encoder(h, w, layer_names, cfg["num_hidden_layers"],
-                         cfg["num_attention_heads"], eps, cfg["hidden_act"])
+                         cfg["num_attention_heads"], eps, cfg["hidden_act"],
+                         probs=probs)
     return h, layer_norm(h[:, 0], w["post_layernorm.weight"],
                          w["post_layernorm.bias"], eps)
 
 
-def text_reference(cfg, w, ids, mask):
-    """CLIPTextTransformer in float64: (last hidden state, pooled)."""
+def text_reference(cfg, w, ids, mask, probs=None):
+    """CLIPTextTransformer in float64: (last hidden state, pooled); each
+    layer's attention probabilities appended to `probs` when given."""
     eps = cfg["layer_norm_eps"]
     s = ids.shape[1]
     h = w["embeddings.token_embedding.weight"][ids] + \
@@ -158,7 +161,7 @@ def text_reference(cfg, w, ids, mask):
     causal, _ = decoder_masks(mask, s)  # create_causal_mask's
     h = pre_norm_encoder(h, w, layer_names, cfg["num_hidden_layers"],
                          cfg["num_attention_heads"], eps, cfg["hidden_act"],
-                         causal)
+                         causal, probs)
     h = layer_norm(h, w["final_layer_norm.weight"],
                    w["final_layer_norm.bias"], eps)
     eos = cfg.get("eos_token_id", 49407)
@@ -166,14 +169,15 @@ def text_reference(cfg, w, ids, mask):
     return h, h[np.arange(ids.shape[0]), first]
 
 
-def reference(cfg, w, inputs, vision, output="embeds"):
+def reference(cfg, w, inputs, vision, output="embeds", probs=None):
     """A case's output in float64: the tower's normalised projection
     (CLIPModel's image_embeds or text_embeds), its pooled state or its last
-    hidden state (output "embeds", "pooled", "hidden")."""
+    hidden state (output "embeds", "pooled", "hidden"); the tower's
+    attention probabilities appended to `probs` when given."""
     tower, prefix = towers(cfg)[0 if vision else 1]
     t = unprefixed(w, prefix)
-    last, pooled = vision_reference(tower, t, *inputs) if vision else \
-        text_reference(tower, t, *inputs)
+    last, pooled = vision_reference(tower, t, *inputs, probs) if vision \
+        else text_reference(tower, t, *inputs, probs)
     if output == "hidden":
         return last
     if output == "pooled":

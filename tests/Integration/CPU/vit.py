@@ -5,7 +5,7 @@ against a float64 numpy model written from transformers' modeling_vit.py
 3 heads of 12, 5 labels; its last hidden state and its logits) and ViTModel
 with its pooler (a 24x16 image of 2 channels, no Q/K/V biases, the tanh
 GELU); random weights and pixels, a batch of 3; and one library of batch
-sizes 2 and 3 run on 3 images and on 1 (padded).
+sizes 2 and 3 run on 3 images and on 1 (padded), on the CPU.
 
 usage: vit.py BINDIR WORKDIR [SEED] [--target=cpu|nvptx]
               [--gpu-binary=cubin|ptx]
@@ -105,9 +105,10 @@ def weights(rng, cfg):
     return w
 
 
-def reference(cfg, w, pixels, output="hidden"):
+def reference(cfg, w, pixels, output="hidden", probs=None):
     """ViTModel's last hidden state (or ViTForImageClassification's logits,
-    or the pooler's output) in float64."""
+    or the pooler's output) in float64; `probs`, when given, gets each
+    layer's attention probabilities."""
     prefix = prefix_of(cfg)
     w = {k[len(prefix):] if prefix and k.startswith(prefix) else k:
          v.astype(np.float64) for k, v in w.items()}
@@ -118,7 +119,8 @@ def reference(cfg, w, pixels, output="hidden"):
     cls = np.broadcast_to(w[emb + "cls_token"], (h.shape[0], 1, h.shape[2]))
     h = np.concatenate([cls, h], 1) + w[emb + "position_embeddings"]
     h = pre_norm_encoder(h, w, layer_names, cfg["num_hidden_layers"],
-                         cfg["num_attention_heads"], eps, cfg["hidden_act"])
+                         cfg["num_attention_heads"], eps, cfg["hidden_act"],
+                         probs=probs)
     h = layer_norm(h, w["layernorm.weight"], w["layernorm.bias"], eps)
     if output == "logits":
         return h[:, 0] @ w["classifier.weight"].T + w["classifier.bias"]
@@ -170,6 +172,8 @@ def main():
                            cfg, rounded_weights(w, dtype), pixels, extra),
                        dtypes if extra == "logits" else dtypes[:1],
                        extra, ["--output=" + extra])
+    if h.target != "cpu":  # several batch sizes build a CPU model only
+        h.finish()
     # One library for batch sizes 2 and 3: 3 images, and 1 padded to 2.
     model = h.path("vit_cls")
     w = write_model(model, rng, VIT_CLS)

@@ -489,12 +489,14 @@ def patch_embedding(pixels, weight, bias=None):
     return out.reshape(x.shape[0], -1, d)
 
 
-def pre_norm_encoder(h, w, names, layers, heads, eps, act, mask=None):
+def pre_norm_encoder(h, w, names, layers, heads, eps, act, mask=None,
+                     probs=None):
     """ViT's and CLIP's encoder in float64: per layer l, h + out(attention(
     norm1(h))), then h + fc2(act(fc1(norm2(h)))), attention scaled by
     head_dim^-0.5 plus the additive `mask` when given. `w`: the tensors by
     name (float64); `names(l)`: layer l's (norm1, q, k, v, out, norm2, fc1,
-    fc2); a bias is added where `w` has it."""
+    fc2); a bias is added where `w` has it; `probs`, when given, gets each
+    layer's attention probabilities [B, heads, S, S]."""
     def lin(x, n):
         y = x @ w[n + ".weight"].T
         return y + w[n + ".bias"] if n + ".bias" in w else y
@@ -510,6 +512,9 @@ def pre_norm_encoder(h, w, names, layers, heads, eps, act, mask=None):
             _heads(lin(a, k), heads).transpose(0, 1, 3, 2) * d ** -0.5
         if mask is not None:
             s = s + mask
-        h = h + lin(_merge(softmax(s) @ _heads(lin(a, v), heads)), o)
+        p = softmax(s)
+        if probs is not None:
+            probs.append(p)
+        h = h + lin(_merge(p @ _heads(lin(a, v), heads)), o)
         h = h + lin(activation(act, lin(ln(h, n2), fc1)), fc2)
     return h
