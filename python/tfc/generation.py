@@ -9,11 +9,14 @@ A decoder (GPT-2, LLaMA, ...) runs as two builds: a prefill of the prompt
 (--kv-cache --position-ids --output=logits) and one decode step over a
 cache of max_length - 1 slots (--seq-len 1 --past-len max_length-1
 --position-ids --present=new --output=logits), the mask hiding the unused
-slots. An encoder-decoder (Marian, BART, mBART) runs its encoder once
-(--part=encoder) and a decoder step per decoder length (--part=decoder
---kv-cache / --past-len P --output=logits: its decoder takes no
-position_ids). Each build is compiled the first time a shape needs it and
-kept in `cache_dir`, named by its flags and the model's files.
+slots. An encoder-decoder (Marian, BART, mBART, T5) runs its encoder
+once (--part=encoder --cross-kv: its output's cross-attention keys and
+values for every decoder layer, repeated per beam once) and one decoder
+step over a self-attention cache of max_length - 1 slots (--part=decoder
+--decoder-seq-len 1 --cross-kv --past-len max_length-1 --position-ids
+--present=new --output=logits), decoder_attention_mask hiding the unused
+slots. Each build is compiled the first time a shape needs it and kept in
+`cache_dir`, named by its flags and the model's files.
 
 Greedy search and beam search follow transformers' generation/utils.py
 (5.x) step for step: beam scores are sums of log-probabilities, a finished
@@ -347,6 +350,16 @@ class Generator:
         return mask.astype(np.int64)
 
 
+def _stored(out, cache, mask, slot):
+    """A step's outputs: its new keys and values (out[1:]) written into
+    slot `slot` of the cache, which `mask` then marks filled; returns the
+    last token's logits."""
+    for c, o in zip(cache, out[1:]):
+        c[:, :, slot] = o[:, :, 0]
+    mask[:, slot] = 1
+    return out[0][:, -1]
+
+
 class _DecoderRun:
     """A decoder's prefill, then one step per token over a fixed cache."""
 
@@ -375,11 +388,8 @@ class _DecoderRun:
         self.pos = self.pos + 1
         out = self.model.run(tokens[:, None].astype(np.int64), self.mask,
                              self.pos[:, None], *self.cache)
-        for c, o in zip(self.cache, out[1:]):
-            c[:, :, self.slot] = o[:, :, 0]
-        self.mask[:, self.slot] = 1
         self.slot += 1
-        return out[0][:, -1]
+        return _stored(out, self.cache, self.mask, self.slot - 1)
 
     def reorder(self, rows):
         self.cache = [c[rows] for c in self.cache]
@@ -387,30 +397,42 @@ class _DecoderRun:
 
 
 class _EncoderDecoderRun:
-    """The encoder once, then a decoder step per decoder length."""
+    """The encoder once, with the cross-attention keys and values, then
+    one decoder step build over a fixed self-attention cache: slot j holds
+    the keys and values of decoder position j."""
 
     def __init__(self, gen, ids, mask, k):
         b, s = ids.shape
-        self.gen, self.s, self.rows = gen, s, b * k
-        encoder = gen._build(b, s, ["--part=encoder"])
-        hidden = encoder.run(ids, mask)[0]
-        self.hidden = np.repeat(hidden, k, 0)
+        encoder = gen._build(b, s, ["--part=encoder", "--cross-kv"])
+        # Every beam of a row attends to the same source.
+        self.cross = [np.repeat(o, k, 0) for o in encoder.run(ids, mask)[1:]]
         self.mask = np.repeat(mask, k, 0)
-        self.past = []
+        cap = gen.max_length - 1
+        self.model = gen._build(b * k, s, [
+            "--part=decoder", "--decoder-seq-len=1", "--cross-kv",
+            "--past-len=%d" % cap, "--position-ids", "--present=new",
+            "--output=logits"])
+        self.cache = [np.zeros(i.shape, np.uint16 if i.dtype == "bf16"
+                               else i.dtype) for i in self.model.inputs
+                      if i.name.startswith("past_key_values.")]
+        self.self_mask = np.zeros((b * k, cap + 1), np.int64)
+        self.self_mask[:, cap] = 1
+        self.slot = 0
         self.first = None  # the first logits come from the start token
 
     def step(self, tokens):
-        p = self.past[0].shape[2] if self.past else 0
-        flags = ["--part=decoder", "--decoder-seq-len=1", "--output=logits",
-                 "--past-len=%d" % p if p else "--kv-cache"]
-        m = self.gen._build(self.rows, self.s, flags)
-        out = m.run(tokens[:, None].astype(np.int64), self.hidden, self.mask,
-                    *self.past)
-        self.past = out[1:]
-        return out[0][:, -1]
+        """The logits after feeding `tokens` [B*k], one per row, at
+        position self.slot."""
+        out = self.model.run(
+            tokens[:, None].astype(np.int64), *self.cross, self.mask,
+            self.self_mask, np.full((len(tokens), 1), self.slot, np.int64),
+            *self.cache)
+        self.slot += 1
+        return _stored(out, self.cache, self.self_mask, self.slot - 1)
 
     def reorder(self, rows):
-        self.past = [p[rows] for p in self.past]
+        # The mask and the position are the same in every row.
+        self.cache = [c[rows] for c in self.cache]
 
 
 class _Processors:

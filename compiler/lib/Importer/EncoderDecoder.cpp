@@ -95,8 +95,8 @@ public:
   /// The token tables: the shared one, or the encoder's and the decoder's.
   LogicalResult prepare(bool encoder, bool decoder) override;
   FailureOr<Value> encoder(Value ids, Value mask) override;
-  /// Positions from pastLen.
-  FailureOr<Value> decoder(Value ids, Value encoded, Value mask,
+  FailureOr<KeysValues> crossKeysValues(Value encoded, int64_t layer) override;
+  FailureOr<Value> decoder(Value ids, const DecoderInputs &in,
                            KVCache &cache) override;
   FailureOr<Value> logits(Value hidden) override;
 
@@ -110,10 +110,15 @@ private:
   FailureOr<Value> attention(const std::string &name, Value x, Value kv,
                              Value mask, int64_t heads, bool causal,
                              AttentionStack stack, int64_t layer,
-                             KVCache *cache = nullptr);
+                             KVCache *cache = nullptr,
+                             const KeysValues *given = nullptr);
+  AttentionLayout layout(int64_t heads) const;
   FailureOr<Value> feedForward(const std::string &layer, Value x, int64_t ffn);
+  /// The stack's token embeddings of ids [B, count] plus those of their
+  /// positions: first.., or with `positions` [B, count] theirs (below
+  /// first + count).
   FailureOr<Value> embed(const std::string &stack, Value ids, Value table,
-                         int64_t first);
+                         int64_t first, Value positions = {});
   Value sinusoids(TosaBuilder &tb, int64_t first, int64_t count);
 
   ImportRequest &r;
@@ -166,11 +171,39 @@ FailureOr<Value> Graph::residual(Value x, const std::string &normName,
   return norm(tb.add(x, *y), normName);
 }
 
+/// The attention `name`'s k and v projections of kv, not yet split.
+static FailureOr<KeysValues> projections(ModelBuilder &mb, TosaBuilder &tb,
+                                         const std::string &name, Value kv,
+                                         const AttentionLayout &l) {
+  FailureOr<Value> k =
+      linear(mb, tb, kv, name + "." + l.k.str(), l.inner, l.bias);
+  if (failed(k))
+    return failure();
+  FailureOr<Value> v =
+      linear(mb, tb, kv, name + "." + l.v.str(), l.inner, l.bias);
+  if (failed(v))
+    return failure();
+  return KeysValues{*k, *v};
+}
+
+FailureOr<KeysValues> projectKeysValues(ModelBuilder &mb,
+                                        const std::string &name, Value kv,
+                                        int64_t heads,
+                                        const AttentionLayout &l) {
+  TosaBuilder tb = mb.at(name);
+  FailureOr<KeysValues> p = projections(mb, tb, name, kv, l);
+  if (failed(p))
+    return failure();
+  Value k = splitHeads(tb, p->first, heads);
+  return KeysValues{k, splitHeads(tb, p->second, heads)};
+}
+
 FailureOr<Value> projectedAttention(ModelBuilder &mb, const std::string &name,
                                     Value x, Value kv, Value mask,
                                     int64_t heads, const AttentionLayout &l,
                                     bool causal, AttentionStack stack,
-                                    int64_t layer, KVCache *cache) {
+                                    int64_t layer, KVCache *cache,
+                                    const KeysValues *given) {
   TosaBuilder tb = mb.at(name);
   auto project = [&](Value in, StringRef proj, int64_t out) {
     return linear(mb, tb, in, name + "." + proj.str(), out, l.bias);
@@ -178,17 +211,16 @@ FailureOr<Value> projectedAttention(ModelBuilder &mb, const std::string &name,
   FailureOr<Value> q = project(x, l.q, l.inner);
   if (failed(q))
     return failure();
-  FailureOr<Value> k = project(kv, l.k, l.inner);
-  if (failed(k))
-    return failure();
-  FailureOr<Value> v = project(kv, l.v, l.inner);
-  if (failed(v))
+  FailureOr<KeysValues> projected = KeysValues();
+  if (!given)
+    projected = projections(mb, tb, name, kv, l);
+  if (failed(projected))
     return failure();
   // Named temporaries keep the op order independent of the compiler's
   // argument evaluation order.
   Value qh = splitHeads(tb, *q, heads);
-  Value kh = splitHeads(tb, *k, heads);
-  Value vh = splitHeads(tb, *v, heads);
+  Value kh = given ? given->first : splitHeads(tb, projected->first, heads);
+  Value vh = given ? given->second : splitHeads(tb, projected->second, heads);
   if (cache)
     std::tie(kh, vh) = cache->append(tb, layer, kh, vh);
   Value probs;
@@ -206,20 +238,28 @@ Value timesScalar(TosaBuilder &tb, Value x, double factor) {
   return tb.cast(scaled, t.getElementType());
 }
 
+AttentionLayout Graph::layout(int64_t heads) const {
+  return {"q_proj",
+          "k_proj",
+          "v_proj",
+          "out_proj",
+          /*bias=*/true,
+          cfg.hidden,
+          1.0 / std::sqrt(static_cast<double>(cfg.hidden / heads))};
+}
+
 FailureOr<Value> Graph::attention(const std::string &name, Value x, Value kv,
                                   Value mask, int64_t heads, bool causal,
                                   AttentionStack stack, int64_t layer,
-                                  KVCache *cache) {
-  AttentionLayout layout{
-      "q_proj",
-      "k_proj",
-      "v_proj",
-      "out_proj",
-      /*bias=*/true,
-      cfg.hidden,
-      1.0 / std::sqrt(static_cast<double>(cfg.hidden / heads))};
-  return projectedAttention(mb, name, x, kv, mask, heads, layout, causal, stack,
-                            layer, cache);
+                                  KVCache *cache, const KeysValues *given) {
+  return projectedAttention(mb, name, x, kv, mask, heads, layout(heads), causal,
+                            stack, layer, cache, given);
+}
+
+FailureOr<KeysValues> Graph::crossKeysValues(Value encoded, int64_t layer) {
+  return projectKeysValues(
+      mb, "decoder.layers." + std::to_string(layer) + ".encoder_attn", encoded,
+      cfg.decoder.heads, layout(cfg.decoder.heads));
 }
 
 FailureOr<Value> Graph::feedForward(const std::string &layer, Value x,
@@ -257,23 +297,30 @@ Value Graph::sinusoids(TosaBuilder &tb, int64_t first, int64_t count) {
 }
 
 FailureOr<Value> Graph::embed(const std::string &stack, Value ids, Value table,
-                              int64_t first) {
+                              int64_t first, Value positions) {
   TosaBuilder tb = mb.at(stack + ".embed_tokens");
   int64_t count = cast<RankedTensorType>(ids.getType()).getDimSize(1);
   Value h = embeddingLookup(tb, table, ids);
   if (cfg.embedScale != 1.0)
     h = timesScalar(tb, h, cfg.embedScale);
-  Value positions;
+  // The rows of positions first.., or of every position `positions` may
+  // name, gathered per token.
+  int64_t from = positions ? 0 : first,
+          rows = positions ? first + count : count;
+  Value place;
   if (style.sinusoidal) {
-    positions = sinusoids(tb, first, count);
+    place = sinusoids(tb, from, rows);
   } else {
     FailureOr<Value> learned = mb.weight(stack + ".embed_positions.weight",
                                          {cfg.positions + 2, cfg.hidden});
     if (failed(learned))
       return failure();
-    positions = tableRows(tb, *learned, first + 2, count);
+    place = tableRows(tb, *learned, from + 2, rows);
   }
-  h = tb.add(h, positions);
+  if (positions)
+    place =
+        embeddingLookup(tb, tb.reshape(place, {rows, cfg.hidden}), positions);
+  h = tb.add(h, place);
   if (!style.layerNormEmbedding)
     return h;
   return norm(h, stack + ".layernorm_embedding");
@@ -297,20 +344,23 @@ FailureOr<Value> Graph::encoder(Value ids, Value mask) {
   return norm(*h, "encoder.layer_norm");
 }
 
-FailureOr<Value> Graph::decoder(Value ids, Value encoded, Value mask,
+FailureOr<Value> Graph::decoder(Value ids, const DecoderInputs &in,
                                 KVCache &cache) {
-  FailureOr<Value> h = embed("decoder", ids, decoderTable, r.options.pastLen);
+  FailureOr<Value> h =
+      embed("decoder", ids, decoderTable, r.options.pastLen, in.positions);
   for (int64_t l = 0; l < cfg.decoder.layers && succeeded(h); ++l) {
     std::string layer = "decoder.layers." + std::to_string(l);
     h = residual(*h, layer + ".self_attn_layer_norm", [&](Value x) {
-      return attention(layer + ".self_attn", x, x, Value(), cfg.decoder.heads,
-                       /*causal=*/true, AttentionStack::Decoder, l, &cache);
+      return attention(layer + ".self_attn", x, x, in.selfMask,
+                       cfg.decoder.heads, /*causal=*/true,
+                       AttentionStack::Decoder, l, &cache);
     });
     if (succeeded(h))
       h = residual(*h, layer + ".encoder_attn_layer_norm", [&](Value x) {
-        return attention(layer + ".encoder_attn", x, encoded, mask,
+        return attention(layer + ".encoder_attn", x, in.encoded, in.encoderMask,
                          cfg.decoder.heads, /*causal=*/false,
-                         AttentionStack::Cross, l);
+                         AttentionStack::Cross, l, nullptr,
+                         in.cross.empty() ? nullptr : &in.cross[l]);
       });
     if (succeeded(h))
       h = residual(*h, layer + ".final_layer_norm", [&](Value x) {
@@ -362,10 +412,14 @@ LogicalResult checkEncoderDecoderRequest(ImportRequest &r, StringRef family,
                        "state or the logits (--output=hidden|logits)");
   if (o.tokenTypeIds)
     return fail(what + " takes no token_type_ids");
-  if (o.positionIds)
+  if (o.positionIds && o.part != ModelPart::Decoder)
     return fail("--position-ids: " + what +
-                "'s decoder takes no position_ids (its positions follow "
-                "--past-len)");
+                "'s decoder_position_ids and decoder_attention_mask are "
+                "inputs of the decoder part (--part=decoder)");
+  if (o.crossKV && o.part == ModelPart::Whole)
+    return fail("--cross-kv: the encoder part (--part=encoder) returns the "
+                "cross-attention keys and values and the decoder part "
+                "(--part=decoder) takes them; the whole model has neither");
   if (encoderOnly && o.output == ImportOutput::Logits)
     return fail("--output=logits: the encoder part (--part=encoder) returns "
                 "encoder_hidden_states; the logits are the decoder's");
@@ -425,33 +479,71 @@ runEncoderDecoder(ModelBuilder &mb, const ImportOptions &o,
   auto tokens = [&](int64_t count) {
     return RankedTensorType::get({o.batch, count}, i64);
   };
-  Value ids, decoderIds, encoded;
+  auto crossName = [](int64_t l, StringRef which) {
+    return "cross_key_values." + std::to_string(l) + "." + which.str();
+  };
+  Value ids, decoderIds;
+  DecoderInputs in;
   if (o.part == ModelPart::Decoder) {
     decoderIds = mb.addInput("decoder_input_ids", tokens(o.decoderSeqLen));
-    encoded = mb.addInput("encoder_hidden_states",
-                          RankedTensorType::get({o.batch, o.seqLen, hidden},
-                                                mb.getComputeType()));
+    auto type = [&](ArrayRef<int64_t> shape) {
+      return RankedTensorType::get(shape, mb.getComputeType());
+    };
+    if (!o.crossKV)
+      in.encoded = mb.addInput("encoder_hidden_states",
+                               type({o.batch, o.seqLen, hidden}));
+    for (int64_t l = 0; o.crossKV && l < decoderLayers; ++l) {
+      Value k = mb.addInput(crossName(l, "key"),
+                            type({o.batch, heads, o.seqLen, headDim}));
+      in.cross.push_back(
+          {k, mb.addInput(crossName(l, "value"),
+                          type({o.batch, heads, o.seqLen, headDim}))});
+    }
   } else {
     ids = mb.addInput("input_ids", tokens(o.seqLen));
   }
-  Value mask = extendedAttentionMask(
+  in.encoderMask = extendedAttentionMask(
       mb, "attention_mask", mb.addInput("attention_mask", tokens(o.seqLen)));
   if (o.part == ModelPart::Whole)
     decoderIds = mb.addInput("decoder_input_ids", tokens(o.decoderSeqLen));
+  if (o.positionIds) {
+    // The cache's slots and the new tokens; positions outside them are
+    // refused before a run (the manifest's bounds), the clamp keeps the
+    // gathers in range all the same.
+    int64_t keys = o.pastLen + o.decoderSeqLen;
+    in.selfMask = extendedAttentionMask(
+        mb, "decoder_attention_mask",
+        mb.addInput("decoder_attention_mask", tokens(keys)));
+    TosaBuilder tb = mb.at("decoder_position_ids");
+    in.positions =
+        tb.clampInt(mb.addInput("decoder_position_ids", tokens(o.decoderSeqLen),
+                                std::make_pair(int64_t(0), keys)),
+                    0, keys - 1);
+  }
   KVCache cache(mb, o, decoderLayers, heads, headDim);
 
   if (failed(graph.prepare(o.part != ModelPart::Decoder,
                            o.part != ModelPart::Encoder)))
     return failure();
   if (ids) {
-    FailureOr<Value> e = graph.encoder(ids, mask);
+    FailureOr<Value> e = graph.encoder(ids, in.encoderMask);
     if (failed(e))
       return failure();
-    if (o.part == ModelPart::Encoder)
-      return mb.finish({*e}, {"encoder_hidden_states"});
-    encoded = *e;
+    in.encoded = *e;
   }
-  FailureOr<Value> h = graph.decoder(decoderIds, encoded, mask, cache);
+  if (o.part == ModelPart::Encoder) {
+    SmallVector<Value> results = {in.encoded};
+    SmallVector<std::string> names = {"encoder_hidden_states"};
+    for (int64_t l = 0; o.crossKV && l < decoderLayers; ++l) {
+      FailureOr<KeysValues> kv = graph.crossKeysValues(in.encoded, l);
+      if (failed(kv))
+        return failure();
+      results.append({kv->first, kv->second});
+      names.append({crossName(l, "key"), crossName(l, "value")});
+    }
+    return mb.finish(results, names);
+  }
+  FailureOr<Value> h = graph.decoder(decoderIds, in, cache);
   if (failed(h))
     return failure();
   if (o.output != ImportOutput::Logits)

@@ -175,6 +175,9 @@ KVCache::KVCache(ModelBuilder &mb, const ImportOptions &o, int64_t layers,
     std::string name = "past_key_values." + std::to_string(l);
     Value k = mb.addInput(name + ".key", type);
     past.push_back({k, mb.addInput(name + ".value", type)});
+    // A tensor-parallel build caches its rank's heads only.
+    mb.splitAlong(past.back().first, 1);
+    mb.splitAlong(past.back().second, 1);
   }
 }
 
@@ -199,6 +202,8 @@ FailureOr<OwningOpRef<ModuleOp>> KVCache::finish(ModelBuilder &mb, Value first,
     std::string name = "present." + std::to_string(l);
     results.append({kv.first, kv.second});
     names.append({name + ".key", name + ".value"});
+    mb.splitAlong(kv.first, 1);
+    mb.splitAlong(kv.second, 1);
   }
   return mb.finish(results, names);
 }
@@ -441,13 +446,15 @@ FailureOr<OwningOpRef<ModuleOp>> importHuggingFace(MLIRContext &context,
   bool towerPart =
       options.part == ModelPart::Vision || options.part == ModelPart::Text;
   if (!chosen->encoderDecoder &&
-      (options.decoderSeqLen ||
+      (options.decoderSeqLen || options.crossKV ||
        (options.part != ModelPart::Whole && !towerPart))) {
-    error =
-        (Twine(options.decoderSeqLen ? "--decoder-seq-len" : "--part") + ": " +
-         configPath + ": \"" + (names->empty() ? *modelType : names->front()) +
-         "\" is not an encoder-decoder (those are Marian, BART, mBART, T5)")
-            .str();
+    error = (Twine(options.decoderSeqLen ? "--decoder-seq-len"
+                   : options.crossKV     ? "--cross-kv"
+                                         : "--part") +
+             ": " + configPath + ": \"" +
+             (names->empty() ? *modelType : names->front()) +
+             "\" is not an encoder-decoder (those are Marian, BART, mBART, T5)")
+                .str();
     return failure();
   }
   StringRef given = names->empty() ? StringRef(*modelType) : names->front();

@@ -49,7 +49,10 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                     "Decoders: take position_ids [B, S] after attention_mask "
                     "(each new token's position, instead of past-len, "
                     "past-len + 1, ...): with a cache whose unused slots the "
-                    "mask hides, one build serves every decode step")
+                    "mask hides, one build serves every decode step; an "
+                    "encoder-decoder's decoder part takes "
+                    "decoder_attention_mask [B, past-len + T] and "
+                    "decoder_position_ids [B, T] after attention_mask")
                        .str(),
                    (note + "Decoders with a KV cache: what "
                            "present.L.key/value hold")
@@ -72,6 +75,18 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                     "comma-separated; an encoder-decoder's after encoder., "
                     "decoder. or cross. (decoder.0-1). Those layers' "
                     "attention is not fused")
+                       .str(),
+                   (note +
+                    "Encoder-decoders: the encoder part also returns each "
+                    "decoder layer's cross-attention keys and values "
+                    "(cross_key_values.L.key/value [B, heads, S, head dim]), "
+                    "the decoder part takes them instead of "
+                    "encoder_hidden_states")
+                       .str(),
+                   (note + "Decoders (the LLaMA family, GPT-2), CPU: split "
+                           "the heads and the MLP across N ranks of an MPI "
+                           "job (Megatron's split; docs/tensor-parallel.md): "
+                           "one library, run with mpirun -np N tfc-run")
                        .str()},
       batch("batch", cl::desc(descriptions[0]), cl::init("1"),
             cl::value_desc("n[,n...]"), cl::cat(category)),
@@ -135,15 +150,19 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                                  "CLIP's text tower: input_ids, "
                                  "attention_mask -> text_embeds")),
            cl::init(ModelPart::Whole), cl::cat(category)),
+      crossKV("cross-kv", cl::desc(descriptions[13]), cl::init(false),
+              cl::cat(category)),
       attentionMaps("attention-maps", cl::desc(descriptions[12]),
-                    cl::value_desc("LAYERS"), cl::cat(category)) {}
+                    cl::value_desc("LAYERS"), cl::cat(category)),
+      tensorParallel("tensor-parallel", cl::desc(descriptions[14]), cl::init(1),
+                     cl::value_desc("N"), cl::cat(category)) {}
 
 std::vector<std::string> ImportFlags::given() const {
   std::vector<std::string> out;
-  const cl::Option *flags[] = {&batch,         &seqLen,       &dtype,
-                               &output,        &tokenTypeIds, &kvCache,
-                               &pastLen,       &positionIds,  &present,
-                               &decoderSeqLen, &part,         &attentionMaps};
+  const cl::Option *flags[] = {
+      &batch,   &seqLen,  &dtype,         &output,        &tokenTypeIds,
+      &kvCache, &pastLen, &positionIds,   &present,       &decoderSeqLen,
+      &part,    &crossKV, &attentionMaps, &tensorParallel};
   for (const cl::Option *o : flags)
     if (o->getNumOccurrences())
       out.push_back(("--" + o->ArgStr).str());
@@ -278,6 +297,12 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
   o.present = present;
   o.decoderSeqLen = decoderSeqLen;
   o.part = part;
+  o.crossKV = crossKV;
+  if (tensorParallel < 1 || tensorParallel > 4096)
+    return fail("--tensor-parallel: expected a rank count from 1 to 4096, "
+                "got " +
+                Twine(int64_t(tensorParallel)));
+  o.tensorParallel = tensorParallel;
   if (attentionMaps.getNumOccurrences()) {
     if (lengths->size() > 1)
       return fail("--attention-maps: a build of several --seq-len cuts one "
@@ -294,9 +319,10 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
 
 FailureOr<OnnxImportOptions>
 ImportFlags::onnxOptions(std::string &error) const {
-  const cl::Option *hfOnly[] = {&output,        &tokenTypeIds, &kvCache,
-                                &pastLen,       &positionIds,  &present,
-                                &decoderSeqLen, &part,         &attentionMaps};
+  const cl::Option *hfOnly[] = {&output,        &tokenTypeIds,  &kvCache,
+                                &pastLen,       &positionIds,   &present,
+                                &decoderSeqLen, &part,          &crossKV,
+                                &attentionMaps, &tensorParallel};
   for (const cl::Option *o : hfOnly)
     if (o->getNumOccurrences()) {
       error = ("--" + o->ArgStr +

@@ -18,7 +18,9 @@
 //
 // The buckets depend only on the sizes a model is compiled for: they are a
 // constant, and the bias a gather from the table, a weight bound at run
-// time.
+// time. With the decoder's positions given at run time (--position-ids)
+// the constant holds the bucket of each distance a key may lie from a
+// query, and the bias gathers each pair's distance from those rows.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,7 +167,8 @@ public:
   /// The token table both stacks read.
   LogicalResult prepare(bool, bool) override;
   FailureOr<Value> encoder(Value ids, Value mask) override;
-  FailureOr<Value> decoder(Value ids, Value encoded, Value mask,
+  FailureOr<KeysValues> crossKeysValues(Value encoded, int64_t layer) override;
+  FailureOr<Value> decoder(Value ids, const DecoderInputs &in,
                            KVCache &cache) override;
   FailureOr<Value> logits(Value hidden) override;
 
@@ -176,12 +179,22 @@ private:
   FailureOr<Value> residual(Value x, const std::string &sublayer, Sublayer f);
   FailureOr<Value> attention(const std::string &name, Value x, Value kv,
                              Value mask, bool causal, AttentionStack stack,
-                             int64_t layer, KVCache *cache = nullptr);
+                             int64_t layer, KVCache *cache = nullptr,
+                             const KeysValues *given = nullptr);
+  AttentionLayout layout() const;
   FailureOr<Value> feedForward(const std::string &name, Value x);
   /// The stack's position bias [1, heads, queries, keys] for queries at
   /// positions first.. and keys at 0..
   FailureOr<Value> positionBias(const std::string &stack, bool bidirectional,
                                 int64_t first, int64_t queries, int64_t keys);
+  /// The decoder's position bias [B, heads, T, P + T] for queries at
+  /// `positions` [B, T] (within [0, P + T)), the cache's keys at 0..P-1
+  /// and the new ones at `positions`.
+  FailureOr<Value> positionBiasAt(Value positions, int64_t past);
+  /// The rows of the stack's relative_attention_bias table [buckets, heads]
+  /// at the constant `buckets` [rows, cols]: [rows, cols, heads].
+  FailureOr<Value> biasRows(const std::string &stack, int64_t rows,
+                            int64_t cols, ArrayRef<int32_t> buckets);
   Value embed(const std::string &stack, Value ids);
 
   ImportRequest &r;
@@ -216,14 +229,23 @@ FailureOr<Value> Graph::residual(Value x, const std::string &sublayer,
   return tb.add(x, *y);
 }
 
+AttentionLayout Graph::layout() const {
+  return {"q",          "k", "v", "o", /*bias=*/false, cfg.heads * cfg.headDim,
+          /*scale=*/1.0};
+}
+
 FailureOr<Value> Graph::attention(const std::string &name, Value x, Value kv,
                                   Value mask, bool causal, AttentionStack stack,
-                                  int64_t layer, KVCache *cache) {
-  AttentionLayout layout{
-      "q",          "k", "v", "o", /*bias=*/false, cfg.heads * cfg.headDim,
-      /*scale=*/1.0};
-  return projectedAttention(mb, name, x, kv, mask, cfg.heads, layout, causal,
-                            stack, layer, cache);
+                                  int64_t layer, KVCache *cache,
+                                  const KeysValues *given) {
+  return projectedAttention(mb, name, x, kv, mask, cfg.heads, layout(), causal,
+                            stack, layer, cache, given);
+}
+
+FailureOr<KeysValues> Graph::crossKeysValues(Value encoded, int64_t layer) {
+  return projectKeysValues(
+      mb, "decoder.block." + std::to_string(layer) + ".layer.1.EncDecAttention",
+      encoded, cfg.heads, layout());
 }
 
 FailureOr<Value> Graph::feedForward(const std::string &name, Value x) {
@@ -244,28 +266,77 @@ FailureOr<Value> Graph::feedForward(const std::string &name, Value x) {
   return project(inner, "wo", cfg.hidden);
 }
 
-FailureOr<Value> Graph::positionBias(const std::string &stack,
-                                     bool bidirectional, int64_t first,
-                                     int64_t queries, int64_t keys) {
-  std::string name =
-      stack + ".block.0.layer.0.SelfAttention.relative_attention_bias";
+static std::string biasName(const std::string &stack) {
+  return stack + ".block.0.layer.0.SelfAttention.relative_attention_bias";
+}
+
+FailureOr<Value> Graph::biasRows(const std::string &stack, int64_t rows,
+                                 int64_t cols, ArrayRef<int32_t> buckets) {
+  std::string name = biasName(stack);
   FailureOr<Value> bias = mb.weight(name + ".weight", {cfg.buckets, cfg.heads});
   if (failed(bias))
     return failure();
+  TosaBuilder tb = mb.at(name);
+  OpBuilder &b = tb.builder();
+  auto type = RankedTensorType::get({rows, cols}, b.getI32Type());
+  Value ids = tosa::ConstOp::create(b, tb.getLoc(), type,
+                                    DenseElementsAttr::get(type, buckets));
+  return embeddingLookup(tb, *bias, ids);
+}
+
+FailureOr<Value> Graph::positionBias(const std::string &stack,
+                                     bool bidirectional, int64_t first,
+                                     int64_t queries, int64_t keys) {
   SmallVector<int32_t> buckets;
   buckets.reserve(queries * keys);
   for (int64_t i = 0; i < queries; ++i)
     for (int64_t j = 0; j < keys; ++j)
       buckets.push_back(relativeBucket(j - (first + i), bidirectional,
                                        cfg.buckets, cfg.maxDistance));
-  TosaBuilder tb = mb.at(name);
-  OpBuilder &b = tb.builder();
-  auto type = RankedTensorType::get({queries, keys}, b.getI32Type());
-  Value ids = tosa::ConstOp::create(
-      b, tb.getLoc(), type, DenseElementsAttr::get(type, ArrayRef(buckets)));
-  Value rows = embeddingLookup(tb, *bias, ids); // [queries, keys, heads]
-  return tb.reshape(tb.transpose(rows, {2, 0, 1}),
+  FailureOr<Value> rows = biasRows(stack, queries, keys, buckets);
+  if (failed(rows))
+    return failure();
+  TosaBuilder tb = mb.at(biasName(stack));
+  return tb.reshape(tb.transpose(*rows, {2, 0, 1}),
                     {1, cfg.heads, queries, keys});
+}
+
+FailureOr<Value> Graph::positionBiasAt(Value positions, int64_t past) {
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(positions.getType()).getShape();
+  int64_t batch = shape[0], t = shape[1], keys = past + t;
+  // The bias of each distance key - query, -(keys - 1)..keys - 1.
+  SmallVector<int32_t> buckets;
+  for (int64_t d = 1 - keys; d < keys; ++d)
+    buckets.push_back(relativeBucket(d, /*bidirectional=*/false, cfg.buckets,
+                                     cfg.maxDistance));
+  int64_t span = 2 * keys - 1;
+  FailureOr<Value> rows = biasRows("decoder", 1, span, buckets);
+  if (failed(rows))
+    return failure();
+  TosaBuilder tb = mb.at(biasName("decoder"));
+  OpBuilder &b = tb.builder();
+  Type f32 = b.getF32Type();
+  // Each pair's row, distance + keys - 1, in f32 (exact below 2^24).
+  Value query = tb.cast(positions, f32);
+  Value key = query;
+  if (past > 0) {
+    SmallVector<float> slots;
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t j = 0; j < past; ++j)
+        slots.push_back(static_cast<float>(j));
+    auto type = RankedTensorType::get({batch, past}, f32);
+    Value cached = tosa::ConstOp::create(
+        b, tb.getLoc(), type, DenseElementsAttr::get(type, ArrayRef(slots)));
+    key = tb.concat({cached, query}, 1);
+  }
+  Value row = tb.add(tb.sub(tb.reshape(key, {batch, 1, keys}),
+                            tb.reshape(query, {batch, t, 1})),
+                     tb.splat(static_cast<double>(keys - 1), f32, 3));
+  Value bias = embeddingLookup(tb, tb.reshape(*rows, {span, cfg.heads}),
+                               tb.reshape(row, {batch, t * keys}));
+  return tb.transpose(tb.reshape(bias, {batch, t, keys, cfg.heads}),
+                      {0, 3, 1, 2});
 }
 
 Value Graph::embed(const std::string &stack, Value ids) {
@@ -297,25 +368,33 @@ FailureOr<Value> Graph::encoder(Value ids, Value mask) {
   return norm(*h, "encoder.final_layer_norm");
 }
 
-FailureOr<Value> Graph::decoder(Value ids, Value encoded, Value mask,
+FailureOr<Value> Graph::decoder(Value ids, const DecoderInputs &in,
                                 KVCache &cache) {
   int64_t t = cast<RankedTensorType>(ids.getType()).getDimSize(1);
   int64_t past = r.options.pastLen;
-  // The new tokens' queries at positions past.. against every key.
-  FailureOr<Value> bias = positionBias("decoder", false, past, t, past + t);
+  // The new tokens' queries at positions past.., or at in.positions,
+  // against every key; and the self-attention mask where given.
+  FailureOr<Value> bias =
+      in.positions ? positionBiasAt(in.positions, past)
+                   : positionBias("decoder", false, past, t, past + t);
   if (failed(bias))
     return failure();
+  Value selfMask = *bias;
+  if (in.selfMask)
+    selfMask = mb.at("decoder.block.0.layer.0").add(*bias, in.selfMask);
   FailureOr<Value> h = embed("decoder", ids);
   for (int64_t l = 0; l < cfg.decoderLayers && succeeded(h); ++l) {
     std::string block = "decoder.block." + std::to_string(l);
     h = residual(*h, block + ".layer.0", [&](Value x) {
-      return attention(block + ".layer.0.SelfAttention", x, x, *bias,
+      return attention(block + ".layer.0.SelfAttention", x, x, selfMask,
                        /*causal=*/true, AttentionStack::Decoder, l, &cache);
     });
     if (succeeded(h))
       h = residual(*h, block + ".layer.1", [&](Value x) {
-        return attention(block + ".layer.1.EncDecAttention", x, encoded, mask,
-                         /*causal=*/false, AttentionStack::Cross, l);
+        return attention(block + ".layer.1.EncDecAttention", x, in.encoded,
+                         in.encoderMask, /*causal=*/false,
+                         AttentionStack::Cross, l, nullptr,
+                         in.cross.empty() ? nullptr : &in.cross[l]);
       });
     if (succeeded(h))
       h = residual(*h, block + ".layer.2", [&](Value x) {

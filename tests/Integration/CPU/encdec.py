@@ -6,8 +6,10 @@ modeling_bart.py and modeling_mbart.py): random weights, odd sizes (a
 7-token source with a padded row, 5 decoder tokens, heads of 10 and 8
 features), each family's activation; the whole model in f32, f16 and
 bf16, the logits, the encoder and decoder parts (--part), the decoder part
-with a KV cache after a past, BART built for several batch sizes and
-lengths, and Marian with a token table per stack.
+with a KV cache after a past, generation's builds (the encoder part with
+the cross-attention keys and values, one decoder step over a fixed cache,
+--cross-kv --position-ids) in f32 and bf16, BART built for several batch
+sizes and lengths, and Marian with a token table per stack.
 
 usage: encdec.py BINDIR WORKDIR [SEED]
                  [--cases=marian,bart,mbart,variants,marian_unshared]
@@ -163,6 +165,19 @@ def check_family(h, rng, name):
     encdec.check_parts(h, name, model, ids, mask, dec, encoded, hidden)
     encdec.check_past(h, name, model, ids, mask, dec, DEC - 2,
                       lambda kv: ref("f32", kv=kv))
+
+    def cross(dtype, encoded):
+        """Each decoder layer's encoder_attn keys and values."""
+        rw = rounded_weights(w, dtype)
+        p = "decoder.layers.%d.encoder_attn.%s."
+        return [tuple(reference._heads(
+            encoded @ rw[p % (l, n) + "weight"].astype(np.float64).T +
+            rw[p % (l, n) + "bias"], cfg["decoder_attention_heads"])
+            for n in ("k_proj", "v_proj"))
+            for l in range(cfg["decoder_layers"])]
+
+    encdec.check_step(h, name, model, ids, mask, dec,
+                      lambda dtype, kv: ref(dtype, kv=kv), cross)
 
 
 def check_variants(h, rng):

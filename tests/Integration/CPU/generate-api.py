@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """tfc.Generator (python/tfc/generation.py) against transformers'
-generate(), token for token: GPT-2, LLaMA, Marian and BART with random
-weights (Inputs/record_generate.py writes them as it did when it recorded
-Inputs/generate-expected.json), greedy and beam search (length_penalty
-1.0 and 0.6, early_stopping True, False and "never"), a batch of two with
-a padded prompt, EOS hit, the generation configs' processors. The JSON
-records the smallest margin of any decision transformers made; each case
-asserts it exceeds MARGIN, so that no near-tie can decide a token. Then
-sampling's distribution (top_k=1 is greedy, every token in the top-k /
-top-p set, the first token's frequencies as its probabilities, seeded
-runs repeat), `python -m tfc.generate`, and the one-line errors of bad
-arguments.
+generate(), token for token: GPT-2, LLaMA, Marian, BART, T5 and T5 v1.1
+with random weights (Inputs/record_generate.py writes them as it did
+when it recorded Inputs/generate-expected.json), greedy and beam search
+(length_penalty 1.0 and 0.6, early_stopping True, False and "never"), a
+batch of two with a padded prompt, EOS hit, the generation configs'
+processors. The JSON records the smallest margin of any decision
+transformers made; each case asserts it exceeds MARGIN, so that no
+near-tie can decide a token. Then sampling's distribution (top_k=1 is
+greedy, every token in the top-k / top-p set, the first token's
+frequencies as its probabilities, seeded runs repeat), `python -m
+tfc.generate`, and the one-line errors of bad arguments.
 
 usage: generate-api.py BINDIR WORKDIR
 """

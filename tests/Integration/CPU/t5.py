@@ -6,7 +6,10 @@ against the float64 numpy model of tests/pylib/tfc_testing/reference.py
 8 features), T5's ReLU feed-forward and tied, rescaled LM head, T5 v1.1's
 gated GELU and untied lm_head; the whole model in f32 and bf16, the
 logits, the encoder and decoder parts (--part), the decoder part with a KV
-cache after a past, and lengths past relative_attention_max_distance
+cache after a past, generation's builds (the encoder part with the
+cross-attention keys and values, one decoder step over a fixed cache whose
+rows are at different positions: the position bias gathered at run time)
+in f32 and bf16, and lengths past relative_attention_max_distance
 with heads narrower than d_model / num_heads.
 
 usage: t5.py BINDIR WORKDIR [SEED] [--cases=t5,t5v11,long]
@@ -111,6 +114,18 @@ def write_only(args):
     encdec.write_only("t5.py", args, CASES, write_model)
 
 
+def cross_keys_values(cfg, w):
+    """cross(dtype, encoded): each decoder layer's EncDecAttention keys
+    and values of `encoded`, the weights rounded to dtype."""
+    def cross(dtype, encoded):
+        rw = rounded_weights(w, dtype)
+        p = "decoder.block.%d.layer.1.EncDecAttention.%s.weight"
+        return [tuple(reference._heads(
+            encoded @ rw[p % (l, n)].astype(np.float64).T, cfg["num_heads"])
+            for n in "kv") for l in range(cfg["num_decoder_layers"])]
+    return cross
+
+
 def check_family(h, rng, name):
     cfg = CASES[name]
     model = h.path(name)
@@ -127,14 +142,18 @@ def check_family(h, rng, name):
     encdec.check_parts(h, name, model, ids, mask, dec, encoded, hidden)
     encdec.check_past(h, name, model, ids, mask, dec, DEC - 2,
                       lambda kv: reference.t5(cfg, w, ids, mask, dec, kv=kv))
+    encdec.check_step(h, name, model, ids, mask, dec,
+                      lambda dtype, kv: reference.t5(
+                          cfg, rounded_weights(w, dtype), ids, mask, dec,
+                          kv=kv), cross_keys_values(cfg, w))
 
 
 def check_long(h, rng):
     """T5 v1.1 with heads of 6 features (num_heads x d_kv = 24, d_model
     32) on 19 source tokens (3 of the second row padding) and 18 decoder
     tokens, past relative_attention_max_distance both ways: the whole
-    model's logits fused and unfused, and the decoder part's last 2 tokens
-    after a past of 16."""
+    model's logits fused and unfused, the decoder part's last 2 tokens
+    after a past of 16, and a decoder step at positions 16 and 9."""
     cfg, name = dict(CASES["t5v11"], d_kv=6), "t5_long"
     model = h.path(name)
     w = write_model(model, rng, cfg)
@@ -152,6 +171,13 @@ def check_long(h, rng):
     encdec.check_past(h, name, model, ids, mask, dec, LONG_DEC - 2,
                       lambda kv: reference.t5(cfg, w, ids, mask, dec, kv=kv),
                       builds=(True,))
+    # One decoder step over a 17-slot cache, its rows at positions 16 and
+    # 9: the run's distances reach past max_distance.
+    encdec.check_step(h, name, model, ids, mask, dec,
+                      lambda dtype, kv: reference.t5(cfg, w, ids, mask, dec,
+                                                     kv=kv),
+                      cross_keys_values(cfg, w), dtypes=("f32",),
+                      cap=LONG_DEC - 1, filled=(LONG_DEC - 2, 9))
 
 
 def main():

@@ -1,16 +1,17 @@
 """The checks the encoder-decoder families' CPU tests share
 (tests/Integration/CPU/encdec.py, t5.py): the whole model in each type,
 fused and unfused; its logits; the encoder and the decoder built apart
-(--part); the decoder part after a past (--past-len); and the scripts'
---write mode. `h` is the harness (harness.start); ids, mask [B, S] and
-dec [B, T] are a check's tokens."""
+(--part); the decoder part after a past (--past-len); generation's builds
+(the encoder with the cross-attention keys and values, one decoder step
+over a fixed cache); and the scripts' --write mode. `h` is the harness
+(harness.start); ids, mask [B, S] and dec [B, T] are a check's tokens."""
 
 import json
 import sys
 
 import numpy as np
 
-from tfc_testing.arrays import bf16_to_f32
+from tfc_testing.arrays import bf16_to_f32, f32_to_bf16
 
 # The whole model's tolerance per type: 1e-4 in f32, 10 units of the
 # type's roundoff in f16 and bf16.
@@ -116,3 +117,84 @@ def check_past(h, name, model, ids, mask, dec, past, reference,
                        np.concatenate([o.ravel() for o in out[1:]]),
                        np.concatenate([t.ravel() for pair in kv
                                        for t in pair]), 1e-4)
+
+
+def _typed(x, dtype):
+    """x as an input of `dtype` (bf16 as its bits)."""
+    if dtype == "bf16":
+        return f32_to_bf16(x.astype(np.float32))
+    return x.astype(_OUTPUT_TYPES[dtype])
+
+
+def _flat(arrays):
+    """The arrays (bf16 bits widened) in one float64 vector."""
+    return np.concatenate([(bf16_to_f32(a) if a.dtype == np.uint16 else a)
+                           .astype(np.float64).ravel() for a in arrays])
+
+
+def check_step(h, name, model, ids, mask, dec, reference, cross,
+               dtypes=("f32", "bf16"), cap=5, new=2, filled=(3, 1)):
+    """Generation's builds in each of `dtypes`, fused (the step's fusion
+    summary printed) and unfused: the encoder part with --cross-kv (its
+    output and every decoder layer's cross-attention keys and values), and
+    one decoder step over a fixed cache of `cap` slots (--part=decoder
+    --cross-kv --past-len CAP --position-ids --present=new, `new` tokens)
+    with rows at different steps: row r's tokens at positions n_r.. (n =
+    `filled`), the reference's keys and values of its first n_r tokens in
+    slots 0..n_r-1, garbage in the others (hidden by
+    decoder_attention_mask). Against reference(dtype, kv) -> (encoded,
+    hidden), which appends each decoder layer's self-attention (keys,
+    values) [B, heads, T, head dim] to kv, and cross(dtype, encoded) ->
+    each decoder layer's cross-attention (keys, values)."""
+    b, s = ids.shape
+    filled = np.array(filled)
+    garbage = np.random.default_rng(0)
+    rows = range(b)
+    tokens = np.stack([dec[r, n:n + new] for r, n in zip(rows, filled)])
+    positions = filled[:, None] + np.arange(new)[None]
+    step_mask = (np.arange(cap + new)[None] < filled[:, None]).astype(
+        np.int64)
+    step_mask[:, cap:] = 1
+    for dtype in dtypes:
+        kv = []
+        encoded, hidden = reference(dtype, kv)
+        kvs = cross(dtype, encoded)
+        tol = TOLERANCES[dtype]
+        inputs = [tokens] + [_typed(t, dtype) for pair in kvs for t in pair]
+        inputs += [mask, step_mask, positions]
+        for k, v in kv:
+            for t in (k, v):
+                slots = garbage.uniform(-3, 3, t.shape[:2] + (cap,) +
+                                        t.shape[3:])
+                for r, n in zip(rows, filled):
+                    slots[r, :, :n] = t[r, :, :n]
+                inputs.append(_typed(slots, dtype))
+        want = [hidden[r, n:n + new] for r, n in zip(rows, filled)]
+        new_kv = [t[r, :, n:n + new] for pair in kv for t in pair
+                  for r, n in zip(rows, filled)]
+        for fused in (True, False):
+            tag = "%s %s %s" % (name, dtype, "fused" if fused else "unfused")
+            lib, _ = h.build_hf(name + "_crosskv_" + dtype, model, b, s,
+                                fused, ["--part=encoder", "--cross-kv",
+                                        "--dtype=" + dtype])
+            out = h.run_hf(lib, model, [ids, mask], 1 + 2 * len(kvs))
+            h.expect_close(tag + " --part=encoder --cross-kv: its output",
+                           _flat(out[:1]), encoded.ravel(), tol)
+            h.expect_close(tag + " --part=encoder --cross-kv: cross keys "
+                           "and values", _flat(out[1:]),
+                           _flat([t for pair in kvs for t in pair]), tol)
+            lib, summary = h.build_hf(
+                "%s_step_%s" % (name, dtype), model, b, s, fused,
+                ["--part=decoder", "--cross-kv", "--decoder-seq-len",
+                 str(new), "--past-len=%d" % cap, "--position-ids",
+                 "--present=new", "--dtype=" + dtype])
+            if fused:
+                print(summary)
+            out = h.run_hf(lib, model, inputs, 1 + 2 * len(kv))
+            label = "%s step of %d tokens at positions %s, %d-slot cache" % (
+                tag, new, filled.tolist(), cap)
+            h.expect_close(label + ": hidden states", _flat(out[:1]),
+                           _flat(want), tol)
+            h.expect_close(label + ": the new keys and values",
+                           _flat([o[r] for o in out[1:] for r in rows]),
+                           _flat(new_kv), tol)

@@ -141,7 +141,10 @@ struct ImportOptions {
   /// new token's position (its rotary angle, GPT-2's position embedding)
   /// instead of pastLen, pastLen + 1, ...: with a cache of pastLen slots
   /// whose unused ones attention_mask hides, one build serves every decode
-  /// step. Positions are clamped to [0, pastLen + seqLen - 1].
+  /// step. Positions are clamped to [0, pastLen + seqLen - 1]. An
+  /// encoder-decoder's decoder part takes decoder_attention_mask [B,
+  /// pastLen + decoderSeqLen] and decoder_position_ids [B, decoderSeqLen]
+  /// after attention_mask, the same way.
   bool positionIds = false;
   /// Decoders with kvCache: what present.L.key/value hold.
   PresentKV present = PresentKV::All;
@@ -151,6 +154,15 @@ struct ImportOptions {
   int64_t decoderSeqLen = 0;
   /// Encoder-decoders and CLIP: the part built.
   ModelPart part = ModelPart::Whole;
+  /// Encoder-decoders: the encoder part also returns every decoder layer's
+  /// cross-attention keys and values of its output
+  /// (cross_key_values.L.key, .value, [B, heads, S, head dim] of the
+  /// compute type), and the decoder part takes those instead of
+  /// encoder_hidden_states: a decode step does not project them again.
+  bool crossKV = false;
+  /// Decoders (LLaMA-type, GPT-2): the ranks the heads and the MLP are
+  /// split across (docs/tensor-parallel.md); 1: not split.
+  int64_t tensorParallel = 1;
   /// The layers whose attention probabilities [B, heads, Sq, Skv] (after
   /// the softmax, hidden keys 0, in the compute type) the build returns
   /// after its other results: `attentions.L`, or an encoder-decoder's

@@ -3,8 +3,9 @@
 // The flags tfc-import and tfc-compile take for a model import: for Hugging
 // Face directories --batch, --seq-len, --dtype, --output, --token-type-ids,
 // --kv-cache, --past-len, --position-ids, --present, --decoder-seq-len,
-// --part, --attention-maps; for ONNX files --batch, --seq-len and
-// --input-shape. Defined once: each tool holds one static ImportFlags.
+// --part, --cross-kv, --attention-maps, --tensor-parallel; for ONNX files
+// --batch, --seq-len and --input-shape. Defined once: each tool holds one
+// static ImportFlags.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,7 +50,7 @@ public:
 
 private:
   /// The descriptions, before the options: cl::desc keeps a reference.
-  std::string descriptions[13];
+  std::string descriptions[15];
   llvm::cl::opt<std::string> batch, seqLen;
   llvm::cl::opt<std::string> dtype;
   llvm::cl::opt<ImportOutput> output;
@@ -60,7 +61,9 @@ private:
   llvm::cl::list<std::string> inputShape;
   llvm::cl::opt<int64_t> decoderSeqLen;
   llvm::cl::opt<ModelPart> part;
+  llvm::cl::opt<bool> crossKV;
   llvm::cl::opt<std::string> attentionMaps;
+  llvm::cl::opt<int64_t> tensorParallel;
 };
 
 /// The items of --attention-maps's comma-separated list: layer numbers

@@ -8,9 +8,10 @@ neither; the JSON it writes is committed):
   /work/venv-onnx/bin/python record_generate.py WORKDIR [OUT.json]
 
 It writes the model directories as generate-api.py does (write_models:
-the family writers of ../gpt2.py, ../llama.py and ../encdec.py, plus a
-generation_config.json each), runs generate() in f32 with each setting
-of CASES on a batch of two (the second prompt padded: on the left for
+the family writers of ../gpt2.py, ../llama.py, ../encdec.py and
+../t5.py, plus a generation_config.json each), runs generate() in f32
+with each setting of CASES on a batch of two (the second prompt padded: on
+the left for
 decoders, a shorter source for encoder-decoders) and writes the ids with
 the prompts, the settings, the generation configs, the model files'
 sha256 and the versions that wrote them. For each case it records the
@@ -33,6 +34,7 @@ sys.path.append(os.path.dirname(HERE))
 import encdec  # noqa: E402
 import gpt2  # noqa: E402
 import llama  # noqa: E402
+import t5  # noqa: E402
 from tfc_testing import safetensors_file  # noqa: E402
 
 NEW = 8  # max_new_tokens of every case
@@ -57,13 +59,24 @@ MODELS = {
                  "pad_token_id": 1, "eos_token_id": 30,
                  "forced_bos_token_id": 0, "forced_eos_token_id": 30,
                  "min_length": 4}),
+    # T5 (ReLU, the tied and rescaled head) and T5 v1.1 (gated GELU, an
+    # lm_head of its own): the pad token starts the decoder.
+    "t5": (t5.write_model, t5.CASES["t5"], 0, {
+        "decoder_start_token_id": 0, "pad_token_id": 0, "eos_token_id": 16}),
+    "t5v11": (t5.write_model, t5.CASES["t5v11"], 2, {
+        "decoder_start_token_id": 0, "pad_token_id": 0, "eos_token_id": 11}),
 }
 # The gains of the norms before the LM heads, scaled up so that the random
 # models' logits (and so the beams' scores) lie further apart.
 SHARPEN = {"gpt2": {"transformer.ln_f.weight": 3.0,
                     "transformer.ln_f.bias": 3.0},
            "marian": {"model.decoder.layers.1.final_layer_norm.weight": 5.0,
-                      "model.decoder.layers.1.final_layer_norm.bias": 5.0}}
+                      "model.decoder.layers.1.final_layer_norm.bias": 5.0},
+           # T5's token table smaller too: its unit rows, the residual
+           # stream's bulk, make the tied head repeat the last token.
+           "t5": {"shared.weight": 0.2,
+                  "decoder.final_layer_norm.weight": 4.0},
+           "t5v11": {"decoder.final_layer_norm.weight": 3.0}}
 CASES = [
     {"num_beams": 1},
     {"num_beams": 4, "length_penalty": 1.0, "early_stopping": False},
