@@ -18,6 +18,14 @@ step over a self-attention cache of max_length - 1 slots (--part=decoder
 slots. Each build is compiled the first time a shape needs it and kept in
 `cache_dir`, named by its flags and the model's files.
 
+With device="gpu" the builds are for NVIDIA GPUs (--target=nvptx) and the
+caches stay on the device for the whole generation (tfc.device): the KV
+cache and an encoder-decoder's cross-attention keys and values are device
+tensors each step binds in place, the step's new keys and values are
+copied into their cache slot on the device, beam search reorders the
+cache by row copies into a second one, and only the logits come to the
+host (the search runs there).
+
 Greedy search and beam search follow transformers' generation/utils.py
 (5.x) step for step: beam scores are sums of log-probabilities, a finished
 hypothesis scores sum / generated_len ** length_penalty, 2 * num_beams
@@ -38,6 +46,7 @@ import numpy as np
 
 from . import _locate
 from .compiler import CompileError, compile as _compile
+from .device import DeviceTensor
 from .runtime import Error, Model
 
 __all__ = ["Generator", "PROCESSORS"]
@@ -139,6 +148,9 @@ class Generator:
     its start token included).
 
     dtype: "f32", "f16" or "bf16" (the logits are f32 either way).
+    device: "cpu" or "gpu" (builds for --target=nvptx, the caches kept on
+      the device); by default "gpu" where extra_args has --target=nvptx,
+      else "cpu".
     cache_dir: where the builds are kept across Generators and processes
       (created if missing); by default a temporary directory of this
       Generator. batch: the batch size whose decode step is compiled now
@@ -148,7 +160,7 @@ class Generator:
     tfc-compile's one-line message."""
 
     def __init__(self, model, max_length, *, batch=1, dtype="f32",
-                 cache_dir=None, threads=None, extra_args=()):
+                 device=None, cache_dir=None, threads=None, extra_args=()):
         self.directory = os.fspath(model)
         raw, self.config = _model_config(self.directory)
         self.encoder_decoder = bool(self.config.get("is_encoder_decoder"))
@@ -158,6 +170,18 @@ class Generator:
                         "and the one generated after it)" % self.max_length)
         self.dtype, self.threads = dtype, threads
         self.extra_args = [os.fspath(a) for a in extra_args]
+        gpu = "--target=nvptx" in self.extra_args
+        if device is None:
+            device = "gpu" if gpu else "cpu"
+        if device not in ("cpu", "gpu"):
+            raise Error("tfc.Generator: device %r: \"cpu\" or \"gpu\"" %
+                        (device,))
+        if device == "cpu" and gpu:
+            raise Error("tfc.Generator: device \"cpu\" with --target=nvptx "
+                        "in extra_args (a GPU build: device=\"gpu\")")
+        self.device = device
+        if device == "gpu" and not gpu:
+            self.extra_args.append("--target=nvptx")
         self.gen_config = generation_config(self.directory)
         for field, off in _NOT_IMPLEMENTED.items():
             value = self.gen_config.get(field)
@@ -350,14 +374,108 @@ class Generator:
         return mask.astype(np.int64)
 
 
-def _stored(out, cache, mask, slot):
-    """A step's outputs: its new keys and values (out[1:]) written into
-    slot `slot` of the cache, which `mask` then marks filled; returns the
-    last token's logits."""
-    for c, o in zip(cache, out[1:]):
-        c[:, :, slot] = o[:, :, 0]
-    mask[:, slot] = 1
-    return out[0][:, -1]
+class _HostCache:
+    """A run's KV cache in numpy arrays [N, heads, slots, ...] passed to
+    each step."""
+
+    on_device = False
+
+    def __init__(self, tensors):
+        self.tensors = tensors
+
+    def store(self, out, slot):
+        """A step's outputs: its new keys and values (out[1:]) written into
+        slot `slot`; returns the last token's logits."""
+        for c, o in zip(self.tensors, out[1:]):
+            c[:, :, slot] = o[:, :, 0]
+        return out[0][:, -1]
+
+    def reorder(self, rows):
+        self.tensors = [c[rows] for c in self.tensors]
+
+
+def _device_copies(dst, src, spans):
+    """Copies (dst byte offset, src byte offset, bytes) spans from device
+    tensor src to dst on the device, adjacent spans as one copy."""
+    run = None
+    for d, s, n in spans:
+        if run and run[0] + run[2] == d and run[1] + run[2] == s:
+            run[2] += n
+            continue
+        if run:
+            dst.copy_from(src, run[2], run[0], run[1])
+        run = [d, s, n]
+    if run:
+        dst.copy_from(src, run[2], run[0], run[1])
+
+
+def _device_place(dst, src, start, repeat=1):
+    """dst[i * repeat + j, :, start:start + n] = src[i] for j < repeat, on
+    the device: src [N, heads, n, ...], dst [N * repeat, heads, slots,
+    ...]."""
+    rows, heads, n = src.shape[:3]
+    slots = dst.shape[2]
+    slot = src.nbytes // max(rows * heads * n, 1)  # bytes of one slot
+    _device_copies(dst, src, (
+        ((((i * repeat + j) * heads + h) * slots + start) * slot,
+         (i * heads + h) * n * slot, n * slot)
+        for i in range(rows) for j in range(repeat) for h in range(heads)))
+
+
+class _DeviceCache:
+    """A run's KV cache in device tensors: each step binds them in place,
+    its new keys and values (device outputs) are copied into their slot on
+    the device and only the logits come to the host; beam search reorders
+    the rows into a second set of tensors."""
+
+    on_device = True
+
+    def __init__(self, model, tensors):
+        self.model, self.tensors, self._spare = model, tensors, None
+
+    def store(self, out, slot):
+        for c, o in zip(self.tensors, out[1:]):
+            _device_place(c, o, slot)
+        return out[0].numpy()[:, -1]
+
+    def reorder(self, rows):
+        rows = np.asarray(rows)
+        if np.array_equal(rows, np.arange(len(rows))):
+            return
+        if self._spare is None:
+            self._spare = [DeviceTensor(c.shape, c.dtype, self.model._rt)
+                           for c in self.tensors]
+        for dst, src in zip(self._spare, self.tensors):
+            row = src.nbytes // src.shape[0]
+            _device_copies(dst, src, ((r * row, int(f) * row, row)
+                                      for r, f in enumerate(rows)))
+        self.tensors, self._spare = self._spare, self.tensors
+
+
+def _cache(model, on_device, shapes, prefill=(), start=0, repeat=1):
+    """A zero cache of `shapes` ((shape, numpy dtype) each), the prefill's
+    keys and values [N, heads, n, ...] (numpy or device tensors) written
+    at slots [start, start + n) of each row repeated `repeat` times."""
+    if on_device:
+        tensors = [DeviceTensor(s, d, model._rt) for s, d in shapes]
+        for t, o in zip(tensors, prefill):
+            _device_place(t, o, start, repeat)
+        return _DeviceCache(model, tensors)
+    tensors = [np.zeros(s, d) for s, d in shapes]
+    for t, o in zip(tensors, prefill):
+        t[:, :, start:start + o.shape[2]] = np.repeat(o, repeat, 0)
+    return _HostCache(tensors)
+
+
+def _cache_shapes(model):
+    """(shape, numpy dtype) of a step build's past_key_values inputs."""
+    return [(tuple(i.shape), np.dtype(np.uint16 if i.dtype == "bf16"
+                                      else i.dtype))
+            for i in model.inputs if i.name.startswith("past_key_values.")]
+
+
+def _host(array):
+    return array.numpy() if isinstance(array, DeviceTensor) else array
 
 
 class _DecoderRun:
@@ -365,34 +483,34 @@ class _DecoderRun:
 
     def __init__(self, gen, ids, mask, k):
         b, s = ids.shape
+        gpu = gen.device == "gpu"
         pos = np.where(mask == 0, 0, np.cumsum(mask, -1) - 1).astype(np.int64)
         prefill = gen._build(b, s, ["--kv-cache", "--position-ids",
                                     "--output=logits"])
-        out = prefill.run(ids, mask, pos)
-        self.first = np.repeat(out[0][:, -1], k, 0)
+        out = prefill.run(ids, mask, pos, outputs_on_device=gpu)
+        self.first = np.repeat(_host(out[0])[:, -1], k, 0)
         cap = gen.max_length - 1
-        self.cache = []
-        for o in out[1:]:
-            c = np.zeros((b * k, o.shape[1], cap) + o.shape[3:], o.dtype)
-            c[:, :, :s] = np.repeat(o, k, 0)
-            self.cache.append(c)
+        self.model = gen._step_model(b * k)
+        self.cache = _cache(self.model, gpu, _cache_shapes(self.model),
+                            out[1:], 0, k)
         self.mask = np.zeros((b * k, cap + 1), np.int64)
         self.mask[:, :s] = np.repeat(mask, k, 0)
         self.mask[:, cap] = 1
         self.pos = np.repeat(pos[:, -1], k, 0)
         self.slot = s
-        self.model = gen._step_model(b * k)
 
     def step(self, tokens):
         """The logits after feeding `tokens` [B*k], one per row."""
         self.pos = self.pos + 1
         out = self.model.run(tokens[:, None].astype(np.int64), self.mask,
-                             self.pos[:, None], *self.cache)
+                             self.pos[:, None], *self.cache.tensors,
+                             outputs_on_device=self.cache.on_device)
+        self.mask[:, self.slot] = 1
         self.slot += 1
-        return _stored(out, self.cache, self.mask, self.slot - 1)
+        return self.cache.store(out, self.slot - 1)
 
     def reorder(self, rows):
-        self.cache = [c[rows] for c in self.cache]
+        self.cache.reorder(rows)
         self.mask, self.pos = self.mask[rows], self.pos[rows]
 
 
@@ -403,18 +521,20 @@ class _EncoderDecoderRun:
 
     def __init__(self, gen, ids, mask, k):
         b, s = ids.shape
+        gpu = gen.device == "gpu"
         encoder = gen._build(b, s, ["--part=encoder", "--cross-kv"])
         # Every beam of a row attends to the same source.
-        self.cross = [np.repeat(o, k, 0) for o in encoder.run(ids, mask)[1:]]
+        out = encoder.run(ids, mask, outputs_on_device=gpu)[1:]
         self.mask = np.repeat(mask, k, 0)
         cap = gen.max_length - 1
         self.model = gen._build(b * k, s, [
             "--part=decoder", "--decoder-seq-len=1", "--cross-kv",
             "--past-len=%d" % cap, "--position-ids", "--present=new",
             "--output=logits"])
-        self.cache = [np.zeros(i.shape, np.uint16 if i.dtype == "bf16"
-                               else i.dtype) for i in self.model.inputs
-                      if i.name.startswith("past_key_values.")]
+        self.cross = _cache(self.model, gpu, [
+            ((o.shape[0] * k,) + o.shape[1:], o.dtype) for o in out],
+            out, 0, k).tensors
+        self.cache = _cache(self.model, gpu, _cache_shapes(self.model))
         self.self_mask = np.zeros((b * k, cap + 1), np.int64)
         self.self_mask[:, cap] = 1
         self.slot = 0
@@ -426,13 +546,14 @@ class _EncoderDecoderRun:
         out = self.model.run(
             tokens[:, None].astype(np.int64), *self.cross, self.mask,
             self.self_mask, np.full((len(tokens), 1), self.slot, np.int64),
-            *self.cache)
+            *self.cache.tensors, outputs_on_device=self.cache.on_device)
+        self.self_mask[:, self.slot] = 1
         self.slot += 1
-        return _stored(out, self.cache, self.self_mask, self.slot - 1)
+        return self.cache.store(out, self.slot - 1)
 
     def reorder(self, rows):
         # The mask and the position are the same in every row.
-        self.cache = [c[rows] for c in self.cache]
+        self.cache.reorder(rows)
 
 
 class _Processors:

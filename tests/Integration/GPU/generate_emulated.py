@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""tfc.Generator(device="gpu") on the PTX interpreter: GPT-2 and Marian of
+../CPU/generate-api.py (Inputs/record_generate.py's random models) built
+for the GPU, greedy and beam search token for token as transformers'
+generate() in ../CPU/Inputs/generate-expected.json, with the caches on the
+device for the whole generation.
+
+Each run and each transfer is watched (tfc.Model.run, DeviceTensor):
+every decoder step binds the KV cache (and Marian's cross-attention keys
+and values) as device tensors and leaves its outputs on the device; the
+host sends only the step's token ids, masks and positions, and takes back
+only the logits, the same bytes every step whatever the cache holds;
+nothing is copied to a device tensor from the host; the new keys and
+values go into the cache by device-to-device copies. The fake driver's
+counters (fake_cuda.h) show no device allocation after the second step
+and the runtime's graph counters one graph launch per step.
+
+usage: generate_emulated.py BINDIR WORKDIR
+  $TFC_CUDA_DRIVER: the PTX interpreter's driver (ptx_cuda.so)
+"""
+
+import ctypes
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "CPU", "Inputs"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "pylib"))
+import record_generate as rec  # noqa: E402
+import tfc  # noqa: E402
+from tfc.device import DeviceTensor  # noqa: E402
+from tfc_testing.harness import Harness  # noqa: E402
+
+# name: its prompt's length (a decoder's prompt, an encoder-decoder's start
+# token); the Generator's max_length is that plus max_new_tokens.
+MODELS = {"gpt2": rec.PROMPT, "marian": 1}
+SETTINGS = ({"num_beams": 1},
+            {"num_beams": 4, "length_penalty": 1.0, "early_stopping": False})
+
+
+class Watch:
+    """Records every Model.run (its model, which inputs were device
+    tensors, the bytes of the host inputs, outputs_on_device) and every
+    transfer of a DeviceTensor, with the fake driver's allocations."""
+
+    def __init__(self):
+        self.fake = ctypes.CDLL(os.environ["TFC_CUDA_DRIVER"])
+        self.events = []
+        run = tfc.Model.run
+        watch = self
+
+        def watched_run(model, *inputs, outputs_on_device=False, **named):
+            names = [i.name for i in model.inputs]
+            device = [n for n, a in zip(names, inputs)
+                      if isinstance(a, DeviceTensor)]
+            host = sum(np.asarray(a).nbytes for a in inputs
+                       if not isinstance(a, DeviceTensor))
+            watch.events.append(("run", model, device, host,
+                                 outputs_on_device, watch.allocs()))
+            return run(model, *inputs, outputs_on_device=outputs_on_device,
+                       **named)
+
+        def watched(name, kind):
+            method = getattr(DeviceTensor, name)
+
+            def call(tensor, *args, **kw):
+                watch.events.append((kind, tensor.nbytes if kind != "d2d"
+                                     else args[1] if len(args) > 1 else
+                                     kw.get("nbytes")))
+                return method(tensor, *args, **kw)
+            setattr(DeviceTensor, name, call)
+
+        tfc.Model.run = watched_run
+        watched("numpy", "d2h")
+        watched("copy_from_host", "h2d")
+        watched("copy_from", "d2d")
+
+    def allocs(self):
+        """The fake driver's cuMemAlloc_v2 count: mem_allocs, the second
+        uint64 of fake_cuda_counters (fake_cuda.h; room left for more)."""
+        c = (ctypes.c_uint64 * 64)()
+        self.fake.fake_cuda_get_counters(c)
+        return c[1]
+
+    def steps(self, step_model):
+        """The step runs of the events since the last reset, each with the
+        transfers that follow it up to the next run."""
+        out = []
+        for e in self.events:
+            if e[0] == "run":
+                out.append([e, []] if e[1] is step_model else None)
+            elif out and out[-1] is not None:
+                out[-1][1].append(e)
+        return [s for s in out if s is not None]
+
+
+def check_case(h, watch, gen, case, new):
+    name, settings = case["model"], case["settings"]
+    label = "%s %s" % (name, ", ".join("%s=%s" % kv
+                                       for kv in settings.items()))
+    ids = np.array(case["input_ids"])
+    watch.events = []
+    got = gen.generate(ids, np.array(case["attention_mask"]),
+                       max_new_tokens=new, **settings)
+    want = np.array(case["expected"])
+    h.expect("%s: %s as transformers'%s" % (
+        label, got.tolist(), "" if np.array_equal(got, want) else
+        " " + str(want.tolist())),
+        got.shape == want.shape and np.array_equal(got, want))
+    rows = len(ids) * settings["num_beams"]
+    step_model = [m for m in gen._models.values()
+                  if m.inputs[0].shape[0] == rows and any(
+                      i.name.startswith("past_key_values.")
+                      for i in m.inputs)][0]
+    steps = watch.steps(step_model)
+    cache = [i for i in step_model.inputs
+             if i.name.split(".")[0] in ("past_key_values",
+                                         "cross_key_values")]
+    cache_bytes = sum(int(np.prod(i.shape)) * np.dtype(
+        np.uint16 if i.dtype == "bf16" else i.dtype).itemsize for i in cache)
+    on_device = all(set(s[0][2]) == {i.name for i in cache} and s[0][4]
+                    for s in steps)
+    h.expect("%s: %d steps, each binding the %d caches (%s, %d bytes) as "
+             "device tensors, its outputs left on the device" % (
+                 label, len(steps), len(cache), ", ".join(sorted({
+                     i.name.split(".")[0] for i in cache})), cache_bytes),
+             len(steps) > 0 and on_device)
+    logits = rows * gen._vocab() * 4
+    sent = {s[0][3] for s in steps}
+    back = {tuple(x for x in s[1] if x[0] != "d2d") for s in steps}
+    h.expect("%s: per step %s bytes of ids, masks and positions to the "
+             "device, back only the logits (%s)" % (label, sorted(sent),
+                                                    sorted(back)),
+             len(sent) == 1 and max(sent) < cache_bytes // 8 and
+             back == {(("d2h", logits),)})
+    h.expect("%s: nothing copied from the host to a device tensor" % label,
+             not any(e[0] == "h2d" for e in watch.events))
+    copies = [sum(n for k, n in s[1] if k == "d2d") for s in steps]
+    h.expect("%s: each step's new keys and values copied into the cache "
+             "on the device%s: %s bytes" % (
+                 label, ", the beams' rows into the other cache" if
+                 settings["num_beams"] > 1 else "", sorted(set(copies))),
+             len(set(copies[:-1])) == 1 and copies[0] > 0)
+    allocs = [s[0][5] for s in steps] + [watch.allocs()]
+    h.expect("%s: no device allocation after the second step (fake "
+             "driver's cuMemAlloc count before each step, then at the end: "
+             "%s)" % (label, allocs), len(set(allocs[2:])) == 1)
+    return len(steps)
+
+
+def main():
+    bindir, work = sys.argv[1:3]
+    os.environ["TFC_COMPILE"] = os.path.join(bindir, "tfc-compile")
+    os.environ["TFC_RUNTIME_LIB"] = os.path.join(
+        os.path.dirname(os.path.abspath(bindir)), "lib", "libtfcrt.so")
+    h = Harness(bindir, work)
+    with open(os.path.join(HERE, "..", "CPU", "Inputs",
+                           "generate-expected.json")) as f:
+        expected = json.load(f)
+    new = expected["max_new_tokens"]
+    dirs = rec.write_models(os.path.join(work, "models"))
+    watch = Watch()
+    for name, prompt in MODELS.items():
+        for f, digest in expected["models"][name]["sha256"].items():
+            h.expect("%s/%s is the file transformers ran" % (name, f),
+                     rec.sha256(os.path.join(dirs[name], f)) == digest)
+        gen = tfc.Generator(dirs[name], prompt + new, batch=2,
+                            device="gpu", extra_args=["--gpu-binary=ptx"],
+                            cache_dir=os.path.join(work, "builds"))
+        h.expect("%s: device=\"gpu\" builds for nvptx" % name,
+                 "--target=nvptx" in gen.extra_args)
+        for settings in SETTINGS:
+            case = [c for c in expected["cases"] if c["model"] == name and
+                    c["settings"] == settings][0]
+            steps = check_case(h, watch, gen, case, new)
+            model = [m for m in gen._models.values()
+                     if m.inputs[0].shape[0] == 2 * settings["num_beams"]
+                     and any(i.name.startswith("past_key_values.")
+                             for i in m.inputs)][0]
+            g = model.cuda_graph_stats()
+            h.expect("%s %s: each step one graph launch: %s" % (
+                name, settings, g), g["plain_runs"] == 0 and
+                g["capture_failures"] == 0 and g["off"] == "" and
+                g["captures"] + g["replays"] == steps)
+        gen.close()
+    for kw, needle in (({"device": "tpu"}, "device 'tpu': \"cpu\" or "
+                        "\"gpu\""),
+                       ({"device": "cpu", "extra_args": ["--target=nvptx"]},
+                        "device \"cpu\" with --target=nvptx in extra_args")):
+        try:
+            tfc.Generator(dirs["gpt2"], 9, **kw)
+            h.expect("Generator(%s): refused" % kw, False)
+        except tfc.Error as e:
+            h.expect("Generator(%s): %s" % (kw, e), needle in str(e) and
+                     len(str(e).splitlines()) == 1)
+    h.finish()
+
+
+if __name__ == "__main__":
+    main()
