@@ -252,6 +252,25 @@ def check_errors(h, gens, case, work):
             "sets no_repeat_ngram_size = 3")
 
 
+def check_top(h):
+    """Beam search's top candidates (generation._top, a partition then a
+    sort of what it kept) are the first of the stable full sort's, ties to
+    the lower index, on random rows with many ties and -inf."""
+    from tfc.generation import _ranked, _top
+    rng = np.random.default_rng(5)
+    bad = 0
+    for t in range(600):
+        b, m = int(rng.integers(1, 4)), int(rng.integers(1, 400))
+        n = int(rng.integers(1, m + 1))
+        x = (rng.integers(-4, 4, (b, m)) if t % 2 else
+             rng.standard_normal((b, m))).astype(np.float32)
+        if t % 3 == 0:
+            x[:, rng.integers(0, m, m // 2)] = -np.inf
+        bad += not np.array_equal(_top(x, n), _ranked(x)[:, :n])
+    h.expect("beam search's partial top-k equals the full stable sort's "
+             "prefix (600 random cases, ties and -inf)", bad == 0)
+
+
 def main():
     bindir, work = sys.argv[1:3]
     os.environ["TFC_COMPILE"] = os.path.join(bindir, "tfc-compile")
@@ -278,6 +297,7 @@ def main():
             c["settings"]["num_beams"] == 4][0]
     check_cli(h, gens["gpt2"], dirs["gpt2"], beam, work)
     check_errors(h, gens, beam, work)
+    check_top(h)
     h.finish()
 
 
