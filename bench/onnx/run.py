@@ -328,7 +328,7 @@ def render(res):
              "Peak RSS: the whole process (`/usr/bin/time -v`), ORT's with Python's interpreter. tfc-compile s: "
              f"the median of {m['compiles']} compiles of the file; ORT session s: the median time to create its "
              "InferenceSession (graph optimisations included). Rows: a sentence's embedding (MiniLM), a "
-             "token's hidden state (GPT-2); tfc vs ORT: " +
+             "token's hidden state (GPT-2), a patch's or the class token's (ViT); tfc vs ORT: " +
              ", ".join(f"{c['model']} {c['batch']}x{c['seq']} {c['tfc_vs_ort_max_row_rel_error']:.1e}"
                        for c in res["cases"]) + ".")
     L.append("")
