@@ -220,10 +220,31 @@ def check_unshared(h, rng):
                        h.run_hf(lib, model, [ids, mask, dec]), expected, 1e-4)
 
 
+def check_quantized(h, rng):
+    """BART built with --quantize-weights=int8 and =int4 (every projection
+    of both stacks, cross-attention's included), and with
+    --quantize-activations=int8: the decoder's last hidden state against
+    the reference on the weights (and activations) as the build quantizes
+    them, fused and unfused."""
+    cfg = CASES["bart"]
+    model = h.path("bart_quantized")
+    w = write_model(model, rng, cfg)
+    ids, mask = random_tokens(rng, cfg["vocab_size"], BATCH, SEQ, 2)
+    dec = rng.integers(0, cfg["vocab_size"], (BATCH, DEC)).astype(np.int64)
+    h.check_quantized(
+        "bart hidden",
+        lambda wts, bits, act: reference.encoder_decoder(
+            cfg, wts, ids, mask, dec, quantize=act)[1],
+        model, w, [ids, mask, dec],
+        {n: 1 for n in w if n.endswith(("proj.weight", "fc1.weight",
+                                        "fc2.weight"))},
+        1e-4, ["--decoder-seq-len", str(DEC)])
+
+
 def main():
     if sys.argv[1] == "--write":
         return write_only(sys.argv[2:])
-    h, rng, _ = start(sys.argv[1:])
+    h, rng, target = start(sys.argv[1:])
     for name in CASES:
         if h.wants(name):
             check_family(h, rng, name)
@@ -231,6 +252,8 @@ def main():
         check_variants(h, rng)
     if h.wants("marian_unshared"):
         check_unshared(h, rng)
+    if h.wants("quantized") and target == "cpu":
+        check_quantized(h, rng)
     h.finish()
 
 

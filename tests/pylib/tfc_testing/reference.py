@@ -271,7 +271,7 @@ def marian_positions(n, d):
 
 
 def encoder_decoder(cfg, w, ids, mask, dec_ids, kv=None, encoded=None,
-                    positions=marian_positions, probs=None):
+                    positions=marian_positions, probs=None, quantize=None):
     """transformers' MarianModel, BartModel or MBartModel (cfg's
     model_type) forward, eager attention, decoder_attention_mask None, in
     float64: (the encoder's last hidden state, the decoder's). `w`: the
@@ -280,7 +280,9 @@ def encoder_decoder(cfg, w, ids, mask, dec_ids, kv=None, encoded=None,
     `encoded`, when given, stands for the encoder's output; `positions(n,
     d)`, Marian's table (as the model holds it in its type); `probs`, when
     given, a dict whose lists "encoder", "decoder" and "cross" get each
-    layer's attention probabilities [B, heads, Sq, Skv]."""
+    layer's attention probabilities [B, heads, Sq, Skv]; `quantize`, when
+    given, is applied to the input of every projection (as
+    --quantize-activations does: quantized_activations)."""
     kind = cfg["model_type"]
     d = cfg["d_model"]
     scale = math.sqrt(d) if cfg.get("scale_embedding", False) else 1.0
@@ -295,6 +297,7 @@ def encoder_decoder(cfg, w, ids, mask, dec_ids, kv=None, encoded=None,
         return layer_norm(x, g(n + ".weight"), g(n + ".bias"), 1e-5)
 
     def lin(x, n):
+        x = quantize(x) if quantize else x
         return x @ g(n + ".weight").T + g(n + ".bias")
 
     def attn(n, x, source, heads, add, causal=False, store=None, maps=None):
