@@ -68,7 +68,9 @@ void Launch::cpAsync(Thread &t, const Inst &in) {
 void Launch::completeCopies(Thread &t, size_t keep) {
   while (t.groups.size() > keep) {
     for (const CopyOp &c : t.groups.front()) {
-      memcpy(c.dst, c.src, c.srcBytes);
+      // A copy of src-size 0 (zero fill past the end) may name no source.
+      if (c.srcBytes)
+        memcpy(c.dst, c.src, c.srcBytes);
       memset(c.dst + c.srcBytes, 0, c.bytes - c.srcBytes);
     }
     t.groups.erase(t.groups.begin());
