@@ -2,7 +2,8 @@
 (tfc-compile --attention-maps) and writes one PNG heat map per layer and
 head of the probabilities it computes on one sequence.
 
-usage: plot.py MODEL_DIR OUT_DIR (--text TEXT | --ids ID,ID,...)
+usage: plot.py MODEL_DIR OUT_DIR (--text TEXT | --ids ID,ID,... |
+                                  --image PIXELS.npy)
                [--layers LAYERS] [--decoder-ids ID,ID,...] [--dtype f32]
 
 --text needs the `tokenizers` package and the model's tokenizer.json;
@@ -10,8 +11,12 @@ usage: plot.py MODEL_DIR OUT_DIR (--text TEXT | --ids ID,ID,...)
 (default all; an encoder-decoder's as encoder.0, decoder.1-2, cross.all),
 and an encoder-decoder needs --decoder-ids. Each map is written as
 OUT_DIR/NAME.head<H>.png (NAME: attentions.L, encoder_attentions.L, ...),
-queries down, keys across. The model runs in this process through the tfc
-Python package (python/, used from this tree when it is not installed).
+queries down, keys across. --image takes a ViT's (or CLIP's vision
+tower's) pixel values, [C, H, W] or [1, C, H, W] float32 as .npy: each map
+is then drawn as what the class token attends to, one square per patch
+laid out as the image's patch grid. The model runs in this process through
+the tfc Python package (python/, used from this tree when it is not
+installed).
 """
 
 import argparse
@@ -56,18 +61,60 @@ def tokens(args):
     return enc.ids, enc.tokens
 
 
+def image_input(args, cfg):
+    """--image's pixel values [1, 3, H, W], the tfc-compile flags of the
+    vision model and its patch grid (rows, columns)."""
+    vision = cfg.get("vision_config", cfg)
+
+    def pair(v):
+        return (v, v) if isinstance(v, int) else tuple(v)
+    try:
+        (h, w), (ph, pw) = pair(vision["image_size"]), pair(
+            vision["patch_size"])
+    except KeyError as e:
+        fail("--image: %s/config.json has no %s: not an image model" % (
+            args.model, e))
+    try:
+        px = np.load(args.image).astype(np.float32)
+    except (OSError, ValueError) as e:
+        fail("--image: %s: %s" % (args.image, e))
+    c = vision.get("num_channels", 3)
+    px = px[None] if px.ndim == 3 else px
+    if px.shape != (1, c, h, w):
+        fail("--image: %s: pixel values %s, not [%d, %d, %d] (the model's "
+             "num_channels and image_size)" % (args.image, list(px.shape),
+                                               c, h, w))
+    flags = ["--part=vision"] if "vision_config" in cfg else []
+    return px, flags, (h // ph, w // pw)
+
+
+def draw_image_map(plt, probs, grid, title, path):
+    """The class token's attention over the patches, as the patch grid."""
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.5 + 0.4 * grid[1]),
+                                    max(3.5, 1 + 0.4 * grid[0])))
+    im = ax.imshow(probs[0, 1:].reshape(grid), vmin=0, cmap="viridis")
+    ax.set_xlabel("patch column")
+    ax.set_ylabel("patch row")
+    ax.set_title(title + ":\n[CLS] over the patches", fontsize=10)
+    fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("model")
     p.add_argument("out")
     p.add_argument("--text")
     p.add_argument("--ids")
+    p.add_argument("--image")
     p.add_argument("--decoder-ids")
     p.add_argument("--layers", default="all")
     p.add_argument("--dtype", default="f32")
     args = p.parse_args()
-    if (args.text is None) == (args.ids is None):
-        fail("give one of --text and --ids")
+    if sum(x is not None for x in (args.text, args.ids, args.image)) != 1:
+        fail("give one of --text, --ids and --image")
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -75,27 +122,37 @@ def main():
     except ImportError:
         fail("matplotlib is not installed (pip install matplotlib)")
     with open(os.path.join(args.model, "config.json")) as f:
-        encoder_decoder = json.load(f).get("is_encoder_decoder", False)
+        cfg = json.load(f)
+    encoder_decoder = cfg.get("is_encoder_decoder", False)
     if encoder_decoder and not args.decoder_ids:
         fail("an encoder-decoder needs --decoder-ids")
 
-    ids, labels = tokens(args)
-    inputs = {"input_ids": np.array([ids], dtype=np.int64),
-              "attention_mask": np.ones((1, len(ids)), dtype=np.int64)}
     flags = ["--attention-maps=" + args.layers]
-    dec_labels = []
+    dec_labels, grid, seq_len = [], None, None
+    if args.image:
+        px, vision_flags, grid = image_input(args, cfg)
+        inputs = {"pixel_values": px}
+        flags += vision_flags
+    else:
+        ids, labels = tokens(args)
+        inputs = {"input_ids": np.array([ids], dtype=np.int64),
+                  "attention_mask": np.ones((1, len(ids)), dtype=np.int64)}
+        seq_len = len(ids)
     if encoder_decoder:
         dec = ids_of(args.decoder_ids)
         dec_labels = [str(i) for i in dec]
         inputs["decoder_input_ids"] = np.array([dec], dtype=np.int64)
         flags.append("--decoder-seq-len=%d" % len(dec))
     try:
-        model = tfc.compile(args.model, batch=1, seq_len=len(ids),
+        model = tfc.compile(args.model, batch=1, seq_len=seq_len,
                             dtype=args.dtype, extra_args=flags)
     except tfc.Error as e:
         fail(str(e))
     with model:
-        outputs = model.run(**inputs)
+        try:
+            outputs = model.run(**inputs)
+        except tfc.Error as e:
+            fail(str(e))
         names = [o.name for o in model.outputs]
     os.makedirs(args.out, exist_ok=True)
     written = 0
@@ -105,6 +162,14 @@ def main():
         if probs.dtype == np.uint16:  # bf16's bits
             probs = (probs.astype(np.uint32) << 16).view(np.float32)
         probs = probs.astype(np.float32)
+        if grid:
+            for h in range(probs.shape[1]):
+                draw_image_map(plt, probs[0, h], grid,
+                               "%s, head %d" % (name, h),
+                               os.path.join(args.out,
+                                            "%s.head%d.png" % (name, h)))
+                written += 1
+            continue
         queries = dec_labels if name.startswith(("decoder", "cross")) \
             else labels
         keys = dec_labels if name.startswith("decoder") else labels
