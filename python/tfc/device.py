@@ -32,6 +32,8 @@ SIGNATURES = {
     "tfc_device_tensor_copy_from_host": (_P, [_P, _SIZE, _P, _SIZE]),
     "tfc_device_tensor_copy_to_host": (_P, [_P, _SIZE, _P, _SIZE]),
     "tfc_device_tensor_copy": (_P, [_P, _SIZE, _P, _SIZE, _SIZE]),
+    "tfc_device_tensor_copy_2d": (_P, [_P, _SIZE, _SIZE, _P, _SIZE, _SIZE,
+                                       _SIZE, _SIZE]),
     "tfc_model_bind_input_tensor": (_P, [_P, _I32, _P]),
     "tfc_model_bind_output_tensor": (_P, [_P, _I32, _P]),
     "tfc_model_set_cuda_graphs": (_P, [_P, _I32]),
@@ -102,6 +104,16 @@ class DeviceTensor:
         _check(self._rt, self._rt.tfc_device_tensor_copy(
             self._handle, offset, src._handle, src_offset,
             src.nbytes if nbytes is None else nbytes))
+
+    def copy_2d_from(self, src, width, height, offset=0, pitch=0,
+                     src_offset=0, src_pitch=0):
+        """Copies `height` rows of `width` bytes from device tensor `src`
+        on the device, in one copy: row r from byte src_offset + r *
+        src_pitch of `src` to byte offset + r * pitch of this one."""
+        from .runtime import _check
+        _check(self._rt, self._rt.tfc_device_tensor_copy_2d(
+            self._handle, offset, pitch, src._handle, src_offset, src_pitch,
+            width, height))
 
     def close(self):
         handle, self._handle = getattr(self, "_handle", None), None

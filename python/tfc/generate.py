@@ -2,6 +2,7 @@
 through tfc.Generator.
 
   tfc-generate MODEL_DIR --ids 5,17,3 --max-new-tokens 20 [--num-beams 4]
+      [--device gpu]
   tfc-generate MODEL_DIR --ids prompts.npy --attention-mask mask.npy \\
       --max-new-tokens 20 --output out.npy
 
@@ -68,6 +69,9 @@ def _parser():
     p.add_argument("--top-p", type=float)
     p.add_argument("--seed", type=int)
     p.add_argument("--dtype", default="f32", help="f32, f16 or bf16")
+    p.add_argument("--device", default="cpu", choices=("cpu", "gpu"),
+                   help="gpu: builds for NVIDIA GPUs, the caches kept on the "
+                   "device (default cpu)")
     p.add_argument("--cache-dir", help="where the builds are kept")
     p.add_argument("--output", help=".npy file for the ids")
     return p
@@ -88,7 +92,7 @@ def main(argv=None):
                           Generator.is_encoder_decoder(a.model) else
                           1 + a.max_new_tokens)
         with Generator(a.model, max_length, batch=len(ids), dtype=a.dtype,
-                       cache_dir=a.cache_dir) as g:
+                       device=a.device, cache_dir=a.cache_dir) as g:
             out = g.generate(
                 ids, mask, max_new_tokens=a.max_new_tokens,
                 num_beams=a.num_beams, length_penalty=a.length_penalty,

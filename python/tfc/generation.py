@@ -22,7 +22,8 @@ With device="gpu" the builds are for NVIDIA GPUs (--target=nvptx) and the
 caches stay on the device for the whole generation (tfc.device): the KV
 cache and an encoder-decoder's cross-attention keys and values are device
 tensors each step binds in place, the step's new keys and values are
-copied into their cache slot on the device, beam search reorders the
+copied into their cache slot on the device (one strided copy per cache
+tensor, tfc_device_tensor_copy_2d), beam search reorders the
 cache by row copies into a second one, and only the logits come to the
 host (the search runs there).
 
@@ -425,21 +426,27 @@ def _device_copies(dst, src, spans):
 def _device_place(dst, src, start, repeat=1):
     """dst[i * repeat + j, :, start:start + n] = src[i] for j < repeat, on
     the device: src [N, heads, n, ...], dst [N * repeat, heads, slots,
-    ...]."""
+    ...]. One 2-D copy (a row per row and head) when repeat is 1, else one
+    per (i, j)."""
     rows, heads, n = src.shape[:3]
     slots = dst.shape[2]
     slot = src.nbytes // max(rows * heads * n, 1)  # bytes of one slot
-    _device_copies(dst, src, (
-        ((((i * repeat + j) * heads + h) * slots + start) * slot,
-         (i * heads + h) * n * slot, n * slot)
-        for i in range(rows) for j in range(repeat) for h in range(heads)))
+    blocks = [(0, 0, rows * heads)] if repeat == 1 else [
+        ((i * repeat + j) * heads, i * heads, heads)
+        for i in range(rows) for j in range(repeat)]
+    for d, s, height in blocks:
+        dst.copy_2d_from(src, n * slot, height,
+                         offset=(d * slots + start) * slot,
+                         pitch=slots * slot, src_offset=s * n * slot,
+                         src_pitch=n * slot)
 
 
 class _DeviceCache:
     """A run's KV cache in device tensors: each step binds them in place,
     its new keys and values (device outputs) are copied into their slot on
-    the device and only the logits come to the host; beam search reorders
-    the rows into a second set of tensors."""
+    the device, one 2-D copy per tensor, and only the logits come to the
+    host; beam search reorders the rows into a second set of tensors, one
+    copy per run of consecutive rows."""
 
     on_device = True
 

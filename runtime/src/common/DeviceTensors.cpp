@@ -66,6 +66,37 @@ tfc_status checkRange(const char *fn, const tfc_device_tensor *tensor,
   return nullptr;
 }
 
+/// INVALID_ARGUMENT unless `height` rows of `width` bytes, `pitch` apart
+/// from byte `offset`, lie in `tensor` (`which`: "destination").
+tfc_status checkRows(const char *fn, const char *which,
+                     const tfc_device_tensor *tensor, size_t offset,
+                     size_t pitch, size_t width, size_t height) {
+  if (!tensor)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      std::string(fn) + ": the " + which + " tensor is NULL");
+  std::string rows = std::string(fn) + ": " + which + " rows of " +
+                     std::to_string(width) + " bytes, pitch " +
+                     std::to_string(pitch);
+  if (height > 1 && width > pitch)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      rows + ": the width exceeds the pitch");
+  if (height == 0 || width == 0)
+    return checkRange(fn, tensor, offset, 0);
+  const size_t max = std::numeric_limits<size_t>::max();
+  size_t rest = tensor->nbytes - std::min(offset, tensor->nbytes);
+  bool fits = offset <= tensor->nbytes && width <= rest &&
+              (height - 1 <= (max - width) / std::max<size_t>(pitch, 1)) &&
+              (height - 1) * pitch + width <= rest;
+  if (!fits)
+    return makeStatus(TFC_INVALID_ARGUMENT,
+                      rows + ", " + std::to_string(height) +
+                          (height == 1 ? " row" : " rows") + " from byte " +
+                          std::to_string(offset) + " lie outside the " +
+                          std::to_string(tensor->nbytes) +
+                          "-byte device tensor");
+  return nullptr;
+}
+
 CUdeviceptr at(const tfc_device_tensor *tensor, size_t offset) {
   return tensor->ptr + offset;
 }
@@ -253,6 +284,27 @@ tfc_status tfc_device_tensor_copy(tfc_device_tensor *dst, size_t dst_offset,
   return guard([&] {
     return copyAndWait(*dst->driver, fn, at(dst, dst_offset),
                        at(src, src_offset), nbytes);
+  });
+}
+
+tfc_status tfc_device_tensor_copy_2d(tfc_device_tensor *dst, size_t dst_offset,
+                                     size_t dst_pitch,
+                                     const tfc_device_tensor *src,
+                                     size_t src_offset, size_t src_pitch,
+                                     size_t width_bytes, size_t height) {
+  const char *fn = "tfc_device_tensor_copy_2d";
+  if (tfc_status s = checkRows(fn, "destination", dst, dst_offset, dst_pitch,
+                               width_bytes, height))
+    return s;
+  if (tfc_status s = checkRows(fn, "source", src, src_offset, src_pitch,
+                               width_bytes, height))
+    return s;
+  return guard([&] {
+    if (tfc::cuda::CallFailure failed = tfc::cuda::copy2dAndWait(
+            *dst->driver, at(dst, dst_offset), dst_pitch, at(src, src_offset),
+            src_pitch, width_bytes, height))
+      return driverFailure(*dst->driver, fn, failed);
+    return tfc_status(nullptr);
   });
 }
 

@@ -102,6 +102,7 @@ std::string Driver::init(const std::string &path) {
       {{"cuMemAlloc_v2"}, slot(api_.cuMemAlloc)},
       {{"cuMemFree_v2"}, slot(api_.cuMemFree)},
       {{"cuMemcpyAsync"}, slot(api_.cuMemcpyAsync)},
+      {{"cuMemcpy2DAsync_v2"}, slot(api_.cuMemcpy2DAsync), true},
       {{"cuMemsetD8Async"}, slot(api_.cuMemsetD8Async)},
       {{"cuMemsetD16Async"}, slot(api_.cuMemsetD16Async)},
       {{"cuMemsetD32Async"}, slot(api_.cuMemsetD32Async)},

@@ -29,6 +29,25 @@ using CUgraphExec = struct CUgraphExec_st *;
 using cuuint32_t = unsigned;
 using cuuint64_t = unsigned long long;
 
+/// CUDA_MEMCPY2D: a copy of `Height` rows of `WidthInBytes` bytes, row r
+/// from src + r * srcPitch to dst + r * dstPitch (the X and Y fields add to
+/// the start; arrays are not used).
+struct Memcpy2D {
+  size_t srcXInBytes, srcY;
+  int srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  void *srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  int dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  void *dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+};
+
 /// The 128 opaque bytes cuTensorMapEncodeTiled writes and TMA instructions
 /// (cp.async.bulk.tensor) read.
 struct alignas(64) CUtensorMap {
@@ -53,6 +72,10 @@ constexpr unsigned kEventDisableTiming = 2;
 constexpr int kStreamCaptureModeRelaxed = 2;
 /// CU_STREAM_NON_BLOCKING: no implicit ordering with the legacy stream.
 constexpr unsigned kStreamNonBlocking = 1;
+/// CU_MEMORYTYPE_DEVICE, and the largest pitch of a 2-D copy
+/// (CU_DEVICE_ATTRIBUTE_MAX_PITCH on current GPUs).
+constexpr int kMemoryTypeDevice = 2;
+constexpr size_t kMaxPitch = 2147483647;
 constexpr int kTensorMapInterleaveNone = 0;
 constexpr int kTensorMapL2Promotion128B = 2;
 constexpr int kTensorMapFloatOobFillNone = 0; // out-of-bound elements read 0
@@ -86,6 +109,9 @@ struct DriverApi {
   CUresult (*cuMemFree)(CUdeviceptr ptr);
   CUresult (*cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
                             CUstream stream);
+  /// Optional (in every driver since CUDA 3.2; copy2dAndWait falls back to
+  /// one cuMemcpyAsync per row without it).
+  CUresult (*cuMemcpy2DAsync)(const Memcpy2D *copy, CUstream stream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value,
                               size_t count, CUstream stream);
   CUresult (*cuMemsetD16Async)(CUdeviceptr dst, unsigned short value,

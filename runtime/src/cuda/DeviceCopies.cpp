@@ -33,13 +33,36 @@ CallFailure allocateZeroed(const Driver &driver, size_t nbytes,
 
 CallFailure copyAndWait(const Driver &driver, CUdeviceptr dst, CUdeviceptr src,
                         size_t nbytes) {
+  return copy2dAndWait(driver, dst, nbytes, src, nbytes, nbytes, 1);
+}
+
+CallFailure copy2dAndWait(const Driver &driver, CUdeviceptr dst,
+                          size_t dstPitch, CUdeviceptr src, size_t srcPitch,
+                          size_t width, size_t height) {
   if (CUresult r = driver.makeCurrent())
     return {"cuCtxSetCurrent", r};
-  if (nbytes == 0)
+  if (width == 0 || height == 0)
     return {};
   const DriverApi &api = driver.api();
-  if (CUresult r = api.cuMemcpyAsync(dst, src, nbytes, driver.stream()))
-    return {"cuMemcpyAsync", r};
+  if (height > 1 && api.cuMemcpy2DAsync && dstPitch <= kMaxPitch &&
+      srcPitch <= kMaxPitch) {
+    Memcpy2D copy = {};
+    copy.srcMemoryType = copy.dstMemoryType = kMemoryTypeDevice;
+    copy.srcDevice = src;
+    copy.srcPitch = srcPitch;
+    copy.dstDevice = dst;
+    copy.dstPitch = dstPitch;
+    copy.WidthInBytes = width;
+    copy.Height = height;
+    if (CUresult r = api.cuMemcpy2DAsync(&copy, driver.stream()))
+      return {"cuMemcpy2DAsync_v2", r};
+  } else {
+    for (size_t row = 0; row < height; ++row)
+      if (CUresult r =
+              api.cuMemcpyAsync(dst + row * dstPitch, src + row * srcPitch,
+                                width, driver.stream()))
+        return {"cuMemcpyAsync", r};
+  }
   if (CUresult r = api.cuStreamSynchronize(driver.stream()))
     return {"cuStreamSynchronize", r};
   return {};

@@ -27,6 +27,13 @@ CallFailure allocateZeroed(const Driver &driver, size_t nbytes,
 /// addressing) on the runtime's stream and waits.
 CallFailure copyAndWait(const Driver &driver, CUdeviceptr dst, CUdeviceptr src,
                         size_t nbytes);
+/// Copies `height` rows of `width` bytes on the device, row r from
+/// src + r * srcPitch to dst + r * dstPitch, on the runtime's stream and
+/// waits: one cuMemcpy2DAsync_v2, or one cuMemcpyAsync per row where the
+/// driver lacks it or a pitch exceeds kMaxPitch.
+CallFailure copy2dAndWait(const Driver &driver, CUdeviceptr dst,
+                          size_t dstPitch, CUdeviceptr src, size_t srcPitch,
+                          size_t width, size_t height);
 /// Gives `block` back to the device allocator once the stream's work
 /// (which may use it) is done.
 void releaseAfterStream(const Driver &driver, CUdeviceptr block);

@@ -160,7 +160,7 @@ def check_cli(h, gen, model, case, work):
            "8", "--num-beams", "4", "--length-penalty",
            str(s["length_penalty"]), "--early-stopping",
            str(s["early_stopping"]).lower(), "--max-length", str(MAX_LENGTH),
-           "--cache-dir", os.path.join(work, "builds")]
+           "--cache-dir", os.path.join(work, "builds"), "--device", "cpu"]
     done = subprocess.run(cmd + ["--ids", files["ids"], "--attention-mask",
                                  files["mask"], "--output", files["out"]],
                           env=env, capture_output=True, text=True)
@@ -182,7 +182,9 @@ def check_cli(h, gen, model, case, work):
                            "num_beams 0"),
                           (["--ids", "1,x"], "--ids '1,x': a comma list"),
                           (["--ids", "1,2", "--early-stopping", "soon"],
-                           "--early-stopping: 'soon': true, false")):
+                           "--early-stopping: 'soon': true, false"),
+                          (["--ids", "1,2", "--device", "tpu"],
+                           "--device: invalid choice: 'tpu'")):
         done = subprocess.run(cmd + flags, env=env, capture_output=True,
                               text=True)
         err = done.stderr.strip()

@@ -11,15 +11,20 @@ and values) as device tensors and leaves its outputs on the device; the
 host sends only the step's token ids, masks and positions, and takes back
 only the logits, the same bytes every step whatever the cache holds;
 nothing is copied to a device tensor from the host; the new keys and
-values go into the cache by device-to-device copies. The fake driver's
-counters (fake_cuda.h) show no device allocation after the second step
-and the runtime's graph counters one graph launch per step.
+values go into the cache by one strided device-to-device copy per cache
+tensor (DeviceTensor.copy_2d_from, one cuMemcpy2DAsync_v2 each by the fake
+driver's counters), and beam search's reorder by at most one copy per row
+and tensor. The fake driver's counters (fake_cuda.h) also show no device
+allocation after the second step, and the runtime's graph counters one
+graph launch per step. `tfc-generate --device gpu` prints the same ids.
 
 usage: generate_emulated.py BINDIR WORKDIR
   $TFC_CUDA_DRIVER: the PTX interpreter's driver (ptx_cuda.so)
 """
 
+import contextlib
 import ctypes
+import io
 import json
 import os
 import sys
@@ -33,12 +38,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "CPU", "Inputs"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "pylib"))
 import record_generate as rec  # noqa: E402
 import tfc  # noqa: E402
+import tfc.generate  # noqa: E402
 from tfc.device import DeviceTensor  # noqa: E402
 from tfc_testing.harness import Harness  # noqa: E402
 
 # name: its prompt's length (a decoder's prompt, an encoder-decoder's start
 # token); the Generator's max_length is that plus max_new_tokens.
 MODELS = {"gpt2": rec.PROMPT, "marian": 1}
+# Indices in fake_cuda_counters: mem_allocs, memcpys_2d.
+MEM_ALLOCS, MEMCPYS_2D = 1, 16
 SETTINGS = ({"num_beams": 1},
             {"num_beams": 4, "length_penalty": 1.0, "early_stopping": False})
 
@@ -61,31 +69,37 @@ class Watch:
             host = sum(np.asarray(a).nbytes for a in inputs
                        if not isinstance(a, DeviceTensor))
             watch.events.append(("run", model, device, host,
-                                 outputs_on_device, watch.allocs()))
+                                 outputs_on_device, watch.allocs(),
+                                 watch.counter(MEMCPYS_2D)))
             return run(model, *inputs, outputs_on_device=outputs_on_device,
                        **named)
 
-        def watched(name, kind):
+        def watched(name, kind, size):
             method = getattr(DeviceTensor, name)
 
             def call(tensor, *args, **kw):
-                watch.events.append((kind, tensor.nbytes if kind != "d2d"
-                                     else args[1] if len(args) > 1 else
-                                     kw.get("nbytes")))
+                watch.events.append((kind, size(tensor, *args, **kw)))
                 return method(tensor, *args, **kw)
             setattr(DeviceTensor, name, call)
 
         tfc.Model.run = watched_run
-        watched("numpy", "d2h")
-        watched("copy_from_host", "h2d")
-        watched("copy_from", "d2d")
+        watched("numpy", "d2h", lambda t: t.nbytes)
+        watched("copy_from_host", "h2d", lambda t, a: t.nbytes)
+        watched("copy_from", "d2d",
+                lambda t, src, nbytes=None, *a, **kw: nbytes)
+        watched("copy_2d_from", "d2d2",
+                lambda t, src, width, height, *a, **kw: width * height)
 
-    def allocs(self):
-        """The fake driver's cuMemAlloc_v2 count: mem_allocs, the second
-        uint64 of fake_cuda_counters (fake_cuda.h; room left for more)."""
+    def counter(self, index):
+        """Counter `index` (a uint64) of fake_cuda_counters (fake_cuda.h;
+        room left for more)."""
         c = (ctypes.c_uint64 * 64)()
         self.fake.fake_cuda_get_counters(c)
-        return c[1]
+        return c[index]
+
+    def allocs(self):
+        """The fake driver's cuMemAlloc_v2 count (mem_allocs)."""
+        return self.counter(MEM_ALLOCS)
 
     def steps(self, step_model):
         """The step runs of the events since the last reset, each with the
@@ -132,7 +146,8 @@ def check_case(h, watch, gen, case, new):
              len(steps) > 0 and on_device)
     logits = rows * gen._vocab() * 4
     sent = {s[0][3] for s in steps}
-    back = {tuple(x for x in s[1] if x[0] != "d2d") for s in steps}
+    back = {tuple(x for x in s[1] if x[0] not in ("d2d", "d2d2"))
+            for s in steps}
     h.expect("%s: per step %s bytes of ids, masks and positions to the "
              "device, back only the logits (%s)" % (label, sorted(sent),
                                                     sorted(back)),
@@ -140,17 +155,66 @@ def check_case(h, watch, gen, case, new):
              back == {(("d2h", logits),)})
     h.expect("%s: nothing copied from the host to a device tensor" % label,
              not any(e[0] == "h2d" for e in watch.events))
-    copies = [sum(n for k, n in s[1] if k == "d2d") for s in steps]
-    h.expect("%s: each step's new keys and values copied into the cache "
-             "on the device%s: %s bytes" % (
-                 label, ", the beams' rows into the other cache" if
-                 settings["num_beams"] > 1 else "", sorted(set(copies))),
-             len(set(copies[:-1])) == 1 and copies[0] > 0)
+    past = [i for i in cache if i.name.startswith("past_key_values.")]
+    new_bytes = sum(int(np.prod(i.shape)) // i.shape[2] * np.dtype(
+        np.uint16 if i.dtype == "bf16" else i.dtype).itemsize for i in past)
+    strided = {(len([x for x in s[1] if x[0] == "d2d2"]),
+                sum(n for k, n in s[1] if k == "d2d2")) for s in steps}
+    driver = {b[0][6] - a[0][6] for a, b in zip(steps, steps[1:])}
+    h.expect("%s: each step's new keys and values into the cache on the "
+             "device by one 2-D copy per cache tensor (copies, bytes: %s; "
+             "the driver's cuMemcpy2DAsync_v2 per step: %s)" % (
+                 label, sorted(strided), sorted(driver)),
+             strided == {(len(past), new_bytes)} and
+             driver == {len(past)})
+    row_copies = [[n for k, n in s[1] if k == "d2d"] for s in steps]
+    row_bytes = [int(np.prod(i.shape[1:])) * np.dtype(
+        np.uint16 if i.dtype == "bf16" else i.dtype).itemsize for i in past]
+    beams = settings["num_beams"] > 1
+    h.expect("%s: %s (copies per step: %s)" % (
+        label, "the beams' rows reordered into the other cache, at most one "
+        "copy per row and tensor" if beams else "no other device copy",
+        sorted({len(c) for c in row_copies})),
+        all(len(c) <= rows * len(past) and
+            all(any(n % b == 0 for b in row_bytes) for n in c)
+            for c in row_copies) and
+        any(row_copies) == beams)
     allocs = [s[0][5] for s in steps] + [watch.allocs()]
     h.expect("%s: no device allocation after the second step (fake "
              "driver's cuMemAlloc count before each step, then at the end: "
              "%s)" % (label, allocs), len(set(allocs[2:])) == 1)
     return len(steps)
+
+
+def check_cli(h, watch, model_dir, case, new, work):
+    """tfc-generate --device gpu (tfc.generate.main in this process, its
+    Generator given --gpu-binary=ptx for the interpreter) on the case's
+    batch: transformers' ids, the steps on device tensors."""
+    files = {n: os.path.join(work, n + ".npy") for n in ("ids", "mask")}
+    np.save(files["ids"], np.array(case["input_ids"]))
+    np.save(files["mask"], np.array(case["attention_mask"]))
+
+    class PtxGenerator(tfc.Generator):
+        def __init__(self, *args, **kw):
+            super().__init__(*args, extra_args=["--gpu-binary=ptx"], **kw)
+
+    real, tfc.generate.Generator = tfc.generate.Generator, PtxGenerator
+    printed, watch.events = io.StringIO(), []
+    try:
+        with contextlib.redirect_stdout(printed):
+            tfc.generate.main([
+                model_dir, "--ids", files["ids"], "--attention-mask",
+                files["mask"], "--max-new-tokens", str(new), "--device",
+                "gpu", "--cache-dir", os.path.join(work, "builds")])
+    except SystemExit as e:
+        printed.write(str(e))
+    finally:
+        tfc.generate.Generator = real
+    want = "\n".join(",".join(map(str, r)) for r in case["expected"])
+    h.expect("tfc-generate --device gpu: %s, as transformers'" %
+             printed.getvalue().strip().replace("\n", " / "),
+             printed.getvalue().strip() == want and
+             any(e[0] == "run" and e[2] for e in watch.events))
 
 
 def main():
@@ -178,6 +242,8 @@ def main():
             case = [c for c in expected["cases"] if c["model"] == name and
                     c["settings"] == settings][0]
             steps = check_case(h, watch, gen, case, new)
+            if name == "gpt2" and settings["num_beams"] == 1:
+                check_cli(h, watch, dirs[name], case, new, work)
             model = [m for m in gen._models.values()
                      if m.inputs[0].shape[0] == 2 * settings["num_beams"]
                      and any(i.name.startswith("past_key_values.")

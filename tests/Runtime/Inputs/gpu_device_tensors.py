@@ -26,16 +26,15 @@ class _Counters(ctypes.Structure):  # fake_cuda_counters
         "init_calls", "mem_allocs", "mem_frees", "live_allocs", "live_bytes",
         "launches", "set_attribute_calls", "module_loads", "module_unloads",
         "last_jit_opt_level", "tensor_map_encodes", "captures",
-        "captured_launches", "graph_launches", "graph_execs_live")]
+        "captured_launches", "graph_launches", "graph_execs_live",
+        "memcpys", "memcpys_2d")]
 
 
-def main():
-    lib, fixtures, work = sys.argv[1:4]
-    seed = int(sys.argv[4]) if len(sys.argv) > 4 else \
-        int.from_bytes(os.urandom(4), "little")
+def start(lib, work, seed):
+    """The checks, a generator of `seed` (random without), the runtime
+    `lib`, the fake driver $TFC_CUDA_DRIVER and a reader of its counters."""
+    seed = int(seed) if seed else int.from_bytes(os.urandom(4), "little")
     print("seed %d" % seed)
-    rng = np.random.default_rng(seed)
-    c = Checks(seed)
     os.makedirs(work, exist_ok=True)
     rt = tfc.load_runtime(lib)
     # The driver the runtime opened: the same library, so the same counters.
@@ -45,6 +44,13 @@ def main():
         out = _Counters()
         fake.fake_cuda_get_counters(ctypes.byref(out))
         return out
+    return Checks(seed), np.random.default_rng(seed), rt, fake, counters
+
+
+def main():
+    lib, fixtures, work = sys.argv[1:4]
+    c, rng, rt, fake, counters = start(
+        lib, work, sys.argv[4] if len(sys.argv) > 4 else None)
 
     def delta(before, field):
         return getattr(counters(), field) - getattr(before, field)

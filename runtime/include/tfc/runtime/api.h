@@ -470,6 +470,19 @@ TFC_API tfc_status tfc_device_tensor_copy(tfc_device_tensor *dst,
                                           size_t dst_offset,
                                           const tfc_device_tensor *src,
                                           size_t src_offset, size_t nbytes);
+/* Copies `height` rows of `width_bytes` bytes on the device, row r from byte
+ * src_offset + r * src_pitch of `src` to byte dst_offset + r * dst_pitch of
+ * `dst` (a step's new keys [N, heads, 1, D] into slot s of a cache
+ * [N, heads, slots, D]: pitches D and slots * D elements, all rows in one
+ * copy), queued on the runtime's stream and waited for as
+ * tfc_device_tensor_copy. INVALID_ARGUMENT for a NULL tensor, a width
+ * beyond a pitch (more than one row), or rows outside either tensor;
+ * INTERNAL naming the call when the driver fails. Overlapping rows of one
+ * tensor give undefined contents. */
+TFC_API tfc_status tfc_device_tensor_copy_2d(
+    tfc_device_tensor *dst, size_t dst_offset, size_t dst_pitch,
+    const tfc_device_tensor *src, size_t src_offset, size_t src_pitch,
+    size_t width_bytes, size_t height);
 
 /* Bind input or output `index` of an nvptx model to a device tensor of its
  * dtype and shape (U16 passes for bf16), which must stay alive while the
