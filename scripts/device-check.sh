@@ -23,8 +23,9 @@
 # for the nvptx builds, e.g. sm_90a; default: tfc-compile's), DEVICE_CHECK_BUDGET
 # (seconds for the whole `run`, runtime build included; default 330),
 # DEVICE_CHECK_SEED (reuse a printed seed), DEVICE_CHECK_PHASES (a rerun's
-# parts of the check, e.g. "timing,gemm"; check.py --help lists them), JOBS
-# (parallel compiles, default 1).
+# parts of the check, e.g. "timing,gemm"; check.py --help lists them),
+# DEVICE_CHECK_GENERATE_BUDGET (the generation part's share, default 200 s),
+# JOBS (parallel compiles, default 1).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -153,8 +154,11 @@ runtime() {
   else
     TFC_RUN="$dir/bin/tfc-run"
     export LD_LIBRARY_PATH="$dir/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    RT_LIB="$dir/bin/libtfcrt.so"
     log "runtime build failed: using the prebuilt $TFC_RUN"
   fi
+  # The same library for the Python API (python/tfc: the generation).
+  export TFC_RUNTIME_LIB="$RT_LIB"
   # Libraries the models link that this machine lacks (libomp, say): the
   # copies prepare put in DIR/lib.
   local model
@@ -271,7 +275,7 @@ case "$cmd" in
     exit "$rc"
     ;;
   *)
-    sed -n '2,27p' "$0"
+    sed -n '2,28p' "$0"
     exit 2
     ;;
 esac

@@ -2,8 +2,9 @@
 then attention timings against PyTorch's SDPA (cuDNN and flash backends)
 and FlashAttention-3, GEMM timings against torch.matmul, decode attention
 timings against PyTorch's SDPA, numerics at the timed shapes on adversarial
-inputs, whole models against PyTorch eager and torch.compile, and last
-the late peers (FA3 through PyTorch, Triton) on the attention timing's
+inputs, whole models against PyTorch eager and torch.compile, 128-token
+generation against transformers' compiled generate(), and last the late
+peers (FA3 through PyTorch, Triton) on the attention timing's
 shapes. Markdown tables at the end (stdout and OUT/device-check.md).
 
 usage: check.py --manifest .device/manifest.json --tfc-run PATH --out DIR
@@ -18,9 +19,9 @@ only.
 
 The parts, in the order they run: numerics.py (and compute-sanitizer, last),
 minilm.py and decoders.py (whole models), attention_timing.py (with the
-late peers), gemm_timing.py, decode_timing.py, timed_numerics.py, e2e.py;
-report.py writes the tables, common.py and accuracy.py hold what they
-share.
+late peers), gemm_timing.py, decode_timing.py, timed_numerics.py, e2e.py,
+generate_timing.py; report.py writes the tables, common.py and accuracy.py
+hold what they share.
 
 Exit status: 0 when every numerics check passed, 1 otherwise (a model that
 did not build or load, a non-finite output, an error over its tolerance, a
@@ -44,6 +45,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "pylib"))
 import decoders  # noqa: E402
 import e2e  # noqa: E402
+import generate_timing  # noqa: E402
 import minilm  # noqa: E402
 from attention_timing import (Timing, TritonPeer,  # noqa: E402
                               make_peers, run_late_timing, run_timing)
@@ -56,7 +58,7 @@ from timed_numerics import run_timed_numerics  # noqa: E402
 
 # The parts of the check, in the order they run.
 PHASES = ("numerics", "models", "timing", "gemm", "decode", "accuracy",
-          "e2e", "triton", "sanitizer")
+          "e2e", "generate", "triton", "sanitizer")
 TIMING_PHASES = {"timing", "gemm", "decode", "accuracy", "e2e", "triton"}
 
 
@@ -108,7 +110,7 @@ def main():
         run.once, run.timeout_scale = True, 30.0
     work = tempfile.mkdtemp(prefix="tfc-device-check-")
     checks, rows, peers, gemm_rows = Checks(), [], make_peers(device), []
-    decode_rows, e2e_rows = [], []
+    decode_rows, e2e_rows, gen_rows = [], [], []
     try:
         if "numerics" in phases:
             print("== numerics (%s)" % device, flush=True)
@@ -162,6 +164,13 @@ def main():
             print("== whole models against PyTorch eager and torch.compile "
                   "(%.0f s left)" % clock.left(), flush=True)
             e2e.check(base, run, device, work, checks, clock, e2e_rows, seed)
+        if "generate" in phases:
+            # Emulated (or --skip-timing): the tokens only.
+            print("== generation against transformers' generate() "
+                  "(%.0f s left)" % clock.left(), flush=True)
+            generate_timing.check(base, manifest, device, work, checks,
+                                  clock, gen_rows, seed,
+                                  timed=not a.skip_timing)
         if "triton" in phases:
             print("== late attention peers: FA3 through PyTorch, Triton "
                   "(%.0f s left)" % clock.left(), flush=True)
@@ -179,7 +188,7 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
         md = report(header, checks, rows, peers, gpu, a.out, clock,
-                    True, gemm_rows, decode_rows, e2e_rows)
+                    True, gemm_rows, decode_rows, e2e_rows, gen_rows)
         print()
         print(md, end="", flush=True)
     return 1 if checks.failed else 0

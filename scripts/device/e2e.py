@@ -90,9 +90,10 @@ MODELS = [
 ]
 
 
-def shapes(model):
+def shapes(model, prefix=""):
     """{name: shape} of the tensors tfc imports for `model`'s config (the
-    names of transformers' GPT2Model and LlamaModel)."""
+    names of transformers' GPT2Model and LlamaModel; a LLaMA's with
+    `prefix` "model.": LlamaForCausalLM's)."""
     import sys
     sys.path.append(os.path.join(HERE, "..", "..", "tests", "Integration",
                                  "CPU"))
@@ -103,7 +104,7 @@ def shapes(model):
         saved = llama.random_weights
         llama.random_weights = lambda rng, w, tables: dict(w)
         try:
-            return llama.weights(None, dict(llama.CFG, **cfg), "")
+            return llama.weights(None, dict(llama.CFG, **cfg), prefix)
         finally:
             llama.random_weights = saved
 
@@ -181,17 +182,17 @@ def cache_layer(cache, layer):
 
 
 def hf_model(spec, device, dtype, seed):
-    """transformers' GPT2Model or LlamaModel of the config, initialised by
-    transformers from `seed` on `device`, in `dtype`."""
+    """transformers' model of the config's architecture (GPT2Model,
+    LlamaModel, LlamaForCausalLM), initialised by transformers from `seed`
+    on `device`, in `dtype`."""
     import torch
-    from transformers import AutoConfig, GPT2Model, LlamaModel
+    import transformers
     cfg = dict(spec["cfg"])
-    cfg.pop("architectures", None)
-    config = AutoConfig.for_model(**cfg)
+    arch = cfg.pop("architectures")[0]
+    config = transformers.AutoConfig.for_model(**cfg)
     torch.manual_seed(seed)
     with torch.device(device):
-        model = (LlamaModel if cfg["model_type"] == "llama" else GPT2Model)(
-            config)
+        model = getattr(transformers, arch)(config)
     return model.to(dtype).eval(), config
 
 

@@ -7,7 +7,10 @@ torch.cuda._sleep; Triton's attention launched with host tensor
 descriptors) with stand-ins for torch.cuda.Event, torch.cuda._sleep,
 sdpa_kernel, scaled_dot_product_attention and Triton (a module whose
 kernel checks its grid, descriptors and arguments and computes attention),
-on the dry run's first timing models and its decode timing models. It catches Python mistakes in
+on the dry run's first timing models and its decode timing models; and
+the generation's (f16, transformers' own compile settings: a stand-in
+torch.compile records them) on the dry run's generation builds, with its
+errors and its near-tie test. It catches Python mistakes in
 code that would otherwise first run on the device, where a crash costs
 lease time; it says nothing about the real APIs' behaviour beyond their
 names and signatures.
@@ -34,6 +37,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "pylib"))
 import attention_timing  # noqa: E402
 import decode_timing  # noqa: E402
+import generate_timing  # noqa: E402
 from common import Checks, Clock, TfcRun, math_attention  # noqa: E402
 from numerics import run_sanitizer  # noqa: E402
 from report import card_header, report  # noqa: E402
@@ -157,6 +161,79 @@ def fake_sdpa_kernel(backends):
     yield
 
 
+def fake_generation(manifest, manifest_path, work):
+    """The generation's GPU branches (f16, the GPU's queue drained around
+    each generate(), transformers' own compile settings) on the CPU:
+    transformers' compile criteria met there, torch.compile a stand-in
+    that records its options and returns the function. Then divergence()
+    on made-up logits: a near tie passes, a clear miss does not. (rows,
+    whether all held)."""
+    import numpy as np
+    from transformers.generation.utils import GenerationMixin
+    compiles = []
+
+    def fake_compile(fn, **options):
+        compiles.append(options)
+        return fn
+    saved = torch.compile, GenerationMixin._valid_auto_compile_criteria
+    torch.compile = fake_compile
+    GenerationMixin._valid_auto_compile_criteria = (
+        lambda self, kw, gc: not gc.disable_compile)
+    rows, checks = [], Checks()
+    try:
+        generate_timing.check(os.path.dirname(os.path.abspath(
+            manifest_path)), manifest, torch.device("cpu"), work, checks,
+            Clock(300), rows, 1, gpu=True)
+    finally:
+        torch.compile, GenerationMixin._valid_auto_compile_criteria = saved
+    # The errors: a build the spec lacks, a generation that did not build.
+    base = os.path.dirname(os.path.abspath(manifest_path))
+    with open(os.path.join(base, generate_timing.DIR, "spec.json")) as f:
+        spec = json.load(f)
+    model_dir = os.path.join(work, "generate-errors")
+    os.makedirs(model_dir)
+    with open(os.path.join(model_dir, "config.json"), "w") as f:
+        json.dump(spec["cfg"], f)
+    import tfc
+    try:
+        generate_timing.generators()[1](base, [], model_dir, 9, batch=2,
+                                        dtype="f16", device="cpu")
+        missing = "no error"
+    except tfc.Error as e:
+        missing = str(e)
+    not_built = Checks()
+    print("generation errors (the FAIL line is expected):")
+    generate_timing.check(model_dir, {"target": "cpu", "generate": {
+        generate_timing.NAME: "tfc-compile: error: bad"}},
+        torch.device("cpu"), work, not_built, Clock(10), [], 1)
+    errors_ok = (missing.startswith("no prepared build of batch 2, length "
+                                    "1, --past-len=8") and
+                 [r[2] for r in not_built.rows] ==
+                 ["not built: tfc-compile: error: bad"])
+    print("generation errors: %s (%s; %s)" % (
+        "ok" if errors_ok else "FAIL", missing, not_built.rows))
+    logits = np.array([[0.0, 1.0, 3.0], [0.0, 2.99, 3.0]])
+    want = np.array([9, 2, 2])
+    tie = generate_timing.divergence(np.array([9, 2, 1]), want, logits, 1)
+    miss = generate_timing.divergence(np.array([9, 1, 2]), want, logits, 1)
+    same = generate_timing.divergence(want, want, logits, 1)
+    ok = (errors_ok and len(rows) == len(generate_timing.SMALL[2]) and
+          not checks.failed and
+          all(r.get("tfc_s") and r.get("peer_s") and
+              r.get("compiled_as") == "inductor reduce-overhead"
+              for r in rows) and
+          compiles and all(c.get("backend") == "inductor" and
+                           c.get("mode") == "reduce-overhead"
+                           for c in compiles) and
+          tie[0] == 1 and tie[1] <= generate_timing.TIE_TOL and
+          miss[0] == 0 and miss[1] > generate_timing.TIE_TOL and
+          same == (None, 0.0))
+    print("generation stand-ins: %s (%d rows, torch.compile %s; divergence "
+          "near tie %s, miss %s)" % ("ok" if ok else "FAIL", len(rows),
+                                     compiles[:1], tie, miss))
+    return rows, bool(ok)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--manifest", required=True)
@@ -257,8 +334,10 @@ def main():
                                     decode_rows)
     lines, _ = decode_timing.decode_table(decode_rows)
     print("\n".join(lines))
+    gen_rows, gen_ok = fake_generation(manifest, a.manifest, work)
     text = report(header, checks, rows, peers, True, work, Clock(1),
-                  True, decode_rows=decode_rows)
+                  True, decode_rows=decode_rows, gen_rows=gen_rows)
+    gen_ok = gen_ok and "## Generation against transformers'" in text
     with open(os.path.join(work, "device-check.json")) as f:
         decode_json = json.load(f)["decode_timing"]
 
@@ -299,7 +378,8 @@ def main():
     print("decode timing stand-ins: %s (%d SDPA calls with grouped heads, "
           "%d sleeps)" % ("ok" if decode_ok else "FAIL", len(gqa_calls),
                           len(sleeps)))
-    ok = (sanitizer_ok and decode_ok and triton_ok and not checks.failed and
+    ok = (sanitizer_ok and decode_ok and triton_ok and gen_ok and
+          not checks.failed and
           backends_entered and
           peers_ok and fa3_calls and
           all(r.get("fused_ms") and r.get("fused_f64") and

@@ -25,6 +25,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "pylib"))
 import decoders  # noqa: E402
 import e2e  # noqa: E402
+import generate_timing  # noqa: E402
 import minilm  # noqa: E402
 import specs  # noqa: E402
 
@@ -230,6 +231,16 @@ def main():
     if not a.numerics_only:
         mini, dec, failed = prepare_models(a, gpu_flags)
         failures += failed
+    # Generation: tfc.Generator's builds (the small model's in the
+    # emulated run's numerics-only preparation).
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="tfc-generate-") as tmp:
+        gen = generate_timing.prepare(a.tfc_compile, a.out, a.target,
+                                      gpu_flags, tmp,
+                                      a.small or a.numerics_only)
+    for name, st in gen.items():
+        print("prepare: %s: %s" % (name, st))
+        failures += st != "ok"
 
     for m in models:
         del m["mlir"]
@@ -244,6 +255,7 @@ def main():
         "models": models,
         "minilm": mini,
         "decoders": dec,
+        "generate": gen,
     }
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)

@@ -11,13 +11,14 @@ import torch
 
 import accuracy
 import e2e
+import generate_timing
 from attention_timing import timing_table
 from decode_timing import decode_table
 from gemm_timing import gemm_table
 
 
 def report(header, checks, rows, peers, gpu, out, clock, final,
-           gemm_rows=(), decode_rows=(), e2e_rows=()):
+           gemm_rows=(), decode_rows=(), e2e_rows=(), gen_rows=()):
     failed = checks.failed
     lines = ["# tfc device check", "", header, ""]
     lines.append("**numerics: %d checks, %d passed, %d failed**%s" % (
@@ -107,6 +108,26 @@ def report(header, checks, rows, peers, gpu, out, clock, final,
                   "behind a sleeping kernel. `tfc vs X` = t_X / t_tfc. "
                   "Models: e2e.py's docstring."]
         lines += ["- " + n for n in notes]
+    if gen_rows:
+        t, notes = generate_timing.table(gen_rows)
+        r = gen_rows[0]
+        lines += ["", "## Generation against transformers' generate(), "
+                  "greedy, %d new tokens after %d" % (r["new"], r["prompt"]),
+                  ""] + t
+        lines += ["", "End to end, both: wall clock around the whole "
+                  "generate() (prefill, every decode step, the search on the "
+                  "host), median of timed calls after a warm-up; the "
+                  "compile excluded (`compile s`: the first call). tfc: "
+                  "tfc.Generator, the KV cache on the device. transformers: "
+                  "generate(cache_implementation=\"static\"), its decode "
+                  "steps compiled by transformers (`compiled as`). tok/s = "
+                  "batch x new tokens / s; `tfc vs transformers` = "
+                  "t_transformers / t_tfc, beside issue 47's target. First "
+                  "divergence: per row, the first new token where tfc's "
+                  "differs from transformers' eager (the check: a near tie "
+                  "in its logits there) and compiled generate() (`none`: "
+                  "identical). Models: generate_timing.py's docstring."]
+        lines += ["- " + n for n in notes]
     lines.append("")
     lines.append("wall time of the check: %.0f s" % clock.elapsed())
     md = "\n".join(lines) + "\n"
@@ -125,7 +146,8 @@ def report(header, checks, rows, peers, gpu, out, clock, final,
             json.dump({"header": header, "checks": checks.rows,
                        "timing": rows, "gemm_timing": list(gemm_rows),
                        "decode_timing": list(decode_rows),
-                       "e2e": list(e2e_rows)}, f, indent=1)
+                       "e2e": list(e2e_rows),
+                       "generate": list(gen_rows)}, f, indent=1)
     return md
 
 
