@@ -12,7 +12,7 @@ APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   libomp-22-dev libclang-rt-22-dev libdnnl-dev
   cmake ninja-build ccache libgtest-dev
-  openmpi-bin libopenmpi-dev
+  openmpi-bin libopenmpi-dev python3-mpi4py
 )
 
 missing=()

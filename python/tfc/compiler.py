@@ -64,7 +64,7 @@ def _one_line(stderr, exit_code):
 
 def compile(model, output=None, *, batch=None, seq_len=None, dtype=None,
             target="cpu", fusion=True, extra_args=(), weights=None,
-            threads=None, runtime=None):
+            threads=None, runtime=None, load=True):
     """Compiles `model` with tfc-compile and returns it loaded, a tfc.Model.
 
     model: an MLIR file, an ONNX file (.onnx), or a Hugging Face model
@@ -84,6 +84,8 @@ def compile(model, output=None, *, batch=None, seq_len=None, dtype=None,
       model.safetensors by default, for an ONNX file the file itself (its
       weights are read where they lie in it); False binds none.
     runtime: as Model's (a libtfcrt.so path or a load_runtime() library).
+    load: False writes `output` and returns None, loading nothing (a
+      split build joins its MPI job when loaded: every rank loads alike).
 
     tfc-compile is looked for as tfc.locate() says. A failure raises
     CompileError (a tfc.Error, code "COMPILE_FAILED") whose message is
@@ -133,6 +135,10 @@ def compile(model, output=None, *, batch=None, seq_len=None, dtype=None,
         if done.returncode != 0:
             raise CompileError(_one_line(log, done.returncode),
                                done.returncode, log, cmd)
+        if not load:
+            if owned is not None:
+                owned.cleanup()
+            return None
         if weights is None and hf:
             default = os.path.join(source, "model.safetensors")
             weights = default if os.path.exists(default) else None

@@ -61,12 +61,13 @@ class Context(_Closing):
         self._live()
         return getattr(self._rt, "tfc_context_" + name), self._context
 
-    def run(self, *inputs, **named):
+    def run(self, *inputs, gather=True, **named):
         """As Model.run, on this context's bindings."""
         with self._exclusive("run"), self._holding():
+            inputs, named = self._parts(inputs, named)
             outs = self._bind(inputs, named, fresh_outputs=True)
             _check(self._rt, self._rt.tfc_context_invoke(self._context))
-            return outs
+            return self._gathered(outs) if gather else outs
 
     # Binding and checking the inputs, as the model does them, through
     # _function's tfc_context_* calls.
@@ -77,6 +78,7 @@ class Context(_Closing):
     _set_size_from = Model._set_size_from
     _describe = Model._describe
     _which = Model._which
+    _parts, _part, _gathered = Model._parts, Model._part, Model._gathered
     _infos = Model._infos
     inputs = Model.inputs
     outputs = Model.outputs

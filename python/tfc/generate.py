@@ -6,12 +6,17 @@ through tfc.Generator.
   tfc-generate MODEL_DIR --ids prompts.npy --attention-mask mask.npy \\
       --max-new-tokens 20 --output out.npy
 
+  mpirun -np 2 tfc-generate MODEL_DIR --tensor-parallel 2 --ids ...
+
 --ids is a comma list (one prompt) or an .npy file of [B, S] int ids.
 Without --output the ids print one row per line, comma-separated. A
-failure prints one line, "tfc-generate: error: ...", and exits 1.
+failure prints one line, "tfc-generate: error: ...", and exits 1. With
+--tensor-parallel N the builds are split across the N ranks of the MPI
+job (every rank generates the same ids); rank 0 prints or writes them.
 """
 
 import argparse
+import os
 import sys
 
 import numpy as np
@@ -73,6 +78,9 @@ def _parser():
                    help="gpu: builds for NVIDIA GPUs, the caches kept on the "
                    "device (default cpu)")
     p.add_argument("--cache-dir", help="where the builds are kept")
+    p.add_argument("--tensor-parallel", type=int, default=1,
+                   help="split the builds across the N ranks of the MPI "
+                   "job this runs in (mpirun -np N)")
     p.add_argument("--output", help=".npy file for the ids")
     return p
 
@@ -92,7 +100,8 @@ def main(argv=None):
                           Generator.is_encoder_decoder(a.model) else
                           1 + a.max_new_tokens)
         with Generator(a.model, max_length, batch=len(ids), dtype=a.dtype,
-                       device=a.device, cache_dir=a.cache_dir) as g:
+                       device=a.device, cache_dir=a.cache_dir,
+                       tensor_parallel=a.tensor_parallel) as g:
             out = g.generate(
                 ids, mask, max_new_tokens=a.max_new_tokens,
                 num_beams=a.num_beams, length_penalty=a.length_penalty,
@@ -100,7 +109,12 @@ def main(argv=None):
                 pad_token_id=a.pad_token_id, do_sample=a.do_sample,
                 temperature=a.temperature, top_k=a.top_k, top_p=a.top_p,
                 seed=a.seed, decoder_start_token_id=a.decoder_start_token_id)
+            if g.rank != 0:
+                return 0
     except Error as e:
+        if a.tensor_parallel > 1 and \
+                os.environ.get("OMPI_COMM_WORLD_RANK", "0") != "0":
+            sys.exit(1)  # rank 0 says it: every rank meets the same error
         sys.exit("tfc-generate: error: %s" % e.message)
     if a.output:
         np.save(a.output, out)

@@ -27,6 +27,11 @@ tensor, tfc_device_tensor_copy_2d), beam search reorders the
 cache by row copies into a second one, and only the logits come to the
 host (the search runs there).
 
+With tensor_parallel=N (under mpirun, every rank alike) each rank keeps its
+heads of the KV cache and of an encoder-decoder's cross-attention keys and
+values (run(..., gather=False): tfc/parallel.py) and picks
+the same tokens from the whole logits (sampling needs a seed).
+
 Greedy search and beam search follow transformers' generation/utils.py
 (5.x) step for step: beam scores are sums of log-probabilities, a finished
 hypothesis scores sum / generated_len ** length_penalty, 2 * num_beams
@@ -169,12 +174,14 @@ class Generator:
       (created if missing); by default a temporary directory of this
       Generator. batch: the batch size whose decode step is compiled now
       (others when first used). threads, extra_args: as tfc.compile's.
+    tensor_parallel: the ranks of the MPI job the builds are split across.
 
     A model tfc cannot build a decode step of raises Error here, with
     tfc-compile's one-line message."""
 
     def __init__(self, model, max_length, *, batch=1, dtype="f32",
-                 device=None, cache_dir=None, threads=None, extra_args=()):
+                 device=None, cache_dir=None, threads=None, extra_args=(),
+                 tensor_parallel=1):
         self.directory = os.fspath(model)
         raw, self.config = _model_config(self.directory)
         self.encoder_decoder = bool(self.config.get("is_encoder_decoder"))
@@ -184,6 +191,8 @@ class Generator:
                         "and the one generated after it)" % self.max_length)
         self.dtype, self.threads = dtype, threads
         self.extra_args = [os.fspath(a) for a in extra_args]
+        if tensor_parallel != 1:
+            self.extra_args.append("--tensor-parallel=%s" % tensor_parallel)
         gpu = "--target=nvptx" in self.extra_args
         if device is None:
             device = "gpu" if gpu else "cpu"
@@ -224,6 +233,11 @@ class Generator:
         if not self.encoder_decoder:
             self._step_model(int(batch))
 
+    @property
+    def rank(self):
+        """This process's rank among the builds' ranks (0 unless split)."""
+        return next(iter(self._models.values())).rank if self._models else 0
+
     @staticmethod
     def is_encoder_decoder(model):
         """Whether the model in directory `model` is an encoder-decoder."""
@@ -261,7 +275,7 @@ class Generator:
                 _compile(self.directory, part, batch=batch, seq_len=seq_len,
                          dtype=self.dtype, threads=self.threads,
                          extra_args=list(flags) + self.extra_args,
-                         weights=False).close()
+                         load=False)
             except CompileError as e:
                 raise Error("tfc.Generator: cannot build %s's %s: %s" % (
                     self.directory, "encoder-decoder step"
@@ -358,6 +372,9 @@ class Generator:
                             self._vocab(), beams)
         run = (_EncoderDecoderRun if self.encoder_decoder else _DecoderRun)(
             self, ids, mask, beams)
+        if s["do_sample"] and seed is None and run.model.ranks > 1:
+            _fail("do_sample on builds split across %d ranks needs a seed "
+                  "(every rank draws the same tokens)" % run.model.ranks)
         search = _Search(run, procs, eos, pad, max_length)
         if beams > 1:
             return search.beam(prompt, beams, float(s["length_penalty"]),
@@ -507,7 +524,8 @@ class _DecoderRun:
         pos = np.where(mask == 0, 0, np.cumsum(mask, -1) - 1).astype(np.int64)
         prefill = gen._build(b, s, ["--kv-cache", "--position-ids",
                                     "--output=logits"])
-        out = prefill.run(ids, mask, pos, outputs_on_device=gpu)
+        out = prefill.run(ids, mask, pos, outputs_on_device=gpu,
+                          gather=False)
         self.first = np.repeat(_host(out[0])[:, -1], k, 0)
         cap = gen.max_length - 1
         self.model = gen._step_model(b * k)
@@ -524,7 +542,8 @@ class _DecoderRun:
         self.pos = self.pos + 1
         out = self.model.run(tokens[:, None].astype(np.int64), self.mask,
                              self.pos[:, None], *self.cache.tensors,
-                             outputs_on_device=self.cache.on_device)
+                             outputs_on_device=self.cache.on_device,
+                             gather=False)
         self.mask[:, self.slot] = 1
         self.slot += 1
         return self.cache.store(out, self.slot - 1)
@@ -544,7 +563,8 @@ class _EncoderDecoderRun:
         gpu = gen.device == "gpu"
         encoder = gen._build(b, s, ["--part=encoder", "--cross-kv"])
         # Every beam of a row attends to the same source.
-        out = encoder.run(ids, mask, outputs_on_device=gpu)[1:]
+        out = encoder.run(ids, mask, outputs_on_device=gpu,
+                          gather=False)[1:]
         self.mask = np.repeat(mask, k, 0)
         cap = gen.max_length - 1
         self.model = gen._build(b * k, s, [
@@ -566,7 +586,8 @@ class _EncoderDecoderRun:
         out = self.model.run(
             tokens[:, None].astype(np.int64), *self.cross, self.mask,
             self.self_mask, np.full((len(tokens), 1), self.slot, np.int64),
-            *self.cache.tensors, outputs_on_device=self.cache.on_device)
+            *self.cache.tensors, outputs_on_device=self.cache.on_device,
+            gather=False)
         self.self_mask[:, self.slot] = 1
         self.slot += 1
         return self.cache.store(out, self.slot - 1)

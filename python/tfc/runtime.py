@@ -31,8 +31,11 @@ torch.bfloat16 tensor, a bf16 output comes back as uint16 bits
 (bf16_to_float32 widens them). Every failure raises Error with the
 runtime's one-line message. A GPU model's inputs and outputs can stay on
 the device between runs (DeviceTensor, Model.to_device, run(...,
-outputs_on_device=True): tfc/device.py). A Model may be used from one
-thread at a time; Model.context() gives one context per thread.
+outputs_on_device=True): tfc/device.py). A model split across the ranks
+of an MPI job (tfc-compile --tensor-parallel=N) runs under mpirun, its
+inputs and outputs whole or the rank's parts (tfc/parallel.py). A Model
+may be used from one thread at a time; Model.context() gives one context
+per thread.
 load_runtime() says where the runtime library is looked for.
 """
 
@@ -50,6 +53,8 @@ import numpy as np
 from . import _locate
 from .device import SIGNATURES as _DEVICE_SIGNATURES
 from .device import DeviceMethods, DeviceTensor
+from .parallel import SIGNATURES as _PARALLEL_SIGNATURES
+from .parallel import ParallelMethods, launch_error
 
 __all__ = ["Context", "DeviceTensor", "Error", "Model", "TensorInfo", "aligned_empty",
            "allocator_stats", "as_aligned", "bf16_to_float32",
@@ -159,6 +164,7 @@ _SIGNATURES = {
     "tfc_device_allocator_get_stats": (None, [_P]),
     "tfc_device_allocator_trim": (None, []),
     **_DEVICE_SIGNATURES,
+    **_PARALLEL_SIGNATURES,
 }
 
 
@@ -351,7 +357,7 @@ class _Closing:
             pass
 
 
-class Model(_Closing, DeviceMethods):
+class Model(_Closing, DeviceMethods, ParallelMethods):
     """A compiled model (model.so) loaded by the runtime, its weights bound
     from a safetensors file. close() (or `with`) unloads it early.
 
@@ -374,8 +380,11 @@ class Model(_Closing, DeviceMethods):
         self._busy = threading.Lock()
         self._rt = _runtime(runtime)
         handle = ctypes.c_void_p()
-        _check(self._rt, self._rt.tfc_model_load(_path(path, "model"),
-                                                 ctypes.byref(handle)))
+        try:
+            _check(self._rt, self._rt.tfc_model_load(_path(path, "model"),
+                                                     ctypes.byref(handle)))
+        except Error as e:
+            raise launch_error(e) from None
         self._handle = handle
         self.path = self._rt.tfc_model_path(handle).decode()
         self._names = [t.name for t in self._infos("input")]
@@ -388,6 +397,11 @@ class Model(_Closing, DeviceMethods):
             if weights is None:
                 raise Error("packed_weights goes with weights: the packed "
                             "copies are of the weights bound from that file")
+            if self.ranks > 1:
+                raise Error("packed_weights: the %d ranks of a tensor-"
+                            "parallel model pack different parts of the "
+                            "weights, which one file does not hold"
+                            % self.ranks, "FAILED_PRECONDITION")
             if os.path.exists(packed_weights):
                 try:
                     self.load_packed_weights(packed_weights)
@@ -561,20 +575,24 @@ class Model(_Closing, DeviceMethods):
             _check(self._rt, self._rt.tfc_model_load_packed_weights(
                 self._live(), _path(path, "packed weights file")))
 
-    def run(self, *inputs, outputs_on_device=False, **named):
+    def run(self, *inputs, outputs_on_device=False, gather=True, **named):
         """Runs the model once on the inputs, in order or by name (names
         that are not identifiers: run(**{"past.0.key": k})): numpy arrays,
         DLPack tensors (torch CPU tensors), lists, or for a GPU model
         DeviceTensor (tfc.device). Returns the outputs in manifest order:
         new numpy arrays the model computed into (64-byte aligned; later
         runs leave them), or with outputs_on_device the model's
-        DeviceTensor outputs, which the next such run overwrites."""
+        DeviceTensor outputs, which the next such run overwrites. A
+        tensor-parallel model's split inputs are whole or this rank's
+        parts, its split outputs whole on every rank, or with gather=False
+        this rank's parts (tfc/parallel.py)."""
         with self._exclusive("run"), self._holding():
+            inputs, named = self._parts(inputs, named)
             outs = self._bind(inputs, named, fresh_outputs=True,
                               on_device=outputs_on_device)
             _check(self._rt, self._rt.tfc_model_invoke(self._handle))
             self._packed_after_run()
-            return outs
+            return self._gathered(outs) if gather else outs
 
     @contextlib.contextmanager
     def _holding(self):
@@ -599,10 +617,11 @@ class Model(_Closing, DeviceMethods):
         return Context(self)
 
     def time(self, *inputs, warmup=1, runs=10, **named):
-        """Runs the model `warmup` times untimed, then `runs` times; returns
-        the milliseconds of each timed run (the model's own compute)."""
+        """Runs the model `warmup` times untimed, then `runs` times on the
+        inputs (as run() takes them); returns the milliseconds of each
+        timed run (the model's own compute)."""
         with self._exclusive("time"), self._holding():
-            self._bind(inputs, named)
+            self._bind(*self._parts(inputs, named))
             ms = (ctypes.c_double * max(runs, 1))()
             _check(self._rt, self._rt.tfc_model_time(self._handle, warmup, runs,
                                                      ms))
