@@ -12,7 +12,8 @@ APT_PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools clang-22 lld-22
   libomp-22-dev libclang-rt-22-dev libdnnl-dev
   cmake ninja-build ccache libgtest-dev
-  openmpi-bin libopenmpi-dev python3-mpi4py
+  openmpi-bin libopenmpi-dev
+  libonnx-dev libprotobuf-dev
 )
 
 missing=()
@@ -33,11 +34,12 @@ fi
 # (reference computations, .npy fixtures), onnx and onnxruntime (the ONNX
 # importer's tests: ONNX Runtime as the reference; onnx pinned, since its
 # node test cases, which backend.test counts, change with each release),
-# matplotlib (the plots of bench/plots).
+# matplotlib (the plots of bench/plots), mpi4py (the Python API's
+# tensor-parallel tests; its wheel opens the Open MPI above).
 ONNX_VERSION=1.23.2
-python3 -c "import numpy, onnxruntime, matplotlib, onnx, sys
+python3 -c "import numpy, onnxruntime, matplotlib, onnx, mpi4py, sys
 sys.exit(onnx.__version__ != '$ONNX_VERSION')" 2>/dev/null ||
-  python3 -m pip install -q numpy "onnx==$ONNX_VERSION" onnxruntime matplotlib
+  python3 -m pip install -q numpy "onnx==$ONNX_VERSION" onnxruntime matplotlib mpi4py
 
 BUILD="${TFC_BUILD_DIR:-$ROOT/build}"
 if [[ ! -f "$BUILD/build.ninja" ]]; then

@@ -187,7 +187,7 @@ def main():
         for name, cfg in MODELS.items():
             want[name] = check_generation(h, name, cfg, ids, mask, runs)
     python = tpp.python_with_mpi4py()
-    h.expect("a python3 with mpi4py (apt-get install python3-mpi4py: "
+    h.expect("a python3 with mpi4py (pip install mpi4py: "
              "scripts/setup.sh)", python is not None)
     if python and want and launch(
             h, "mpirun -np 2 python3, mpi4py first, no OMPI_COMM_WORLD_*",

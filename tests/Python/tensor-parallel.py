@@ -125,7 +125,7 @@ def rank_main(work, mpi4py):
 
 def python_with_mpi4py():
     """A python3 that imports mpi4py and numpy: this one, else Debian's
-    (python3-mpi4py installs into /usr/bin/python3's packages)."""
+    (Debian's python3-mpi4py installs into /usr/bin/python3's)."""
     for python in (sys.executable, "/usr/bin/python3"):
         try:
             subprocess.run([python, "-c", "import mpi4py, numpy"],
@@ -259,7 +259,7 @@ def main():
     if ranks_run(h, tp, "mpirun -np 2 python3", sys.executable):
         check_ranks(h, one, one_step, one_bf16, greedy, beam)
     python = python_with_mpi4py()
-    h.expect("a python3 with mpi4py (apt-get install python3-mpi4py: "
+    h.expect("a python3 with mpi4py (pip install mpi4py: "
              "scripts/setup.sh)", python is not None)
     if python and ranks_run(h, tp, "mpirun -np 2 python3, mpi4py imported "
                             "first", python, ["--mpi4py"]):
