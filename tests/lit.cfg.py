@@ -21,6 +21,11 @@ config.substitutions.append(
     ("%ptx_cuda", os.path.join(config.tfc_obj_root, "runtime", "fixtures",
                                "ptx_cuda.so")))
 
+# The fake NCCL (over MPI) of tensor-parallel GPU builds run on %ptx_cuda.
+config.substitutions.append(
+    ("%fake_nccl", os.path.join(config.tfc_obj_root, "runtime", "fixtures",
+                                "fake_nccl.so")))
+
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 

@@ -136,6 +136,9 @@ struct DecoderHead {
   double divisor = 1;
   std::string name = "lm_head"; ///< Its tensors' name, unprefixed
   bool bias = false;            ///< Whether it adds name.bias [vocab] (Phi)
+  /// vocab_size: the rows of the token embeddings, of which a build that
+  /// splits the vocabulary (splitsVocabulary) holds the rank's part.
+  int64_t vocab = 0;
 };
 
 /// Finishes a decoder: it returns the last hidden state
@@ -143,7 +146,8 @@ struct DecoderHead {
 /// logits (ImportOutput::Logits; head.name.weight [vocab, hidden], or the
 /// token embedding table `embeddings` when config.json's
 /// tie_word_embeddings, default head.tiedByDefault, says they are tied),
-/// then the cache's keys and values.
+/// then the cache's keys and values. With a vocabulary split each rank
+/// computes the logits of its rows, which one all-gather puts together.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
 finishDecoder(ImportRequest &request, ModelBuilder &mb, const KVCache &cache,
               mlir::Value hidden, mlir::Value embeddings,

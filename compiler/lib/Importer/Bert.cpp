@@ -8,11 +8,16 @@
 // XLM-RoBERTa (modeling_roberta.py) are the same graph but for the position
 // ids, which count the tokens that are not padding (create_position_ids_from_
 // input_ids: cumsum(ids != pad) * (ids != pad) + pad, pad = pad_token_id).
+// With --tensor-parallel each rank holds its heads of query, key and value
+// and its features of the intermediate dense (column-parallel); the two
+// output denses are row-parallel, their partial sums added over the ranks
+// before the bias, the residual and the LayerNorm.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Architectures.h"
 #include "Layers.h"
+#include "TensorParallel.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -87,12 +92,14 @@ static FailureOr<BertConfig> readConfig(const JsonConfig &c, Family family,
 }
 
 /// BertSelfOutput / BertOutput: LayerNorm(dense(x) + residual), weights
-/// under `prefix`.dense and `prefix`.LayerNorm.
+/// under `prefix`.dense and `prefix`.LayerNorm; the dense row-parallel
+/// (x holds the rank's features) in a tensor-parallel build.
 static FailureOr<Value> denseAddNorm(ModelBuilder &mb,
                                      const std::string &prefix, Value x,
                                      Value residual, const BertConfig &cfg) {
   TosaBuilder tb = mb.at(prefix);
-  FailureOr<Value> d = linear(mb, tb, x, prefix + ".dense", cfg.hidden);
+  FailureOr<Value> d = linear(mb, tb, x, prefix + ".dense", cfg.hidden,
+                              /*bias=*/true, {Parallel::Rows});
   if (failed(d))
     return failure();
   return layerNorm(mb, tb, tb.add(*d, residual), prefix + ".LayerNorm",
@@ -167,6 +174,13 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
   ModelBuilder mb(r, *prefix);
   if (failed(mb.declareAttentionStacks({{AttentionStack::Only, cfg.layers}})))
     return failure();
+  // --tensor-parallel: this rank's heads and intermediate features.
+  if (failed(checkTensorParallel(r, mb,
+                                 {{"num_attention_heads", cfg.heads},
+                                  {"intermediate_size", cfg.intermediate}})))
+    return failure();
+  int64_t heads = cfg.heads / mb.ranks();
+  const Parallel columns{Parallel::Columns};
   TokenInputs tokens = addTokenInputs(mb, o);
   Value ids = tokens.ids, mask = tokens.mask;
   Value typeIds =
@@ -212,20 +226,23 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
     {
       std::string self = layer + ".attention.self";
       TosaBuilder tb = mb.at(self);
-      FailureOr<Value> q = linear(mb, tb, h, self + ".query", cfg.hidden);
+      FailureOr<Value> q = linear(mb, tb, h, self + ".query", cfg.hidden,
+                                  /*bias=*/true, columns);
       if (failed(q))
         return failure();
-      FailureOr<Value> k = linear(mb, tb, h, self + ".key", cfg.hidden);
+      FailureOr<Value> k = linear(mb, tb, h, self + ".key", cfg.hidden,
+                                  /*bias=*/true, columns);
       if (failed(k))
         return failure();
-      FailureOr<Value> v = linear(mb, tb, h, self + ".value", cfg.hidden);
+      FailureOr<Value> v = linear(mb, tb, h, self + ".value", cfg.hidden,
+                                  /*bias=*/true, columns);
       if (failed(v))
         return failure();
       // Named temporaries keep the op order independent of the compiler's
       // argument evaluation order.
-      Value qh = splitHeads(tb, *q, cfg.heads);
-      Value kh = splitHeads(tb, *k, cfg.heads);
-      Value vh = splitHeads(tb, *v, cfg.heads);
+      Value qh = splitHeads(tb, *q, heads);
+      Value kh = splitHeads(tb, *k, heads);
+      Value vh = splitHeads(tb, *v, heads);
       Value probs;
       Value ctx = scaledDotProductAttention(tb, qh, kh, vh, extMask, scale,
                                             false, 0, &probs);
@@ -241,7 +258,8 @@ static FailureOr<OwningOpRef<ModuleOp>> buildFamily(ImportRequest &r,
     {
       std::string name = layer + ".intermediate";
       TosaBuilder tb = mb.at(name);
-      FailureOr<Value> d = linear(mb, tb, h, name + ".dense", cfg.intermediate);
+      FailureOr<Value> d = linear(mb, tb, h, name + ".dense", cfg.intermediate,
+                                  /*bias=*/true, columns);
       if (failed(d))
         return failure();
       inter = activation(tb, *d, cfg.act);

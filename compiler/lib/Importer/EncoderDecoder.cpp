@@ -3,6 +3,7 @@
 #include "EncoderDecoder.h"
 
 #include "Layers.h"
+#include "TensorParallel.h"
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "llvm/ADT/Twine.h"
@@ -171,16 +172,18 @@ FailureOr<Value> Graph::residual(Value x, const std::string &normName,
   return norm(tb.add(x, *y), normName);
 }
 
-/// The attention `name`'s k and v projections of kv, not yet split.
+/// The attention `name`'s k and v projections of kv, not yet split into
+/// heads (the rank's heads: column-parallel).
 static FailureOr<KeysValues> projections(ModelBuilder &mb, TosaBuilder &tb,
                                          const std::string &name, Value kv,
                                          const AttentionLayout &l) {
+  const Parallel columns{Parallel::Columns};
   FailureOr<Value> k =
-      linear(mb, tb, kv, name + "." + l.k.str(), l.inner, l.bias);
+      linear(mb, tb, kv, name + "." + l.k.str(), l.inner, l.bias, columns);
   if (failed(k))
     return failure();
   FailureOr<Value> v =
-      linear(mb, tb, kv, name + "." + l.v.str(), l.inner, l.bias);
+      linear(mb, tb, kv, name + "." + l.v.str(), l.inner, l.bias, columns);
   if (failed(v))
     return failure();
   return KeysValues{*k, *v};
@@ -194,8 +197,9 @@ FailureOr<KeysValues> projectKeysValues(ModelBuilder &mb,
   FailureOr<KeysValues> p = projections(mb, tb, name, kv, l);
   if (failed(p))
     return failure();
-  Value k = splitHeads(tb, p->first, heads);
-  return KeysValues{k, splitHeads(tb, p->second, heads)};
+  int64_t local = heads / mb.ranks();
+  Value k = splitHeads(tb, p->first, local);
+  return KeysValues{k, splitHeads(tb, p->second, local)};
 }
 
 FailureOr<Value> projectedAttention(ModelBuilder &mb, const std::string &name,
@@ -205,10 +209,10 @@ FailureOr<Value> projectedAttention(ModelBuilder &mb, const std::string &name,
                                     int64_t layer, KVCache *cache,
                                     const KeysValues *given) {
   TosaBuilder tb = mb.at(name);
-  auto project = [&](Value in, StringRef proj, int64_t out) {
-    return linear(mb, tb, in, name + "." + proj.str(), out, l.bias);
+  auto project = [&](Value in, StringRef proj, int64_t out, Parallel p) {
+    return linear(mb, tb, in, name + "." + proj.str(), out, l.bias, p);
   };
-  FailureOr<Value> q = project(x, l.q, l.inner);
+  FailureOr<Value> q = project(x, l.q, l.inner, {Parallel::Columns});
   if (failed(q))
     return failure();
   FailureOr<KeysValues> projected = KeysValues();
@@ -218,9 +222,10 @@ FailureOr<Value> projectedAttention(ModelBuilder &mb, const std::string &name,
     return failure();
   // Named temporaries keep the op order independent of the compiler's
   // argument evaluation order.
-  Value qh = splitHeads(tb, *q, heads);
-  Value kh = given ? given->first : splitHeads(tb, projected->first, heads);
-  Value vh = given ? given->second : splitHeads(tb, projected->second, heads);
+  int64_t local = heads / mb.ranks();
+  Value qh = splitHeads(tb, *q, local);
+  Value kh = given ? given->first : splitHeads(tb, projected->first, local);
+  Value vh = given ? given->second : splitHeads(tb, projected->second, local);
   if (cache)
     std::tie(kh, vh) = cache->append(tb, layer, kh, vh);
   Value probs;
@@ -228,7 +233,8 @@ FailureOr<Value> projectedAttention(ModelBuilder &mb, const std::string &name,
                                         /*softcap=*/0, &probs);
   mb.attentionMap(stack, layer, probs);
   return project(mergeHeads(tb, ctx), l.out,
-                 cast<RankedTensorType>(x.getType()).getShape().back());
+                 cast<RankedTensorType>(x.getType()).getShape().back(),
+                 {Parallel::Rows});
 }
 
 Value timesScalar(TosaBuilder &tb, Value x, double factor) {
@@ -265,11 +271,12 @@ FailureOr<KeysValues> Graph::crossKeysValues(Value encoded, int64_t layer) {
 FailureOr<Value> Graph::feedForward(const std::string &layer, Value x,
                                     int64_t ffn) {
   TosaBuilder tb = mb.at(layer + ".fc1");
-  FailureOr<Value> up = linear(mb, tb, x, layer + ".fc1", ffn);
+  FailureOr<Value> up = linear(mb, tb, x, layer + ".fc1", ffn, /*bias=*/true,
+                               {Parallel::Columns});
   if (failed(up))
     return failure();
   return linear(mb, tb, activation(tb, *up, cfg.act), layer + ".fc2",
-                cfg.hidden);
+                cfg.hidden, /*bias=*/true, {Parallel::Rows});
 }
 
 Value Graph::sinusoids(TosaBuilder &tb, int64_t first, int64_t count) {
@@ -464,7 +471,13 @@ buildEncoderDecoder(ImportRequest &r, const EncoderDecoderStyle &style) {
 
   ModelBuilder mb(r, *prefix);
   if (failed(mb.declareEncoderDecoderStacks(r.options.part, cfg.encoder.layers,
-                                            cfg.decoder.layers)))
+                                            cfg.decoder.layers)) ||
+      failed(
+          checkTensorParallel(r, mb,
+                              {{"encoder_attention_heads", cfg.encoder.heads},
+                               {"decoder_attention_heads", cfg.decoder.heads},
+                               {"encoder_ffn_dim", cfg.encoder.ffn},
+                               {"decoder_ffn_dim", cfg.decoder.ffn}})))
     return failure();
   Graph graph(r, mb, style, cfg);
   return runEncoderDecoder(mb, r.options, graph, cfg.hidden, cfg.decoder.layers,
@@ -482,6 +495,13 @@ runEncoderDecoder(ModelBuilder &mb, const ImportOptions &o,
   auto crossName = [](int64_t l, StringRef which) {
     return "cross_key_values." + std::to_string(l) + "." + which.str();
   };
+  // A tensor-parallel build's cross keys and values and KV cache are its
+  // rank's heads (axis 1), as a decoder's cache is.
+  int64_t localHeads = heads / mb.ranks();
+  auto splitKV = [&](const KeysValues &kv) {
+    mb.splitAlong(kv.first, 1);
+    mb.splitAlong(kv.second, 1);
+  };
   Value ids, decoderIds;
   DecoderInputs in;
   if (o.part == ModelPart::Decoder) {
@@ -494,10 +514,11 @@ runEncoderDecoder(ModelBuilder &mb, const ImportOptions &o,
                                type({o.batch, o.seqLen, hidden}));
     for (int64_t l = 0; o.crossKV && l < decoderLayers; ++l) {
       Value k = mb.addInput(crossName(l, "key"),
-                            type({o.batch, heads, o.seqLen, headDim}));
+                            type({o.batch, localHeads, o.seqLen, headDim}));
       in.cross.push_back(
           {k, mb.addInput(crossName(l, "value"),
-                          type({o.batch, heads, o.seqLen, headDim}))});
+                          type({o.batch, localHeads, o.seqLen, headDim}))});
+      splitKV(in.cross.back());
     }
   } else {
     ids = mb.addInput("input_ids", tokens(o.seqLen));
@@ -520,7 +541,7 @@ runEncoderDecoder(ModelBuilder &mb, const ImportOptions &o,
                                 std::make_pair(int64_t(0), keys)),
                     0, keys - 1);
   }
-  KVCache cache(mb, o, decoderLayers, heads, headDim);
+  KVCache cache(mb, o, decoderLayers, localHeads, headDim);
 
   if (failed(graph.prepare(o.part != ModelPart::Decoder,
                            o.part != ModelPart::Encoder)))
@@ -540,6 +561,7 @@ runEncoderDecoder(ModelBuilder &mb, const ImportOptions &o,
         return failure();
       results.append({kv->first, kv->second});
       names.append({crossName(l, "key"), crossName(l, "value")});
+      splitKV(*kv);
     }
     return mb.finish(results, names);
   }

@@ -72,7 +72,9 @@ struct AttentionLayout {
 using KeysValues = std::pair<mlir::Value, mlir::Value>;
 
 /// The keys and values of the attention `name` to kv [B, Skv, d]: its k and
-/// v projections split into `heads` heads.
+/// v projections split into `heads` heads (in a tensor-parallel build this
+/// rank's heads / ranks of them: Q, K and V column-parallel, the output
+/// projection row-parallel, here and in projectedAttention).
 mlir::FailureOr<KeysValues> projectKeysValues(ModelBuilder &mb,
                                               const std::string &name,
                                               mlir::Value kv, int64_t heads,

@@ -112,16 +112,19 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   KVCache cache(mb, o, cfg.layers, heads, cfg.hidden / cfg.heads);
 
   Value h, wteValue;
+  bool splitVocab = splitsVocabulary(r, mb);
   {
     TosaBuilder tb = mb.at("embeddings");
-    FailureOr<Value> wte = mb.weight("wte.weight", {cfg.vocab, cfg.hidden});
+    FailureOr<Value> wte =
+        vocabularyWeight(mb, splitVocab, "wte.weight", {cfg.vocab, cfg.hidden});
     if (failed(wte))
       return failure();
     wteValue = *wte;
     FailureOr<Value> wpe = mb.weight("wpe.weight", {cfg.positions, cfg.hidden});
     if (failed(wpe))
       return failure();
-    Value tokenEmbeddings = embeddingLookup(tb, *wte, tokens.ids);
+    Value tokenEmbeddings =
+        vocabularyEmbedding(mb, tb, splitVocab, *wte, tokens.ids, cfg.vocab);
     h = tb.add(tokenEmbeddings,
                tokens.positions ? embeddingLookup(tb, *wpe, tokens.positions)
                                 : tableRows(tb, *wpe, o.pastLen, o.seqLen));
@@ -184,6 +187,7 @@ FailureOr<OwningOpRef<ModuleOp>> buildGpt2(ImportRequest &r) {
   // GPT2LMHeadModel's head is tied to wte.
   DecoderHead head;
   head.tiedByDefault = true;
+  head.vocab = cfg.vocab;
   return finishDecoder(r, mb, cache, *out, wteValue, head);
 }
 

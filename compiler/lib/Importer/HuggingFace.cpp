@@ -4,6 +4,7 @@
 
 #include "Architectures.h"
 #include "Layers.h"
+#include "TensorParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -224,11 +225,15 @@ finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
   if (failed(tied))
     return failure();
   auto table = cast<RankedTensorType>(embeddings.getType());
+  // `vocab`: the table's rows, of a vocabulary-split one the rank's part
+  // of the `whole` vocabulary.
+  bool split = splitsVocabulary(r, mb);
   int64_t vocab = table.getDimSize(0), width = table.getDimSize(1);
+  int64_t whole = split ? head.vocab : vocab;
   Value w = embeddings;
   if (!*tied) {
-    FailureOr<Value> weight =
-        mb.weight(head.name + ".weight", {vocab, width}, /*prefixed=*/false);
+    FailureOr<Value> weight = vocabularyWeight(
+        mb, split, head.name + ".weight", {whole, width}, /*prefixed=*/false);
     if (failed(weight))
       return failure();
     w = *weight;
@@ -240,8 +245,8 @@ finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
   Value wt = tb.transpose(tb.reshape(w, {1, vocab, width}), {0, 2, 1});
   Value y = tb.matmul(tb.reshape(hidden, {1, b * s, width}), wt, f32);
   if (head.bias) {
-    FailureOr<Value> bias =
-        mb.weight(head.name + ".bias", {vocab}, /*prefixed=*/false);
+    FailureOr<Value> bias = vocabularyWeight(mb, split, head.name + ".bias",
+                                             {whole}, /*prefixed=*/false);
     if (failed(bias))
       return failure();
     y = tb.add(y, tb.reshape(tb.cast(*bias, f32), {1, 1, vocab}));
@@ -254,7 +259,9 @@ finishDecoder(ImportRequest &r, ModelBuilder &mb, const KVCache &cache,
   if (head.softcap > 0)
     logits = softcapped(tb, logits, head.softcap);
   y = tb.cast(logits, f32);
-  return cache.finish(mb, tb.reshape(y, {b, s, vocab}), "logits");
+  if (split)
+    y = gatherVocabulary(tb, y, whole, mb.ranks());
+  return cache.finish(mb, tb.reshape(y, {b, s, whole}), "logits");
 }
 
 LogicalResult checkDecoderRequest(ImportRequest &r, StringRef family,

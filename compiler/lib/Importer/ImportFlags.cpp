@@ -87,6 +87,10 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
                            "the heads and the MLP across N ranks of an MPI "
                            "job (Megatron's split; docs/tensor-parallel.md): "
                            "one library, run with mpirun -np N tfc-run")
+                       .str(),
+                   (note + "With --tensor-parallel: split (default) the "
+                           "token embeddings and the LM head by vocabulary "
+                           "across the ranks, or replicate them on each")
                        .str()},
       batch("batch", cl::desc(descriptions[0]), cl::init("1"),
             cl::value_desc("n[,n...]"), cl::cat(category)),
@@ -155,14 +159,19 @@ ImportFlags::ImportFlags(cl::OptionCategory &category, StringRef note)
       attentionMaps("attention-maps", cl::desc(descriptions[12]),
                     cl::value_desc("LAYERS"), cl::cat(category)),
       tensorParallel("tensor-parallel", cl::desc(descriptions[14]), cl::init(1),
-                     cl::value_desc("N"), cl::cat(category)) {}
+                     cl::value_desc("N"), cl::cat(category)),
+      tensorParallelVocab("tensor-parallel-vocab", cl::desc(descriptions[15]),
+                          cl::init("split"), cl::value_desc("split|replicate"),
+                          cl::cat(category)) {}
 
 std::vector<std::string> ImportFlags::given() const {
   std::vector<std::string> out;
   const cl::Option *flags[] = {
-      &batch,   &seqLen,  &dtype,         &output,        &tokenTypeIds,
-      &kvCache, &pastLen, &positionIds,   &present,       &decoderSeqLen,
-      &part,    &crossKV, &attentionMaps, &tensorParallel};
+      &batch,         &seqLen,         &dtype,
+      &output,        &tokenTypeIds,   &kvCache,
+      &pastLen,       &positionIds,    &present,
+      &decoderSeqLen, &part,           &crossKV,
+      &attentionMaps, &tensorParallel, &tensorParallelVocab};
   for (const cl::Option *o : flags)
     if (o->getNumOccurrences())
       out.push_back(("--" + o->ArgStr).str());
@@ -303,6 +312,10 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
                 "got " +
                 Twine(int64_t(tensorParallel)));
   o.tensorParallel = tensorParallel;
+  if (tensorParallelVocab != "split" && tensorParallelVocab != "replicate")
+    return fail("--tensor-parallel-vocab: expected split or replicate, got " +
+                Twine(tensorParallelVocab));
+  o.splitVocabulary = tensorParallelVocab == "split";
   if (attentionMaps.getNumOccurrences()) {
     if (lengths->size() > 1)
       return fail("--attention-maps: a build of several --seq-len cuts one "
@@ -319,10 +332,10 @@ FailureOr<ImportOptions> ImportFlags::options(std::string &error) const {
 
 FailureOr<OnnxImportOptions>
 ImportFlags::onnxOptions(std::string &error) const {
-  const cl::Option *hfOnly[] = {&output,        &tokenTypeIds,  &kvCache,
-                                &pastLen,       &positionIds,   &present,
-                                &decoderSeqLen, &part,          &crossKV,
-                                &attentionMaps, &tensorParallel};
+  const cl::Option *hfOnly[] = {
+      &output,      &tokenTypeIds,  &kvCache,        &pastLen,
+      &positionIds, &present,       &decoderSeqLen,  &part,
+      &crossKV,     &attentionMaps, &tensorParallel, &tensorParallelVocab};
   for (const cl::Option *o : hfOnly)
     if (o->getNumOccurrences()) {
       error = ("--" + o->ArgStr +

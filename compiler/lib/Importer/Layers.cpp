@@ -4,6 +4,8 @@
 
 #include "TensorParallel.h"
 
+#include "tfc/ukernels/symbols.h"
+
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 
 #include "llvm/ADT/StringSwitch.h"
@@ -134,6 +136,35 @@ Value linearWith(TosaBuilder &tb, Value x, Value w, Value bias) {
   return project(tb, x, transposed(tb, w), bias, typeOf(w).getDimSize(0));
 }
 
+/// With --quantize-weights, that a row-parallel projection `name` whose
+/// rank holds `in` of its `whole` inputs is quantized as the 1-rank build
+/// quantizes it: each scale covers a group of one output's inputs (int4:
+/// TFC_UK_QUANTIZE_BLOCK of them; int8: all), which a rank must hold
+/// whole. Failure with a one-line error naming both flags otherwise.
+static LogicalResult checkQuantizedRows(ModelBuilder &mb, StringRef name,
+                                        int64_t in, int64_t whole) {
+  StringRef quantize = mb.quantizedWeights();
+  if (quantize.empty() ||
+      (quantize == "int4" && in % TFC_UK_QUANTIZE_BLOCK == 0))
+    return success();
+  std::string flags = "--tensor-parallel=" + std::to_string(mb.ranks()) +
+                      " --quantize-weights=" + quantize.str() + ": ";
+  std::string weight = mb.getPrefix() + name.str() + ".weight";
+  std::string part = " (" + std::to_string(in) + " of its " +
+                     std::to_string(whole) + " inputs on each rank)";
+  if (quantize == "int8")
+    return mb.fail(flags +
+                   "int8 gives each output one scale over all its "
+                   "inputs, which the ranks split in " +
+                   weight + part +
+                   ": use int4, whose groups a rank can hold whole, or no "
+                   "quantization");
+  return mb.fail(
+      flags + "int4 scales groups of " + Twine(TFC_UK_QUANTIZE_BLOCK) +
+      " inputs, which the ranks split in " + weight + part +
+      ": each rank needs a multiple of " + Twine(TFC_UK_QUANTIZE_BLOCK));
+}
+
 /// The weight `name`.weight of a projection with `in` and `out` features
 /// (its whole shape `shape(in, out)`, the axes of in and out `inAxis`,
 /// 1 - inAxis) and its bias `name`.bias when `bias`, split as `p` asks:
@@ -144,6 +175,8 @@ projectionWeights(ModelBuilder &mb, StringRef name, int64_t in, int64_t out,
   bool split = p.kind != Parallel::None && mb.ranks() > 1;
   bool rows = split && p.kind == Parallel::Rows;
   int64_t whole = rows ? in * mb.ranks() : in;
+  if (rows && failed(checkQuantizedRows(mb, name, in, whole)))
+    return failure();
   SmallVector<int64_t> shape = {out, out};
   shape[inAxis] = whole;
   WeightSplit ws;

@@ -51,6 +51,7 @@ ModelBuilder::ModelBuilder(ImportRequest &r, std::string prefix)
     : ModelBuilder(r.context, r.weights, std::move(prefix),
                    r.options.computeType, r.error) {
   tensorParallel = r.options.tensorParallel;
+  quantizeWeights = r.options.quantizeWeights;
   mapsAsked = r.options.attentionMaps;
   if (mapsAsked.empty() && tensorParallel == 1)
     return;
@@ -165,6 +166,13 @@ Value ModelBuilder::addInput(
   return arg;
 }
 
+void ModelBuilder::bound(Value input, int64_t lo, int64_t hi) {
+  auto arg = cast<BlockArgument>(input);
+  NamedAttrList attrs(argAttrs[arg.getArgNumber()]);
+  attrs.set("tfc.bounds", builder.getDenseI64ArrayAttr({lo, hi}));
+  argAttrs[arg.getArgNumber()] = attrs.getDictionary(getContext());
+}
+
 LogicalResult ModelBuilder::fail(const Twine &message) {
   error = message.str();
   return failure();
@@ -210,10 +218,15 @@ FailureOr<Value> ModelBuilder::weight(StringRef name, ArrayRef<int64_t> shape,
       builder.getNamedAttr("tfc.name", builder.getStringAttr(full)),
       builder.getNamedAttr("tfc.role", builder.getStringAttr("weight"))};
   if (split.axis >= 0 && tensorParallel > 1) {
-    // The importer splits only what divides (checkTensorParallel).
-    part[split.axis] /= tensorParallel;
-    attrs.push_back(builder.getNamedAttr(
-        "tfc.split", builder.getDenseI64ArrayAttr({split.axis, split.groups})));
+    // The importer splits only what divides (checkTensorParallel), but a
+    // vocabulary, whose parts are padded: the whole length then follows.
+    int64_t whole = shape[split.axis];
+    part[split.axis] = (whole + tensorParallel - 1) / tensorParallel;
+    SmallVector<int64_t> value = {split.axis, split.groups};
+    if (whole % tensorParallel != 0)
+      value.push_back(whole);
+    attrs.push_back(
+        builder.getNamedAttr("tfc.split", builder.getDenseI64ArrayAttr(value)));
   }
   Value value =
       body->addArgument(RankedTensorType::get(part, computeType), loc);
@@ -245,8 +258,8 @@ ModelBuilder::finish(ArrayRef<Value> results, ArrayRef<std::string> names) {
   }
   if (tensorParallel > 1 && !parallelDeclared) {
     (void)fail("--tensor-parallel=" + Twine(tensorParallel) + ": " + modelText +
-               " is not split across ranks (the LLaMA-type decoders and "
-               "GPT-2 are)");
+               " is not split across ranks (the LLaMA-type decoders, "
+               "GPT-2, BERT, RoBERTa and the encoder-decoders are)");
     return failure();
   }
   results = all;

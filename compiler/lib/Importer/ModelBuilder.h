@@ -39,7 +39,9 @@ enum class AttentionStack { Only, Encoder, Decoder, Cross, Vision, Text };
 /// (--tensor-parallel, docs/tensor-parallel.md): along `axis`, seen as
 /// [groups, ranks, size / (groups * ranks)], each rank holding its part of
 /// every group (GPT-2's c_attn, Q, K and V in turn: 3 groups). Axis -1:
-/// every rank holds all of it.
+/// every rank holds all of it. A size the ranks do not divide (a
+/// vocabulary, 1 group) is padded: each part ceil(size / ranks) long,
+/// zeros past the whole.
 struct WeightSplit {
   int64_t axis = -1;
   int64_t groups = 1;
@@ -70,6 +72,9 @@ public:
   mlir::Value
   addInput(llvm::StringRef name, mlir::RankedTensorType type,
            std::optional<std::pair<int64_t, int64_t>> bounds = std::nullopt);
+  /// Sets the bounds [lo, hi) of input `input` (addInput's), which no
+  /// gather of the graph implies (a vocabulary-split embedding's ids).
+  void bound(mlir::Value input, int64_t lo, int64_t hi);
 
   /// The weight `prefix + name` (`name` alone when not `prefixed`: a task
   /// head's, such as lm_head.weight) as a value of `shape` in the compute
@@ -89,6 +94,9 @@ public:
   /// family that splits its layers calls declareTensorParallel(); finish()
   /// refuses more than one rank for a build that did not.
   int64_t ranks() const { return tensorParallel; }
+  /// --quantize-weights as ImportOptions::quantizeWeights holds it (empty:
+  /// not quantized).
+  llvm::StringRef quantizedWeights() const { return quantizeWeights; }
   void declareTensorParallel() { parallelDeclared = true; }
   /// Marks the input or result `value` (a KV cache's) as split along
   /// `axis`: each rank takes or returns its part.
@@ -143,6 +151,7 @@ private:
   std::map<std::pair<AttentionStack, int64_t>, mlir::Value> maps;
   bool stacksDeclared = false;
   int64_t tensorParallel = 1;
+  std::string quantizeWeights;
   bool parallelDeclared = false;
   llvm::DenseMap<mlir::Value, int64_t> splitValues;
 };

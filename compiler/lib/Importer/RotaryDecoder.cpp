@@ -181,13 +181,15 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
     return rmsNorm(mb, tb, x, name, d.eps);
   };
 
-  FailureOr<Value> embeddings =
-      mb.weight(names.embed + ".weight", {d.vocab, d.hidden});
+  bool splitVocab = splitsVocabulary(r, mb);
+  FailureOr<Value> embeddings = vocabularyWeight(
+      mb, splitVocab, names.embed + ".weight", {d.vocab, d.hidden});
   if (failed(embeddings))
     return failure();
   Value h = [&] {
     TosaBuilder tb = mb.at(names.embed);
-    Value e = embeddingLookup(tb, *embeddings, tokens.ids);
+    Value e = vocabularyEmbedding(mb, tb, splitVocab, *embeddings, tokens.ids,
+                                  d.vocab);
     if (d.embeddingScale == 1)
       return e;
     // Gemma's normalizer sqrt(hidden_size), Granite's embedding_multiplier:
@@ -402,6 +404,7 @@ buildRotaryDecoder(ImportRequest &r, const FailureOr<RotaryDecoder> &decoder) {
   head.divisor = d.logitDivisor;
   head.name = names.head;
   head.bias = d.headBias;
+  head.vocab = d.vocab;
   return finishDecoder(r, mb, cache, *out, *embeddings, head);
 }
 

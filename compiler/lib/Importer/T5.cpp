@@ -22,11 +22,16 @@
 // the constant holds the bucket of each distance a key may lie from a
 // query, and the bias gathers each pair's distance from those rows.
 //
+// With --tensor-parallel each rank holds its heads' q, k, v (and wi, wi_0,
+// wi_1: its d_ff features) and their rows of o (wo), and its heads'
+// columns of the relative_attention_bias tables.
+//
 //===----------------------------------------------------------------------===//
 
 #include "EncoderDecoder.h"
 
 #include "Layers.h"
+#include "TensorParallel.h"
 
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "llvm/ADT/Twine.h"
@@ -196,6 +201,8 @@ private:
   FailureOr<Value> biasRows(const std::string &stack, int64_t rows,
                             int64_t cols, ArrayRef<int32_t> buckets);
   Value embed(const std::string &stack, Value ids);
+  /// The heads this rank computes (all of them with one rank).
+  int64_t heads() const { return cfg.heads / mb.ranks(); }
 
   ImportRequest &r;
   ModelBuilder &mb;
@@ -250,20 +257,22 @@ FailureOr<KeysValues> Graph::crossKeysValues(Value encoded, int64_t layer) {
 
 FailureOr<Value> Graph::feedForward(const std::string &name, Value x) {
   TosaBuilder tb = mb.at(name);
-  auto project = [&](Value in, StringRef w, int64_t out) {
-    return linear(mb, tb, in, name + "." + w.str(), out, /*bias=*/false);
+  auto project = [&](Value in, StringRef w, int64_t out, Parallel p) {
+    return linear(mb, tb, in, name + "." + w.str(), out, /*bias=*/false, p);
   };
-  FailureOr<Value> gate = project(x, cfg.gated ? "wi_0" : "wi", cfg.ffn);
+  const Parallel columns{Parallel::Columns};
+  FailureOr<Value> gate =
+      project(x, cfg.gated ? "wi_0" : "wi", cfg.ffn, columns);
   if (failed(gate))
     return failure();
   Value inner = activation(tb, *gate, cfg.act);
   if (cfg.gated) {
-    FailureOr<Value> up = project(x, "wi_1", cfg.ffn);
+    FailureOr<Value> up = project(x, "wi_1", cfg.ffn, columns);
     if (failed(up))
       return failure();
     inner = tb.mul(inner, *up);
   }
-  return project(inner, "wo", cfg.hidden);
+  return project(inner, "wo", cfg.hidden, {Parallel::Rows});
 }
 
 static std::string biasName(const std::string &stack) {
@@ -273,7 +282,9 @@ static std::string biasName(const std::string &stack) {
 FailureOr<Value> Graph::biasRows(const std::string &stack, int64_t rows,
                                  int64_t cols, ArrayRef<int32_t> buckets) {
   std::string name = biasName(stack);
-  FailureOr<Value> bias = mb.weight(name + ".weight", {cfg.buckets, cfg.heads});
+  // Per head: each rank takes its heads' columns.
+  FailureOr<Value> bias = mb.weight(name + ".weight", {cfg.buckets, cfg.heads},
+                                    /*prefixed=*/true, WeightSplit{1, 1});
   if (failed(bias))
     return failure();
   TosaBuilder tb = mb.at(name);
@@ -298,7 +309,7 @@ FailureOr<Value> Graph::positionBias(const std::string &stack,
     return failure();
   TosaBuilder tb = mb.at(biasName(stack));
   return tb.reshape(tb.transpose(*rows, {2, 0, 1}),
-                    {1, cfg.heads, queries, keys});
+                    {1, heads(), queries, keys});
 }
 
 FailureOr<Value> Graph::positionBiasAt(Value positions, int64_t past) {
@@ -333,9 +344,9 @@ FailureOr<Value> Graph::positionBiasAt(Value positions, int64_t past) {
   Value row = tb.add(tb.sub(tb.reshape(key, {batch, 1, keys}),
                             tb.reshape(query, {batch, t, 1})),
                      tb.splat(static_cast<double>(keys - 1), f32, 3));
-  Value bias = embeddingLookup(tb, tb.reshape(*rows, {span, cfg.heads}),
+  Value bias = embeddingLookup(tb, tb.reshape(*rows, {span, heads()}),
                                tb.reshape(row, {batch, t * keys}));
-  return tb.transpose(tb.reshape(bias, {batch, t, keys, cfg.heads}),
+  return tb.transpose(tb.reshape(bias, {batch, t, keys, heads()}),
                       {0, 3, 1, 2});
 }
 
@@ -432,7 +443,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildT5(ImportRequest &r) {
     return failure();
   ModelBuilder mb(r, *prefix);
   if (failed(mb.declareEncoderDecoderStacks(r.options.part, cfg->encoderLayers,
-                                            cfg->decoderLayers)))
+                                            cfg->decoderLayers)) ||
+      failed(checkTensorParallel(
+          r, mb, {{"num_heads", cfg->heads}, {"d_ff", cfg->ffn}})))
     return failure();
   Graph graph(r, mb, *cfg);
   return runEncoderDecoder(mb, r.options, graph, cfg->hidden,

@@ -76,9 +76,11 @@ void buildNVPTXLoweringPipeline(OpPassManager &pm,
                                 const NVPTXPipelineOptions &options) {
   // Fused attention becomes one kernel launch each; whatever else remains
   // (softmax, layer_norm, unfused attention) is decomposed (the unfused
-  // build's graph step decomposed everything).
+  // build's graph step decomposed everything but the collectives). A
+  // tensor-parallel model's all-reduces, fused or not, become calls of the
+  // runtime (NCCL).
+  ConvertTransformerToNVPTXOptions kernels;
   if (options.fuse) {
-    ConvertTransformerToNVPTXOptions kernels;
     kernels.ldmatrix = options.ldmatrix;
     kernels.asyncCopy = options.asyncCopy;
     kernels.wgmma = options.wgmma;
@@ -90,9 +92,10 @@ void buildNVPTXLoweringPipeline(OpPassManager &pm,
     kernels.decodeBlocksPerSM = options.decodeBlocksPerSM;
     kernels.decodeStages = options.decodeStages;
     kernels.decodeMma = options.decodeMma;
-    pm.addPass(createConvertTransformerToNVPTX(kernels));
-    pm.addPass(transformer::createTransformerDecompose());
   }
+  pm.addPass(createConvertTransformerToNVPTX(kernels));
+  if (options.fuse)
+    pm.addPass(transformer::createTransformerDecompose());
   addTosaToLinalgPasses(pm);
   // Buffers: results become caller-provided out-parameters (device
   // pointers), temporaries device buffers freed after their last use.

@@ -179,7 +179,9 @@ static LogicalResult extractWeightFile(ModuleOp module, func::FuncOp fn,
 }
 
 /// The module's `tfc.tensor_parallel` and its arguments' and results'
-/// `tfc.split`s, checked: each split axis of a tensor of the rank's part.
+/// `tfc.split`s, checked: each split axis of a tensor of the rank's part;
+/// a weight's may name the whole length a padded part is cut from
+/// ([axis, 1, whole]: each part ceil(whole / ranks) long).
 static LogicalResult extractTensorParallel(ModuleOp module, func::FuncOp fn,
                                            Manifest &m) {
   if (auto ranks = module->getAttrOfType<IntegerAttr>("tfc.tensor_parallel")) {
@@ -193,16 +195,28 @@ static LogicalResult extractTensorParallel(ModuleOp module, func::FuncOp fn,
     auto split = attrs ? attrs.getAs<DenseI64ArrayAttr>("tfc.split") : nullptr;
     if (!split)
       return success();
-    if (m.tensorParallel == 1 || split.size() != 2 || split[0] < 0 ||
-        split[0] >= int64_t(spec.shape.size()) || split[1] < 1 ||
-        spec.shape[split[0]] % split[1] != 0)
+    int64_t ranks = m.tensorParallel;
+    bool axisOk = split.size() >= 2 && split[0] >= 0 &&
+                  split[0] < int64_t(spec.shape.size());
+    int64_t part = axisOk ? spec.shape[split[0]] : 0;
+    if (ranks == 1 || (split.size() != 2 && split.size() != 3) || !axisOk ||
+        split[1] < 1 || part % split[1] != 0)
       return fn.emitError()
              << what << " " << i
              << ": tfc.split must be [axis, groups] of one of its axes, "
                 "whose size the groups divide, in a module with "
                 "tfc.tensor_parallel";
+    int64_t whole = split.size() == 3 ? split[2] : part * ranks;
+    if (whole < 1 || (whole + ranks - 1) / ranks != part ||
+        (whole != part * ranks &&
+         (split[1] != 1 || spec.role != TFC_ROLE_WEIGHT)))
+      return fn.emitError()
+             << what << " " << i << ": tfc.split's whole length " << whole
+             << " is not cut into " << ranks << " parts of " << part
+             << " (a padded part: a weight's, of one group)";
     spec.splitAxis = int32_t(split[0]);
     spec.splitGroups = int32_t(split[1]);
+    spec.splitWhole = whole;
     return success();
   };
   for (auto [i, spec] : llvm::enumerate(m.args))

@@ -89,10 +89,11 @@ void addTensorParallel(llvm::Module &mod, const Manifest &m) {
   llvm::LLVMContext &ctx = mod.getContext();
   llvm::Type *ptr = llvm::PointerType::getUnqual(ctx);
   llvm::Type *i32 = llvm::Type::getInt32Ty(ctx);
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
   auto *splitType =
       llvm::StructType::create(ctx, {i32, i32}, "tfc_tensor_split");
-  auto *parallelType =
-      llvm::StructType::create(ctx, {i32, ptr, ptr}, "tfc_tensor_parallel");
+  auto *parallelType = llvm::StructType::create(ctx, {i32, ptr, ptr, ptr},
+                                                "tfc_tensor_parallel");
   auto table = [&](const std::vector<TensorSpec> &specs) -> llvm::Constant * {
     if (specs.empty())
       return llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(ctx));
@@ -106,11 +107,23 @@ void addTensorParallel(llvm::Module &mod, const Manifest &m) {
                            llvm::ArrayType::get(splitType, rows.size()), rows),
                        ".tfc.tensor_parallel");
   };
+  // The arguments' whole lengths along their split axes (arg_whole).
+  llvm::Constant *wholes =
+      llvm::ConstantPointerNull::get(llvm::PointerType::getUnqual(ctx));
+  if (!m.args.empty()) {
+    std::vector<llvm::Constant *> rows;
+    for (const TensorSpec &s : m.args)
+      rows.push_back(llvm::ConstantInt::get(i64, s.splitWhole));
+    wholes = privateData(
+        mod,
+        llvm::ConstantArray::get(llvm::ArrayType::get(i64, rows.size()), rows),
+        ".tfc.tensor_parallel");
+  }
   llvm::Constant *data = privateData(
       mod,
       llvm::ConstantStruct::get(parallelType,
                                 {llvm::ConstantInt::get(i32, m.tensorParallel),
-                                 table(m.args), table(m.results)}),
+                                 table(m.args), table(m.results), wholes}),
       ".tfc.tensor_parallel");
   addGetter(mod, "tfc_model_tensor_parallel", data);
 }

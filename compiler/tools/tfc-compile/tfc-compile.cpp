@@ -349,9 +349,6 @@ static int compileModule(ModuleOp module, const std::string &inputName,
                          const char *argv0, bool quiet,
                          const tfc::VariantBuilds *builds = nullptr) {
   MLIRContext *context = module.getContext();
-  if (target == "nvptx" && module->hasAttr("tfc.tensor_parallel"))
-    return fail("--tensor-parallel: a split model runs on the CPU "
-                "(--target=cpu); the nvptx target has no collectives");
   if (failed(tfc::checkNoRecursion(module)) ||
       failed(tfc::checkMatmulShapes(module)))
     return 1;
@@ -635,6 +632,23 @@ int main(int argc, char **argv) {
     FailureOr<tfc::ImportOptions> importOptions = importFlags.options(error);
     if (failed(importOptions))
       return fail(error);
+    if (quantizeWeights != tfc::QuantizeWeights::None)
+      importOptions->quantizeWeights =
+          quantizeWeights == tfc::QuantizeWeights::Int8 ? "int8" : "int4";
+    // The nvptx lowering has no all-gather nor rank: a GPU build keeps the
+    // token embeddings and the LM head whole on every rank.
+    if (target == "nvptx" && importOptions->tensorParallel > 1) {
+      if (importOptions->splitVocabulary &&
+          llvm::is_contained(importFlags.given(), "--tensor-parallel-vocab"))
+        return fail("--tensor-parallel-vocab=split: the nvptx target does "
+                    "not split the vocabulary yet (replicate)");
+      importOptions->splitVocabulary = false;
+    }
+    if (verifyFusion && importOptions->tensorParallel > 1)
+      return fail("--verify-fusion runs both builds in this process, and a "
+                  "--tensor-parallel=" +
+                  std::to_string(importOptions->tensorParallel) +
+                  " build runs under mpirun: verify the 1-rank build");
     auto importBuild = [&](int64_t batch, int64_t length) {
       tfc::ImportOptions options = *importOptions;
       options.batch = batch;
@@ -678,6 +692,24 @@ int main(int argc, char **argv) {
       return 1;
     if (!allowExternalCalls && failed(tfc::checkNoExternalCode(*module)))
       return 1;
+    // A split module (tfc-import --tensor-parallel=N): the import checks
+    // each rank's part of the weights against the quantization groups.
+    if (auto ranks =
+            (*module)->getAttrOfType<IntegerAttr>("tfc.tensor_parallel")) {
+      std::string split =
+          inputFile + " is split across " + std::to_string(ranks.getInt()) +
+          " ranks (--tensor-parallel=" + std::to_string(ranks.getInt()) + ")";
+      if (verifyFusion)
+        return fail("--verify-fusion runs both builds in this process, and " +
+                    split +
+                    ", which run under mpirun: verify the 1-rank "
+                    "build");
+      if (quantizeWeights != tfc::QuantizeWeights::None)
+        return fail("--quantize-weights: " + split +
+                    ": quantize it at the import, tfc-compile --hf DIR "
+                    "--tensor-parallel=N --quantize-weights=..., which "
+                    "checks each rank's part against the groups");
+    }
   }
 
   OwningOpRef<ModuleOp> original;

@@ -2,7 +2,8 @@
 //
 // A constant B (a weight) is packed on first use and kept for the life of
 // the process; the runtime may list the copies to save them and hand
-// copies packed by an earlier process back (abi.h, "Packed weights").
+// copies packed by an earlier process back (abi.h, "Packed weights"), and
+// is told of each weight packed (tfc_runtime_weight_packed).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,11 @@
 
 #ifdef TFC_UK_VECTOR
 
+/// The runtime's (abi.h): told of each weight once it is packed. Weak: null
+/// where the runtime that loaded the model has none.
+extern "C" __attribute__((weak, visibility("default"))) void
+tfc_runtime_weight_packed(const void *source, size_t nbytes);
+
 namespace tfc::uk::matmul {
 namespace {
 
@@ -30,8 +36,8 @@ class PackedWeights {
 public:
   const void *get(const Matmul &p, int64_t bt, int64_t panels) {
     Layout layout = layoutOf(p);
-    Key key{static_cast<const char *>(p.b) +
-                p.bOffset(bt) * (p.btype == BType::F32 ? 4 : 2),
+    int64_t element = p.btype == BType::F32 ? 4 : 2;
+    Key key{static_cast<const char *>(p.b) + p.bOffset(bt) * element,
             p.panelType(),
             layout,
             p.k,
@@ -53,8 +59,14 @@ public:
       packBQuantized(p, bt, panels, buffer.get());
     else
       packB(p, bt, panels, buffer.get(), /*parallel=*/true);
-    return cache.emplace(key, Entry{std::move(buffer), bytes})
-        .first->second.data.get();
+    const void *packed = cache.emplace(key, Entry{std::move(buffer), bytes})
+                             .first->second.data.get();
+    // The bytes packed are read no more: the runtime may drop their pages.
+    if (tfc_runtime_weight_packed && p.bs[1] >= 0 && p.bs[2] >= 0)
+      tfc_runtime_weight_packed(
+          key.b,
+          size_t(((p.k - 1) * p.bs[1] + (p.n - 1) * p.bs[2] + 1) * element));
+    return packed;
   }
 
   /// Up to `capacity` of the packed copies, into `out`; how many there are.

@@ -3,9 +3,10 @@
 // The objects behind api.h's opaque handles (tfc_model, tfc_status,
 // tfc_array) and the internal helpers the files implementing the C API
 // share: Status.cpp (statuses, their messages, element types), ModelLoad.cpp
-// (loading a model, its signature), Weights.cpp and PackedWeightFiles.cpp
-// (its weights), Shapes.cpp (batch sizes and lengths), Run.cpp (binding and
-// running), Arrays.cpp (host arrays) and Process.cpp (threads, the device).
+// (loading a model, its signature), Weights.cpp, WeightPages.cpp and
+// PackedWeightFiles.cpp (its weights), Shapes.cpp (batch sizes and
+// lengths), Run.cpp (binding and running), Arrays.cpp (host arrays) and
+// Process.cpp (threads, the device).
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +85,9 @@ struct tfc_model {
   /// Whether weightsFile's pages were dropped (releaseWeightPages, which
   /// runs of contexts may call at once).
   std::atomic<bool> weightPagesReleased{false};
+  /// $TFC_KEEP_WEIGHT_PAGES when the weights were bound: none of the
+  /// file's pages are dropped (releaseWeightPages, trackPackedWeights).
+  bool keepWeightPages = false;
   std::vector<tfc::AlignedBuffer> weightCopies;
   /// A CPU model's weights bound through a conversion (another float type
   /// in the file) that is not made yet: by weight index, the file's tensor.
@@ -272,8 +276,23 @@ tfc_status convertPendingWeights(tfc_model *model, int32_t only = -1);
 /// bytes are read no more, so its pages are dropped from the process's
 /// resident memory. The few read in place every run (embedding rows, norm
 /// scales) come back from the file on the next run. A GPU model's weights
-/// are on the device once bound.
+/// are on the device once bound. None with keepWeightPages.
 void releaseWeightPages(tfc_model *model);
+
+/// Whether $TFC_KEEP_WEIGHT_PAGES asks to keep the weights file's pages
+/// (set, neither empty nor "0").
+bool keepWeightPagesRequested();
+/// Registers the weights of `model` that only the matmul kernels read
+/// (tfc_model_weight_alignment 1) and that are bound in place in `file`'s
+/// map (`pointers`, by weight index): once a kernel has packed one
+/// (tfc_runtime_weight_packed, abi.h), its pages are dropped during the
+/// run. Forgets the model's earlier ones first: call it before the file
+/// they lie in is unmapped. None for a GPU model or keepWeightPages.
+void trackPackedWeights(tfc_model *model, const tfc::SafetensorsFile &file,
+                        const std::vector<const void *> &pointers);
+/// Forgets `model`'s registered weights (before its weights file is
+/// unmapped).
+void forgetPackedWeights(const tfc_model *model);
 
 /// Weight `index` is bound to a buffer of the caller's (Run.cpp's
 /// bindArgument): the kernels drop what they derived from the weights, and

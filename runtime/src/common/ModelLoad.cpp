@@ -127,6 +127,7 @@ void destroyModel(tfc_model *model) {
   if (model->weightsChanged)
     model->weightsChanged();
   std::unique_ptr<tfc::LibraryCopy> library = std::move(model->library);
+  forgetPackedWeights(model);
   delete model;
   if (handle)
     closeLibrary(handle);
@@ -290,7 +291,7 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     if (auto parallelFn = reinterpret_cast<tfc_model_tensor_parallel_fn>(
             ownSymbol(handle, "tfc_model_tensor_parallel")))
       if (tfc_status s = tfc::rt::joinParallel(model.get(), file, *manifest,
-                                               parallelFn(), isGpu)) {
+                                               parallelFn())) {
         closeLibrary(handle);
         return s;
       }
@@ -320,10 +321,16 @@ tfc_status tfc_model_load(const char *path, tfc_model **out) {
     model->buffers.assign(
         size_t(manifest->num_args) + size_t(manifest->num_results), nullptr);
     model->converted.assign(model->weightArgs.size(), false);
-    if (isGpu)
+    if (isGpu) {
       if (tfc::cuda::GpuError e = tfc::cuda::GpuModel::create(
               file, gpuModules, gpuSlots(model.get()), model->gpu))
         return fail(e.code, e.message);
+      // A tensor-parallel model's all-reduces go over NCCL.
+      if (model->parallel)
+        if (tfc::cuda::GpuError e =
+                model->gpu->joinRanks(model->rank, model->parallel->ranks))
+          return fail(e.code, e.message);
+    }
     *out = model.release();
     return nullptr;
   });

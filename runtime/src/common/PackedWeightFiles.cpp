@@ -9,6 +9,8 @@
 
 #include "ModelImpl.h"
 
+#include "tfc/runtime/parallel.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -30,6 +32,13 @@ tfc_status checkPackable(const tfc_model *model) {
                       "model " + model->path +
                           " packs no weights (a GPU model, or one built "
                           "without the CPU micro-kernels)");
+  if (int32_t ranks = tfc_model_ranks(model); ranks > 1)
+    return makeStatus(
+        TFC_FAILED_PRECONDITION,
+        "model " + model->path + ": built for " + std::to_string(ranks) +
+            " ranks (tfc-compile --tensor-parallel=" + std::to_string(ranks) +
+            "): each rank packs its own part of the weights, "
+            "which a packed weights file does not hold");
   if (model->weightsIdentity.empty())
     return makeStatus(TFC_FAILED_PRECONDITION,
                       "model " + model->path +

@@ -1,7 +1,7 @@
 //===- Parallel.cpp - Tensor-parallel models in the runtime ---------------===//
 //
 // Joining the MPI job when a tensor-parallel model loads, a rank's part of
-// each split weight when it binds them, the all-reduce its code calls, and
+// each split weight when it binds them, the collectives its code calls, and
 // parallel.h's calls: the parts of whole inputs and the whole of split
 // outputs (a KV cache's heads), the bytes of weights a rank binds.
 //
@@ -29,7 +29,9 @@ std::string collectiveFailure;
 /// Calls `run(whole, part, count)` for each piece, in elements, of rank
 /// `rank`'s part of a tensor of `whole` shape split along `axis` into
 /// `ranks` parts of `groups` groups (abi.h's tfc_tensor_split): offsets
-/// into the whole tensor and into the part, and the piece's length.
+/// into the whole tensor and into the part, and the piece's length. A part
+/// is ceil(whole / ranks) long along `axis`; of a padded one (groups 1),
+/// the piece holds the rows that lie in the whole tensor, none past it.
 template <typename Fn>
 void forEachPiece(const std::vector<int64_t> &whole, int32_t axis,
                   int32_t groups, int32_t ranks, int32_t rank, Fn &&run) {
@@ -38,12 +40,17 @@ void forEachPiece(const std::vector<int64_t> &whole, int32_t axis,
     outer *= whole[size_t(d)];
   for (size_t d = size_t(axis) + 1; d < whole.size(); ++d)
     inner *= whole[d];
-  int64_t wholeAxis = whole[size_t(axis)], partAxis = wholeAxis / ranks;
+  int64_t wholeAxis = whole[size_t(axis)];
+  int64_t partAxis = (wholeAxis + ranks - 1) / ranks;
   int64_t chunk = partAxis / groups;
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t g = 0; g < groups; ++g)
-      run((o * wholeAxis + (g * ranks + rank) * chunk) * inner,
-          (o * partAxis + g * chunk) * inner, chunk * inner);
+    for (int64_t g = 0; g < groups; ++g) {
+      int64_t start = (g * ranks + rank) * chunk;
+      int64_t rows = std::min(chunk, wholeAxis - start);
+      if (rows > 0)
+        run((o * wholeAxis + start) * inner, (o * partAxis + g * chunk) * inner,
+            rows * inner);
+    }
 }
 
 /// `shape` with `axis` `ranks` times as long: the whole tensor's.
@@ -70,12 +77,11 @@ const tfc_tensor_split kWhole = {-1, 1};
 namespace tfc::rt {
 
 tfc_status joinParallel(tfc_model *model, const std::string &file,
-                        const tfc_manifest &m, const tfc_tensor_parallel *p,
-                        bool gpu) {
+                        const tfc_manifest &m, const tfc_tensor_parallel *p) {
   auto bad = [&](const std::string &why) {
     return makeStatus(TFC_BAD_FORMAT, "model " + file + ": " + why);
   };
-  if (!p || p->ranks < 2 || (m.num_args > 0 && !p->args) ||
+  if (!p || p->ranks < 2 || (m.num_args > 0 && (!p->args || !p->arg_whole)) ||
       (m.num_results > 0 && !p->results))
     return bad("tfc_model_tensor_parallel() is malformed");
   for (int32_t i = 0; i < m.num_args + m.num_results; ++i) {
@@ -84,16 +90,18 @@ tfc_status joinParallel(tfc_model *model, const std::string &file,
     const tfc_tensor_desc &d = arg ? m.args[i] : m.results[i - m.num_args];
     if (s.axis == -1)
       continue;
+    // The whole: N parts, or fewer rows for a weight padded to N parts.
+    int64_t part = s.axis >= 0 && s.axis < d.rank ? d.shape[s.axis] : 0;
+    int64_t whole = arg ? p->arg_whole[i] : part * p->ranks;
+    bool padded = whole != part * p->ranks;
     if (s.axis < 0 || s.axis >= d.rank || s.groups < 1 ||
-        d.shape[s.axis] % s.groups != 0)
+        d.shape[s.axis] % s.groups != 0 || whole < 1 ||
+        part != (whole + p->ranks - 1) / p->ranks ||
+        (padded && (s.groups != 1 || d.role != TFC_ROLE_WEIGHT)))
       return bad(std::string(arg ? "argument " : "result ") +
                  std::to_string(arg ? i : i - m.num_args) + " " +
                  quote(d.name) + " has a malformed split");
   }
-  if (gpu)
-    return makeStatus(TFC_UNIMPLEMENTED,
-                      "model " + file +
-                          ": tensor-parallel models run on the CPU only");
   MpiJob job;
   std::string error;
   if (!joinMpiJob(p->ranks, job, error))
@@ -109,14 +117,17 @@ const tfc_tensor_split *weightSplit(const tfc_model *model, int32_t arg) {
   return &model->parallel->args[arg];
 }
 
-tfc_status bindWeightPart(const tfc_model *model, const tfc_tensor_desc &desc,
-                          const tfc_tensor_split &split,
+tfc_status bindWeightPart(const tfc_model *model, int32_t arg,
                           const tfc::SafetensorsTensor &tensor,
                           const std::string &path, const void *&data,
                           tfc::AlignedBuffer &copy) {
+  const tfc_tensor_desc &desc = model->manifest->args[arg];
+  const tfc_tensor_split &split = model->parallel->args[arg];
   int32_t ranks = model->parallel->ranks;
-  std::vector<int64_t> whole =
-      wholeShape(desc.rank, desc.shape, split.axis, ranks);
+  std::vector<int64_t> whole(desc.shape, desc.shape + desc.rank);
+  whole[size_t(split.axis)] = model->parallel->arg_whole[arg];
+  int64_t partCount =
+      tfc_tensor_desc_nbytes(&desc) / tfc_dtype_size(desc.dtype);
   auto want = static_cast<tfc::DType>(desc.dtype);
   bool convert = tensor.dtype != want;
   if ((convert && !tfc::isFloatConvertible(tensor.dtype, want)) ||
@@ -133,15 +144,16 @@ tfc_status bindWeightPart(const tfc_model *model, const tfc_tensor_desc &desc,
   size_t fromSize = tfc_dtype_size(int32_t(tensor.dtype));
   size_t toSize = tfc_dtype_size(desc.dtype);
   // One piece (the rows of a [out, in] weight split by its outputs): in
-  // place, as whole weights are.
-  int64_t pieces = 0, first = 0;
+  // place, as whole weights are, unless it is padded.
+  int64_t pieces = 0, first = 0, found = 0;
   forEachPiece(whole, split.axis, split.groups, ranks, model->rank,
-               [&](int64_t from, int64_t, int64_t) {
+               [&](int64_t from, int64_t, int64_t count) {
                  if (pieces++ == 0)
                    first = from;
+                 found += count;
                });
   const uint8_t *start = tensor.data + size_t(first) * fromSize;
-  if (pieces == 1 && !convert &&
+  if (pieces == 1 && found == partCount && !convert &&
       reinterpret_cast<uintptr_t>(start) % std::max<size_t>(toSize, 1) == 0) {
     data = start;
     return nullptr;
@@ -150,6 +162,8 @@ tfc_status bindWeightPart(const tfc_model *model, const tfc_tensor_desc &desc,
     return makeStatus(TFC_OUT_OF_MEMORY, "weights file " + path + ": tensor " +
                                              quote(desc.name) +
                                              ": out of memory");
+  if (found < partCount) // the rows past the whole vocabulary
+    std::memset(copy.data(), 0, tfc_tensor_desc_nbytes(&desc));
   forEachPiece(whole, split.axis, split.groups, ranks, model->rank,
                [&](int64_t from, int64_t to, int64_t count) {
                  copyElements(tensor.data + size_t(from) * fromSize,
@@ -187,6 +201,42 @@ TFC_API void _mlir_ciface_tfc_all_reduce_f32(tfc_memref2d_f32 *in,
   if (collectiveFailure.empty())
     collectiveFailure = error;
 }
+
+TFC_API void _mlir_ciface_tfc_all_gather_f32(tfc_memref2d_f32 *in,
+                                             tfc_memref2d_f32 *out) {
+  int64_t rows = in->sizes[0], cols = in->sizes[1];
+  int64_t ranks = cols > 0 ? out->sizes[1] / cols : 0;
+  std::string error;
+  if (out->strides[1] != 1 || out->strides[0] != out->sizes[1] ||
+      out->sizes[0] != rows || ranks * cols != out->sizes[1])
+    error = "internal error: the all-gather's result is not its input's "
+            "rows, dense, a whole number of times as wide";
+  else {
+    // This rank's rows packed, gathered rank by rank, then set side by
+    // side: out[r, k * cols + c] = rank k's in[r, c].
+    std::vector<float> part(size_t(rows * cols)),
+        all(size_t(ranks) * part.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        part[size_t(r * cols + c)] =
+            in->aligned[in->offset + r * in->strides[0] + c * in->strides[1]];
+    if (allGather(part.data(), int64_t(part.size()), all.data(), ranks,
+                  error)) {
+      float *dst = out->aligned + out->offset;
+      for (int64_t k = 0; k < ranks; ++k)
+        for (int64_t r = 0; r < rows; ++r)
+          std::memcpy(dst + r * ranks * cols + k * cols,
+                      all.data() + (k * rows + r) * cols,
+                      size_t(cols) * sizeof(float));
+      return;
+    }
+  }
+  std::lock_guard<std::mutex> lock(failureMutex);
+  if (collectiveFailure.empty())
+    collectiveFailure = error;
+}
+
+TFC_API int32_t tfc_parallel_rank(void) { return int32_t(jobRank()); }
 
 int32_t tfc_model_ranks(const tfc_model *model) {
   return model && model->parallel ? model->parallel->ranks : 1;

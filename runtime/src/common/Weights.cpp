@@ -110,7 +110,8 @@ tfc_status convertPendingWeights(tfc_model *model, int32_t only) {
 }
 
 void releaseWeightPages(tfc_model *model) {
-  if (!model->weightsFile || model->weightPagesReleased.exchange(true))
+  if (!model->weightsFile || model->keepWeightPages ||
+      model->weightPagesReleased.exchange(true))
     return;
   model->weightsFile->releasePages();
 }
@@ -167,11 +168,11 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
                               quote(desc.name) + " (" + describe(desc) +
                               ") that model " + model->path + " needs");
       // A tensor-parallel model's split weight: this rank's part.
-      if (const tfc_tensor_split *split = weightSplit(model, arg)) {
+      if (weightSplit(model, arg)) {
         const void *data = nullptr;
         tfc::AlignedBuffer copy;
         if (tfc_status s =
-                bindWeightPart(model, desc, *split, *tensor, path, data, copy))
+                bindWeightPart(model, arg, *tensor, path, data, copy))
           return s;
         converted.push_back(false);
         pointers.push_back(data);
@@ -251,6 +252,8 @@ tfc_status tfc_model_bind_weights(tfc_model *model,
     model->weightCopies = std::move(copies);
     model->pendingConversions = std::move(pending);
     model->converted = std::move(converted);
+    model->keepWeightPages = keepWeightPagesRequested();
+    trackPackedWeights(model, *file, pointers);
     model->weightsFile = std::move(file);
     model->weightsIdentity = fileIdentity(path);
     model->weightPagesReleased = false;

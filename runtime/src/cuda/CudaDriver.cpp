@@ -3,6 +3,8 @@
 #include "CudaDriver.h"
 
 #include <atomic>
+#include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
@@ -41,6 +43,33 @@ Once &once() {
 }
 
 std::atomic<Driver *> initialised{nullptr};
+
+/// The device of this process: $TFC_DEVICE, else under mpirun its rank
+/// among the job's processes on this machine (OMPI_COMM_WORLD_LOCAL_RANK)
+/// modulo the devices, so that a tensor-parallel model's ranks take one
+/// each; else 0. Empty, or why $TFC_DEVICE names none.
+std::string deviceOrdinal(const DriverApi &api, int &ordinal) {
+  int count = 0;
+  if (!api.cuDeviceGetCount || api.cuDeviceGetCount(&count) != kSuccess)
+    count = 0; // unknown
+  auto parse = [](const char *text, int &value) {
+    char *end = nullptr;
+    long n = std::strtol(text, &end, 10);
+    value = int(n);
+    return *text && !*end && n >= 0 && n <= INT_MAX;
+  };
+  if (const char *env = std::getenv("TFC_DEVICE"); env && *env) {
+    if (!parse(env, ordinal) || (count > 0 && ordinal >= count))
+      return "TFC_DEVICE=" + std::string(env) + ": expected a device ordinal" +
+             (count > 0 ? " from 0 to " + std::to_string(count - 1) : "");
+    return "";
+  }
+  int local = 0;
+  if (const char *env = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"))
+    if (parse(env, local) && count > 0)
+      ordinal = local % count;
+  return "";
+}
 
 } // namespace
 
@@ -83,6 +112,7 @@ std::string Driver::init(const std::string &path) {
       {{"cuInit"}, slot(api_.cuInit)},
       {{"cuDriverGetVersion"}, slot(api_.cuDriverGetVersion)},
       {{"cuDeviceGet"}, slot(api_.cuDeviceGet)},
+      {{"cuDeviceGetCount"}, slot(api_.cuDeviceGetCount), true},
       {{"cuDeviceGetName"}, slot(api_.cuDeviceGetName)},
       {{"cuDeviceGetAttribute"}, slot(api_.cuDeviceGetAttribute)},
       {{"cuDevicePrimaryCtxRetain"}, slot(api_.cuDevicePrimaryCtxRetain)},
@@ -92,6 +122,7 @@ std::string Driver::init(const std::string &path) {
       {{"cuGetErrorString"}, slot(api_.cuGetErrorString)},
       {{"cuStreamCreate"}, slot(api_.cuStreamCreate)},
       {{"cuStreamSynchronize"}, slot(api_.cuStreamSynchronize)},
+      {{"cuStreamQuery"}, slot(api_.cuStreamQuery), true},
       {{"cuStreamWaitEvent"}, slot(api_.cuStreamWaitEvent)},
       {{"cuEventCreate"}, slot(api_.cuEventCreate)},
       {{"cuEventDestroy_v2"}, slot(api_.cuEventDestroy)},
@@ -140,9 +171,12 @@ std::string Driver::init(const std::string &path) {
   };
   if (CUresult r = api_.cuInit(0))
     return fail("cuInit", r);
+  int ordinal = 0;
+  if (std::string error = deviceOrdinal(api_, ordinal); !error.empty())
+    return "CUDA driver " + path + ": " + error;
   CUdevice device = 0;
-  if (CUresult r = api_.cuDeviceGet(&device, 0))
-    return fail("cuDeviceGet(0)", r);
+  if (CUresult r = api_.cuDeviceGet(&device, ordinal))
+    return fail(("cuDeviceGet(" + std::to_string(ordinal) + ")").c_str(), r);
   if (CUresult r = api_.cuDevicePrimaryCtxRetain(&context_, device))
     return fail("cuDevicePrimaryCtxRetain", r);
   if (CUresult r = api_.cuCtxSetCurrent(context_))
@@ -154,7 +188,7 @@ std::string Driver::init(const std::string &path) {
 
   char name[256] = {};
   if (api_.cuDeviceGetName(name, int(sizeof(name) - 1), device) != kSuccess)
-    std::strcpy(name, "CUDA device 0");
+    std::snprintf(name, sizeof name, "CUDA device %d", ordinal);
   description_ = name;
   int major = 0, minor = 0;
   if (api_.cuDeviceGetAttribute(&major, kDeviceAttributeComputeCapabilityMajor,

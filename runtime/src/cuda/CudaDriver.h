@@ -58,7 +58,9 @@ constexpr CUresult kSuccess = 0;
 constexpr CUresult kErrorInvalidValue = 1;
 constexpr CUresult kErrorOutOfMemory = 2;
 constexpr CUresult kErrorInvalidHandle = 400;
+constexpr CUresult kErrorNotReady = 600;
 constexpr CUresult kErrorNotSupported = 801;
+constexpr CUresult kErrorUnknown = 999;
 constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
 constexpr int kJitErrorLogBuffer = 5;
 constexpr int kJitErrorLogBufferSizeBytes = 6;
@@ -90,6 +92,8 @@ struct DriverApi {
   CUresult (*cuInit)(unsigned flags);
   CUresult (*cuDriverGetVersion)(int *version);
   CUresult (*cuDeviceGet)(CUdevice *device, int ordinal);
+  /// Optional (in every driver; without it the device count is unknown).
+  CUresult (*cuDeviceGetCount)(int *count);
   CUresult (*cuDeviceGetName)(char *name, int length, CUdevice device);
   CUresult (*cuDeviceGetAttribute)(int *value, int attribute, CUdevice device);
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *context, CUdevice device);
@@ -99,6 +103,8 @@ struct DriverApi {
   CUresult (*cuGetErrorString)(CUresult error, const char **text);
   CUresult (*cuStreamCreate)(CUstream *stream, unsigned flags);
   CUresult (*cuStreamSynchronize)(CUstream stream);
+  /// Optional (in every driver; waiters fall back to cuStreamSynchronize).
+  CUresult (*cuStreamQuery)(CUstream stream);
   CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags);
   CUresult (*cuEventCreate)(CUevent *event, unsigned flags);
   CUresult (*cuEventDestroy)(CUevent event);
@@ -158,10 +164,10 @@ struct DriverApi {
   }
 };
 
-/// The opened driver: device 0, its primary context (shared with other CUDA
-/// users in the process, e.g. PyTorch) and the one stream all of the
-/// runtime's work goes to. Created once and never destroyed: model
-/// libraries' global destructors may call into it during exit.
+/// The opened driver: the process's device (deviceOrdinal), its primary
+/// context (shared with other CUDA users in the process, e.g. PyTorch) and
+/// the one stream all of the runtime's work goes to. Created once and never
+/// destroyed: model libraries' global destructors may call into it during exit.
 class Driver {
 public:
   /// The driver, opened and initialised on the first call (thread-safe);

@@ -4,6 +4,7 @@
 
 #include "DeviceAllocator.h"
 #include "Failure.h"
+#include "Nccl.h"
 
 namespace tfc::cuda {
 namespace {
@@ -43,6 +44,8 @@ GpuModel::GpuModel(const std::string &path, const Driver &driver,
 
 GpuModel::~GpuModel() {
   graphs_.clear();
+  if (joinedRanks_)
+    releaseNccl();
   // Every run ends with the stream drained: the blocks are idle.
   for (CUdeviceptr ptr : device_)
     if (ptr)
@@ -76,6 +79,16 @@ GpuError GpuModel::create(const std::string &path, const LoadScope &scope,
     if (GpuError e = model->allocateSlot(i))
       return e;
   out = std::move(model);
+  return {};
+}
+
+GpuError GpuModel::joinRanks(int rank, int ranks) {
+  if (GpuError e = begin(/*run=*/false))
+    return e;
+  std::string error = acquireNccl(driver_, rank, ranks);
+  if (!error.empty())
+    return {TFC_FAILED_PRECONDITION, "model " + path_ + ": " + error};
+  joinedRanks_ = true;
   return {};
 }
 

@@ -50,6 +50,9 @@ public:
   GpuModel(const GpuModel &) = delete;
   GpuModel &operator=(const GpuModel &) = delete;
 
+  /// Joins the NCCL communicator of a tensor-parallel model's `ranks`
+  /// ranks as `rank` (Nccl.h), left when the model goes.
+  GpuError joinRanks(int rank, int ranks);
   /// Copies `host` into the slot's device buffer and waits (weights).
   GpuError upload(size_t slot, const void *host);
   /// Binds input or output `slot` to the caller's device buffer `ptr`
@@ -97,6 +100,7 @@ private:
   /// device_, or bound_ where set, as tfc_model_run takes them.
   std::vector<void *> pointers_;
   GraphCache graphs_;
+  bool joinedRanks_ = false;
 };
 
 } // namespace tfc::cuda

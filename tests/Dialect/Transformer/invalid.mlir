@@ -327,3 +327,35 @@ func.func @attention_zero_head_dim(%q: tensor<1x2x3x0xf32>, %k: tensor<1x2x5x0xf
   %o = transformer.attention %q, %k, %v : tensor<1x2x3x0xf32>, tensor<1x2x5x0xf32>, tensor<1x2x5x16xf32> -> tensor<1x2x3x16xf32>
   return %o : tensor<1x2x3x16xf32>
 }
+
+// -----
+
+func.func @all_gather_not_a_multiple(%x: tensor<2x3xf32>) -> tensor<2x7xf32> {
+  // expected-error @+1 {{result type 'tensor<2x7xf32>' must be the input type 'tensor<2x3xf32>' with its last axis a multiple of the input's}}
+  %y = transformer.all_gather %x : tensor<2x3xf32> -> tensor<2x7xf32>
+  return %y : tensor<2x7xf32>
+}
+
+// -----
+
+func.func @all_gather_other_rows(%x: tensor<2x3xf32>) -> tensor<4x6xf32> {
+  // expected-error @+1 {{with its last axis a multiple of the input's}}
+  %y = transformer.all_gather %x : tensor<2x3xf32> -> tensor<4x6xf32>
+  return %y : tensor<4x6xf32>
+}
+
+// -----
+
+func.func @all_gather_other_type(%x: tensor<2x3xf32>) -> tensor<2x6xf16> {
+  // expected-error @+1 {{with its last axis a multiple of the input's}}
+  %y = transformer.all_gather %x : tensor<2x3xf32> -> tensor<2x6xf16>
+  return %y : tensor<2x6xf16>
+}
+
+// -----
+
+func.func @parallel_rank_two() -> tensor<2xi32> {
+  // expected-error @+1 {{result must be tensor<1xi32>, got 'tensor<2xi32>'}}
+  %r = transformer.parallel_rank : tensor<2xi32>
+  return %r : tensor<2xi32>
+}

@@ -78,3 +78,17 @@ func.func @rms_norm_default_epsilon(%x: tensor<5x4096xf32>, %g: tensor<4096xf32>
   %y = transformer.rms_norm %x, %g : tensor<5x4096xf32>, tensor<4096xf32> -> tensor<5x4096xf32>
   return %y : tensor<5x4096xf32>
 }
+
+// CHECK-LABEL: func @all_gather
+// CHECK: transformer.all_gather %{{.*}} : tensor<1x4x5xf16> -> tensor<1x4x10xf16>
+func.func @all_gather(%x: tensor<1x4x5xf16>) -> tensor<1x4x10xf16> {
+  %y = transformer.all_gather %x : tensor<1x4x5xf16> -> tensor<1x4x10xf16>
+  return %y : tensor<1x4x10xf16>
+}
+
+// CHECK-LABEL: func @parallel_rank
+// CHECK: transformer.parallel_rank : tensor<1xi32>
+func.func @parallel_rank() -> tensor<1xi32> {
+  %r = transformer.parallel_rank : tensor<1xi32>
+  return %r : tensor<1xi32>
+}

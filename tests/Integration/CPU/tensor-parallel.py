@@ -1,17 +1,24 @@
-"""Tensor parallelism (tfc-compile --tensor-parallel=2, docs/tensor-parallel.md):
-a LLaMA with grouped-query attention and a GPT-2 (c_attn's Q, K and V each
-split by heads) built for 2 ranks and run by `mpirun -np 2` give the outputs
-of the same model built for one rank: the logits and every layer's keys and
-values of a prefill (padded row) within 1e-5 (norm-wise relative), fused
-and unfused, and in f16 and bf16 within one unit of the type's roundoff;
-then of a one-token decode step on the 1-rank build's cache. Each rank
-binds the replicated weights and exactly half of each split one. The
-errors: ranks that divide no heads, K/V heads or MLP width, a family or
-flag the split does not cover, the nvptx target, ONNX, a rank count of 0
-(tfc-compile, one line, exit 1); the 2-rank build run as 1 or 3
-processes, without its MPI library, with --packed-weights or
---concurrency, on a rank's part of the cache instead of the whole, or with
-a rank that stops calling the all-reduce (one line, exit 1, no hang).
+"""Tensor parallelism (tfc-compile --tensor-parallel=2,
+docs/tensor-parallel.md): a LLaMA with grouped-query attention and a GPT-2
+(c_attn's Q, K and V each split by heads) built for 2 ranks and run by
+`mpirun -np 2` give the outputs of the same model built for one rank: the
+logits and every layer's keys and values of a prefill (padded row) within
+1e-5 (norm-wise relative), fused and unfused, and in f16 and bf16 within
+one unit of the type's roundoff; then of a one-token decode step on the
+1-rank build's cache. The token embeddings and the LM head are split by
+vocabulary (an odd one, 101; a LLaMA with its head tied to them too), or
+replicated (--tensor-parallel-vocab=replicate). Each rank binds the
+replicated weights, exactly half of each split one and ceil(vocab / 2) rows
+of each vocabulary table; GPT-2's 2-rank graph holds wte's rows marked
+split of the whole vocab and one all-gather of the logits. The errors:
+ranks that divide no heads, K/V heads or MLP width, a family or flag the
+split does not cover, a vocabulary split for the nvptx target, ONNX, a rank
+count of 0, a --tensor-parallel-vocab other than split or replicate
+(tfc-compile, one line, exit 1); a weights file of another vocabulary, the
+2-rank build run as 1 or 3 processes, without its MPI library, with
+--packed-weights or --concurrency, on a rank's part of the cache instead of
+the whole, or with a rank that stops calling the all-reduce (one line, exit
+1, no hang).
 
 usage: tensor-parallel.py BINDIR WORKDIR [SEED]
 """
@@ -69,29 +76,35 @@ def run(h, lib, model, inputs, outputs, stem, ranks, extra=()):
     return [np.load(p) for p in outs], done.stdout
 
 
-def split_bytes(model, layers, gpt):
+def split_bytes(model, layers, gpt, vocab_split=True):
     """The bytes of model.safetensors' weights that a rank of two binds:
-    all of the replicated ones, half of the split ones; and all of them."""
+    all of the replicated ones, half of the split ones, and ceil(vocab / 2)
+    rows of the tables split by vocabulary (the token embeddings and the LM
+    head, the second rank's last row padding); and all of them."""
     w = gpt2.read_weights(model)
     whole = sum(a.nbytes for a in w.values())
-    split = 0
+    part = whole
     for name, a in w.items():
-        if gpt:
+        if vocab_split and re.search(r"(wte|embed_tokens|lm_head)\.weight$",
+                                     name):
+            part -= a.nbytes - (a.shape[0] + 1) // 2 * (a.nbytes // a.shape[0])
+        elif gpt:
             # c_attn, c_fc (weights and biases), both c_proj weights; not
             # the row-parallel c_proj biases (added once, after the sum).
             if re.search(r"\.(c_attn|c_fc)\.", name) or \
                     re.search(r"\.c_proj\.weight$", name):
-                split += a.nbytes
+                part -= a.nbytes // 2
         elif re.search(r"\.(q|k|v|o|gate|up|down)_proj\.weight$", name):
-            split += a.nbytes
-    return whole - split // 2, whole
+            part -= a.nbytes // 2
+    return part, whole
 
 
-def check_model(h, rng, name, cfg, write, layers, gpt):
+def check_model(h, rng, name, cfg, write, layers, gpt, variants=True):
     model = h.path(name)
     write(model, rng, cfg)
     vocab = cfg["vocab_size"]
     ids, mask = random_tokens(rng, vocab, BATCH, SEQ, padding=3)
+    ids[:, -1] = vocab - 1, 0  # the last rank's last row, and the first
     outputs = 1 + 2 * layers
     labels = ["logits"] + ["present.%d.%s" % (l, kv) for l in range(layers)
                            for kv in ("key", "value")]
@@ -120,14 +133,17 @@ def check_model(h, rng, name, cfg, write, layers, gpt):
         r"rank \d of 2: (\d+) bytes of weights bound", stdout))
     part, whole = split_bytes(model, layers, gpt)
     h.expect("%s: each rank binds %d of the %d weight bytes (%.2f): the "
-             "replicated ones and half of the split ones (got %s)" %
-             (name, part, whole, part / whole, got), got == [part, part])
+             "replicated ones, half of the split ones and %d of the %d rows "
+             "of each table split by vocabulary (got %s)" %
+             (name, part, whole, part / whole, (cfg["vocab_size"] + 1) // 2,
+              cfg["vocab_size"], got), got == [part, part])
     # The unfused build; f16 and bf16, whose partial products are summed
     # in f32 and rounded once, as one rank rounds them: within one unit of
     # the type's roundoff.
-    for tag, flags, tol in (("prefill unfused", ["--no-fusion"], 1e-5),
-                            ("prefill f16", ["--dtype=f16"], 2.0**-11),
-                            ("prefill bf16", ["--dtype=bf16"], 2.0**-8)):
+    for tag, flags, tol in ((("prefill unfused", ["--no-fusion"], 1e-5),
+                             ("prefill f16", ["--dtype=f16"], 2.0**-11),
+                             ("prefill bf16", ["--dtype=bf16"], 2.0**-8))
+                            if variants else ()):
         both(tag.replace(" ", "_"), prefill + flags, [ids, mask], tol)
     # One token after the prefill, on the 1-rank build's cache.
     step_ids = rng.integers(0, vocab, (BATCH, 1)).astype(np.int64)
@@ -150,6 +166,75 @@ def check_model(h, rng, name, cfg, write, layers, gpt):
                    "tensor, axis 1 of %d (2 ranks' parts of %d)" %
                    (heads, heads // 2))
     return model, ids, mask
+
+
+def check_vocabulary_ir(h, model, cfg):
+    """GPT-2's 2-rank graph (--emit=mlir): wte is the rank's ceil(vocab / 2)
+    rows, marked split on axis 0 of the whole vocab; input_ids is bounded
+    by the vocab (no gather of the whole table implies it); the embeddings
+    take the rank's index once, and the logits of the rank's rows are
+    gathered to 2 parts and cut back to the vocab."""
+    vocab, hidden, part = cfg["vocab_size"], cfg["n_embd"], \
+        (cfg["vocab_size"] + 1) // 2
+    ir = h.path("gpt2_vocab_tp2.mlir")
+    subprocess.run(compile_cmd(h, model, ir, [
+        "--seq-len", str(SEQ), "--output=logits", "--tensor-parallel=2",
+        "--emit=mlir"]), check=True, stderr=subprocess.PIPE)
+    with open(ir) as f:
+        text = f.read()
+    rows = BATCH * SEQ
+    for what, pattern, count in (
+            ("wte: the rank's rows, split of %d" % vocab,
+             r'tensor<%dx%dxf32> \{tfc.name = "transformer.wte.weight", '
+             r'tfc.role = "weight", tfc.split = array<i64: 0, 1, %d>\}' %
+             (part, hidden, vocab), 1),
+            ("input_ids bounded by the vocab",
+             r'tensor<%dx%dxi64> \{tfc.bounds = array<i64: 0, %d>, '
+             r'tfc.name = "input_ids"' % (BATCH, SEQ, vocab), 1),
+            ("one transformer.parallel_rank", r"transformer\.parallel_rank",
+             1),
+            ("one all-gather of the logits",
+             r"transformer\.all_gather %%\S+ : tensor<1x%dx%dxf32> -> "
+             r"tensor<1x%dx%dxf32>" % (rows, part, rows, 2 * part), 1),
+            ("the logits cut back to the vocab",
+             r"tosa\.slice .* : \(tensor<1x%dx%dxf32>, .*\) -> "
+             r"tensor<1x%dx%dxf32>" % (rows, 2 * part, rows, vocab), 1)):
+        found = len(re.findall(pattern, text))
+        h.expect("gpt2 2-rank graph: %s (%d found)" % (what, found),
+                 found == count)
+
+
+def check_replicated(h, model, ids, mask, layers):
+    """--tensor-parallel-vocab=replicate: GPT-2's 2-rank build with the
+    token embeddings and the head whole on each rank gives the 1-rank
+    build's logits, and each rank binds all of wte."""
+    got = {}
+    for ranks in (1, 2):
+        lib = build(h, model, "gpt2_replicated", ranks,
+                    ["--seq-len", str(SEQ), "--output=logits",
+                     "--tensor-parallel-vocab=replicate"])
+        (got[ranks],), stdout = run(h, lib, model, [ids, mask], 1,
+                                    "gpt2_replicated_%d" % ranks, ranks,
+                                    ["--memory"])
+    h.expect_close("gpt2 --tensor-parallel-vocab=replicate logits: 2 ranks",
+                   got[2], got[1], 1e-5)
+    bound = sorted(int(b) for b in re.findall(
+        r"rank \d of 2: (\d+) bytes of weights bound", stdout))
+    part, _ = split_bytes(model, layers, True, vocab_split=False)
+    h.expect("gpt2 --tensor-parallel-vocab=replicate: each rank binds %d "
+             "weight bytes, all of wte (got %s)" % (part, bound),
+             bound == [part, part])
+
+
+def run_args(h, lib, model, ids, mask):
+    """tfc-run's arguments for `lib` of `model` on `ids` and `mask`
+    (saved as e_ids.npy and e_mask.npy), writing e_out.npy."""
+    np.save(h.path("e_ids.npy"), ids)
+    np.save(h.path("e_mask.npy"), mask)
+    return [h.run_tool, lib, "--weights",
+            os.path.join(model, "model.safetensors"), "--input",
+            h.path("e_ids.npy"), "--input", h.path("e_mask.npy"),
+            "--output", h.path("e_out.npy")]
 
 
 def one_line_error(h, label, args, message, env=None):
@@ -188,10 +273,15 @@ def check_errors(h, llama_model, gpt_model, ids, mask):
     for flags, message in (
             (["--tensor-parallel=0"], "--tensor-parallel: expected a rank "
              "count from 1 to 4096, got 0"),
+            (["--tensor-parallel=2", "--tensor-parallel-vocab=halves"],
+             "--tensor-parallel-vocab: expected split or replicate, got "
+             "halves"),
             (["--tensor-parallel=2", "--attention-maps=0"],
              "--tensor-parallel=2: --attention-maps"),
-            (["--tensor-parallel=2", "--target=nvptx"],
-             "--tensor-parallel: a split model runs on the CPU")):
+            (["--tensor-parallel=2", "--target=nvptx",
+              "--tensor-parallel-vocab=split"],
+             "--tensor-parallel-vocab=split: the nvptx target does not "
+             "split the vocabulary yet")):
         one_line_error(h, " ".join(flags),
                        compile_cmd(h, llama_model, x,
                                    ["--seq-len", "4"] + flags), message)
@@ -204,12 +294,7 @@ def check_errors(h, llama_model, gpt_model, ids, mask):
 
     # The 2-rank build run wrongly: no hang, one line (rank 0's).
     lib = build(h, llama_model, "llama_errors", 2, ["--seq-len", str(SEQ)])
-    np.save(h.path("e_ids.npy"), ids)
-    np.save(h.path("e_mask.npy"), mask)
-    args = [h.run_tool, lib, "--weights",
-            os.path.join(llama_model, "model.safetensors"), "--input",
-            h.path("e_ids.npy"), "--input", h.path("e_mask.npy"),
-            "--output", h.path("e_out.npy")]
+    args = run_args(h, lib, llama_model, ids, mask)
     one_line_error(h, "2-rank build as one process", args,
                    "built for 2 ranks (tfc-compile --tensor-parallel=2) and "
                    "run as a single process: run it as mpirun -np 2")
@@ -226,6 +311,17 @@ def check_errors(h, llama_model, gpt_model, ids, mask):
              "time")):
         one_line_error(h, "tfc-run %s of the 2-rank build" % flags[0],
                        MPIRUN + ["-np", "2"] + args + flags, message)
+    # The file's vocabulary is not the one the padded parts were cut for.
+    other = h.path("llama_vocab100")
+    llama.write_model(other, np.random.default_rng(5),
+                      dict(LLAMA, vocab_size=100))
+    one_line_error(h, "a weights file of another vocabulary",
+                   MPIRUN + ["-np", "2"] + args[:3] +
+                   [os.path.join(other, "model.safetensors")] + args[4:],
+                   "tensor 'model.embed_tokens.weight': model %s expects f32 "
+                   "[101, %d] (split across 2 ranks), the file has f32 "
+                   "[100, %d]" % (lib, LLAMA["hidden_size"],
+                                  LLAMA["hidden_size"]))
     one_line_error(h, "TFC_MPI_LIBRARY missing",
                    MPIRUN + ["-np", "2", "-x", "TFC_MPI_LIBRARY"] + args,
                    "cannot open the MPI library /nonexistent/libmpi.so.40",
@@ -257,8 +353,15 @@ def main():
     llama_model, ids, mask = check_model(h, rng, "llama", LLAMA,
                                          llama.write_model,
                                          LLAMA["num_hidden_layers"], False)
-    gpt_model, _, _ = check_model(h, rng, "gpt2", GPT2, gpt2.write_model,
-                                  GPT2["n_layer"], True)
+    # Tied to the token embeddings, the head shares their vocabulary part.
+    check_model(h, rng, "llama_tied", dict(LLAMA, tie_word_embeddings=True),
+                llama.write_model, LLAMA["num_hidden_layers"], False,
+                variants=False)
+    gpt_model, gpt_ids, gpt_mask = check_model(h, rng, "gpt2", GPT2,
+                                               gpt2.write_model,
+                                               GPT2["n_layer"], True)
+    check_replicated(h, gpt_model, gpt_ids, gpt_mask, GPT2["n_layer"])
+    check_vocabulary_ir(h, gpt_model, GPT2)
     check_errors(h, llama_model, gpt_model, ids, mask)
     h.finish()
 

@@ -13,6 +13,7 @@ and the benchmarks (bench/):
   tfc_run           a compiled model run by tfc-run on arrays
   checks            PASS/FAIL lines of the runtime's tests
   safetensors_file  safetensors files without the safetensors package
+  onnx_files        ONNX files of external data at chosen offsets (onnx)
 
 RUN lines run its modules with python3 -m (lit puts tests/pylib on
 PYTHONPATH); a script puts tests/pylib on sys.path itself, relative to its

@@ -250,7 +250,7 @@ TEST(Model, RefusesLibrariesThatAreNotModels) {
        "not a tfc model: %s: bad manifest magic 0x12345678, expected "
        "0x4d434654"},
       {"bad_version_model.so", TFC_MISMATCH,
-       "model %s: ABI version 6, this runtime supports 5"},
+       "model %s: ABI version 7, this runtime supports 6"},
       {"bad_dtype_model.so", TFC_BAD_FORMAT,
        "model %s: manifest argument 0 'x': invalid dtype 42"},
       {"bad_target_model.so", TFC_BAD_FORMAT,

@@ -26,7 +26,10 @@ def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp
 
     One-shot bufferization then turns each op into a call that reads its
     operands' buffers in place and writes a fresh 64-byte aligned buffer
-    (`registerKernelCallBufferization`).
+    (`registerKernelCallBufferization`). The collectives of a
+    tensor-parallel model (`all_reduce`, `all_gather`) become calls of the
+    runtime's in the same way, on f32 rows, and `parallel_rank` a call of
+    its `tfc_parallel_rank`.
 
     Before:
     ```mlir
@@ -47,6 +50,7 @@ def ConvertTransformerToCPU : Pass<"convert-transformer-to-cpu", "mlir::ModuleOp
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect",
     "::mlir::tosa::TosaDialect"
   ];
 }
@@ -160,6 +164,11 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
     and `transformer.rms_norm` become one kernel each: a warp per row, lanes
     striding the row, f32 statistics combined with shuffles, the result
     written once.
+
+    A tensor-parallel model's `transformer.all_reduce` (static shapes)
+    becomes a host call of the runtime's `tfc_device_all_reduce_f32` on its
+    operand's device buffer as f32 rows and a fresh one for the sum (NCCL);
+    the GPU pipeline runs the pass for this in unfused builds too.
 
     Runs before bufferization: operands are read in place
     (`bufferization.to_buffer`), each result is a fresh buffer. What the

@@ -163,6 +163,14 @@ struct ImportOptions {
   /// Decoders (LLaMA-type, GPT-2): the ranks the heads and the MLP are
   /// split across (docs/tensor-parallel.md); 1: not split.
   int64_t tensorParallel = 1;
+  /// With more than one rank: the token embeddings and the LM head split
+  /// by vocabulary rows (--tensor-parallel-vocab=split, the default), or
+  /// whole on every rank (replicate).
+  bool splitVocabulary = true;
+  /// tfc-compile's --quantize-weights (int8, int4; empty: none): with more
+  /// than one rank, a row-parallel projection's rank must hold whole
+  /// quantization groups of its inputs (Layers.cpp), or the import fails.
+  std::string quantizeWeights;
   /// The layers whose attention probabilities [B, heads, Sq, Skv] (after
   /// the softmax, hidden keys 0, in the compute type) the build returns
   /// after its other results: `attentions.L`, or an encoder-decoder's

@@ -50,7 +50,7 @@ public:
 
 private:
   /// The descriptions, before the options: cl::desc keeps a reference.
-  std::string descriptions[15];
+  std::string descriptions[16];
   llvm::cl::opt<std::string> batch, seqLen;
   llvm::cl::opt<std::string> dtype;
   llvm::cl::opt<ImportOutput> output;
@@ -64,6 +64,7 @@ private:
   llvm::cl::opt<bool> crossKV;
   llvm::cl::opt<std::string> attentionMaps;
   llvm::cl::opt<int64_t> tensorParallel;
+  llvm::cl::opt<std::string> tensorParallelVocab;
 };
 
 /// The items of --attention-maps's comma-separated list: layer numbers

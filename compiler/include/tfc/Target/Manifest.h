@@ -28,8 +28,11 @@ struct TensorSpec {
   std::optional<std::pair<int64_t, int64_t>> bounds;
   /// Tensor-parallel models (`tfc.split = array<i64: axis, groups>`): the
   /// axis split across the ranks and its groups (tfc_tensor_split of
-  /// abi.h); axis -1: whole on every rank.
+  /// abi.h); axis -1: whole on every rank. `splitWhole`: the whole
+  /// tensor's length along the axis (`tfc.split`'s third entry, for a
+  /// weight padded to the ranks' parts; else the parts'); 0: not split.
   int32_t splitAxis = -1, splitGroups = 1;
+  int64_t splitWhole = 0;
 };
 
 /// Where a weight's bytes lie in the model file (ONNX imports,

@@ -104,7 +104,8 @@ struct KernelCallBufferization
               arith::ConstantOp::create(
                   rewriter, loc,
                   rewriter.getI64IntegerAttr(a.getEffectiveWindow()))};
-    } else if (isa<transformer::SoftmaxOp, transformer::AllReduceOp>(op)) {
+    } else if (isa<transformer::SoftmaxOp, transformer::AllReduceOp,
+                   transformer::AllGatherOp>(op)) {
       args = {buffers[0], toDynamic(out)};
     } else if (auto rms = dyn_cast<transformer::RmsNormOp>(op)) {
       args = {buffers[0], buffers[1], toDynamic(out),
@@ -136,6 +137,8 @@ void registerKernelCallBufferization(DialectRegistry &registry) {
             KernelCallBufferization<transformer::RmsNormOp>>(*ctx);
         transformer::AllReduceOp::attachInterface<
             KernelCallBufferization<transformer::AllReduceOp>>(*ctx);
+        transformer::AllGatherOp::attachInterface<
+            KernelCallBufferization<transformer::AllGatherOp>>(*ctx);
       });
 }
 

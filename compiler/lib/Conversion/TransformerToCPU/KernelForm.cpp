@@ -42,6 +42,8 @@ KernelSignature kernelFor(Operation *op) {
   // The runtime's (abi.h, "Tensor parallelism"), not a micro-kernel.
   if (isa<transformer::AllReduceOp>(op))
     return {"tfc_all_reduce_f32", {m2, m2}};
+  if (isa<transformer::AllGatherOp>(op))
+    return {"tfc_all_gather_f32", {m2, m2}};
   if (isa<transformer::RmsNormOp>(op))
     return {TFC_UK_RMS_NORM_F32_NAME, {m2, m1, m2, f32}};
   if (isAllBf16LayerNorm(op)) {

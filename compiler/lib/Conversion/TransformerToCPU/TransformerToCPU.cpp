@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -52,7 +53,7 @@ struct PrepareForKernel : RewritePattern {
                                 PatternRewriter &rewriter) const override {
     if (!isa<transformer::AttentionOp, transformer::SoftmaxOp,
              transformer::LayerNormOp, transformer::RmsNormOp,
-             transformer::AllReduceOp>(op) ||
+             transformer::AllReduceOp, transformer::AllGatherOp>(op) ||
         isKernelForm(op))
       return failure();
     if (!hasStaticShapes(op))
@@ -109,6 +110,15 @@ struct PrepareForKernel : RewritePattern {
       result = t.reshape(transformer::AllReduceOp::create(
                              rewriter, sum.getLoc(), rows.getType(), rows),
                          resultType.getShape());
+    } else if (auto gather = dyn_cast<transformer::AllGatherOp>(op)) {
+      // f32 rows, gathered along the last axis.
+      ArrayRef<int64_t> in = gather.getInput().getType().getShape();
+      Value rows = t.reshape(t.cast(gather.getInput(), f32), rowsByLast(in));
+      auto whole =
+          RankedTensorType::get(rowsByLast(resultType.getShape()), f32);
+      result = t.reshape(transformer::AllGatherOp::create(
+                             rewriter, gather.getLoc(), whole, rows),
+                         resultType.getShape());
     } else if (auto rms = dyn_cast<transformer::RmsNormOp>(op)) {
       // f32 rows; an f16/bf16 op rounds the normalised rows to its type
       // and multiplies by gamma there (its definition), outside the kernel.
@@ -142,6 +152,31 @@ struct PrepareForKernel : RewritePattern {
   }
 };
 
+/// transformer.parallel_rank as a call of the runtime's tfc_parallel_rank
+/// (abi.h, "Tensor parallelism"), which returns this process's rank.
+struct ParallelRankToCall : OpRewritePattern<transformer::ParallelRankOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(transformer::ParallelRankOp op,
+                                PatternRewriter &rewriter) const override {
+    StringRef name = "tfc_parallel_rank";
+    auto module = op->getParentOfType<ModuleOp>();
+    Type i32 = rewriter.getI32Type();
+    if (!module.lookupSymbol(name)) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      auto fn = func::FuncOp::create(rewriter, module.getLoc(), name,
+                                     rewriter.getFunctionType({}, {i32}));
+      fn.setPrivate();
+    }
+    auto call = func::CallOp::create(rewriter, op.getLoc(), name,
+                                     TypeRange{i32}, ValueRange{});
+    rewriter.replaceOpWithNewOp<tensor::FromElementsOp>(op, op.getType(),
+                                                        call.getResults());
+    return success();
+  }
+};
+
 struct ConvertTransformerToCPUPass
     : impl::ConvertTransformerToCPUBase<ConvertTransformerToCPUPass> {
   void runOnOperation() override {
@@ -171,7 +206,7 @@ struct ConvertTransformerToCPUPass
 } // namespace
 
 void populateTransformerToCPUPatterns(RewritePatternSet &patterns) {
-  patterns.add<PrepareForKernel>(patterns.getContext());
+  patterns.add<PrepareForKernel, ParallelRankToCall>(patterns.getContext());
 }
 
 } // namespace tfc

@@ -1,5 +1,12 @@
 //===- TransformerToNVPTX.cpp - Fused attention as one GPU kernel ---------===//
+//
+// Fused attention, softmax and norms become kernel launches; a
+// tensor-parallel model's all-reduce becomes a call of the runtime, which
+// sums the device buffer over the ranks with NCCL on the model's stream.
+//
+//===----------------------------------------------------------------------===//
 
+#include "tfc/Codegen/CPU/KernelCalls.h"
 #include "tfc/Codegen/NVPTX/AttentionKernel.h"
 #include "tfc/Codegen/NVPTX/DecodeKernel.h"
 #include "tfc/Codegen/NVPTX/RowKernels.h"
@@ -193,6 +200,44 @@ Value launchOnRows(TosaBuilder &tosa, const KernelLaunch &launch, Value x,
   return tosa.reshape(y, type.getShape());
 }
 
+/// The runtime's all-reduce of a GPU model (abi.h): `out` ([rows, cols],
+/// dense, on the device) receives the sum over the ranks of `in` (same).
+constexpr llvm::StringLiteral kDeviceAllReduce = "tfc_device_all_reduce_f32";
+
+/// Replaces `op` by a call of kDeviceAllReduce on its operand's buffer as
+/// f32 rows (the partial products of f16 and bf16 models are summed in
+/// f32 and rounded once, as on the CPU) and a fresh buffer for the sum.
+LogicalResult lowerAllReduce(ModuleOp module, transformer::AllReduceOp op) {
+  RankedTensorType type = op.getResult().getType();
+  if (!type.hasStaticShape())
+    return op.emitError("convert-transformer-to-nvptx: an all-reduce of "
+                        "dynamic shape");
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  TosaBuilder tosa(b, loc);
+  Value result = op.getInput();
+  if (std::optional<std::pair<int64_t, int64_t>> shape = rowsOf(type)) {
+    auto [rows, n] = *shape;
+    Type f32 = b.getF32Type();
+    Value x = tosa.reshape(tosa.cast(op.getInput(), f32), {rows, n});
+    auto rowsType = cast<RankedTensorType>(x.getType());
+    MemRefType operand = dynamicF32MemRef(b.getContext(), 2);
+    declareKernel(b, module, kDeviceAllReduce, {operand, operand});
+    Value in = buffersOf(b, loc, x).front();
+    Value out = allocate(b, loc, rowsType);
+    func::CallOp::create(
+        b, loc, kDeviceAllReduce, TypeRange(),
+        ValueRange{memref::CastOp::create(b, loc, operand, in),
+                   memref::CastOp::create(b, loc, operand, out)});
+    result = tosa.cast(
+        tosa.reshape(asTensor(b, loc, out, rowsType), type.getShape()),
+        type.getElementType());
+  }
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
 struct ConvertTransformerToNVPTXPass
     : impl::ConvertTransformerToNVPTXBase<ConvertTransformerToNVPTXPass> {
   using Base::Base;
@@ -218,6 +263,11 @@ struct ConvertTransformerToNVPTXPass
                          << static_cast<int64_t>(wgmmaWarpgroups);
       return signalPassFailure();
     }
+    SmallVector<transformer::AllReduceOp> sums;
+    module.walk([&](transformer::AllReduceOp op) { sums.push_back(op); });
+    for (transformer::AllReduceOp op : sums)
+      if (failed(lowerAllReduce(module, op)))
+        return signalPassFailure();
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<transformer::AttentionOp, transformer::SoftmaxOp,

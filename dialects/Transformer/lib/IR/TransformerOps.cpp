@@ -1,7 +1,8 @@
 //===- TransformerOps.cpp - The transformer dialect's ops -----------------===//
 //
 // Verifiers, result type inference and the decompositions back to TOSA and
-// linalg primitives (the unfused path) of attention, softmax and layer_norm.
+// linalg primitives (the unfused path) of attention, softmax and layer_norm;
+// the collectives' verifiers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -459,4 +460,32 @@ FailureOr<SmallVector<Value>> RmsNormOp::decomposeOperation(OpBuilder &b) {
   // Rounded to the element type, then scaled by gamma in it.
   Value y = t.cast(t.mul(x, rms), io);
   return SmallVector<Value>{t.mul(y, t.expandToRank(getGamma(), rank))};
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllGatherOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getResult().getType();
+  int64_t rank = in.getRank();
+  bool sameOuter = rank > 0 && out.getRank() == rank &&
+                   in.getShape().drop_back() == out.getShape().drop_back() &&
+                   in.getElementType() == out.getElementType();
+  int64_t part = rank > 0 ? in.getDimSize(rank - 1) : 0;
+  int64_t whole = rank > 0 ? out.getDimSize(rank - 1) : 0;
+  if (!sameOuter ||
+      (!ShapedType::isDynamic(part) && !ShapedType::isDynamic(whole) &&
+       (part == 0 || whole % part != 0)))
+    return emitOpError() << "result type " << out << " must be the input type "
+                         << in
+                         << " with its last axis a multiple of the input's";
+  return success();
+}
+
+LogicalResult ParallelRankOp::verify() {
+  if (getResult().getType().getDimSize(0) != 1)
+    return emitOpError() << "result must be tensor<1xi32>, got "
+                         << getResult().getType();
+  return success();
 }

@@ -83,7 +83,8 @@ struct DecomposePass : impl::TransformerDecomposeBase<DecomposePass> {
     walkAndApplyPatterns(getOperation(), std::move(patterns));
     WalkResult r = getOperation()->walk([](Operation *op) {
       // A collective is no aggregate of primitives: it stays.
-      if (isa<TransformerDialect>(op->getDialect()) && !isa<AllReduceOp>(op)) {
+      if (isa<TransformerDialect>(op->getDialect()) &&
+          !isa<AllReduceOp, AllGatherOp, ParallelRankOp>(op)) {
         op->emitError() << "cannot decompose '" << op->getName()
                         << "': its operands need static shapes";
         return WalkResult::interrupt();

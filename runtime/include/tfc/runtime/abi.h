@@ -48,7 +48,7 @@
 extern "C" {
 #endif
 
-#define TFC_ABI_VERSION 5u
+#define TFC_ABI_VERSION 6u
 /* "TFCM" */
 #define TFC_MANIFEST_MAGIC 0x4d434654u
 
@@ -263,10 +263,22 @@ typedef int32_t (*tfc_model_adopt_packed_weight_fn)(
  * a file that lies at an address its entry does not divide (or, without
  * the table, its element size) is copied into an aligned buffer first;
  * others are bound in place. Inputs and outputs are 64-byte aligned
- * whatever it says. */
+ * whatever it says.
+ *
+ * The runtime defines
+ *
+ *   void tfc_runtime_weight_packed(const void *source, size_t nbytes);
+ *
+ * which the matmul kernels call (a weak reference: not under a runtime
+ * without it) once they hold the packed copy of the `nbytes` at `source`,
+ * which they read no more. Where they are a weight of entry 1 bound in
+ * place from a file, the runtime drops the file's pages from resident
+ * memory then ($TFC_KEEP_WEIGHT_PAGES=1 keeps them). */
 typedef const int32_t *(*tfc_model_weight_alignment_fn)(void);
+void tfc_runtime_weight_packed(const void *source, size_t nbytes);
 
-/* Tensor parallelism (ABI 5). A CPU model built with tfc-compile
+/* Tensor parallelism (ABI 5; ABI 6 added the vocabulary split: arg_whole,
+ * the all-gather and the rank). A CPU model built with tfc-compile
  * --tensor-parallel=N (docs/tensor-parallel.md) runs as the N ranks of an
  * MPI job, one process each, all loading the same library, and also
  * exports
@@ -278,9 +290,14 @@ typedef const int32_t *(*tfc_model_weight_alignment_fn)(void);
  * rank holds all of it. Otherwise the manifest's shape is one rank's part:
  * the whole tensor is N times as long along `axis`, which is seen as
  * [groups, N, part / groups], rank r holding [:, r, :] (groups > 1: a
- * fused projection's Q, K and V, each split). A weights file holds the
- * whole tensors: each rank binds its part. Split inputs and results (a KV
- * cache's heads) are the rank's part.
+ * fused projection's Q, K and V, each split). `arg_whole` holds one entry
+ * per argument: the whole tensor's length along its split axis (0: not
+ * split). A weight split by vocabulary (groups 1) may be padded: its
+ * whole is less than N parts (a vocabulary N does not divide), the part
+ * ceil(whole / N) long, and rank r holds [r * part, (r + 1) * part) of the
+ * axis, zeros past the whole. A weights file holds the whole tensors: each
+ * rank binds its part. Split inputs and results (a KV cache's heads) are
+ * the rank's part.
  *
  * Its code sums partial results over the ranks by calling
  *
@@ -291,7 +308,28 @@ typedef const int32_t *(*tfc_model_weight_alignment_fn)(void);
  * ([rows, cols], dense) receives the sum over the ranks of `in` (same
  * sizes, any strides). It returns no status: the first failure (a rank
  * that does not join within the time limit) is recorded and the run
- * returns it, naming the model; later calls of the run do nothing. */
+ * returns it, naming the model; later calls of the run do nothing.
+ *
+ *   void _mlir_ciface_tfc_all_gather_f32(tfc_memref2d_f32 *in,
+ *                                        tfc_memref2d_f32 *out);
+ *
+ * gathers in the same way: `out` ([rows, N x cols], dense) receives every
+ * rank's `in` ([rows, cols], any strides) side by side, in rank order (a
+ * vocabulary-split head's logits). And
+ *
+ *   int32_t tfc_parallel_rank(void);
+ *
+ * returns the rank of the calling process (0 outside an MPI job).
+ *
+ * A GPU model (target nvptx) built so calls instead, from its host code,
+ *
+ *   void _mlir_ciface_tfc_device_all_reduce_f32(tfc_memref2d_f32 *in,
+ *                                               tfc_memref2d_f32 *out);
+ *
+ * on device buffers, both dense: `out` receives the sum over the ranks of
+ * `in` (NCCL, opened when the model loads, on the runtime's stream; the
+ * call returns once the sum is done). Failures are recorded as the mgpu*
+ * functions' are (below). */
 typedef struct tfc_tensor_split {
   int32_t axis; /* -1: not split */
   int32_t groups;
@@ -300,6 +338,7 @@ typedef struct tfc_tensor_parallel {
   int32_t ranks;
   const tfc_tensor_split *args;
   const tfc_tensor_split *results;
+  const int64_t *arg_whole;
 } tfc_tensor_parallel;
 typedef const tfc_tensor_parallel *(*tfc_model_tensor_parallel_fn)(void);
 typedef struct tfc_memref2d_f32 {
@@ -311,6 +350,11 @@ typedef struct tfc_memref2d_f32 {
 } tfc_memref2d_f32;
 void _mlir_ciface_tfc_all_reduce_f32(tfc_memref2d_f32 *in,
                                      tfc_memref2d_f32 *out);
+void _mlir_ciface_tfc_all_gather_f32(tfc_memref2d_f32 *in,
+                                     tfc_memref2d_f32 *out);
+int32_t tfc_parallel_rank(void);
+void _mlir_ciface_tfc_device_all_reduce_f32(tfc_memref2d_f32 *in,
+                                            tfc_memref2d_f32 *out);
 
 /* Provided by the runtime; called by compiled code for its temporaries. */
 void *_mlir_memref_to_llvm_alloc(size_t size);

@@ -38,6 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "pylib"))
 import tfc_runtime as tfc  # noqa: E402
 from tfc_testing.arrays import relative_error  # noqa: E402
 from tfc_testing.checks import Checks  # noqa: E402
+from tfc_testing.onnx_files import write_external  # noqa: E402
 
 BATCH, SEQ, HIDDEN, FFN = 3, 7, 37, 53
 PACKED_ONLY = ("w1", "w2")
@@ -55,23 +56,6 @@ def make_weights(rng):
 def write_model(path, weights, unaligned):
     """path.onnx and path.onnx.data: the weights in the data file, each at
     1 + a multiple of 4 (unaligned) or a multiple of 64. Their offsets."""
-    data_name = os.path.basename(path) + ".data"
-    offsets, blob = {}, bytearray()
-    initializers = []
-    for name, value in weights.items():
-        at = len(blob)
-        at = (at + 3) // 4 * 4 + 1 if unaligned else (at + 63) // 64 * 64
-        blob += bytes(at - len(blob)) + value.tobytes()
-        offsets[name] = at
-        t = TensorProto(name=name, data_type=TensorProto.FLOAT,
-                        dims=value.shape)
-        t.data_location = TensorProto.EXTERNAL
-        for key, val in (("location", data_name), ("offset", str(at)),
-                         ("length", str(value.nbytes))):
-            t.external_data.add(key=key, value=val)
-        initializers.append(t)
-    initializers.append(helper.make_tensor("axes0", TensorProto.INT64, [1],
-                                           [0]))
     nodes = [
         helper.make_node("LayerNormalization", ["x", "gamma", "beta"], ["h"],
                          axis=-1, epsilon=1e-5),
@@ -84,20 +68,16 @@ def write_model(path, weights, unaligned):
         helper.make_node("Add", ["m3", "s3"], ["a3"]),
         helper.make_node("Add", ["m2", "a3"], ["y"]),
     ]
-    graph = helper.make_graph(
-        nodes, "unaligned",
+    return write_external(
+        path, nodes,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                        ["batch", SEQ, HIDDEN])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT,
                                        ["batch", SEQ, HIDDEN])],
-        initializers)
-    model = helper.make_model(graph,
-                              opset_imports=[helper.make_opsetid("", 17)])
-    with open(path + ".data", "wb") as f:
-        f.write(blob)
-    with open(path, "wb") as f:
-        f.write(model.SerializeToString())
-    return offsets
+        weights, lambda name, at: ((at + 3) // 4 * 4 + 1 if unaligned
+                                   else (at + 63) // 64 * 64),
+        [helper.make_tensor("axes0", TensorProto.INT64, [1], [0])],
+        "unaligned")
 
 
 def reference(w, x):

@@ -257,4 +257,64 @@ def Transformer_AllReduceOp
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// AllGatherOp
+//===----------------------------------------------------------------------===//
+
+def Transformer_AllGatherOp : Op<Transformer_Dialect, "all_gather"> {
+  let summary = "concatenation of a tensor's parts over the ranks";
+  let description = [{
+    Every rank's `input` concatenated along the last axis, in rank order,
+    on every rank of a model split by `tfc-compile --tensor-parallel=N`:
+    the result's last axis is N times the input's (a vocabulary-split LM
+    head's logits, each rank computing its part of the vocabulary). Like
+    `all_reduce` it has no decomposition, the CPU lowering calls the
+    runtime (`tfc_all_gather_f32`, in f32), and it is not pure: every rank
+    must call it the same number of times in the same order.
+
+    Example:
+
+    ```mlir
+    %y = transformer.all_gather %x : tensor<1x16x16000xf32> -> tensor<1x16x32000xf32>
+    ```
+  }];
+
+  let arguments = (ins Transformer_FloatTensor:$input);
+  let results = (outs Transformer_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// ParallelRankOp
+//===----------------------------------------------------------------------===//
+
+def Transformer_ParallelRankOp
+    : Op<Transformer_Dialect, "parallel_rank", [Pure]> {
+  let summary = "this rank's index among the ranks of a split model";
+  let description = [{
+    The rank (0 to N - 1) of the process running a model split by
+    `tfc-compile --tensor-parallel=N`, as a one-element tensor: one library
+    serves every rank, which learns its index when it loads. A
+    vocabulary-split embedding looks up the ids of its rank's rows with it.
+    The CPU lowering calls the runtime's `tfc_parallel_rank`.
+
+    Example:
+
+    ```mlir
+    %r = transformer.parallel_rank : tensor<1xi32>
+    ```
+  }];
+
+  let results = (outs 1DTensorOf<[I32]>:$result);
+
+  let assemblyFormat = [{
+    attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TFC_DIALECT_TRANSFORMER_IR_TRANSFORMEROPS_TD
