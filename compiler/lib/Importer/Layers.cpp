@@ -136,33 +136,24 @@ Value linearWith(TosaBuilder &tb, Value x, Value w, Value bias) {
   return project(tb, x, transposed(tb, w), bias, typeOf(w).getDimSize(0));
 }
 
-/// With --quantize-weights, that a row-parallel projection `name` whose
-/// rank holds `in` of its `whole` inputs is quantized as the 1-rank build
-/// quantizes it: each scale covers a group of one output's inputs (int4:
-/// TFC_UK_QUANTIZE_BLOCK of them; int8: all), which a rank must hold
-/// whole. Failure with a one-line error naming both flags otherwise.
+/// With --quantize-activations, that a row-parallel projection `name`
+/// whose rank holds `in` of its `whole` inputs quantizes its input as the
+/// 1-rank build does: in blocks of TFC_UK_QUANTIZE_BLOCK values of a row,
+/// which a rank must hold whole. Failure with a one-line error naming both
+/// flags otherwise. (The weights' scales need no such check: each rank's
+/// kernels scale its part of the inputs, docs/tensor-parallel.md.)
 static LogicalResult checkQuantizedRows(ModelBuilder &mb, StringRef name,
                                         int64_t in, int64_t whole) {
-  StringRef quantize = mb.quantizedWeights();
-  if (quantize.empty() ||
-      (quantize == "int4" && in % TFC_UK_QUANTIZE_BLOCK == 0))
+  if (!mb.quantizesActivations() || in % TFC_UK_QUANTIZE_BLOCK == 0)
     return success();
-  std::string flags = "--tensor-parallel=" + std::to_string(mb.ranks()) +
-                      " --quantize-weights=" + quantize.str() + ": ";
-  std::string weight = mb.getPrefix() + name.str() + ".weight";
-  std::string part = " (" + std::to_string(in) + " of its " +
-                     std::to_string(whole) + " inputs on each rank)";
-  if (quantize == "int8")
-    return mb.fail(flags +
-                   "int8 gives each output one scale over all its "
-                   "inputs, which the ranks split in " +
-                   weight + part +
-                   ": use int4, whose groups a rank can hold whole, or no "
-                   "quantization");
-  return mb.fail(
-      flags + "int4 scales groups of " + Twine(TFC_UK_QUANTIZE_BLOCK) +
-      " inputs, which the ranks split in " + weight + part +
-      ": each rank needs a multiple of " + Twine(TFC_UK_QUANTIZE_BLOCK));
+  return mb.fail("--tensor-parallel=" + Twine(mb.ranks()) +
+                 " --quantize-activations=int8: the activations are "
+                 "quantized in blocks of " +
+                 Twine(TFC_UK_QUANTIZE_BLOCK) +
+                 " inputs, which the ranks split in " + mb.getPrefix() + name +
+                 ".weight (" + Twine(in) + " of its " + Twine(whole) +
+                 " inputs on each rank): each rank needs a multiple of " +
+                 Twine(TFC_UK_QUANTIZE_BLOCK));
 }
 
 /// The weight `name`.weight of a projection with `in` and `out` features

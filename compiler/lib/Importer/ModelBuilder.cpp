@@ -51,7 +51,7 @@ ModelBuilder::ModelBuilder(ImportRequest &r, std::string prefix)
     : ModelBuilder(r.context, r.weights, std::move(prefix),
                    r.options.computeType, r.error) {
   tensorParallel = r.options.tensorParallel;
-  quantizeWeights = r.options.quantizeWeights;
+  quantizeActivations = r.options.quantizeActivations;
   mapsAsked = r.options.attentionMaps;
   if (mapsAsked.empty() && tensorParallel == 1)
     return;

@@ -94,9 +94,9 @@ public:
   /// family that splits its layers calls declareTensorParallel(); finish()
   /// refuses more than one rank for a build that did not.
   int64_t ranks() const { return tensorParallel; }
-  /// --quantize-weights as ImportOptions::quantizeWeights holds it (empty:
-  /// not quantized).
-  llvm::StringRef quantizedWeights() const { return quantizeWeights; }
+  /// Whether the build quantizes the matmuls' activations
+  /// (ImportOptions::quantizeActivations).
+  bool quantizesActivations() const { return quantizeActivations; }
   void declareTensorParallel() { parallelDeclared = true; }
   /// Marks the input or result `value` (a KV cache's) as split along
   /// `axis`: each rank takes or returns its part.
@@ -151,7 +151,7 @@ private:
   std::map<std::pair<AttentionStack, int64_t>, mlir::Value> maps;
   bool stacksDeclared = false;
   int64_t tensorParallel = 1;
-  std::string quantizeWeights;
+  bool quantizeActivations = false;
   bool parallelDeclared = false;
   llvm::DenseMap<mlir::Value, int64_t> splitValues;
 };

@@ -632,9 +632,8 @@ int main(int argc, char **argv) {
     FailureOr<tfc::ImportOptions> importOptions = importFlags.options(error);
     if (failed(importOptions))
       return fail(error);
-    if (quantizeWeights != tfc::QuantizeWeights::None)
-      importOptions->quantizeWeights =
-          quantizeWeights == tfc::QuantizeWeights::Int8 ? "int8" : "int4";
+    importOptions->quantizeActivations =
+        quantizeActivations != tfc::QuantizeActivations::None;
     // The nvptx lowering has no all-gather nor rank: a GPU build keeps the
     // token embeddings and the LM head whole on every rank.
     if (target == "nvptx" && importOptions->tensorParallel > 1) {
@@ -693,7 +692,7 @@ int main(int argc, char **argv) {
     if (!allowExternalCalls && failed(tfc::checkNoExternalCode(*module)))
       return 1;
     // A split module (tfc-import --tensor-parallel=N): the import checks
-    // each rank's part of the weights against the quantization groups.
+    // each rank's part of the inputs against the activations' blocks.
     if (auto ranks =
             (*module)->getAttrOfType<IntegerAttr>("tfc.tensor_parallel")) {
       std::string split =
@@ -704,11 +703,11 @@ int main(int argc, char **argv) {
                     split +
                     ", which run under mpirun: verify the 1-rank "
                     "build");
-      if (quantizeWeights != tfc::QuantizeWeights::None)
-        return fail("--quantize-weights: " + split +
+      if (quantizeActivations != tfc::QuantizeActivations::None)
+        return fail("--quantize-activations: " + split +
                     ": quantize it at the import, tfc-compile --hf DIR "
-                    "--tensor-parallel=N --quantize-weights=..., which "
-                    "checks each rank's part against the groups");
+                    "--tensor-parallel=N --quantize-activations=..., which "
+                    "checks each rank's part against the blocks");
     }
   }
 

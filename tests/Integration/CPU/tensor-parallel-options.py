@@ -13,13 +13,16 @@ grouped-query attention and a GPT-2:
 - several batch sizes and lengths (--batch 1,4 --seq-len 8,16 --kv-cache)
   run at sizes that pad; a decode build of several batch sizes with
   --past-len, --position-ids and --present=new.
+- --quantize-weights=int8 and int4 where the ranks' parts of a
+  row-parallel projection's inputs are not whole groups: against the
+  float64 reference on the weights as each rank scales its part.
 The combinations it refuses, one line naming both flags, exit 1:
---quantize-weights=int8 (one scale over all of an output's inputs) and
-int4 with a rank's part of a row-parallel projection not whole groups
-(naming the projection), --verify-fusion (tfc-compile; either on a split
-module of tfc-import --tensor-parallel=2 too); packed weights of
-a split model through Python (tfc.Model(packed_weights=...)) and the C API
-(save_packed_weights, load_packed_weights).
+--quantize-activations=int8 with a rank's part of a row-parallel
+projection not whole blocks of 128 (naming the projection),
+--verify-fusion (tfc-compile; either on a split module of tfc-import
+--tensor-parallel=2 too); packed weights of a split model through Python
+(tfc.Model(packed_weights=...)) and the C API (save_packed_weights,
+load_packed_weights).
 
 usage: tensor-parallel-options.py BINDIR WORKDIR [SEED]
        tensor-parallel-options.py --packed LIB WEIGHTS WORKDIR RUNTIME
@@ -41,6 +44,7 @@ from tfc_testing import safetensors_file  # noqa: E402
 from tfc_testing.arrays import (bf16_to_f32, f32_to_bf16,  # noqa: E402
                                 random_tokens)
 from tfc_testing.harness import start  # noqa: E402
+from tfc_testing.reference import quantized_weight  # noqa: E402
 
 tp = importlib.import_module("tensor-parallel")
 llama, gpt2 = tp.llama, tp.gpt2
@@ -50,6 +54,7 @@ BATCH, SEQ, PAST = 2, 9, 9
 # c_proj of the MLP (intermediate / 2): 128, whole int4 groups.
 LLAMA_G = dict(tp.LLAMA, hidden_size=256, intermediate_size=256)
 GPT2_G = dict(tp.GPT2, n_embd=256, n_inner=256)
+A8 = "--quantize-activations=int8"
 TOL = {"f32": 1e-5, "f16": 2.0**-11, "bf16": 2.0**-8}
 
 
@@ -119,6 +124,52 @@ def check_quantized(h, rng, name, cfg, write, layers):
              rows="--quantize-activations=int8" in flags)
 
 
+def by_rank(x, axis, bits, ranks=2):
+    """Weight `x` quantized as each of `ranks` ranks that split its input
+    features (`axis`) quantizes its part: its own int8 scale per output,
+    its own int4 groups of 128 from its first input."""
+    parts = np.split(np.asarray(x), ranks, axis=axis)
+    return np.concatenate([quantized_weight(p, axis, bits) for p in parts],
+                          axis=axis)
+
+
+def check_rank_scales(h, rng, name, cfg, write, reference, head, axis,
+                      quantized, rows):
+    """--quantize-weights=int8 and int4 where the ranks' parts of the
+    row-parallel projections' inputs (`rows`, by weight name suffix) are
+    not whole groups: the 2-rank build's logits against the float64
+    reference on the weights as the ranks quantize them (by_rank for
+    those, whole for the other weights the build quantizes: `quantized`,
+    by name suffix, their input features on `axis`), within 1e-5; the
+    reference on the 1-rank build's quantization must lie over 10x that
+    away, or the check could not tell them apart. `head(x, w, bits)`: the
+    LM head's weight as the build quantizes it (`x` the quantized weights,
+    `w` those of the file)."""
+    model = h.path(name)
+    w = write(model, rng, cfg)
+    ids, mask = prefill(rng, cfg)
+    for bits in (8, 4):
+        want, whole = dict(w), dict(w)
+        for n in (n for n in w if n.endswith(quantized)):
+            whole[n] = quantized_weight(w[n], axis, bits)
+            want[n] = by_rank(w[n], axis, bits) if n.endswith(rows) \
+                else whole[n]
+        ref, one = (reference(cfg, x, ids, mask) @ head(x, w, bits).T
+                    for x in (want, whole))
+        gap = np.linalg.norm(one - ref) / np.linalg.norm(ref)
+        h.expect("%s int%d: the ranks' scales move the reference by %.1e, "
+                 "over 10x the tolerance" % (name, bits, gap),
+                 gap > 10 * TOL["f32"])
+        flags = ["--seq-len", str(SEQ), "--output=logits",
+                 "--quantize-weights=int%d" % bits]
+        lib = tp.build(h, model, "%s_int%d" % (name, bits), 2, flags)
+        got = tp.run(h, lib, model, [ids, mask], 1,
+                     "%s_int%d" % (name, bits), 2)[0][0]
+        h.expect_close("%s --tensor-parallel=2 --quantize-weights=int%d: "
+                       "each rank's scales" % (name, bits), got, ref,
+                       TOL["f32"])
+
+
 def check_checkpoint_types(h, rng, name, cfg, write, layers):
     """Checkpoints in f16 and bf16, each rank's part converted to the
     build's type as it is bound."""
@@ -162,23 +213,16 @@ def check_errors(h, rng, llama_model, gpt_model):
     odd_mlp = h.path("llama_mlp_200")
     llama.write_model(odd_mlp, rng, dict(LLAMA_G, intermediate_size=200))
     for model, flags, message in (
-            (llama_model, ["--quantize-weights=int8"],
-             "--tensor-parallel=2 --quantize-weights=int8: int8 gives each "
-             "output one scale over all its inputs, which the ranks split "
-             "in model.layers.0.self_attn.o_proj.weight (24 of its 48 "
-             "inputs on each rank)"),
-            (gpt_model, ["--quantize-weights=int8",
-                         "--quantize-activations=int8"],
-             "--tensor-parallel=2 --quantize-weights=int8: int8 gives each "
-             "output one scale over all its inputs, which the ranks split "
-             "in transformer.h.0.attn.c_proj.weight (24 of its 48 inputs "
-             "on each rank)"),
-            (llama_model, ["--quantize-weights=int4"],
-             "--tensor-parallel=2 --quantize-weights=int4: int4 scales "
-             "groups of 128 inputs, which the ranks split in "
-             "model.layers.0.self_attn.o_proj.weight (24 of its 48 inputs "
-             "on each rank): each rank needs a multiple of 128"),
-            (odd_mlp, ["--quantize-weights=int4"],
+            (llama_model, ["--quantize-weights=int4", A8],
+             "--tensor-parallel=2 --quantize-activations=int8: the "
+             "activations are quantized in blocks of 128 inputs, which the "
+             "ranks split in model.layers.0.self_attn.o_proj.weight (24 of "
+             "its 48 inputs on each rank): each rank needs a multiple of "
+             "128"),
+            (gpt_model, ["--quantize-weights=int8", A8],
+             "which the ranks split in transformer.h.0.attn.c_proj.weight "
+             "(24 of its 48 inputs on each rank)"),
+            (odd_mlp, ["--quantize-weights=int4", A8],
              "which the ranks split in model.layers.0.mlp.down_proj.weight "
              "(100 of its 200 inputs on each rank)"),
             (llama_model, ["--verify-fusion"],
@@ -191,21 +235,21 @@ def check_errors(h, rng, llama_model, gpt_model):
                               "--seq-len", "4", "--tensor-parallel=2"] +
                               flags), message)
 
-    # The same flags on a split module of tfc-import, whose weights' split
-    # tfc-compile does not check against the quantization groups.
+    # The same flags on a split module of tfc-import, whose inputs' split
+    # tfc-compile does not check against the activations' blocks.
     bindir = os.path.dirname(h.compile)
     mlir = h.path("llama_tp2.mlir")
     subprocess.run([os.path.join(bindir, "tfc-import"), "--hf", llama_model,
                     "--seq-len", "4", "--tensor-parallel=2", "-o", mlir],
                    check=True, stderr=subprocess.PIPE)
     for flag, message in (
-            ("--quantize-weights=int4", "--quantize-weights: %s is split "
-             "across 2 ranks (--tensor-parallel=2): quantize it at the "
-             "import" % mlir),
+            ("--quantize-weights=int4 " + A8, "--quantize-activations: %s "
+             "is split across 2 ranks (--tensor-parallel=2): quantize it at "
+             "the import" % mlir),
             ("--verify-fusion", "--verify-fusion runs both builds in this "
              "process, and %s is split across 2 ranks" % mlir)):
         tp.one_line_error(h, "tfc-compile %s of a split MLIR module" % flag,
-                          [h.compile, mlir, flag, "-o", x], message)
+                          [h.compile, mlir] + flag.split() + ["-o", x], message)
 
     # Packed weights of a split model through Python and the C API: each
     # rank would pack its own part into one file.
@@ -266,6 +310,17 @@ def main():
     check_quantized(h, rng, "llama_g", LLAMA_G, llama.write_model, layers)
     check_quantized(h, rng, "gpt2_g", GPT2_G, gpt2.write_model,
                     tp.GPT2["n_layer"])
+    check_rank_scales(
+        h, rng, "llama_q", tp.LLAMA, llama.write_model, llama.reference,
+        lambda x, w, bits: x["lm_head.weight"], 1,
+        ("_proj.weight", "lm_head.weight"),
+        ("o_proj.weight", "down_proj.weight"))
+    check_rank_scales(
+        h, rng, "gpt2_q", tp.GPT2, gpt2.write_model, gpt2.reference,
+        lambda x, w, bits: quantized_weight(w["transformer.wte.weight"], 1,
+                                            bits), 0,
+        ("c_attn.weight", "c_proj.weight", "c_fc.weight"),
+        ("c_proj.weight",))
     llama_model = check_checkpoint_types(h, rng, "llama", tp.LLAMA,
                                          llama.write_model, layers)
     gpt_model = check_checkpoint_types(h, rng, "gpt2", tp.GPT2,

@@ -167,10 +167,10 @@ struct ImportOptions {
   /// by vocabulary rows (--tensor-parallel-vocab=split, the default), or
   /// whole on every rank (replicate).
   bool splitVocabulary = true;
-  /// tfc-compile's --quantize-weights (int8, int4; empty: none): with more
-  /// than one rank, a row-parallel projection's rank must hold whole
-  /// quantization groups of its inputs (Layers.cpp), or the import fails.
-  std::string quantizeWeights;
+  /// tfc-compile's --quantize-activations=int8: with more than one rank, a
+  /// row-parallel projection's rank must hold whole blocks of 128 of its
+  /// inputs (Layers.cpp), or the import fails.
+  bool quantizeActivations = false;
   /// The layers whose attention probabilities [B, heads, Sq, Skv] (after
   /// the softmax, hidden keys 0, in the compute type) the build returns
   /// after its other results: `attentions.L`, or an encoder-decoder's
