@@ -62,14 +62,16 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "pylib"))
 from tfc_testing.arrays import bf16_to_f32, f32_to_bf16  # noqa: E402
 
 
-def model_class(family):
+def model_class(family, head=False):
+    """transformers' model of `family`, with `head` its LM head too."""
     import transformers
-    return getattr(transformers, {"gpt2": "GPT2Model",
-                                  "llama": "LlamaModel",
-                                  "neox": "GPTNeoXModel"}[family])
+    names = {"gpt2": ("GPT2Model", "GPT2LMHeadModel"),
+             "llama": ("LlamaModel", "LlamaForCausalLM"),
+             "neox": ("GPTNeoXModel", "GPTNeoXForCausalLM")}
+    return getattr(transformers, names[family][int(head)])
 
 
-def make_model(d, family, layers):
+def make_model(d, family, layers, head=False):
     if os.path.exists(os.path.join(d, "model.safetensors")):
         return
     import torch
@@ -87,7 +89,7 @@ def make_model(d, family, layers):
                           num_hidden_layers=layers, num_attention_heads=12,
                           num_key_value_heads=4, vocab_size=32000,
                           max_position_embeddings=2048, rms_norm_eps=1e-6)
-    model_class(family)(cfg).save_pretrained(d, safe_serialization=True)
+    model_class(family, head)(cfg).save_pretrained(d, safe_serialization=True)
 
 
 def kv_cache(pairs):
