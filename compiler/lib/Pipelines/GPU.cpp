@@ -77,8 +77,8 @@ void buildNVPTXLoweringPipeline(OpPassManager &pm,
   // Fused attention becomes one kernel launch each; whatever else remains
   // (softmax, layer_norm, unfused attention) is decomposed (the unfused
   // build's graph step decomposed everything but the collectives). A
-  // tensor-parallel model's all-reduces, fused or not, become calls of the
-  // runtime (NCCL).
+  // tensor-parallel model's collectives and rank, fused or not, become
+  // calls of the runtime (NCCL).
   ConvertTransformerToNVPTXOptions kernels;
   if (options.fuse) {
     kernels.ldmatrix = options.ldmatrix;

@@ -634,15 +634,6 @@ int main(int argc, char **argv) {
       return fail(error);
     importOptions->quantizeActivations =
         quantizeActivations != tfc::QuantizeActivations::None;
-    // The nvptx lowering has no all-gather nor rank: a GPU build keeps the
-    // token embeddings and the LM head whole on every rank.
-    if (target == "nvptx" && importOptions->tensorParallel > 1) {
-      if (importOptions->splitVocabulary &&
-          llvm::is_contained(importFlags.given(), "--tensor-parallel-vocab"))
-        return fail("--tensor-parallel-vocab=split: the nvptx target does "
-                    "not split the vocabulary yet (replicate)");
-      importOptions->splitVocabulary = false;
-    }
     if (verifyFusion && importOptions->tensorParallel > 1)
       return fail("--verify-fusion runs both builds in this process, and a "
                   "--tensor-parallel=" +

@@ -41,6 +41,8 @@ struct NcclApi {
   NcclResult (*commInitRank)(NcclComm *, int, NcclUniqueId, int) = nullptr;
   NcclResult (*allReduce)(const void *, void *, size_t, int, int, NcclComm,
                           CUstream) = nullptr;
+  NcclResult (*allGather)(const void *, void *, size_t, int, NcclComm,
+                          CUstream) = nullptr;
   NcclResult (*commGetAsyncError)(NcclComm, NcclResult *) = nullptr;
   NcclResult (*commAbort)(NcclComm) = nullptr;
   NcclResult (*commDestroy)(NcclComm) = nullptr;
@@ -57,6 +59,8 @@ struct State {
   NcclComm comm = nullptr;
   int users = 0;
   int ranks = 0;
+  /// This process's rank in the communicator.
+  int rank = 0;
   /// Set by the first failed all-reduce (the communicator aborted): every
   /// later one fails at once.
   bool failed = false;
@@ -91,6 +95,7 @@ std::string openLibrary(State &s) {
       {"ncclGetUniqueId", reinterpret_cast<void **>(&api.getUniqueId)},
       {"ncclCommInitRank", reinterpret_cast<void **>(&api.commInitRank)},
       {"ncclAllReduce", reinterpret_cast<void **>(&api.allReduce)},
+      {"ncclAllGather", reinterpret_cast<void **>(&api.allGather)},
       {"ncclCommGetAsyncError",
        reinterpret_cast<void **>(&api.commGetAsyncError)},
       {"ncclCommAbort", reinterpret_cast<void **>(&api.commAbort)},
@@ -115,7 +120,7 @@ std::string resultText(const State &s, NcclResult r) {
 }
 
 /// Fails the communicator for good: aborted (its kernels may wait for a
-/// rank that never comes), every later all-reduce failing with `why`.
+/// rank that never comes), every later collective failing with `why`.
 void failFor(State &s, std::string why) {
   if (s.comm)
     s.api.commAbort(s.comm);
@@ -124,12 +129,12 @@ void failFor(State &s, std::string why) {
   s.failure = std::move(why);
 }
 
-/// Waits for the all-reduce just queued on `stream` (`what`): until NCCL
+/// Waits for the collective just queued on `stream` (`what`): until NCCL
 /// reports it queued without error and the stream has run it, or the
 /// time limit. Polled: a short spin, then sleeps that leave the CPU to
 /// the other ranks.
-bool awaitAllReduce(State &s, const Driver &driver, CUstream stream,
-                    const std::string &what) {
+bool awaitCollective(State &s, const Driver &driver, CUstream stream,
+                     const std::string &what) {
   using Clock = std::chrono::steady_clock;
   double limit = tfc::rt::collectiveTimeout();
   auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -208,6 +213,7 @@ std::string acquireNccl(const Driver &driver, int rank, int ranks) {
   s.comm = comm;
   s.users = 1;
   s.ranks = ranks;
+  s.rank = rank;
   s.failed = false;
   s.failure.clear();
   return "";
@@ -224,8 +230,14 @@ void releaseNccl() {
   s.comm = nullptr;
 }
 
-bool ncclAllReduceSum(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
-                      size_t count, CUstream stream, std::string &error) {
+namespace {
+
+/// Queues the collective `what` with `issue(api, comm)` and waits for it
+/// (awaitCollective); false with the one-line `error` otherwise.
+template <typename Issue>
+bool runCollective(const Driver &driver, CUstream stream,
+                   const std::string &what, const char *call,
+                   std::string &error, Issue issue) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.failed && !s.comm)
@@ -234,58 +246,147 @@ bool ncclAllReduceSum(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
     error = s.failure;
   if (!error.empty())
     return false;
-  std::string what = "an all-reduce of " + std::to_string(count) + " floats";
-  NcclResult r = s.api.allReduce(reinterpret_cast<const void *>(uintptr_t(in)),
-                                 reinterpret_cast<void *>(uintptr_t(out)),
-                                 count, kNcclFloat32, kNcclSum, s.comm, stream);
+  NcclResult r = issue(s.api, s.comm);
   if (r != kNcclSuccess && r != kNcclInProgress)
-    failFor(s, "ncclAllReduce (" + what + ") failed: " + resultText(s, r));
-  if (s.failed || !awaitAllReduce(s, driver, stream, what)) {
+    failFor(s,
+            std::string(call) + " (" + what + ") failed: " + resultText(s, r));
+  if (s.failed || !awaitCollective(s, driver, stream, what)) {
     error = s.failure;
     return false;
   }
   return true;
 }
 
+void *hostView(CUdeviceptr ptr) {
+  return reinterpret_cast<void *>(uintptr_t(ptr));
+}
+
+} // namespace
+
+bool ncclAllReduceSum(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
+                      size_t count, CUstream stream, std::string &error) {
+  return runCollective(
+      driver, stream, "an all-reduce of " + std::to_string(count) + " floats",
+      "ncclAllReduce", error, [&](const NcclApi &api, NcclComm comm) {
+        return api.allReduce(hostView(in), hostView(out), count, kNcclFloat32,
+                             kNcclSum, comm, stream);
+      });
+}
+
+bool ncclAllGather(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
+                   size_t count, CUstream stream, std::string &error) {
+  return runCollective(
+      driver, stream,
+      "an all-gather of " + std::to_string(count) + " floats per rank",
+      "ncclAllGather", error, [&](const NcclApi &api, NcclComm comm) {
+        return api.allGather(hostView(in), hostView(out), count, kNcclFloat32,
+                             comm, stream);
+      });
+}
+
+int ncclRank() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.rank;
+}
+
 } // namespace tfc::cuda
 
 using namespace tfc::cuda;
+
+namespace {
+
+/// Whether `m` is [rows, cols] and dense.
+bool dense(const tfc_memref2d_f32 *m, int64_t rows, int64_t cols) {
+  return m->sizes[0] == rows && m->sizes[1] == cols &&
+         (rows <= 1 || m->strides[0] == cols) &&
+         (cols <= 1 || m->strides[1] == 1);
+}
+
+CUdeviceptr address(const tfc_memref2d_f32 *m) {
+  return CUdeviceptr(reinterpret_cast<uintptr_t>(m->aligned + m->offset));
+}
+
+/// A collective's entry point `name` from the generated host code: nothing
+/// after an earlier failure of the run; the graph capture abandoned (the
+/// host waits for each collective, against its time limit: no graph holds
+/// one, and every rank abandons its capture at the same one); else
+/// `run(driver, error)` on the active driver, its failure recorded.
+template <typename Run> void collective(const char *name, Run run) {
+  shielded(name, [&] {
+    if (scopeFailed())
+      return;
+    if (Capture *capture = activeCapture()) {
+      capture->abandoned = "the model's collectives (NCCL) are waited for by "
+                           "the host, against TFC_COLLECTIVE_TIMEOUT";
+      return;
+    }
+    const Driver *driver = activeDriver();
+    if (!driver)
+      return;
+    std::string error;
+    if (!run(*driver, error))
+      recordFailure(error.rfind("internal error", 0) == 0 ? kErrorInvalidValue
+                                                          : kErrorUnknown,
+                    error);
+  });
+}
+
+} // namespace
 
 extern "C" {
 
 TFC_API void _mlir_ciface_tfc_device_all_reduce_f32(tfc_memref2d_f32 *in,
                                                     tfc_memref2d_f32 *out) {
-  shielded("tfc_device_all_reduce_f32", [&] {
+  collective("tfc_device_all_reduce_f32", [&](const Driver &driver,
+                                              std::string &error) {
+    int64_t rows = in->sizes[0], cols = in->sizes[1];
+    if (!dense(in, rows, cols) || !dense(out, rows, cols)) {
+      error = "internal error: an all-reduce's operand or result is not "
+              "dense";
+      return false;
+    }
+    return rows * cols == 0 ||
+           ncclAllReduceSum(driver, address(in), address(out),
+                            size_t(rows * cols), driver.stream(), error);
+  });
+}
+
+TFC_API void _mlir_ciface_tfc_device_all_gather_f32(tfc_memref2d_f32 *in,
+                                                    tfc_memref2d_f32 *out) {
+  collective("tfc_device_all_gather_f32", [&](const Driver &driver,
+                                              std::string &error) {
+    int64_t rows = in->sizes[0], cols = in->sizes[1];
+    int64_t ranks = rows > 0 ? out->sizes[0] / rows : 0;
+    if (!dense(in, rows, cols) || rows * ranks != out->sizes[0] ||
+        !dense(out, rows * ranks, cols)) {
+      error = "internal error: an all-gather's operand is not dense or its "
+              "result not the ranks' operands one after another";
+      return false;
+    }
+    return rows * cols == 0 ||
+           ncclAllGather(driver, address(in), address(out), size_t(rows * cols),
+                         driver.stream(), error);
+  });
+}
+
+TFC_API void _mlir_ciface_tfc_device_parallel_rank(tfc_memref1d_i32 *out) {
+  shielded("tfc_device_parallel_rank", [&] {
     if (scopeFailed())
       return;
-    // The host waits for each all-reduce (its time limit): no graph holds
-    // one. Every rank abandons its capture at the same all-reduce.
-    if (Capture *capture = activeCapture()) {
-      capture->abandoned = "the model's all-reduces (NCCL) are waited for by "
-                           "the host, against TFC_COLLECTIVE_TIMEOUT";
-      return;
-    }
-    int64_t rows = in->sizes[0], cols = in->sizes[1];
-    auto dense = [&](const tfc_memref2d_f32 *m) {
-      return m->sizes[0] == rows && m->sizes[1] == cols &&
-             (rows <= 1 || m->strides[0] == cols) &&
-             (cols <= 1 || m->strides[1] == 1);
-    };
-    if (!dense(in) || !dense(out)) {
-      recordFailure(kErrorInvalidValue, "internal error: an all-reduce's "
-                                        "operand or result is not dense");
-      return;
-    }
     const Driver *driver = activeDriver();
-    if (!driver || rows * cols == 0)
+    if (!driver || out->sizes[0] != 1)
       return;
-    auto address = [](const tfc_memref2d_f32 *m) {
-      return CUdeviceptr(reinterpret_cast<uintptr_t>(m->aligned + m->offset));
-    };
-    std::string error;
-    if (!ncclAllReduceSum(*driver, address(in), address(out),
-                          size_t(rows * cols), driver->stream(), error))
-      recordFailure(kErrorUnknown, error);
+    // On the stream of the kernels (a capture's while one runs: a node of
+    // its graph).
+    Capture *capture = activeCapture();
+    CUstream stream = capture ? capture->stream : driver->stream();
+    CUdeviceptr at =
+        CUdeviceptr(reinterpret_cast<uintptr_t>(out->aligned + out->offset));
+    if (CUresult r =
+            driver->api().cuMemsetD32Async(at, unsigned(ncclRank()), 1, stream))
+      recordFailure(r, "cuMemsetD32Async (the rank) failed: " +
+                           driver->errorText(r));
   });
 }
 

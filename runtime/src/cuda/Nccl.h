@@ -5,11 +5,11 @@
 // link it) from TFC_NCCL_LIBRARY or libnccl.so.2. The ranks' communicator
 // is one per process, as the MPI job is: created when the first split GPU
 // model joins (rank 0's ncclGetUniqueId broadcast over the MPI job,
-// Mpi.h) and destroyed when the last one leaves. Its all-reduces go to the
-// runtime's stream and are waited for by polling (ncclCommGetAsyncError,
-// then the stream) against the time limit of Mpi.h: a rank that never
-// joins one aborts the communicator with a one-line error instead of a
-// hang.
+// Mpi.h) and destroyed when the last one leaves. Its all-reduces and
+// all-gathers go to the runtime's stream and are waited for by polling
+// (ncclCommGetAsyncError, then the stream) against the time limit of Mpi.h: a
+// rank that never joins one aborts the communicator with a one-line error
+// instead of a hang.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +38,15 @@ void releaseNccl();
 /// later call fails at once.
 bool ncclAllReduceSum(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
                       size_t count, CUstream stream, std::string &error);
+
+/// Gathers `count` floats at `in` of every rank into `out` (device
+/// buffers, `out` ranks x count long), rank after rank, on `stream`, and
+/// waits; as ncclAllReduceSum otherwise.
+bool ncclAllGather(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
+                   size_t count, CUstream stream, std::string &error);
+
+/// This process's rank in the communicator (0 without one).
+int ncclRank();
 
 } // namespace tfc::cuda
 

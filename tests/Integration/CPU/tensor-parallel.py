@@ -12,8 +12,7 @@ replicated weights, exactly half of each split one and ceil(vocab / 2) rows
 of each vocabulary table; GPT-2's 2-rank graph holds wte's rows marked
 split of the whole vocab and one all-gather of the logits. The errors:
 ranks that divide no heads, K/V heads or MLP width, a family or flag the
-split does not cover, a vocabulary split for the nvptx target, ONNX, a rank
-count of 0, a --tensor-parallel-vocab other than split or replicate
+split does not cover, ONNX, a rank count of 0, a --tensor-parallel-vocab other than split or replicate
 (tfc-compile, one line, exit 1); a weights file of another vocabulary, the
 2-rank build run as 1 or 3 processes, without its MPI library, with
 --packed-weights or --concurrency, on a rank's part of the cache instead of
@@ -277,11 +276,7 @@ def check_errors(h, llama_model, gpt_model, ids, mask):
              "--tensor-parallel-vocab: expected split or replicate, got "
              "halves"),
             (["--tensor-parallel=2", "--attention-maps=0"],
-             "--tensor-parallel=2: --attention-maps"),
-            (["--tensor-parallel=2", "--target=nvptx",
-              "--tensor-parallel-vocab=split"],
-             "--tensor-parallel-vocab=split: the nvptx target does not "
-             "split the vocabulary yet")):
+             "--tensor-parallel=2: --attention-maps")):
         one_line_error(h, " ".join(flags),
                        compile_cmd(h, llama_model, x,
                                    ["--seq-len", "4"] + flags), message)

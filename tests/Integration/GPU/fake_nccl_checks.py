@@ -4,8 +4,8 @@ ranks of `mpirun -np 2`, with the fake CUDA driver (TFC_CUDA_DRIVER), it
 refuses a communicator of another rank's id or of the wrong ranks, an
 unknown data type or reduction, a null or aborted communicator, null
 buffers and host memory (ncclInvalidArgument, ncclInvalidUsage), an
-all-reduce while one is in progress, and sums device buffers over the
-ranks. Rank 0 prints its checks, any rank its failures; a failure is exit
+all-reduce while one is in progress, sums device buffers over the ranks
+and gathers them (refusing a buffer too small for all the ranks'). Rank 0 prints its checks, any rank its failures; a failure is exit
 status 1.
 
 usage: fake_nccl_checks.py FAKE_NCCL
@@ -51,6 +51,9 @@ nccl.ncclCommInitRank.argtypes = [ctypes.POINTER(ctypes.c_void_p),
 nccl.ncclAllReduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
                                ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                                ctypes.c_void_p, ctypes.c_void_p]
+nccl.ncclAllGather.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
+                               ctypes.c_size_t, ctypes.c_int,
+                               ctypes.c_void_p, ctypes.c_void_p]
 nccl.ncclCommGetAsyncError.argtypes = [ctypes.c_void_p,
                                        ctypes.POINTER(ctypes.c_int)]
 nccl.ncclCommAbort.argtypes = [ctypes.c_void_p]
@@ -63,11 +66,11 @@ cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0)
 cuda.cuCtxSetCurrent(context)
 n = 7
 buffers = []
-for _ in range(2):
+for floats in (n, n, n * size):
     p = ctypes.c_uint64()
-    cuda.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(4 * n))
+    cuda.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(4 * floats))
     buffers.append(p.value)
-send, recv = buffers
+send, recv, gathered = buffers
 values = (ctypes.c_float * n).from_address(send)
 for i in range(n):
     values[i] = (rank + 1) * (i + 0.5)
@@ -115,6 +118,16 @@ expect("ncclCommGetAsyncError once done", state.value, SUCCESS)
 sums = (ctypes.c_float * n).from_address(recv)
 want = [sum(r + 1 for r in range(size)) * (i + 0.5) for i in range(n)]
 expect("the sum over the ranks", list(sums), want)
+expect("ncclAllGather into one rank's floats", nccl.ncclAllGather(
+    send, recv, n, FLOAT32, comm, None), INVALID_ARGUMENT)
+expect("ncclAllGather", nccl.ncclAllGather(send, gathered, n, FLOAT32, comm,
+                                           None), SUCCESS)
+state = ctypes.c_int(IN_PROGRESS)
+while state.value == IN_PROGRESS:
+    nccl.ncclCommGetAsyncError(comm, ctypes.byref(state))
+parts = (ctypes.c_float * (n * size)).from_address(gathered)
+expect("the ranks' floats one after another", list(parts),
+       [(r + 1) * (i + 0.5) for r in range(size) for i in range(n)])
 expect("ncclCommAbort", nccl.ncclCommAbort(comm), SUCCESS)
 expect("ncclAllReduce of an aborted communicator", nccl.ncclAllReduce(
     send, recv, n, FLOAT32, SUM, comm, None), INVALID_ARGUMENT)

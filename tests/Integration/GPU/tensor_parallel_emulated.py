@@ -5,9 +5,11 @@ and the all-reduces in the fake NCCL (TFC_NCCL_LIBRARY, over MPI). A
 LLaMA with grouped-query attention and a GPT-2 built for 2 ranks and run
 by `mpirun -np 2` give the outputs of the 1-rank GPU build within 1e-5
 (norm-wise relative), and its logits those of the float64 reference: a
-prefill (a padded row) with the KV cache, fused and (LLaMA) unfused, and
-in f16 within one unit of its roundoff; and a one-token decode step on the
-1-rank build's cache. Errors, one line and
+prefill (a padded row) with the KV cache, fused and (LLaMA) unfused, in
+f16 within one unit of its roundoff, and with the vocabulary replicated
+instead of split (the split: the all-gather and the rank, over a
+vocabulary of 101 rows, the last rank's part padded); and a one-token decode step
+on the 1-rank build's cache. Errors, one line and
 exit 1 each: the NCCL library missing, a rank that stops calling the
 all-reduce (TFC_COLLECTIVE_TIMEOUT), a TFC_DEVICE that names no device.
 And the fake NCCL fails as NCCL does (fake_nccl_checks.py).
@@ -78,6 +80,9 @@ def check_model(h, rng, name, cfg, write, reference, head, layers, unfused):
         # f16: the partial products are summed in f32 and rounded once, as
         # one rank rounds them: within one unit of f16's roundoff.
         both("prefill_f16", prefill + ["--dtype=f16"], [ids, mask], 2.0**-11)
+        # The token embeddings and the LM head whole on every rank.
+        both("prefill_replicated",
+             prefill + ["--tensor-parallel-vocab=replicate"], [ids, mask])
     # One token after the prefill, on the 1-rank build's cache.
     step_ids = rng.integers(0, cfg["vocab_size"], (tp.BATCH, 1))
     step_mask = np.concatenate([mask, np.ones((tp.BATCH, 1), np.int64)], 1)
@@ -130,7 +135,7 @@ def check_fake_nccl(h, library):
                           capture_output=True, text=True, timeout=120)
     print(done.stdout.rstrip())
     h.expect("the fake NCCL's checks (exit %d)" % done.returncode,
-             done.returncode == 0 and "16 passed, 0 failed" in done.stdout)
+             done.returncode == 0 and "19 passed, 0 failed" in done.stdout)
 
 
 def main():

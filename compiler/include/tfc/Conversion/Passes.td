@@ -168,7 +168,11 @@ def ConvertTransformerToNVPTX : Pass<"convert-transformer-to-nvptx", "mlir::Modu
     A tensor-parallel model's `transformer.all_reduce` (static shapes)
     becomes a host call of the runtime's `tfc_device_all_reduce_f32` on its
     operand's device buffer as f32 rows and a fresh one for the sum (NCCL);
-    the GPU pipeline runs the pass for this in unfused builds too.
+    `transformer.all_gather` a call of `tfc_device_all_gather_f32` into a
+    fresh buffer of the ranks' rows one after another, transposed to the
+    result's; `transformer.parallel_rank` a fresh device buffer that a call
+    of `tfc_device_parallel_rank` sets. The GPU pipeline runs the pass for
+    these in unfused builds too.
 
     Runs before bufferization: operands are read in place
     (`bufferization.to_buffer`), each result is a fresh buffer. What the

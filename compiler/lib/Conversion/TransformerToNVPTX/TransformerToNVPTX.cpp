@@ -1,8 +1,10 @@
 //===- TransformerToNVPTX.cpp - Fused attention as one GPU kernel ---------===//
 //
 // Fused attention, softmax and norms become kernel launches; a
-// tensor-parallel model's all-reduce becomes a call of the runtime, which
-// sums the device buffer over the ranks with NCCL on the model's stream.
+// tensor-parallel model's all-reduce and all-gather become calls of the
+// runtime, which sums or gathers the device buffers over the ranks with
+// NCCL on the model's stream, and its rank a call that sets a device
+// buffer to it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -238,6 +240,66 @@ LogicalResult lowerAllReduce(ModuleOp module, transformer::AllReduceOp op) {
   return success();
 }
 
+/// The runtime's all-gather and rank of a GPU model (abi.h).
+constexpr llvm::StringLiteral kDeviceAllGather = "tfc_device_all_gather_f32";
+constexpr llvm::StringLiteral kDeviceRank = "tfc_device_parallel_rank";
+
+/// Replaces `op` by a call of kDeviceAllGather on its operand's buffer as
+/// f32 rows [rows, n] and a fresh buffer [ranks x rows, n], which holds the
+/// ranks' rows one after another: transposed to [rows, ranks, n], that is
+/// the result's rows, the ranks' parts side by side.
+LogicalResult lowerAllGather(ModuleOp module, transformer::AllGatherOp op) {
+  RankedTensorType in = op.getInput().getType();
+  RankedTensorType type = op.getResult().getType();
+  if (!in.hasStaticShape() || !type.hasStaticShape())
+    return op.emitError("convert-transformer-to-nvptx: an all-gather of "
+                        "dynamic shape");
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  TosaBuilder tosa(b, loc);
+  std::optional<std::pair<int64_t, int64_t>> shape = rowsOf(in);
+  if (!shape)
+    return op.emitError("convert-transformer-to-nvptx: an all-gather of "
+                        "no elements");
+  auto [rows, n] = *shape;
+  int64_t ranks = type.getDimSize(type.getRank() - 1) / n;
+  Type f32 = b.getF32Type();
+  Value x = tosa.reshape(tosa.cast(op.getInput(), f32), {rows, n});
+  MemRefType operand = dynamicF32MemRef(b.getContext(), 2);
+  declareKernel(b, module, kDeviceAllGather, {operand, operand});
+  Value buffer = buffersOf(b, loc, x).front();
+  auto gatheredType = RankedTensorType::get({ranks * rows, n}, f32);
+  Value out = allocate(b, loc, gatheredType);
+  func::CallOp::create(
+      b, loc, kDeviceAllGather, TypeRange(),
+      ValueRange{memref::CastOp::create(b, loc, operand, buffer),
+                 memref::CastOp::create(b, loc, operand, out)});
+  Value gathered =
+      tosa.reshape(asTensor(b, loc, out, gatheredType), {ranks, rows, n});
+  Value result = tosa.cast(
+      tosa.reshape(tosa.transpose(gathered, {1, 0, 2}), type.getShape()),
+      type.getElementType());
+  op.getResult().replaceAllUsesWith(result);
+  op.erase();
+  return success();
+}
+
+/// Replaces `op` by a fresh device buffer of one i32 that a call of
+/// kDeviceRank sets to the process's rank.
+void lowerParallelRank(ModuleOp module, transformer::ParallelRankOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  RankedTensorType type = op.getResult().getType();
+  MemRefType operand = dynamicMemRef(b.getContext(), 1, b.getI32Type());
+  declareKernel(b, module, kDeviceRank, {operand});
+  Value out = allocate(b, loc, type);
+  func::CallOp::create(
+      b, loc, kDeviceRank, TypeRange(),
+      ValueRange{memref::CastOp::create(b, loc, operand, out)});
+  op.getResult().replaceAllUsesWith(asTensor(b, loc, out, type));
+  op.erase();
+}
+
 struct ConvertTransformerToNVPTXPass
     : impl::ConvertTransformerToNVPTXBase<ConvertTransformerToNVPTXPass> {
   using Base::Base;
@@ -268,6 +330,15 @@ struct ConvertTransformerToNVPTXPass
     for (transformer::AllReduceOp op : sums)
       if (failed(lowerAllReduce(module, op)))
         return signalPassFailure();
+    SmallVector<transformer::AllGatherOp> gathers;
+    module.walk([&](transformer::AllGatherOp op) { gathers.push_back(op); });
+    for (transformer::AllGatherOp op : gathers)
+      if (failed(lowerAllGather(module, op)))
+        return signalPassFailure();
+    SmallVector<transformer::ParallelRankOp> ranks;
+    module.walk([&](transformer::ParallelRankOp op) { ranks.push_back(op); });
+    for (transformer::ParallelRankOp op : ranks)
+      lowerParallelRank(module, op);
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
       if (isa<transformer::AttentionOp, transformer::SoftmaxOp,

@@ -328,8 +328,19 @@ void tfc_runtime_weight_packed(const void *source, size_t nbytes);
  *
  * on device buffers, both dense: `out` receives the sum over the ranks of
  * `in` (NCCL, opened when the model loads, on the runtime's stream; the
- * call returns once the sum is done). Failures are recorded as the mgpu*
- * functions' are (below). */
+ * call returns once the sum is done);
+ *
+ *   void _mlir_ciface_tfc_device_all_gather_f32(tfc_memref2d_f32 *in,
+ *                                               tfc_memref2d_f32 *out);
+ *
+ * `out` ([N x rows, cols], dense) receives every rank's `in` ([rows, cols],
+ * dense) one after another in rank order (the generated code transposes
+ * it to the ranks' columns side by side); and
+ *
+ *   void _mlir_ciface_tfc_device_parallel_rank(tfc_memref1d_i32 *out);
+ *
+ * sets the one element of `out` (a device buffer) to the process's rank.
+ * Failures are recorded as the mgpu* functions' are (below). */
 typedef struct tfc_tensor_split {
   int32_t axis; /* -1: not split */
   int32_t groups;
@@ -355,6 +366,16 @@ void _mlir_ciface_tfc_all_gather_f32(tfc_memref2d_f32 *in,
 int32_t tfc_parallel_rank(void);
 void _mlir_ciface_tfc_device_all_reduce_f32(tfc_memref2d_f32 *in,
                                             tfc_memref2d_f32 *out);
+typedef struct tfc_memref1d_i32 {
+  int32_t *allocated;
+  int32_t *aligned;
+  int64_t offset;
+  int64_t sizes[1];
+  int64_t strides[1];
+} tfc_memref1d_i32;
+void _mlir_ciface_tfc_device_all_gather_f32(tfc_memref2d_f32 *in,
+                                            tfc_memref2d_f32 *out);
+void _mlir_ciface_tfc_device_parallel_rank(tfc_memref1d_i32 *out);
 
 /* Provided by the runtime; called by compiled code for its temporaries. */
 void *_mlir_memref_to_llvm_alloc(size_t size);
