@@ -274,7 +274,18 @@ bool ncclAllReduceSum(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
 }
 
 bool ncclAllGather(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
-                   size_t count, CUstream stream, std::string &error) {
+                   size_t count, int ranks, CUstream stream,
+                   std::string &error) {
+  {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.comm && s.ranks != ranks) {
+      error = "internal error: an all-gather of " + std::to_string(ranks) +
+              " parts over a communicator of " + std::to_string(s.ranks) +
+              " ranks";
+      return false;
+    }
+  }
   return runCollective(
       driver, stream,
       "an all-gather of " + std::to_string(count) + " floats per rank",
@@ -366,7 +377,7 @@ TFC_API void _mlir_ciface_tfc_device_all_gather_f32(tfc_memref2d_f32 *in,
     }
     return rows * cols == 0 ||
            ncclAllGather(driver, address(in), address(out), size_t(rows * cols),
-                         driver.stream(), error);
+                         int(ranks), driver.stream(), error);
   });
 }
 
@@ -375,8 +386,13 @@ TFC_API void _mlir_ciface_tfc_device_parallel_rank(tfc_memref1d_i32 *out) {
     if (scopeFailed())
       return;
     const Driver *driver = activeDriver();
-    if (!driver || out->sizes[0] != 1)
+    if (!driver)
       return;
+    if (out->sizes[0] != 1) {
+      recordFailure(kErrorInvalidValue,
+                    "internal error: the rank's buffer is not one element");
+      return;
+    }
     // On the stream of the kernels (a capture's while one runs: a node of
     // its graph).
     Capture *capture = activeCapture();

@@ -40,10 +40,11 @@ bool ncclAllReduceSum(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
                       size_t count, CUstream stream, std::string &error);
 
 /// Gathers `count` floats at `in` of every rank into `out` (device
-/// buffers, `out` ranks x count long), rank after rank, on `stream`, and
-/// waits; as ncclAllReduceSum otherwise.
+/// buffers, `out` ranks x count long: `ranks` must be the communicator's),
+/// rank after rank, on `stream`, and waits; as ncclAllReduceSum otherwise.
 bool ncclAllGather(const Driver &driver, CUdeviceptr in, CUdeviceptr out,
-                   size_t count, CUstream stream, std::string &error);
+                   size_t count, int ranks, CUstream stream,
+                   std::string &error);
 
 /// This process's rank in the communicator (0 without one).
 int ncclRank();
