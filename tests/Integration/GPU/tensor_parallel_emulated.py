@@ -9,7 +9,10 @@ prefill (a padded row) with the KV cache, fused and (LLaMA) unfused, in
 f16 within one unit of its roundoff, and with the vocabulary replicated
 instead of split (the split: the all-gather and the rank, over a
 vocabulary of 101 rows, the last rank's part padded); and a one-token decode step
-on the 1-rank build's cache. Errors, one line and
+on the 1-rank build's cache. tfc.Generator(device="gpu",
+tensor_parallel=2) under `mpirun -np 2` (the KV cache on each rank's
+device) generates the 1-rank CPU Generator's tokens, greedy and beam
+search. Errors, one line and
 exit 1 each: the NCCL library missing, a rank that stops calling the
 all-reduce (TFC_COLLECTIVE_TIMEOUT), a TFC_DEVICE that names no device.
 And the fake NCCL fails as NCCL does (fake_nccl_checks.py).
@@ -17,9 +20,11 @@ And the fake NCCL fails as NCCL does (fake_nccl_checks.py).
 The 2-rank build and run helpers are tensor-parallel.py's (the CPU test).
 
 usage: tensor_parallel_emulated.py BINDIR WORKDIR FAKE_NCCL
+       tensor_parallel_emulated.py --generate WORKDIR  (each MPI rank)
 """
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -34,6 +39,8 @@ import llama  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "pylib"))
 from tfc_testing.arrays import random_tokens  # noqa: E402
 from tfc_testing.harness import start  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "python"))
+import tfc  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
     "tensor_parallel", os.path.join(CPU, "tensor-parallel.py"))
@@ -91,6 +98,56 @@ def check_model(h, rng, name, cfg, write, reference, head, layers, unfused):
     return model, ids, mask
 
 
+# Generation: the prompt's batch and length, the tokens generated.
+GEN_BATCH, GEN_PROMPT, GEN_NEW = 2, 4, 3
+
+
+def generate(model, ids, mask, **flags):
+    """Greedy and 2-beam tokens of tfc.Generator(model, **flags)."""
+    with tfc.Generator(model, GEN_PROMPT + GEN_NEW, batch=GEN_BATCH,
+                       **flags) as g:
+        return g.rank, [np.asarray(g.generate(ids, mask,
+                                              max_new_tokens=GEN_NEW,
+                                              num_beams=beams)).tolist()
+                        for beams in (1, 2)]
+
+
+def generate_rank(work):
+    """One rank of check_generation: the GPU Generator split across the
+    job's 2 ranks; rank 0 writes its tokens."""
+    inputs = np.load(os.path.join(work, "gen_inputs.npz"))
+    rank, tokens = generate(os.path.join(work, "gen_llama"), inputs["ids"],
+                            inputs["mask"], device="gpu", tensor_parallel=2,
+                            extra_args=["--gpu-binary=ptx"])
+    if rank == 0:
+        with open(os.path.join(work, "gen_tokens.json"), "w") as f:
+            json.dump(tokens, f)
+
+
+def check_generation(h, rng):
+    model = h.path("gen_llama")
+    llama.write_model(model, rng, LLAMA)
+    ids = rng.integers(0, LLAMA["vocab_size"], (GEN_BATCH, GEN_PROMPT))
+    mask = np.ones((GEN_BATCH, GEN_PROMPT), np.int64)
+    mask[1, 0] = 0  # the second prompt left-padded
+    np.savez(h.path("gen_inputs.npz"), ids=ids, mask=mask)
+    _, want = generate(model, ids, mask)
+    done = subprocess.run(tp.MPIRUN + ["-np", "2", sys.executable,
+                                       os.path.abspath(__file__),
+                                       "--generate", h.workdir],
+                          capture_output=True, text=True, timeout=300)
+    got = None
+    if done.returncode == 0:
+        with open(h.path("gen_tokens.json")) as f:
+            got = json.load(f)
+    h.expect("Generator(device=\"gpu\", tensor_parallel=2): greedy and "
+             "beam tokens %s as the 1-rank CPU Generator's %s (exit %d%s)" % (
+                 got, want, done.returncode,
+                 done.stderr.strip()[-300:] and ": " +
+                 done.stderr.strip()[-300:]),
+             done.returncode == 0 and got == want)
+
+
 def check_errors(h, model, ids, mask):
     lib = tp.build(h, model, "llama_errors", 2, ["--seq-len", str(SEQ)] + GPU)
     args = tp.run_args(h, lib, model, ids, mask)
@@ -139,6 +196,8 @@ def check_fake_nccl(h, library):
 
 
 def main():
+    if sys.argv[1] == "--generate":
+        return generate_rank(sys.argv[2])
     h, rng, _ = start(sys.argv[1:3])
     # mpirun's ranks inherit the environment.
     os.environ["TFC_NCCL_LIBRARY"] = sys.argv[3]
@@ -148,6 +207,7 @@ def main():
                                    LLAMA["num_hidden_layers"], True)
     check_model(h, rng, "gpt2", GPT2, gpt2.write_model, gpt2.reference,
                 "transformer.wte.weight", GPT2["n_layer"], False)
+    check_generation(h, rng)
     check_errors(h, model, ids, mask)
     h.finish()
 
