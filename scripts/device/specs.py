@@ -64,12 +64,16 @@ def bounds(tol, dtype, floors):
     """The bounds of accuracy.verdict (norm-wise, worst row, largest
     absolute error / max|ref|) from the rounding floors
     (accuracy.rounding_floor): `tol` each; bf16 its floor + margin, the
-    worst row two roundings + margin: a row that one key dominates carries
-    the rounding of its probability (P·V takes P in the compute type, as
-    frameworks do) along the whole row, on top of the output's."""
+    worst row and the largest element two roundings + margin: a row that
+    one key dominates carries the rounding of its probability (P·V takes P
+    in the compute type, as frameworks do) along the whole row, on top of
+    the output's, and rms_norm rounds its normalised rows before gamma (its
+    definition); an element whose exact value lies near a rounding
+    boundary may round either way after the first, one unit of its last
+    place from the float64 value where the floor has half of one."""
     rel, row, absolute = floors
     return (bound(tol, dtype, rel), bound(tol, dtype, 2 * row),
-            bound(tol, dtype, absolute))
+            bound(tol, dtype, 2 * absolute))
 
 
 def normal(scale=1.0, shift=0.0):
