@@ -2,7 +2,7 @@
 (docs/tensor-parallel.md): each combination the split takes gives, run by
 `mpirun -np 2`, the outputs of the 1-rank build of the same options (the
 logits and every layer's keys and values; 1e-5 norm-wise relative in f32,
-one unit of the type's roundoff in f16 and bf16), on a LLaMA with
+10 units of the type's roundoff in f16 and bf16), on a LLaMA with
 grouped-query attention and a GPT-2:
 - --quantize-weights=int4 (fused, unfused, with
   --quantize-activations=int8: row by row) where each rank holds whole
@@ -55,7 +55,12 @@ BATCH, SEQ, PAST = 2, 9, 9
 LLAMA_G = dict(tp.LLAMA, hidden_size=256, intermediate_size=256)
 GPT2_G = dict(tp.GPT2, n_embd=256, n_inner=256)
 A8 = "--quantize-activations=int8"
-TOL = {"f32": 1e-5, "f16": 2.0**-11, "bf16": 2.0**-8}
+# f16 and bf16: the ranks sum their partial products in f32 and round
+# once, but in another order than one rank, which can round a value the
+# other way, a unit the layers after carry on: the two builds agree within
+# the type's model tolerance (llama.test's against float64, 10 units of its
+# roundoff), not one unit.
+TOL = {"f32": 1e-5, "f16": 10 * 2.0**-11, "bf16": 10 * 2.0**-8}
 
 
 def write_as(h, src, name, dtype):
