@@ -218,9 +218,7 @@ def start(seed):
     h = Harness(sys.argv[1], sys.argv[2])
     seed = h.seed = int(sys.argv[3]) if len(sys.argv) > 3 else seed
     print("seed", seed)
-    os.environ["TFC_COMPILE"] = h.compile
-    os.environ["TFC_RUNTIME_LIB"] = os.path.join(
-        os.path.dirname(sys.argv[1].rstrip("/")), "lib", "libtfcrt.so")
+    h.use_build()
     return h, np.random.default_rng(seed)
 
 

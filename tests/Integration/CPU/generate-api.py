@@ -274,11 +274,9 @@ def check_top(h):
 
 
 def main():
-    bindir, work = sys.argv[1:3]
-    os.environ["TFC_COMPILE"] = os.path.join(bindir, "tfc-compile")
-    os.environ["TFC_RUNTIME_LIB"] = os.path.join(
-        os.path.dirname(os.path.abspath(bindir)), "lib", "libtfcrt.so")
-    h = Harness(bindir, work)
+    work = sys.argv[2]
+    h = Harness(sys.argv[1], work)
+    h.use_build()
     expected = load_expected()
     print("expected ids written by transformers %s, torch %s" % (
         expected["versions"]["transformers"], expected["versions"]["torch"]))

@@ -218,11 +218,9 @@ def check_cli(h, watch, model_dir, case, new, work):
 
 
 def main():
-    bindir, work = sys.argv[1:3]
-    os.environ["TFC_COMPILE"] = os.path.join(bindir, "tfc-compile")
-    os.environ["TFC_RUNTIME_LIB"] = os.path.join(
-        os.path.dirname(os.path.abspath(bindir)), "lib", "libtfcrt.so")
-    h = Harness(bindir, work)
+    work = sys.argv[2]
+    h = Harness(sys.argv[1], work)
+    h.use_build()
     with open(os.path.join(HERE, "..", "CPU", "Inputs",
                            "generate-expected.json")) as f:
         expected = json.load(f)

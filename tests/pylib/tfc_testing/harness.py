@@ -82,6 +82,15 @@ class Harness:
         self.checks = 0
         self.cases = None  # --cases=NAME,...: run only those
 
+    def use_build(self):
+        """Points the Python package (tfc.compile, tfc.Model) at this
+        build's tfc-compile and runtime ($TFC_COMPILE, $TFC_RUNTIME_LIB);
+        mpirun's ranks inherit them."""
+        os.environ["TFC_COMPILE"] = self.compile
+        os.environ["TFC_RUNTIME_LIB"] = os.path.join(
+            os.path.dirname(os.path.dirname(os.path.abspath(self.compile))),
+            "lib", "libtfcrt.so")
+
     def wants(self, case):
         """Whether the command line selects `case` (all without --cases)."""
         return self.cases is None or case in self.cases
